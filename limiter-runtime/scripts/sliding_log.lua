@@ -1,0 +1,53 @@
+-- Sliding-window log: at most `max` admissions (weighted by cost) in any interval of length `window`.
+--
+-- One sorted set per limit: every admitted unit is a member scored by its admission time in µs.
+-- Time comes from Redis (TIME) unless a test passes "now" in, so skewed clients share one exact window.
+--
+--   KEYS[1]  the limit's key
+--   ARGV[1]  window, µs
+--   ARGV[2]  max admissions per window
+--   ARGV[3]  cost of this call
+--   ARGV[4]  now, µs (optional: tests only; empty or absent means Redis TIME)
+--
+-- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs}.
+--
+-- By hand: redis-cli --eval sliding_log.lua rate_limit:demo , 10000000 5 1
+local key = KEYS[1]
+local window = tonumber(ARGV[1])
+local max = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- An admission at time s counts while s > now - window.
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+
+if count + cost <= max then
+  -- Members are "<now>:<position>": unique even for many calls in the same microsecond, because
+  -- the members sharing one timestamp are all present until that timestamp leaves the window.
+  for i = 1, cost do
+    redis.call('ZADD', key, now, string.format('%d:%d', now, count + i))
+  end
+  -- Every member leaves the window at most `window` from now: so does the key.
+  redis.call('PEXPIRE', key, math.ceil(window / 1000))
+  return {1, max - count - cost, 0, window}
+end
+
+local remaining = max - count
+if remaining < 0 then remaining = 0 end
+-- A cost above the limit can never be admitted: report the whole window.
+local retry_after = window
+if cost <= max then
+  -- Admitted once the (count + cost - max)-th oldest member has left the window.
+  local index = count + cost - max - 1
+  local oldest = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
+  retry_after = tonumber(oldest[2]) + window - now
+end
+local reset_after = 0
+local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+if newest[2] then reset_after = tonumber(newest[2]) + window - now end
+return {0, remaining, retry_after, reset_after}

@@ -1,0 +1,97 @@
+//! Sliding-window log: the twin of `scripts/sliding_log.lua`.
+//!
+//! Guarantee: at most `max` units admitted in any interval of length `window`. An admission at time `s`
+//! counts while `s > now - window`.
+
+use std::collections::VecDeque;
+
+use super::{Outcome, Request};
+
+/// The admission times (µs) of one key, oldest first; never more than `max` of them.
+#[derive(Debug, Default)]
+pub(crate) struct SlidingLog {
+    admitted: VecDeque<u64>,
+}
+
+impl SlidingLog {
+    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+        while self
+            .admitted
+            .front()
+            .is_some_and(|&s| s.saturating_add(req.window) <= now)
+        {
+            self.admitted.pop_front();
+        }
+        let count = self.admitted.len() as u64;
+
+        if count + req.cost <= req.max {
+            self.admitted.extend((0..req.cost).map(|_| now));
+            return Outcome {
+                allowed: true,
+                remaining: req.max - count - req.cost,
+                retry_after: 0,
+                reset_after: req.window,
+            };
+        }
+
+        let retry_after = if req.cost <= req.max {
+            // Admitted once the (count + cost - max)-th oldest admission has left the window.
+            let index = (count + req.cost - req.max - 1) as usize;
+            self.admitted[index] + req.window - now
+        } else {
+            req.window
+        };
+        let reset_after = self.admitted.back().map_or(0, |&s| s + req.window - now);
+        Outcome {
+            allowed: false,
+            remaining: req.max.saturating_sub(count),
+            retry_after,
+            reset_after,
+        }
+    }
+
+    /// When this log will be empty, and so may be forgotten (µs).
+    pub(crate) fn expires_at(&self, window: u64) -> u64 {
+        self.admitted.back().map_or(0, |&s| s.saturating_add(window))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000;
+
+    fn req(max: u64) -> Request {
+        Request {
+            window: 10 * SECOND,
+            max,
+            cost: 1,
+        }
+    }
+
+    #[test]
+    fn admits_max_then_rejects_until_the_oldest_leaves() {
+        let mut log = SlidingLog::default();
+        for i in 0..5 {
+            let o = log.decide(i * SECOND, &req(5));
+            assert!(o.allowed);
+            assert_eq!(o.remaining, 4 - i);
+        }
+        let o = log.decide(5 * SECOND, &req(5));
+        assert!(!o.allowed);
+        assert_eq!(o.retry_after, 5 * SECOND);
+        assert_eq!(o.reset_after, 9 * SECOND);
+        assert!(!log.decide(10 * SECOND - 1, &req(5)).allowed);
+        assert!(log.decide(10 * SECOND, &req(5)).allowed);
+    }
+
+    #[test]
+    fn a_cost_above_the_limit_is_rejected_with_the_whole_window() {
+        let mut log = SlidingLog::default();
+        let o = log.decide(0, &Request { cost: 6, ..req(5) });
+        assert!(!o.allowed);
+        assert_eq!(o.retry_after, 10 * SECOND);
+        assert_eq!(o.remaining, 5);
+    }
+}

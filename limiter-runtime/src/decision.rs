@@ -1,0 +1,37 @@
+//! The answer to one call.
+
+use std::time::Duration;
+
+/// What the limiter decided for one call.
+///
+/// # Example
+///
+/// ```
+/// use limiter_runtime::{Limiter, Rule};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let limiter = Limiter::in_memory();
+/// let rule = Rule::new().max(2).window(Duration::from_secs(1));
+/// let decision = limiter.check(&rule, "10.0.0.7").await;
+/// assert!(decision.allowed);
+/// assert_eq!((decision.limit, decision.remaining), (2, 1));
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Decision {
+    /// Whether the call may go ahead.
+    pub allowed: bool,
+    /// The limit that applied: admissions per window.
+    pub limit: u64,
+    /// Admissions left in the current window after this call.
+    pub remaining: u64,
+    /// When denied, how long until a call of the same cost would be admitted if nothing else happened;
+    /// zero when allowed.
+    pub retry_after: Duration,
+    /// How long until the limit is back to its full quota if nothing else happened.
+    pub reset_after: Duration,
+    /// Whether the store could not decide (Redis failed or was too slow) and the failure policy did.
+    pub degraded: bool,
+}

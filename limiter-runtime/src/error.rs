@@ -1,0 +1,134 @@
+//! Errors that read like sentences: the rejection users return, and the runtime's own failures.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use crate::Decision;
+
+/// A call was rejected by a rate limit.
+///
+/// Annotated functions return it through their own error type (`E: From<RateLimited>`); its `Display` is the
+/// limit's message. It carries what a caller needs to answer well: the key, the limit, what remains, and when
+/// to retry.
+///
+/// # Example
+///
+/// ```
+/// use limiter_runtime::RateLimited;
+///
+/// #[derive(Debug)]
+/// enum AppError {
+///     TooManyRequests(RateLimited),
+/// }
+///
+/// impl From<RateLimited> for AppError {
+///     fn from(e: RateLimited) -> Self {
+///         AppError::TooManyRequests(e)
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RateLimited {
+    message: Cow<'static, str>,
+    key: String,
+    decision: Decision,
+    reason: Reason,
+}
+
+/// Why a call was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The limit was reached.
+    Limited,
+}
+
+impl RateLimited {
+    pub(crate) fn new(message: Cow<'static, str>, key: String, decision: Decision) -> Self {
+        RateLimited {
+            message,
+            key,
+            decision,
+            reason: Reason::Limited,
+        }
+    }
+
+    /// The message of the limit that rejected the call.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The full store key: prefix followed by the key (long keys end in a digest, see the crate docs).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Admissions per window.
+    pub fn limit(&self) -> u64 {
+        self.decision.limit
+    }
+
+    /// Admissions left in the window.
+    pub fn remaining(&self) -> u64 {
+        self.decision.remaining
+    }
+
+    /// How long until the same call would be admitted if nothing else happened.
+    pub fn retry_after(&self) -> Duration {
+        self.decision.retry_after
+    }
+
+    /// How long until the limit is back to its full quota if nothing else happened.
+    pub fn reset_after(&self) -> Duration {
+        self.decision.reset_after
+    }
+
+    /// Why the call was rejected.
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// The whole decision behind the rejection.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+}
+
+impl fmt::Display for RateLimited {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RateLimited {}
+
+/// The runtime could not be set up as asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The Redis URL does not parse.
+    #[error("the Redis URL {url:?} is invalid: {source}")]
+    InvalidRedisUrl {
+        /// The URL as given.
+        url: String,
+        /// What the Redis client said of it.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// A limiter was already installed as the shared runtime.
+    #[error("a limiter is already installed as the shared runtime; install one once, at start-up")]
+    AlreadyInstalled,
+}
+
+/// Why a store could not decide: the cause behind a degraded decision.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BackendError {
+    #[error("Redis did not answer within the {0:?} deadline")]
+    Timeout(Duration),
+    #[error("Redis failed: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("Redis answered {0:?}, which is not a decision")]
+    Reply(Vec<i64>),
+}

@@ -1,0 +1,71 @@
+//! Distributed rate limiting for async Rust, written as one attribute.
+//!
+//! ```
+//! use limiter_runtime::{rate_limit, RateLimited};
+//!
+//! #[derive(Debug)]
+//! struct AppError(String);
+//!
+//! impl From<RateLimited> for AppError {
+//!     fn from(e: RateLimited) -> Self {
+//!         AppError(e.to_string())
+//!     }
+//! }
+//!
+//! #[rate_limit(prefix = "rate_limit:emp:", key = id, window = 10, max = 5, message = "slow down")]
+//! async fn get_by_id(id: &str) -> Result<String, AppError> {
+//!     Ok(format!("employee {id}"))
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! for _ in 0..5 {
+//!     assert!(get_by_id("1001").await.is_ok());
+//! }
+//! assert_eq!(get_by_id("1001").await.unwrap_err().0, "slow down");
+//! # }
+//! ```
+//!
+//! Every node asks one [`Limiter`]: in memory by default (each process counts alone), or Redis, where every
+//! decision is one atomic script (one round trip, time from Redis itself) and so one global count is shared by
+//! every node. Install one at start-up:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), limiter_runtime::Error> {
+//! limiter_runtime::Limiter::builder().redis("redis://127.0.0.1/").build()?.install()?;
+//! # Ok(()) }
+//! ```
+//!
+//! If none is installed when the first annotated function runs, one is built from the environment:
+//! Redis at `LIMITER_REDIS_URL` when it is set, else in memory (said once, at warn level).
+//!
+//! When Redis fails or does not answer within the deadline (50 ms by default), the call is let through
+//! ("fail open") and a warn-level `tracing` event names the key and the cause.
+//!
+//! Store keys are the prefix followed by the key's `Display`; a key longer than 128 bytes is stored as its
+//! first 128 bytes, `#` and its SHA-1, so any key text maps to a bounded key and distinct keys never share a
+//! count.
+
+mod algorithm;
+mod clock;
+mod decision;
+mod error;
+mod key;
+mod limiter;
+mod rule;
+mod store;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use crate::algorithm::Algorithm;
+pub use crate::clock::{Clock, FakeClock, SystemClock};
+pub use crate::decision::Decision;
+pub use crate::error::{Error, RateLimited, Reason};
+pub use crate::limiter::{Limiter, LimiterBuilder, DEFAULT_DEADLINE, REDIS_URL_ENV};
+pub use crate::rule::Rule;
+
+/// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.
+#[cfg(feature = "macros")]
+#[doc(inline)]
+pub use limiter_macros::rate_limit;

@@ -1,0 +1,149 @@
+//! A limit as written by its user: every part optional, the rest inherited from the limiter's defaults.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use crate::Algorithm;
+
+/// What to limit: at most `max` calls per `window`, counted under `prefix` + key.
+///
+/// Every part left out is inherited from the [`Limiter`](crate::Limiter)'s crate-wide defaults (see
+/// [`LimiterBuilder`](crate::LimiterBuilder)), exactly as for an attribute argument left out of
+/// `#[rate_limit]`. Build it once (a `static` with [`LazyLock`](std::sync::LazyLock), say) and reuse it.
+///
+/// `max = 0` rejects every call; a zero `window` forgets every call at once, so admits every call whose cost
+/// is within `max`.
+///
+/// # Example
+///
+/// ```
+/// use limiter_runtime::Rule;
+/// use std::sync::LazyLock;
+/// use std::time::Duration;
+///
+/// static EMPLOYEES: LazyLock<Rule> = LazyLock::new(|| {
+///     Rule::new()
+///         .prefix("rate_limit:emp:")
+///         .window(Duration::from_secs(10))
+///         .max(5)
+///         .message("slow down")
+/// });
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rule {
+    pub(crate) prefix: Option<Cow<'static, str>>,
+    pub(crate) window: Option<Duration>,
+    pub(crate) max: Option<u64>,
+    pub(crate) message: Option<Cow<'static, str>>,
+    pub(crate) algorithm: Option<Algorithm>,
+}
+
+impl Rule {
+    /// A rule that inherits everything from the limiter's defaults.
+    pub const fn new() -> Self {
+        Rule {
+            prefix: None,
+            window: None,
+            max: None,
+            message: None,
+            algorithm: None,
+        }
+    }
+
+    /// The key namespace: the store key is `prefix` followed by the key.
+    pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// The window length.
+    pub const fn window(mut self, window: Duration) -> Self {
+        self.window = Some(window);
+        self
+    }
+
+    /// Admissions per window.
+    pub const fn max(mut self, max: u64) -> Self {
+        self.max = Some(max);
+        self
+    }
+
+    /// The message of the [`RateLimited`](crate::RateLimited) error when this rule rejects a call.
+    pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// The counting algorithm.
+    pub const fn algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.algorithm = Some(algorithm);
+        self
+    }
+
+    /// A rule from all its parts at once, in a constant (what `#[rate_limit]` expansions build).
+    pub(crate) const fn from_parts(
+        prefix: Option<&'static str>,
+        window: Option<Duration>,
+        max: Option<u64>,
+        message: Option<&'static str>,
+        algorithm: Option<Algorithm>,
+    ) -> Self {
+        Rule {
+            prefix: match prefix {
+                Some(prefix) => Some(Cow::Borrowed(prefix)),
+                None => None,
+            },
+            window,
+            max,
+            message: match message {
+                Some(message) => Some(Cow::Borrowed(message)),
+                None => None,
+            },
+            algorithm,
+        }
+    }
+}
+
+/// The limiter's crate-wide defaults: what every [`Rule`] part left out resolves to.
+#[derive(Debug, Clone)]
+pub(crate) struct Defaults {
+    pub(crate) prefix: Cow<'static, str>,
+    pub(crate) window: Duration,
+    pub(crate) max: u64,
+    pub(crate) message: Cow<'static, str>,
+    pub(crate) algorithm: Algorithm,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            prefix: Cow::Borrowed("rate_limit:"),
+            window: Duration::from_secs(60),
+            max: 100,
+            message: Cow::Borrowed("too many requests, please try again later"),
+            algorithm: Algorithm::SlidingLog,
+        }
+    }
+}
+
+/// A rule with every part resolved, borrowing from the rule and the defaults.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Resolved<'a> {
+    pub(crate) prefix: &'a str,
+    pub(crate) window: Duration,
+    pub(crate) max: u64,
+    pub(crate) message: &'a Cow<'static, str>,
+    pub(crate) algorithm: Algorithm,
+}
+
+impl Defaults {
+    pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule) -> Resolved<'a> {
+        Resolved {
+            prefix: rule.prefix.as_deref().unwrap_or(&self.prefix),
+            window: rule.window.unwrap_or(self.window),
+            max: rule.max.unwrap_or(self.max),
+            message: rule.message.as_ref().unwrap_or(&self.message),
+            algorithm: rule.algorithm.unwrap_or(self.algorithm),
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The in-process store: the embedded default, with the same semantics as the Redis scripts.
+//!
+//! Keys are spread over mutex-guarded shards; each shard forgets idle keys as it goes, so idle limits leave
+//! nothing behind.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::algorithm::sliding_log::SlidingLog;
+use crate::algorithm::{Algorithm, Outcome, Request};
+use crate::clock::{as_micros, Clock};
+
+const SHARDS: usize = 32;
+/// A shard sweeps its expired keys once per this many decisions.
+const SWEEP_EVERY: u32 = 1024;
+
+#[derive(Debug)]
+pub(crate) struct MemoryStore {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    clock: Arc<dyn Clock>,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    entries: HashMap<Box<str>, Entry>,
+    decisions: u32,
+}
+
+/// The state of one key and when it can be forgotten (µs).
+#[derive(Debug)]
+struct Entry {
+    state: State,
+    expires_at: u64,
+}
+
+#[derive(Debug)]
+enum State {
+    SlidingLog(SlidingLog),
+}
+
+impl State {
+    fn new(algorithm: Algorithm) -> State {
+        match algorithm {
+            Algorithm::SlidingLog => State::SlidingLog(SlidingLog::default()),
+        }
+    }
+
+    fn algorithm(&self) -> Algorithm {
+        match self {
+            State::SlidingLog(_) => Algorithm::SlidingLog,
+        }
+    }
+
+    fn decide(&mut self, now: u64, request: &Request) -> (Outcome, u64) {
+        match self {
+            State::SlidingLog(log) => {
+                let outcome = log.decide(now, request);
+                (outcome, log.expires_at(request.window))
+            }
+        }
+    }
+}
+
+impl MemoryStore {
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
+        MemoryStore {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+            clock,
+        }
+    }
+
+    pub(crate) fn decide(&self, algorithm: Algorithm, key: &str, request: &Request) -> Outcome {
+        let now = as_micros(self.clock.now());
+        let shard = &self.shards[self.hasher.hash_one(key) as usize % SHARDS];
+        // A panic elsewhere cannot leave a shard half-updated: every update below is a single assignment.
+        let mut shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
+        shard.sweep_now_and_then(now);
+
+        let entry = match shard.entries.get_mut(key) {
+            Some(entry) => entry,
+            None => shard.entries.entry(key.into()).or_insert(Entry {
+                state: State::new(algorithm),
+                expires_at: 0,
+            }),
+        };
+        // An expired entry, or one kept by another algorithm under the same key, starts afresh.
+        if entry.expires_at <= now || entry.state.algorithm() != algorithm {
+            entry.state = State::new(algorithm);
+        }
+        let (outcome, expires_at) = entry.state.decide(now, request);
+        entry.expires_at = expires_at;
+        outcome
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().unwrap().entries.len())
+            .sum()
+    }
+}
+
+impl Shard {
+    fn sweep_now_and_then(&mut self, now: u64) {
+        self.decisions = self.decisions.wrapping_add(1);
+        if self.decisions % SWEEP_EVERY == 0 {
+            self.entries.retain(|_, entry| entry.expires_at > now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FakeClock;
+    use std::time::Duration;
+
+    #[test]
+    fn idle_keys_are_forgotten() {
+        let clock = FakeClock::new();
+        let store = MemoryStore::new(Arc::new(clock.clone()));
+        let request = Request {
+            window: 1_000_000,
+            max: 1,
+            cost: 1,
+        };
+        for i in 0..5_000 {
+            store.decide(Algorithm::SlidingLog, &format!("k{i}"), &request);
+        }
+        assert_eq!(store.len(), 5_000);
+        clock.advance(Duration::from_secs(2));
+        for _ in 0..(SWEEP_EVERY as usize * SHARDS) {
+            store.decide(Algorithm::SlidingLog, "hot", &request);
+        }
+        assert_eq!(store.len(), 1);
+    }
+}
