@@ -1,1 +1,75 @@
-//! x
+//! The `#[rate_limit]` attribute of [`limiter-runtime`](https://docs.rs/limiter-runtime). Depend on
+//! `limiter-runtime`, which re-exports it; this crate only generates code.
+
+use proc_macro::TokenStream;
+use quote::ToTokens;
+
+mod attr;
+mod expand;
+
+/// Rate-limits an `async fn`: when its limit is reached the body does not run and the function returns
+/// `Err(RateLimited.into())`.
+///
+/// ```
+/// use limiter_runtime::{rate_limit, RateLimited};
+///
+/// # #[derive(Debug)] struct AppError;
+/// # impl From<RateLimited> for AppError { fn from(_: RateLimited) -> Self { AppError } }
+/// # struct Employee;
+/// #[rate_limit(prefix = "rate_limit:emp:", key = id, window = 10, max = 5, message = "slow down")]
+/// async fn get_by_id(id: &str) -> Result<Employee, AppError> {
+///     Ok(Employee)
+/// }
+/// ```
+///
+/// The function must be `async` (also as a method, generic, or in an `#[async_trait]` impl) and return
+/// `Result<T, E>` with `E: From<RateLimited>`. Its signature, attributes and doc comments are kept.
+///
+/// # Arguments
+///
+/// All are optional; one left out inherits the installed [`Limiter`]'s default.
+///
+/// - `key = <expr>` — any expression over the arguments (`self` and pattern bindings included), evaluated
+///   once, before the body, by reference: it never moves an argument. Its value implements `Display`.
+///   `key = (tenant, user.id)` joins the parts with `:`. Without a key, the function's path is the key: one
+///   bucket for every call.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited};
+///   # struct User { id: u64 }
+///   #[rate_limit(key = (tenant, user.id), max = 10)]
+///   async fn upload(tenant: &str, user: User) -> Result<(), RateLimited> {
+///       drop(user); // the key borrowed `user`; the body still owns it
+///       Ok(())
+///   }
+///   ```
+/// - `prefix = "..."` — the key namespace; the store key is prefix + key. Default `"rate_limit:"`.
+/// - `window = 10` or `window = "500ms"` / `"10s"` / `"1m"` / `"1h"` — the window; an integer is seconds.
+///   Default 60 s.
+/// - `max = 100` — admissions per window, at least 1. Default 100.
+/// - `message = "..."` — the [`RateLimited`] error's message.
+/// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name.
+///
+/// Every misuse is a compile error pointing at the offending token.
+///
+/// [`Limiter`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Limiter.html
+/// [`RateLimited`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.RateLimited.html
+#[proc_macro_attribute]
+pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
+    let expanded = syn::parse::<attr::Args>(args).and_then(|args| {
+        let function = syn::parse::<syn::ItemFn>(item.clone())?;
+        expand::expand(args, function)
+    });
+    match expanded {
+        Ok(tokens) => tokens.into(),
+        Err(error) => with_error(item, error),
+    }
+}
+
+/// On error, the user's function unchanged plus the one error, so the rest of the crate (and the IDE)
+/// keeps working and the user sees no cascade of secondary errors.
+fn with_error(item: TokenStream, error: syn::Error) -> TokenStream {
+    let mut tokens = proc_macro2::TokenStream::from(item);
+    tokens.extend(error.into_compile_error());
+    tokens.into_token_stream().into()
+}

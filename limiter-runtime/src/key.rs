@@ -23,7 +23,9 @@ pub(crate) fn store_key(prefix: &str, key: &dyn fmt::Display) -> String {
 }
 
 fn digest_tail(out: &mut String, start: usize) {
-    let digest = sha1_smol::Sha1::from(&out.as_bytes()[start..]).digest().to_string();
+    let digest = sha1_smol::Sha1::from(&out.as_bytes()[start..])
+        .digest()
+        .to_string();
     let mut cut = start + MAX_VERBATIM;
     while !out.is_char_boundary(cut) {
         cut -= 1;

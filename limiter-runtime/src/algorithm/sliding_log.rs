@@ -52,7 +52,9 @@ impl SlidingLog {
 
     /// When this log will be empty, and so may be forgotten (µs).
     pub(crate) fn expires_at(&self, window: u64) -> u64 {
-        self.admitted.back().map_or(0, |&s| s.saturating_add(window))
+        self.admitted
+            .back()
+            .map_or(0, |&s| s.saturating_add(window))
     }
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct MemoryStore {
 struct Shard {
     entries: HashMap<Box<str>, Entry>,
     decisions: u32,
+    /// The other shard this one sweeps next, so that shards with no traffic of their own are swept too.
+    next_to_sweep: usize,
 }
 
 /// The state of one key and when it can be forgotten (µs).
@@ -74,10 +76,22 @@ impl MemoryStore {
 
     pub(crate) fn decide(&self, algorithm: Algorithm, key: &str, request: &Request) -> Outcome {
         let now = as_micros(self.clock.now());
-        let shard = &self.shards[self.hasher.hash_one(key) as usize % SHARDS];
+        let index = self.hasher.hash_one(key) as usize % SHARDS;
         // A panic elsewhere cannot leave a shard half-updated: every update below is a single assignment.
-        let mut shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
-        shard.sweep_now_and_then(now);
+        let mut shard = self.shards[index]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        shard.decisions = shard.decisions.wrapping_add(1);
+        if shard.decisions % SWEEP_EVERY == 0 {
+            shard.sweep(now);
+            shard.next_to_sweep = (shard.next_to_sweep + 1) % SHARDS;
+            if shard.next_to_sweep != index {
+                // Never wait for another shard while holding this one.
+                if let Ok(mut other) = self.shards[shard.next_to_sweep].try_lock() {
+                    other.sweep(now);
+                }
+            }
+        }
 
         let entry = match shard.entries.get_mut(key) {
             Some(entry) => entry,
@@ -105,11 +119,8 @@ impl MemoryStore {
 }
 
 impl Shard {
-    fn sweep_now_and_then(&mut self, now: u64) {
-        self.decisions = self.decisions.wrapping_add(1);
-        if self.decisions % SWEEP_EVERY == 0 {
-            self.entries.retain(|_, entry| entry.expires_at > now);
-        }
+    fn sweep(&mut self, now: u64) {
+        self.entries.retain(|_, entry| entry.expires_at > now);
     }
 }
 
@@ -133,7 +144,7 @@ mod tests {
         }
         assert_eq!(store.len(), 5_000);
         clock.advance(Duration::from_secs(2));
-        for _ in 0..(SWEEP_EVERY as usize * SHARDS) {
+        for _ in 0..(SWEEP_EVERY as usize * (SHARDS + 1)) {
             store.decide(Algorithm::SlidingLog, "hot", &request);
         }
         assert_eq!(store.len(), 1);
