@@ -1,1 +1,262 @@
+//! Test support: throw-away `redis-server` processes on free loopback ports.
+//!
+//! Every test that needs Redis starts its own [`RedisServer`] (no persistence, its own port), so tests can
+//! kill, pause and restart Redis freely and run in parallel. The machine's own Redis service is never used.
+//! A test that cannot start `redis-server` fails loudly; it never skips.
 
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use limiter_runtime::{FakeClock, Limiter};
+
+/// How long a test's decision may take before the limiter fails open. Generous: exactness tests run many
+/// concurrent calls on two shared cores, and a fail-open there would be counted as an admission.
+pub const PATIENT: Duration = Duration::from_secs(10);
+
+/// A `redis-server` child process on a free loopback port, killed when dropped.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts a server on a free loopback port and waits until it answers PING.
+    ///
+    /// # Panics
+    ///
+    /// When `redis-server` cannot be found or does not start: tests that need Redis fail, loudly.
+    pub fn start() -> RedisServer {
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut server = RedisServer {
+                child: None,
+                port,
+                dir: std::env::temp_dir()
+                    .join(format!("limiter-redis-{}-{port}", std::process::id())),
+            };
+            match server.spawn() {
+                Ok(()) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("could not start redis-server: {last_error}");
+    }
+
+    /// The URL of this server.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The port this server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A synchronous connection, to inspect what the limiter left in Redis.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|client| client.get_connection())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot connect to the test redis-server on port {}: {e}",
+                    self.port
+                )
+            })
+    }
+
+    /// A limiter on this server reading Redis's own clock, with a patient deadline.
+    pub fn limiter(&self) -> Limiter {
+        Limiter::builder()
+            .redis(self.url())
+            .deadline(PATIENT)
+            .build()
+            .expect("a valid URL")
+    }
+
+    /// A limiter on this server to which "now" is passed from `clock` (deterministic tests).
+    pub fn limiter_with_clock(&self, clock: &FakeClock) -> Limiter {
+        Limiter::builder()
+            .redis(self.url())
+            .deadline(PATIENT)
+            .clock(clock.clone())
+            .build()
+            .expect("a valid URL")
+    }
+
+    /// Kills the server with SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port (empty: nothing is persisted).
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(error) if Instant::now() > deadline => {
+                    panic!("could not restart redis-server: {error}")
+                }
+                Err(_) => sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// Freezes the server (SIGSTOP): it keeps its connections but answers nothing.
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("the server is running");
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("kill(1) runs");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
+        let mut child = Command::new(redis_server_binary())
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--daemonize", "no", "--protected-mode", "yes"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run redis-server: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "redis-server on port {} exited: {status}",
+                    self.port
+                ));
+            }
+            if ping(self.port) {
+                self.child = Some(child);
+                return Ok(());
+            }
+            sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(format!(
+            "redis-server on port {} did not answer PING within 10 s",
+            self.port
+        ))
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.resume();
+        }
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Where `redis-server` is: on `PATH`, or where Debian puts it.
+fn redis_server_binary() -> PathBuf {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>());
+    on_path
+        .chain(["/usr/bin", "/usr/sbin", "/usr/local/bin"].map(PathBuf::from))
+        .map(|dir| dir.join("redis-server"))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "redis-server is not installed, and these tests need a real Redis. Run the test command from \
+                 the README (`./scripts/test`), which installs it, or `apt-get install redis-server`."
+            )
+        })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
+}
+
+/// Captures what the limiter logs, to assert on warn-level events.
+pub mod logs {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::fmt::MakeWriter;
+
+    /// A `tracing` subscriber's output, kept in memory.
+    #[derive(Debug, Clone, Default)]
+    pub struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Captured {
+        /// A subscriber writing every event at `TRACE` and above into this buffer, without colours.
+        pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync {
+            tracing_subscriber::fmt()
+                .with_writer(self.clone())
+                .with_ansi(false)
+                .with_max_level(tracing::Level::TRACE)
+                .finish()
+        }
+
+        /// Everything logged so far.
+        pub fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        }
+    }
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Captured;
+
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+}
