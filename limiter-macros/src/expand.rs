@@ -59,7 +59,9 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         Some(path) => path.to_token_stream(),
         None => quote!(::limiter_runtime),
     };
-    let site = Ident::new("__LIMITER_SITE", Span::mixed_site());
+    // Locals are hidden from the user's code by `mixed_site`; items are not, so the static lives in a block of
+    // its own and only a reference to it, in a hidden local, reaches the statements the user's code can see.
+    let site = Ident::new("__limiter_site", Span::mixed_site());
     let call = Ident::new("__limiter_call", Span::mixed_site());
     let error = Ident::new("__limiter_rejection", Span::mixed_site());
 
@@ -79,23 +81,26 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
     let new_call = match &args.key {
         Some(parts) => {
             let format = vec!["{}"; parts.len()].join(":");
-            quote!(#krate::__private::Call::keyed(&#site, ::core::format_args!(#format, #(#parts),*)))
+            quote!(#krate::__private::Call::keyed(#site, ::core::format_args!(#format, #(#parts),*)))
         }
-        None => quote!(#krate::__private::Call::unkeyed(&#site)),
+        None => quote!(#krate::__private::Call::unkeyed(#site)),
     };
     let rejected = quote_spanned! {ret.span()=>
         return #krate::__private::rejected(#error);
     };
 
     quote! {
-        static #site: #krate::__private::Site = #krate::__private::Site::new(
-            ::core::concat!(::core::module_path!(), "::", #function),
-            #prefix,
-            #window,
-            #max,
-            #message,
-            ::core::option::Option::None,
-        );
+        let #site: &'static #krate::__private::Site = {
+            static SITE: #krate::__private::Site = #krate::__private::Site::new(
+                ::core::concat!(::core::module_path!(), "::", #function),
+                #prefix,
+                #window,
+                #max,
+                #message,
+                ::core::option::Option::None,
+            );
+            &SITE
+        };
         // The key is formatted here, by reference, so the arguments are neither moved nor held across `.await`.
         let #call = #new_call;
         if let ::core::result::Result::Err(#error) = #call.check().await {

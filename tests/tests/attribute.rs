@@ -1,0 +1,224 @@
+//! What `#[rate_limit]` does at run time, for every function shape it accepts (in memory: the attribute's
+//! behaviour does not depend on the store).
+
+use std::fmt::Display;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use limiter_runtime::{rate_limit, Limiter, RateLimited};
+
+fn limiter() -> Limiter {
+    Limiter::in_memory()
+}
+
+#[rate_limit(max = 2)]
+async fn counted(runs: &AtomicUsize) -> Result<(), RateLimited> {
+    runs.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_body_does_not_run_when_limited() {
+    let runs = AtomicUsize::new(0);
+    limiter()
+        .scope(async {
+            assert!(counted(&runs).await.is_ok());
+            assert!(counted(&runs).await.is_ok());
+            assert!(counted(&runs).await.is_err());
+            assert!(counted(&runs).await.is_err());
+        })
+        .await;
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+fn traced<'a>(evaluations: &AtomicUsize, key: &'a str) -> &'a str {
+    evaluations.fetch_add(1, Ordering::SeqCst);
+    key
+}
+
+#[rate_limit(key = traced(evaluations, key), max = 10)]
+async fn keyed_by_call(evaluations: &AtomicUsize, key: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_key_is_evaluated_once_per_call() {
+    let evaluations = AtomicUsize::new(0);
+    limiter()
+        .scope(async {
+            keyed_by_call(&evaluations, "a").await.unwrap();
+            keyed_by_call(&evaluations, "a").await.unwrap();
+        })
+        .await;
+    assert_eq!(evaluations.load(Ordering::SeqCst), 2);
+}
+
+struct User {
+    id: u64,
+    name: String,
+}
+
+/// The key borrows `user`; the body still owns and consumes it.
+#[rate_limit(key = (tenant, user.id), max = 1)]
+async fn upload(tenant: String, user: User) -> Result<String, RateLimited> {
+    let User { name, .. } = user;
+    Ok(format!("{tenant}/{name}"))
+}
+
+#[tokio::test]
+async fn a_key_list_joins_its_parts_and_moves_nothing() {
+    limiter()
+        .scope(async {
+            let user = || User {
+                id: 42,
+                name: "ada".into(),
+            };
+            assert_eq!(upload("acme".into(), user()).await.unwrap(), "acme/ada");
+            let error = upload("acme".into(), user()).await.unwrap_err();
+            assert_eq!(error.key(), "rate_limit:acme:42");
+            assert!(upload("other".into(), user()).await.is_ok());
+        })
+        .await;
+}
+
+#[rate_limit(max = 1)]
+async fn unkeyed(_caller: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+#[tokio::test]
+async fn without_a_key_every_call_shares_the_function_bucket() {
+    limiter()
+        .scope(async {
+            assert!(unkeyed("a").await.is_ok());
+            let error = unkeyed("b").await.unwrap_err();
+            assert_eq!(error.key(), "rate_limit:attribute::unkeyed");
+        })
+        .await;
+}
+
+struct Account {
+    id: u32,
+    calls: usize,
+}
+
+impl Account {
+    #[rate_limit(key = self.id, max = 1, prefix = "acct:")]
+    async fn balance(&self) -> Result<u32, RateLimited> {
+        Ok(self.id * 10)
+    }
+
+    #[rate_limit(key = self.id, max = 2, prefix = "touch:")]
+    async fn touch(&mut self) -> Result<usize, RateLimited> {
+        self.calls += 1;
+        Ok(self.calls)
+    }
+}
+
+#[tokio::test]
+async fn methods_key_on_self() {
+    limiter()
+        .scope(async {
+            let mut account = Account { id: 7, calls: 0 };
+            assert_eq!(account.balance().await.unwrap(), 70);
+            assert_eq!(account.balance().await.unwrap_err().key(), "acct:7");
+            assert_eq!(account.touch().await.unwrap(), 1);
+            assert_eq!(account.touch().await.unwrap(), 2);
+            assert!(account.touch().await.is_err());
+            assert_eq!(account.calls, 2);
+            assert!(Account { id: 8, calls: 0 }.balance().await.is_ok());
+        })
+        .await;
+}
+
+trait Directory {
+    async fn lookup(&self, name: &str) -> Result<String, RateLimited>;
+}
+
+impl Directory for Account {
+    #[rate_limit(key = name, max = 1, prefix = "dir:")]
+    async fn lookup(&self, name: &str) -> Result<String, RateLimited> {
+        Ok(format!("{name}@{}", self.id))
+    }
+}
+
+#[async_trait::async_trait]
+trait Service {
+    async fn serve(&self, request: (String, u32)) -> Result<u32, RateLimited>;
+    async fn by_id(&self, id: Path<u32>) -> Result<u32, RateLimited>;
+}
+
+struct Path<T>(T);
+
+#[async_trait::async_trait]
+impl Service for Account {
+    #[rate_limit(key = (self.id, route), max = 1, prefix = "svc:")]
+    async fn serve(&self, (route, n): (String, u32)) -> Result<u32, RateLimited> {
+        Ok(n + self.id)
+    }
+
+    #[rate_limit(key = id, max = 1, prefix = "by_id:")]
+    async fn by_id(&self, Path(id): Path<u32>) -> Result<u32, RateLimited> {
+        Ok(id)
+    }
+}
+
+#[tokio::test]
+async fn trait_methods_and_async_trait_methods_are_limited() {
+    limiter()
+        .scope(async {
+            let account = Account { id: 3, calls: 0 };
+            assert_eq!(account.lookup("ada").await.unwrap(), "ada@3");
+            assert_eq!(account.lookup("ada").await.unwrap_err().key(), "dir:ada");
+
+            assert_eq!(account.serve(("/a".into(), 1)).await.unwrap(), 4);
+            assert_eq!(
+                account.serve(("/a".into(), 1)).await.unwrap_err().key(),
+                "svc:3:/a"
+            );
+            assert!(account.serve(("/b".into(), 1)).await.is_ok());
+
+            let service: &dyn Service = &account;
+            assert_eq!(service.by_id(Path(9)).await.unwrap(), 9);
+            assert_eq!(service.by_id(Path(9)).await.unwrap_err().key(), "by_id:9");
+        })
+        .await;
+}
+
+#[rate_limit(key = item, max = 1, prefix = "generic:")]
+async fn generic<T: Display + Send>(item: T) -> Result<String, RateLimited> {
+    Ok(item.to_string())
+}
+
+#[tokio::test]
+async fn generic_functions_are_limited() {
+    limiter()
+        .scope(async {
+            assert_eq!(generic(5).await.unwrap(), "5");
+            assert!(
+                generic("5").await.is_err(),
+                "5 and \"5\" display alike: one key"
+            );
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn annotated_futures_are_send() {
+    let limiter = limiter();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let task = {
+        let (limiter, runs) = (limiter.clone(), runs.clone());
+        tokio::spawn(async move { limiter.scope(counted(&runs)).await })
+    };
+    task.await.unwrap().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn limits_are_per_limiter() {
+    let (a, b) = (limiter(), limiter());
+    a.scope(async { unkeyed("x").await.unwrap() }).await;
+    b.scope(async { unkeyed("x").await.unwrap() }).await;
+    assert!(a.scope(unkeyed("x")).await.is_err());
+}
