@@ -82,7 +82,7 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         shard.decisions = shard.decisions.wrapping_add(1);
-        if shard.decisions % SWEEP_EVERY == 0 {
+        if shard.decisions.is_multiple_of(SWEEP_EVERY) {
             shard.sweep(now);
             shard.next_to_sweep = (shard.next_to_sweep + 1) % SHARDS;
             if shard.next_to_sweep != index {
