@@ -4,19 +4,21 @@
 -- Time comes from Redis (TIME) unless a test passes "now" in, so skewed clients share one exact window.
 --
 --   KEYS[1]  the limit's key
---   ARGV[1]  window, µs
---   ARGV[2]  max admissions per window
---   ARGV[3]  cost of this call
---   ARGV[4]  now, µs (optional: tests only; empty or absent means Redis TIME)
+--   ARGV[1]  window, µs            ARGV[2]  max per window      ARGV[3]  cost of this call
+--   ARGV[4]  burst (token bucket)  ARGV[5]  max wait, µs (leaky bucket)
+--   ARGV[6]  now, µs — tests only; absent means Redis TIME
+--   ARGV[7]  minimum TTL, ms — tests only (with ARGV[6]: Redis expires keys on its own clock, not the test's)
 --
--- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs}.
+-- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs}.
+-- Integers throughout (exact while max × window stays below 2^53); no decision depends on the key's TTL.
 --
--- By hand: redis-cli --eval sliding_log.lua rate_limit:demo , 10000000 5 1
+-- By hand: redis-cli --eval sliding_log.lua rate_limit:demo , 10000000 5 1 5 0
 local key = KEYS[1]
 local window = tonumber(ARGV[1])
 local max = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
+local now = tonumber(ARGV[6])
+local min_ttl = tonumber(ARGV[7]) or 0
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -33,8 +35,8 @@ if count + cost <= max then
     redis.call('ZADD', key, now, string.format('%d:%d', now, count + i))
   end
   -- Every member leaves the window at most `window` from now: so does the key.
-  redis.call('PEXPIRE', key, math.ceil(window / 1000))
-  return {1, max - count - cost, 0, window}
+  redis.call('PEXPIRE', key, math.max(math.ceil(window / 1000), min_ttl))
+  return {1, max - count - cost, 0, window, 0}
 end
 
 local remaining = max - count
@@ -50,4 +52,4 @@ end
 local reset_after = 0
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 if newest[2] then reset_after = tonumber(newest[2]) + window - now end
-return {0, remaining, retry_after, reset_after}
+return {0, remaining, retry_after, reset_after, 0}

@@ -32,6 +32,10 @@ pub struct Decision {
     pub retry_after: Duration,
     /// How long until the limit is back to its full quota if nothing else happened.
     pub reset_after: Duration,
+    /// How long the call must wait for its slot before going ahead: non-zero only for an admitted
+    /// [`LeakyBucket`](crate::Algorithm::LeakyBucket) call with a `max_wait`. An annotated function with
+    /// `mode = wait` (and [`Limiter::enforce`](crate::Limiter::enforce)) sleeps that long, then runs.
+    pub delay: Duration,
     /// Whether the store could not decide (Redis failed or was too slow) and the failure policy did.
     pub degraded: bool,
 }

@@ -185,8 +185,9 @@ impl Limiter {
         self.decide(&resolved, &key, cost).await
     }
 
-    /// Like [`check`](Limiter::check), but a rejection is the [`RateLimited`] error, as an annotated function
-    /// returns it.
+    /// What an annotated function does: like [`check`](Limiter::check), but a rejection is the
+    /// [`RateLimited`] error, and an admitted call that must wait for its slot
+    /// ([`Decision::delay`], leaky bucket with a `max_wait`) sleeps until then.
     ///
     /// ```
     /// use limiter_runtime::{Limiter, Rule};
@@ -204,9 +205,18 @@ impl Limiter {
         rule: &Rule,
         key: impl fmt::Display,
     ) -> Result<Decision, RateLimited> {
-        let resolved = self.inner.defaults.resolve(rule);
-        let key = store_key(resolved.prefix, &key);
-        self.enforce_key(rule, key, 1).await
+        self.enforce_cost(rule, key, 1).await
+    }
+
+    /// [`enforce`](Limiter::enforce) for a call that weighs `cost` units.
+    pub async fn enforce_cost(
+        &self,
+        rule: &Rule,
+        key: impl fmt::Display,
+        cost: u64,
+    ) -> Result<Decision, RateLimited> {
+        let key = self.store_key(rule, &key);
+        self.enforce_key(rule, key, cost).await
     }
 
     /// The store key `rule` gives `key`.
@@ -214,7 +224,8 @@ impl Limiter {
         store_key(self.inner.defaults.resolve(rule).prefix, key)
     }
 
-    /// Decides for a store key already built, and turns a rejection into [`RateLimited`].
+    /// Decides for a store key already built, turns a rejection into [`RateLimited`], and waits out an
+    /// admitted call's delay.
     pub(crate) async fn enforce_key(
         &self,
         rule: &Rule,
@@ -223,19 +234,35 @@ impl Limiter {
     ) -> Result<Decision, RateLimited> {
         let resolved = self.inner.defaults.resolve(rule);
         let decision = self.decide(&resolved, &key, cost).await;
-        if decision.allowed {
-            Ok(decision)
-        } else {
-            Err(RateLimited::new(resolved.message.clone(), key, decision))
+        if !decision.allowed {
+            return Err(RateLimited::new(resolved.message.clone(), key, decision));
         }
+        if !decision.delay.is_zero() {
+            tokio::time::sleep(decision.delay).await;
+        }
+        Ok(decision)
     }
 
     /// The one decision path: ask the store; if it cannot answer, fail open.
     async fn decide(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
+        if rule.max == 0 {
+            // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
+            return Decision {
+                allowed: false,
+                limit: 0,
+                remaining: 0,
+                retry_after: rule.window,
+                reset_after: Duration::ZERO,
+                delay: Duration::ZERO,
+                degraded: false,
+            };
+        }
         let request = Request {
-            window: as_micros(rule.window),
+            window: as_micros(rule.window).max(1),
             max: rule.max,
             cost,
+            burst: rule.burst,
+            max_wait: as_micros(rule.max_wait),
         };
         match self.inner.store.decide(rule.algorithm, key, &request).await {
             Ok(outcome) => Decision {
@@ -244,6 +271,7 @@ impl Limiter {
                 remaining: outcome.remaining,
                 retry_after: Duration::from_micros(outcome.retry_after),
                 reset_after: Duration::from_micros(outcome.reset_after),
+                delay: Duration::from_micros(outcome.delay),
                 degraded: false,
             },
             Err(cause) => self.fail_open(rule, key, &cause),
@@ -263,6 +291,7 @@ impl Limiter {
             remaining: rule.max,
             retry_after: Duration::ZERO,
             reset_after: Duration::ZERO,
+            delay: Duration::ZERO,
             degraded: true,
         }
     }

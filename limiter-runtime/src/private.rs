@@ -26,7 +26,7 @@ impl Site {
             None => None,
         };
         Site {
-            rule: Rule::from_parts(prefix, window, max, message, algorithm),
+            rule: Rule::from_parts(prefix, window, max, message, algorithm, None, None),
             function,
         }
     }

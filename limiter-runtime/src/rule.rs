@@ -11,8 +11,7 @@ use crate::Algorithm;
 /// [`LimiterBuilder`](crate::LimiterBuilder)), exactly as for an attribute argument left out of
 /// `#[rate_limit]`. Build it once (a `static` with [`LazyLock`](std::sync::LazyLock), say) and reuse it.
 ///
-/// `max = 0` rejects every call; a zero `window` forgets every call at once, so admits every call whose cost
-/// is within `max`.
+/// `max = 0` rejects every call; a `window` shorter than a microsecond counts as one microsecond.
 ///
 /// # Example
 ///
@@ -36,6 +35,8 @@ pub struct Rule {
     pub(crate) max: Option<u64>,
     pub(crate) message: Option<Cow<'static, str>>,
     pub(crate) algorithm: Option<Algorithm>,
+    pub(crate) burst: Option<u64>,
+    pub(crate) max_wait: Option<Duration>,
 }
 
 impl Rule {
@@ -47,6 +48,8 @@ impl Rule {
             max: None,
             message: None,
             algorithm: None,
+            burst: None,
+            max_wait: None,
         }
     }
 
@@ -80,13 +83,31 @@ impl Rule {
         self
     }
 
+    /// [`TokenBucket`](Algorithm::TokenBucket): the bucket's capacity, the most a burst can take at once
+    /// (default `max`).
+    pub const fn burst(mut self, burst: u64) -> Self {
+        self.burst = Some(burst);
+        self
+    }
+
+    /// [`LeakyBucket`](Algorithm::LeakyBucket): admit a call whose slot starts within `max_wait`, telling it
+    /// to wait ([`Decision::delay`](crate::Decision::delay)); without it a call that would have to wait is
+    /// rejected.
+    pub const fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = Some(max_wait);
+        self
+    }
+
     /// A rule from all its parts at once, in a constant (what `#[rate_limit]` expansions build).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) const fn from_parts(
         prefix: Option<&'static str>,
         window: Option<Duration>,
         max: Option<u64>,
         message: Option<&'static str>,
         algorithm: Option<Algorithm>,
+        burst: Option<u64>,
+        max_wait: Option<Duration>,
     ) -> Self {
         Rule {
             prefix: match prefix {
@@ -100,6 +121,8 @@ impl Rule {
                 None => None,
             },
             algorithm,
+            burst,
+            max_wait,
         }
     }
 }
@@ -134,16 +157,21 @@ pub(crate) struct Resolved<'a> {
     pub(crate) max: u64,
     pub(crate) message: &'a Cow<'static, str>,
     pub(crate) algorithm: Algorithm,
+    pub(crate) burst: u64,
+    pub(crate) max_wait: Duration,
 }
 
 impl Defaults {
     pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule) -> Resolved<'a> {
+        let max = rule.max.unwrap_or(self.max);
         Resolved {
             prefix: rule.prefix.as_deref().unwrap_or(&self.prefix),
             window: rule.window.unwrap_or(self.window),
-            max: rule.max.unwrap_or(self.max),
+            max,
             message: rule.message.as_ref().unwrap_or(&self.message),
             algorithm: rule.algorithm.unwrap_or(self.algorithm),
+            burst: rule.burst.unwrap_or(max),
+            max_wait: rule.max_wait.unwrap_or(Duration::ZERO),
         }
     }
 }

@@ -1,33 +1,70 @@
 //! The counting algorithms. Each file here is the in-memory twin of `scripts/<algorithm>.lua`: the same
 //! arithmetic on the same integers (microseconds), so the memory and Redis stores decide identically.
 
+pub(crate) mod fixed_window;
+pub(crate) mod leaky_bucket;
 pub(crate) mod sliding_log;
+pub(crate) mod sliding_window;
+pub(crate) mod token_bucket;
 
 /// How a limit counts calls.
 ///
 /// Every algorithm touches exactly one Redis key per limit, takes its time from Redis, and has an in-memory
-/// twin with the same semantics.
+/// twin with the same semantics. Choose by need:
+///
+/// | algorithm | guarantee | memory per key | `retry_after` |
+/// |---|---|---|---|
+/// | [`SlidingLog`](Algorithm::SlidingLog) | ≤ `max` in **any** `window` | grows with `max` | exact |
+/// | [`FixedWindow`](Algorithm::FixedWindow) | ≤ `max` per aligned window (2 × `max` across a boundary) | O(1) | exact |
+/// | [`SlidingWindow`](Algorithm::SlidingWindow) | weighted estimate of the sliding window | O(1) | exact for the estimate |
+/// | [`TokenBucket`](Algorithm::TokenBucket) | ≤ `burst` + `max` · t / `window` over any t | O(1) | exact |
+/// | [`LeakyBucket`](Algorithm::LeakyBucket) | admissions ≥ `window` / `max` apart (shaping) | O(1) | exact |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Algorithm {
     /// Sliding-window log, exact: at most `max` admissions in **any** interval of length `window`.
     ///
-    /// One sorted set per key holding one member per admitted unit, so memory grows with `max`
-    /// (never beyond it). `retry_after` is exact: it is when the oldest admission that blocks this call leaves
-    /// the window.
+    /// One sorted set per key holding one member per admitted unit, so memory grows with `max` (never beyond
+    /// it). `retry_after` is when the oldest admission that blocks this call leaves the window.
     #[default]
     SlidingLog,
+    /// Fixed window: at most `max` admissions per aligned window (`[k·window, (k+1)·window)`).
+    ///
+    /// One counter per key, whose expiry is set once, when the window opens. Cheap, but up to 2 × `max` can
+    /// pass across a window boundary. `retry_after` is the start of the next window.
+    FixedWindow,
+    /// Sliding window counter: the previous window's count weighted by its overlap with the sliding window,
+    /// plus the current window's count. O(1) memory.
+    ///
+    /// An estimate that assumes the previous window's calls were spread evenly: never more than `max` per
+    /// aligned window, but up to 2 × `max` in an unaligned interval when traffic is bursty.
+    SlidingWindow,
+    /// Token bucket (GCRA): a bucket of `burst` tokens (default `max`) refilled at `max` per `window`.
+    ///
+    /// Never more than `burst + max · t / window` admissions over any interval `t`: bursts up to `burst`,
+    /// then the steady rate. One small value per key.
+    TokenBucket,
+    /// Leaky bucket, for shaping: calls leave at a steady `max` per `window`. A call is given the next free
+    /// slot and told how long to wait for it ([`Decision::delay`](crate::Decision::delay)); it is admitted if
+    /// that wait is within the rule's `max_wait` (zero unless waiting is asked for), else rejected.
+    ///
+    /// Admitted slots never start closer than `window / max` apart.
+    LeakyBucket,
 }
 
 /// One call to decide, in the integers every algorithm computes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Request {
-    /// Window length, µs.
+    /// Window length, µs (at least 1).
     pub(crate) window: u64,
-    /// Admissions (units of cost) per window.
+    /// Admissions (units of cost) per window (at least 1).
     pub(crate) max: u64,
     /// Units this call consumes.
     pub(crate) cost: u64,
+    /// Token bucket: capacity in units.
+    pub(crate) burst: u64,
+    /// Leaky bucket: the longest wait for a slot that still admits the call, µs.
+    pub(crate) max_wait: u64,
 }
 
 /// What an algorithm decided, in µs.
@@ -37,4 +74,55 @@ pub(crate) struct Outcome {
     pub(crate) remaining: u64,
     pub(crate) retry_after: u64,
     pub(crate) reset_after: u64,
+    pub(crate) delay: u64,
+}
+
+impl Outcome {
+    pub(crate) fn denied(remaining: u64, retry_after: u64, reset_after: u64) -> Outcome {
+        Outcome {
+            allowed: false,
+            remaining,
+            retry_after,
+            reset_after,
+            delay: 0,
+        }
+    }
+}
+
+/// A point in time kept as whole µs plus a fraction in 1/max µs, so that a slot of `window / max` µs stays
+/// exact: the state of the token and leaky buckets (`t` and `f` in their scripts).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Schedule {
+    micros: u64,
+    fraction: u64,
+}
+
+impl Schedule {
+    /// How far this point is ahead of `now`, in µs × max (zero if it has passed).
+    pub(crate) fn ahead(&self, now: u64, max: u64) -> u128 {
+        if self.micros < now {
+            0
+        } else {
+            u128::from(self.micros - now) * u128::from(max) + u128::from(self.fraction)
+        }
+    }
+
+    /// The point `ahead` (µs × max) after `now`.
+    pub(crate) fn at(now: u64, ahead: u128, max: u64) -> Schedule {
+        let max = u128::from(max);
+        Schedule {
+            micros: now.saturating_add(narrow(ahead / max)),
+            fraction: narrow(ahead % max),
+        }
+    }
+}
+
+/// `a / b` rounded up.
+pub(crate) fn ceil_div(a: u128, b: u128) -> u128 {
+    a.div_ceil(b)
+}
+
+/// A result known to fit (it is a duration in µs or a count of units), saturating if it does not.
+pub(crate) fn narrow(n: u128) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }

@@ -31,6 +31,7 @@ impl SlidingLog {
                 remaining: req.max - count - req.cost,
                 retry_after: 0,
                 reset_after: req.window,
+                delay: 0,
             };
         }
 
@@ -42,12 +43,7 @@ impl SlidingLog {
             req.window
         };
         let reset_after = self.admitted.back().map_or(0, |&s| s + req.window - now);
-        Outcome {
-            allowed: false,
-            remaining: req.max.saturating_sub(count),
-            retry_after,
-            reset_after,
-        }
+        Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
     }
 
     /// When this log will be empty, and so may be forgotten (µs).
@@ -69,6 +65,8 @@ mod tests {
             window: 10 * SECOND,
             max,
             cost: 1,
+            burst: max,
+            max_wait: 0,
         }
     }
 

@@ -7,7 +7,11 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::algorithm::fixed_window::FixedWindow;
+use crate::algorithm::leaky_bucket::LeakyBucket;
 use crate::algorithm::sliding_log::SlidingLog;
+use crate::algorithm::sliding_window::SlidingWindow;
+use crate::algorithm::token_bucket::TokenBucket;
 use crate::algorithm::{Algorithm, Outcome, Request};
 use crate::clock::{as_micros, Clock};
 
@@ -40,27 +44,42 @@ struct Entry {
 #[derive(Debug)]
 enum State {
     SlidingLog(SlidingLog),
+    FixedWindow(FixedWindow),
+    SlidingWindow(SlidingWindow),
+    TokenBucket(TokenBucket),
+    LeakyBucket(LeakyBucket),
 }
 
 impl State {
     fn new(algorithm: Algorithm) -> State {
         match algorithm {
             Algorithm::SlidingLog => State::SlidingLog(SlidingLog::default()),
+            Algorithm::FixedWindow => State::FixedWindow(FixedWindow::default()),
+            Algorithm::SlidingWindow => State::SlidingWindow(SlidingWindow::default()),
+            Algorithm::TokenBucket => State::TokenBucket(TokenBucket::default()),
+            Algorithm::LeakyBucket => State::LeakyBucket(LeakyBucket::default()),
         }
     }
 
     fn algorithm(&self) -> Algorithm {
         match self {
             State::SlidingLog(_) => Algorithm::SlidingLog,
+            State::FixedWindow(_) => Algorithm::FixedWindow,
+            State::SlidingWindow(_) => Algorithm::SlidingWindow,
+            State::TokenBucket(_) => Algorithm::TokenBucket,
+            State::LeakyBucket(_) => Algorithm::LeakyBucket,
         }
     }
 
+    /// Decides, and says until when this state matters (µs): the in-memory twin of the key's TTL.
     fn decide(&mut self, now: u64, request: &Request) -> (Outcome, u64) {
+        let (window, max) = (request.window, request.max);
         match self {
-            State::SlidingLog(log) => {
-                let outcome = log.decide(now, request);
-                (outcome, log.expires_at(request.window))
-            }
+            State::SlidingLog(s) => (s.decide(now, request), s.expires_at(window)),
+            State::FixedWindow(s) => (s.decide(now, request), s.expires_at(window)),
+            State::SlidingWindow(s) => (s.decide(now, request), s.expires_at(window)),
+            State::TokenBucket(s) => (s.decide(now, request), s.expires_at(now, max)),
+            State::LeakyBucket(s) => (s.decide(now, request), s.expires_at(now, max)),
         }
     }
 }
@@ -138,6 +157,8 @@ mod tests {
             window: 1_000_000,
             max: 1,
             cost: 1,
+            burst: 1,
+            max_wait: 0,
         };
         for i in 0..5_000 {
             store.decide(Algorithm::SlidingLog, &format!("k{i}"), &request);

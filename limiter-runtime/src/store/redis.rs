@@ -12,13 +12,30 @@ use crate::algorithm::{Algorithm, Outcome, Request};
 use crate::clock::{as_micros, Clock};
 use crate::error::BackendError;
 
-static SLIDING_LOG: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../scripts/sliding_log.lua")));
+/// Keys live at least this long when a test passes "now" in: Redis expires keys on its own clock, which does
+/// not follow the test's.
+const TEST_MIN_TTL_MILLIS: u64 = 600_000;
 
-fn script(algorithm: Algorithm) -> &'static Script {
-    match algorithm {
-        Algorithm::SlidingLog => &SLIDING_LOG,
-    }
+macro_rules! scripts {
+    ($($algorithm:ident => $file:literal),* $(,)?) => {
+        fn script(algorithm: Algorithm) -> &'static Script {
+            match algorithm {
+                $(Algorithm::$algorithm => {
+                    static SCRIPT: LazyLock<Script> =
+                        LazyLock::new(|| Script::new(include_str!(concat!("../../scripts/", $file))));
+                    &SCRIPT
+                })*
+            }
+        }
+    };
+}
+
+scripts! {
+    SlidingLog => "sliding_log.lua",
+    FixedWindow => "fixed_window.lua",
+    SlidingWindow => "sliding_window.lua",
+    TokenBucket => "token_bucket.lua",
+    LeakyBucket => "leaky_bucket.lua",
 }
 
 pub(crate) struct RedisStore {
@@ -77,20 +94,25 @@ impl RedisStore {
             .key(key)
             .arg(request.window)
             .arg(request.max)
-            .arg(request.cost);
+            .arg(request.cost)
+            .arg(request.burst)
+            .arg(request.max_wait);
         if let Some(clock) = &self.clock {
-            invocation.arg(as_micros(clock.now()));
+            invocation
+                .arg(as_micros(clock.now()))
+                .arg(TEST_MIN_TTL_MILLIS);
         }
         let reply: Vec<i64> =
             tokio::time::timeout(self.deadline, invocation.invoke_async(&mut connection))
                 .await
                 .map_err(|_| BackendError::Timeout(self.deadline))??;
         match reply[..] {
-            [allowed, remaining, retry_after, reset_after] => Ok(Outcome {
+            [allowed, remaining, retry_after, reset_after, delay] => Ok(Outcome {
                 allowed: allowed == 1,
                 remaining: non_negative(remaining),
                 retry_after: non_negative(retry_after),
                 reset_after: non_negative(reset_after),
+                delay: non_negative(delay),
             }),
             _ => Err(BackendError::Reply(reply)),
         }

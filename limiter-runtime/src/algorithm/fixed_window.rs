@@ -1,0 +1,58 @@
+//! Fixed window: the twin of `scripts/fixed_window.lua`.
+//!
+//! Guarantee: at most `max` units admitted per aligned window `[k·window, (k+1)·window)`.
+
+use super::{Outcome, Request};
+
+/// The current window's index and the units admitted in it.
+#[derive(Debug)]
+pub(crate) struct FixedWindow {
+    index: u64,
+    count: u64,
+}
+
+impl Default for FixedWindow {
+    fn default() -> Self {
+        FixedWindow {
+            index: u64::MAX,
+            count: 0,
+        }
+    }
+}
+
+impl FixedWindow {
+    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+        let index = now / req.window;
+        let reset_after = (index + 1) * req.window - now;
+        let count = if self.index == index { self.count } else { 0 };
+
+        if count + req.cost <= req.max {
+            *self = FixedWindow {
+                index,
+                count: count + req.cost,
+            };
+            return Outcome {
+                allowed: true,
+                remaining: req.max - count - req.cost,
+                retry_after: 0,
+                reset_after,
+                delay: 0,
+            };
+        }
+        let retry_after = if req.cost > req.max {
+            req.window
+        } else {
+            reset_after
+        };
+        Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
+    }
+
+    /// The end of the window last admitted into (µs): the key's expiry, set once when the window opened.
+    pub(crate) fn expires_at(&self, window: u64) -> u64 {
+        if self.index == u64::MAX {
+            0
+        } else {
+            (self.index + 1).saturating_mul(window)
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! Leaky bucket, for shaping: the twin of `scripts/leaky_bucket.lua`.
+//!
+//! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
+//! admitted only if its slot starts within `max_wait`, and is told the delay until then.
+
+use super::{ceil_div, narrow, Outcome, Request, Schedule};
+
+/// When the next slot is free.
+#[derive(Debug, Default)]
+pub(crate) struct LeakyBucket {
+    free_at: Schedule,
+}
+
+impl LeakyBucket {
+    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+        let (max, w) = (u128::from(req.max), u128::from(req.window));
+        // How far ahead the next free slot starts, in µs × max: one slot weighs `window`.
+        let queued = self.free_at.ahead(now, req.max);
+        let limit = u128::from(req.max_wait) * max;
+
+        if req.cost <= req.max && queued <= limit {
+            let after = queued + u128::from(req.cost) * w;
+            self.free_at = Schedule::at(now, after, req.max);
+            let remaining = if after <= limit {
+                ((limit - after) / w + 1).min(max)
+            } else {
+                0
+            };
+            return Outcome {
+                allowed: true,
+                remaining: narrow(remaining),
+                retry_after: 0,
+                reset_after: narrow(ceil_div(after, max)),
+                delay: narrow(ceil_div(queued, max)),
+            };
+        }
+        let retry_after = if req.cost > req.max {
+            w
+        } else {
+            ceil_div(queued - limit, max)
+        };
+        Outcome::denied(0, narrow(retry_after), narrow(ceil_div(queued, max)))
+    }
+
+    /// When the bucket is empty again, and so may be forgotten (µs, rounded up).
+    pub(crate) fn expires_at(&self, now: u64, max: u64) -> u64 {
+        now.saturating_add(narrow(ceil_div(
+            self.free_at.ahead(now, max),
+            u128::from(max),
+        )))
+    }
+}

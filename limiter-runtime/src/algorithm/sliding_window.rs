@@ -1,0 +1,90 @@
+//! Sliding window counter: the twin of `scripts/sliding_window.lua`.
+//!
+//! Guarantee: the weighted estimate `previous · (window - elapsed) / window + current` never exceeds `max`
+//! after an admission; hence never more than `max` per aligned window.
+
+use super::{narrow, Outcome, Request};
+
+/// The current aligned window's index, its count and the previous window's count.
+#[derive(Debug)]
+pub(crate) struct SlidingWindow {
+    index: u64,
+    current: u64,
+    previous: u64,
+}
+
+impl Default for SlidingWindow {
+    fn default() -> Self {
+        SlidingWindow {
+            index: u64::MAX,
+            current: 0,
+            previous: 0,
+        }
+    }
+}
+
+impl SlidingWindow {
+    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+        let w = u128::from(req.window);
+        let index = now / req.window;
+        let elapsed = u128::from(now - index * req.window);
+        let (current, previous) = if self.index == index {
+            (self.current, self.previous)
+        } else if self.index != u64::MAX && self.index + 1 == index {
+            (0, self.current)
+        } else {
+            (0, 0)
+        };
+        let (current_w, previous_w) = (u128::from(current), u128::from(previous));
+        let (max, cost) = (u128::from(req.max), u128::from(req.cost));
+
+        // Weights scaled by `window`: a unit of the current window weighs `window`.
+        let used = previous_w * (w - elapsed) + current_w * w;
+        let capacity = max * w;
+        if used + cost * w <= capacity {
+            *self = SlidingWindow {
+                index,
+                current: current + req.cost,
+                previous,
+            };
+            return Outcome {
+                allowed: true,
+                remaining: narrow((capacity - used - cost * w) / w),
+                retry_after: 0,
+                reset_after: narrow(2 * w - elapsed),
+                delay: 0,
+            };
+        }
+
+        let retry_after = if cost > max {
+            w
+        } else if max >= cost + current_w {
+            // Later in this window, once the previous window weighs little enough.
+            w - elapsed - (max - cost - current_w) * w / previous_w
+        } else {
+            // In the next window, once this window (then the previous one) weighs little enough.
+            w - elapsed + w - (max - cost) * w / current_w
+        };
+        let reset_after = if current > 0 {
+            2 * w - elapsed
+        } else if previous > 0 {
+            w - elapsed
+        } else {
+            0
+        };
+        Outcome::denied(
+            narrow(capacity.saturating_sub(used) / w),
+            narrow(retry_after),
+            narrow(reset_after),
+        )
+    }
+
+    /// The end of the window after the one last admitted into: until then its count still weighs (µs).
+    pub(crate) fn expires_at(&self, window: u64) -> u64 {
+        if self.index == u64::MAX {
+            0
+        } else {
+            (self.index + 2).saturating_mul(window)
+        }
+    }
+}

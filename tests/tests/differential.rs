@@ -1,0 +1,106 @@
+//! Differential: the same seeded schedule of calls (many keys, mixed costs, controlled times) gives
+//! identical decisions in memory and in Redis, for every algorithm. A mismatch names the first diverging call.
+
+use std::time::Duration;
+
+use limiter_runtime::{Algorithm, FakeClock, Limiter, Rule};
+use tests::{RedisServer, Rng};
+
+const CALLS: usize = 3_000;
+
+/// One schedule: a rule, then calls at times the schedule controls.
+async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer) {
+    let mut rng = Rng::new(seed);
+    let window = Duration::from_micros(
+        *rng.pick(&[1_000_000, 1_500_000, 10_000_000, 60_000_000, 3_333_333]),
+    );
+    let max = *rng.pick(&[1, 3, 7, 10, 100]);
+    let mut rule = Rule::new()
+        .algorithm(algorithm)
+        .window(window)
+        .max(max)
+        .prefix(format!("diff:{seed}:"));
+    if algorithm == Algorithm::TokenBucket {
+        rule = rule.burst(*rng.pick(&[1, max, 2 * max + 1]));
+    }
+    let mut max_wait = Duration::ZERO;
+    if algorithm == Algorithm::LeakyBucket {
+        max_wait = *rng.pick(&[Duration::ZERO, window, window / 3]);
+        rule = rule.max_wait(max_wait);
+    }
+
+    let memory_clock = FakeClock::new();
+    let redis_clock = FakeClock::new();
+    let memory = Limiter::builder()
+        .clock(memory_clock.clone())
+        .build()
+        .unwrap();
+    let redis = server.limiter_with_clock(&redis_clock);
+    let slot = window.as_micros() as u64 / max;
+    let (mut admitted, mut rejected, mut delayed) = (0, 0, 0);
+
+    for call in 0..CALLS {
+        // Mostly bursts and steps around one slot, sometimes whole windows.
+        let step = match rng.below(10) {
+            0..=2 => 0,
+            3..=6 => rng.below(2 * slot + 1),
+            7 | 8 => rng.below(window.as_micros() as u64 / 4 + 1),
+            _ => rng.below(3 * window.as_micros() as u64),
+        };
+        memory_clock.advance(Duration::from_micros(step));
+        redis_clock.advance(Duration::from_micros(step));
+        let key = format!("k{}", rng.below(12));
+        let cost = *rng.pick(&[1, 1, 1, 1, 2, 3, 0, max, max + 1]);
+
+        let in_memory = memory.check_cost(&rule, &key, cost).await;
+        let in_redis = redis.check_cost(&rule, &key, cost).await;
+        assert!(!in_redis.degraded, "Redis failed at call {call}");
+        assert_eq!(
+            in_memory, in_redis,
+            "{algorithm:?}, seed {seed}: first divergence at call {call} (key {key}, cost {cost}, rule {rule:?})"
+        );
+        admitted += usize::from(in_memory.allowed);
+        rejected += usize::from(!in_memory.allowed);
+        delayed += usize::from(!in_memory.delay.is_zero());
+    }
+    // Agreement means something only if the schedule exercised both answers.
+    assert!(
+        admitted > 100 && rejected > 100,
+        "{algorithm:?}, seed {seed}: {admitted} admitted, {rejected} rejected"
+    );
+    if max_wait.is_zero() {
+        assert_eq!(delayed, 0, "without max_wait nothing waits");
+    }
+}
+
+async fn differential(algorithm: Algorithm) {
+    let server = RedisServer::start();
+    for seed in 1..=4 {
+        replay(algorithm, seed, &server).await;
+    }
+}
+
+#[tokio::test]
+async fn sliding_log() {
+    differential(Algorithm::SlidingLog).await;
+}
+
+#[tokio::test]
+async fn fixed_window() {
+    differential(Algorithm::FixedWindow).await;
+}
+
+#[tokio::test]
+async fn sliding_window() {
+    differential(Algorithm::SlidingWindow).await;
+}
+
+#[tokio::test]
+async fn token_bucket() {
+    differential(Algorithm::TokenBucket).await;
+}
+
+#[tokio::test]
+async fn leaky_bucket() {
+    differential(Algorithm::LeakyBucket).await;
+}
