@@ -10,7 +10,7 @@
 --   ARGV[6]  now, µs — tests only; absent means Redis TIME
 --   ARGV[7]  minimum TTL, ms — tests only (with ARGV[6]: Redis expires keys on its own clock, not the test's)
 --
--- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs}.
+-- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs, now µs}.
 -- Integers throughout (exact while max × window stays below 2^53); no decision depends on the key's TTL.
 --
 -- By hand: redis-cli --eval fixed_window.lua rate_limit:demo , 10000000 5 1 5 0
@@ -38,10 +38,10 @@ if count + cost <= max then
     redis.call('HSET', key, 'w', index, 'n', cost)
     redis.call('PEXPIRE', key, math.max(math.ceil(reset_after / 1000), min_ttl))
   end
-  return {1, max - count - cost, 0, reset_after, 0}
+  return {1, max - count - cost, 0, reset_after, 0, now}
 end
 
 -- A cost above the limit can never be admitted: report the whole window.
 local retry_after = reset_after
 if cost > max then retry_after = window end
-return {0, math.max(max - count, 0), retry_after, reset_after, 0}
+return {0, math.max(max - count, 0), retry_after, reset_after, 0, now}

@@ -11,7 +11,7 @@
 --   ARGV[6]  now, µs — tests only; absent means Redis TIME
 --   ARGV[7]  minimum TTL, ms — tests only (with ARGV[6]: Redis expires keys on its own clock, not the test's)
 --
--- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs}.
+-- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs, now µs}.
 -- Integers throughout (exact while max × window stays below 2^53); no decision depends on the key's TTL.
 --
 -- By hand: redis-cli --eval leaky_bucket.lua rate_limit:demo , 10000000 5 1 5 0
@@ -46,9 +46,9 @@ if cost <= max and queued <= limit then
   redis.call('PEXPIRE', key, math.max(math.ceil(reset_after / 1000), min_ttl))
   local remaining = 0
   if after <= limit then remaining = math.min(max, math.floor((limit - after) / window) + 1) end
-  return {1, remaining, 0, reset_after, ceil_div(queued, max)}
+  return {1, remaining, 0, reset_after, ceil_div(queued, max), now}
 end
 
 local retry_after = window
 if cost <= max then retry_after = ceil_div(queued - limit, max) end
-return {0, 0, retry_after, ceil_div(queued, max), 0}
+return {0, 0, retry_after, ceil_div(queued, max), 0, now}

@@ -9,7 +9,7 @@
 --   ARGV[6]  now, µs — tests only; absent means Redis TIME
 --   ARGV[7]  minimum TTL, ms — tests only (with ARGV[6]: Redis expires keys on its own clock, not the test's)
 --
--- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs}.
+-- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs, now µs}.
 -- Integers throughout (exact while max × window stays below 2^53); no decision depends on the key's TTL.
 --
 -- By hand: redis-cli --eval sliding_log.lua rate_limit:demo , 10000000 5 1 5 0
@@ -36,7 +36,7 @@ if count + cost <= max then
   end
   -- Every member leaves the window at most `window` from now: so does the key.
   redis.call('PEXPIRE', key, math.max(math.ceil(window / 1000), min_ttl))
-  return {1, max - count - cost, 0, window, 0}
+  return {1, max - count - cost, 0, window, 0, now}
 end
 
 local remaining = max - count
@@ -52,4 +52,4 @@ end
 local reset_after = 0
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 if newest[2] then reset_after = tonumber(newest[2]) + window - now end
-return {0, remaining, retry_after, reset_after, 0}
+return {0, remaining, retry_after, reset_after, 0, now}

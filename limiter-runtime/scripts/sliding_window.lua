@@ -11,7 +11,7 @@
 --   ARGV[6]  now, µs — tests only; absent means Redis TIME
 --   ARGV[7]  minimum TTL, ms — tests only (with ARGV[6]: Redis expires keys on its own clock, not the test's)
 --
--- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs}.
+-- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs, now µs}.
 -- Integers throughout (exact while max × window stays below 2^53); no decision depends on the key's TTL.
 --
 -- By hand: redis-cli --eval sliding_window.lua rate_limit:demo , 10000000 5 1 5 0
@@ -46,7 +46,7 @@ if used + cost * window <= capacity then
   -- The current window's count weighs until the next window ends.
   local reset_after = 2 * window - elapsed
   redis.call('PEXPIRE', key, math.max(math.ceil(reset_after / 1000), min_ttl))
-  return {1, math.floor((capacity - used - cost * window) / window), 0, reset_after, 0}
+  return {1, math.floor((capacity - used - cost * window) / window), 0, reset_after, 0, now}
 end
 
 local retry_after = window
@@ -66,4 +66,4 @@ if current > 0 then
 elseif previous > 0 then
   reset_after = window - elapsed
 end
-return {0, math.max(math.floor((capacity - used) / window), 0), retry_after, reset_after, 0}
+return {0, math.max(math.floor((capacity - used) / window), 0), retry_after, reset_after, 0, now}

@@ -10,7 +10,7 @@
 --   ARGV[6]  now, µs — tests only; absent means Redis TIME
 --   ARGV[7]  minimum TTL, ms — tests only (with ARGV[6]: Redis expires keys on its own clock, not the test's)
 --
--- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs}.
+-- Returns {allowed (1 or 0), remaining, retry_after µs, reset_after µs, delay µs, now µs}.
 -- Integers throughout (exact while max × window stays below 2^53); no decision depends on the key's TTL.
 --
 -- By hand: redis-cli --eval token_bucket.lua rate_limit:demo , 10000000 5 1 5 0
@@ -44,9 +44,9 @@ if cost <= burst and used + need <= capacity then
   redis.call('HSET', key, 't', now + ahead, 'f', used - ahead * max)
   local reset_after = ceil_div(used, max)
   redis.call('PEXPIRE', key, math.max(math.ceil(reset_after / 1000), min_ttl))
-  return {1, math.floor((capacity - used) / window), 0, reset_after, 0}
+  return {1, math.floor((capacity - used) / window), 0, reset_after, 0, now}
 end
 
 local retry_after = window
 if cost <= burst then retry_after = ceil_div(used + need - capacity, max) end
-return {0, math.max(math.floor((capacity - used) / window), 0), retry_after, ceil_div(used, max), 0}
+return {0, math.max(math.floor((capacity - used) / window), 0), retry_after, ceil_div(used, max), 0, now}

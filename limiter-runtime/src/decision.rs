@@ -36,6 +36,10 @@ pub struct Decision {
     /// [`LeakyBucket`](crate::Algorithm::LeakyBucket) call with a `max_wait`. An annotated function with
     /// `mode = wait` (and [`Limiter::enforce`](crate::Limiter::enforce)) sleeps that long, then runs.
     pub delay: Duration,
+    /// When the store decided, on its own clock, as a duration since the Unix epoch: Redis's `TIME` for the
+    /// Redis store (the one clock every node shares), the limiter's [`Clock`](crate::Clock) in memory, this
+    /// process's clock for a degraded decision.
+    pub decided_at: Duration,
     /// Whether the store could not decide (Redis failed or was too slow) and the failure policy did.
     pub degraded: bool,
 }

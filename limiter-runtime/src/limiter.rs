@@ -55,6 +55,8 @@ pub struct Limiter {
 struct Inner {
     store: Store,
     defaults: Defaults,
+    /// This process's clock: the time of decisions made without the store.
+    clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for Limiter {
@@ -254,6 +256,7 @@ impl Limiter {
                 retry_after: rule.window,
                 reset_after: Duration::ZERO,
                 delay: Duration::ZERO,
+                decided_at: self.inner.clock.now(),
                 degraded: false,
             };
         }
@@ -265,13 +268,14 @@ impl Limiter {
             max_wait: as_micros(rule.max_wait),
         };
         match self.inner.store.decide(rule.algorithm, key, &request).await {
-            Ok(outcome) => Decision {
+            Ok((outcome, decided_at)) => Decision {
                 allowed: outcome.allowed,
                 limit: rule.max,
                 remaining: outcome.remaining,
                 retry_after: Duration::from_micros(outcome.retry_after),
                 reset_after: Duration::from_micros(outcome.reset_after),
                 delay: Duration::from_micros(outcome.delay),
+                decided_at: Duration::from_micros(decided_at),
                 degraded: false,
             },
             Err(cause) => self.fail_open(rule, key, &cause),
@@ -292,6 +296,7 @@ impl Limiter {
             retry_after: Duration::ZERO,
             reset_after: Duration::ZERO,
             delay: Duration::ZERO,
+            decided_at: self.inner.clock.now(),
             degraded: true,
         }
     }
@@ -383,6 +388,10 @@ impl LimiterBuilder {
 
     /// Builds the limiter. Fails only on an unparsable Redis URL; nothing is connected yet.
     pub fn build(self) -> Result<Limiter, Error> {
+        let clock: Arc<dyn Clock> = match &self.clock {
+            Some(clock) => clock.clone(),
+            None => Arc::new(SystemClock::new()),
+        };
         let store = match self.redis_url {
             Some(url) => {
                 let client = redis::Client::open(url.as_str())
@@ -393,14 +402,13 @@ impl LimiterBuilder {
                     self.clock,
                 ))
             }
-            None => Store::Memory(MemoryStore::new(
-                self.clock.unwrap_or_else(|| Arc::new(SystemClock::new())),
-            )),
+            None => Store::Memory(MemoryStore::new(clock.clone())),
         };
         Ok(Limiter {
             inner: Arc::new(Inner {
                 store,
                 defaults: self.defaults,
+                clock,
             }),
         })
     }

@@ -7,6 +7,9 @@ pub(crate) mod sliding_log;
 pub(crate) mod sliding_window;
 pub(crate) mod token_bucket;
 
+#[cfg(test)]
+mod guarantees;
+
 /// How a limit counts calls.
 ///
 /// Every algorithm touches exactly one Redis key per limit, takes its time from Redis, and has an in-memory

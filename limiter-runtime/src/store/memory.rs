@@ -93,7 +93,13 @@ impl MemoryStore {
         }
     }
 
-    pub(crate) fn decide(&self, algorithm: Algorithm, key: &str, request: &Request) -> Outcome {
+    /// Decides, and says when on this store's clock (µs).
+    pub(crate) fn decide(
+        &self,
+        algorithm: Algorithm,
+        key: &str,
+        request: &Request,
+    ) -> (Outcome, u64) {
         let now = as_micros(self.clock.now());
         let index = self.hasher.hash_one(key) as usize % SHARDS;
         // A panic elsewhere cannot leave a shard half-updated: every update below is a single assignment.
@@ -125,7 +131,7 @@ impl MemoryStore {
         }
         let (outcome, expires_at) = entry.state.decide(now, request);
         entry.expires_at = expires_at;
-        outcome
+        (outcome, now)
     }
 
     #[cfg(test)]

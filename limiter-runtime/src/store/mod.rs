@@ -19,13 +19,13 @@ pub(crate) enum Store {
 }
 
 impl Store {
-    /// Decides one call against the count kept under `key`.
+    /// Decides one call against the count kept under `key`, and says when, on the store's clock (µs).
     pub(crate) async fn decide(
         &self,
         algorithm: Algorithm,
         key: &str,
         request: &Request,
-    ) -> Result<Outcome, BackendError> {
+    ) -> Result<(Outcome, u64), BackendError> {
         match self {
             Store::Memory(store) => Ok(store.decide(algorithm, key, request)),
             Store::Redis(store) => store.decide(algorithm, key, request).await,

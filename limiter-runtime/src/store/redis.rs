@@ -80,14 +80,14 @@ impl RedisStore {
         Ok(self.connection.get_or_init(|| connection).clone())
     }
 
-    /// One round trip: EVALSHA (and, on NOSCRIPT only, SCRIPT LOAD and EVALSHA again), all within the
+    /// Decides, and says when on Redis's clock (µs since the Unix epoch). One round trip: EVALSHA (and, on NOSCRIPT only, SCRIPT LOAD and EVALSHA again), all within the
     /// deadline. A call that timed out may have been applied, so it is never retried.
     pub(crate) async fn decide(
         &self,
         algorithm: Algorithm,
         key: &str,
         request: &Request,
-    ) -> Result<Outcome, BackendError> {
+    ) -> Result<(Outcome, u64), BackendError> {
         let mut connection = self.connection()?;
         let mut invocation = script(algorithm).prepare_invoke();
         invocation
@@ -107,13 +107,16 @@ impl RedisStore {
                 .await
                 .map_err(|_| BackendError::Timeout(self.deadline))??;
         match reply[..] {
-            [allowed, remaining, retry_after, reset_after, delay] => Ok(Outcome {
-                allowed: allowed == 1,
-                remaining: non_negative(remaining),
-                retry_after: non_negative(retry_after),
-                reset_after: non_negative(reset_after),
-                delay: non_negative(delay),
-            }),
+            [allowed, remaining, retry_after, reset_after, delay, now] => Ok((
+                Outcome {
+                    allowed: allowed == 1,
+                    remaining: non_negative(remaining),
+                    retry_after: non_negative(retry_after),
+                    reset_after: non_negative(reset_after),
+                    delay: non_negative(delay),
+                },
+                non_negative(now),
+            )),
             _ => Err(BackendError::Reply(reply)),
         }
     }
