@@ -4,7 +4,9 @@ use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
-use syn::{Block, Expr, ExprAsync, ExprCall, Ident, ItemFn, Local, Pat, ReturnType, Stmt, Type};
+use syn::{
+    Block, Expr, ExprAsync, ExprCall, Ident, ItemFn, Local, Pat, ReturnType, Signature, Stmt, Type,
+};
 
 use crate::attr::Args;
 
@@ -21,18 +23,24 @@ pub(crate) fn expand(args: Args, mut item: ItemFn) -> syn::Result<TokenStream> {
     // `Box::pin(async move { ...; let __ret: R = { body }; __ret })`. Check inside that block.
     let has_receiver = item.sig.receiver().is_some();
     let name = item.sig.ident.clone();
-    if let Some((ret, body)) = async_trait_body(&mut item.block) {
-        let mut args = args;
-        if has_receiver {
-            // async-trait moved `self` into `__self` before the body.
-            for part in args.key.iter_mut().flatten() {
-                SelfToAsyncTraitSelf.visit_expr_mut(part);
-            }
+    if let Some(inner) = async_trait_block(&mut item.block) {
+        if returns_unit(inner) {
+            // async-trait wrote `let _: () = { body };`: the user's method declares no return type.
+            return Err(no_result_type(&item.sig));
         }
-        let check = check(&args, &name, &ret);
-        let original = body.clone();
-        *body = syn::parse_quote!({ #check #original });
-        return Ok(item.into_token_stream());
+        if let Some((ret, body)) = async_trait_body(inner) {
+            let mut args = args;
+            if has_receiver {
+                // async-trait moved `self` into `__self` before the body.
+                for part in args.key.iter_mut().flatten() {
+                    SelfToAsyncTraitSelf.visit_expr_mut(part);
+                }
+            }
+            let check = check(&args, &name, &ret);
+            let original = body.clone();
+            *body = syn::parse_quote!({ #check #original });
+            return Ok(item.into_token_stream());
+        }
     }
     Err(syn::Error::new(
         item.sig.fn_token.span(),
@@ -44,12 +52,17 @@ pub(crate) fn expand(args: Args, mut item: ItemFn) -> syn::Result<TokenStream> {
 fn result_type(item: &ItemFn) -> syn::Result<Type> {
     match &item.sig.output {
         ReturnType::Type(_, ty) => Ok((**ty).clone()),
-        ReturnType::Default => Err(syn::Error::new(
-            item.sig.paren_token.span.close(),
-            "`#[rate_limit]` functions must return `Result<T, E>` where `E: From<RateLimited>`, \
-             so a rejected call can return `Err`",
-        )),
+        ReturnType::Default => Err(no_result_type(&item.sig)),
     }
+}
+
+/// A function that declares no return type, reported after its parameters, where `-> Result<..>` belongs.
+fn no_result_type(sig: &Signature) -> syn::Error {
+    syn::Error::new(
+        sig.paren_token.span.close(),
+        "`#[rate_limit]` functions must return `Result<T, E>` where `E: From<RateLimited>`, \
+         so a rejected call can return `Err`",
+    )
 }
 
 /// The statements that run before the body: build the key from borrowed arguments, ask the runtime, and
@@ -85,8 +98,13 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         }
         None => quote!(#krate::__private::Call::unkeyed(#site)),
     };
+    // The call that turns the rejection into the declared return type carries that type's span, so a return type
+    // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
+    // so a wrong `crate = "..."` is still reported once, at the path.
+    let rejected_fn = Ident::new("__limiter_rejected", Span::mixed_site());
+    let rejected_call = Ident::new("__limiter_rejected", ret.span());
     let rejected = quote_spanned! {ret.span()=>
-        return #krate::__private::rejected(#error);
+        return #rejected_call(#error);
     };
 
     quote! {
@@ -104,13 +122,14 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         // The key is formatted here, by reference, so the arguments are neither moved nor held across `.await`.
         let #call = #new_call;
         if let ::core::result::Result::Err(#error) = #call.check().await {
+            use #krate::__private::rejected as #rejected_fn;
             #rejected
         }
     }
 }
 
-/// Finds, in an `#[async_trait]` method, the user's body and the declared return type.
-fn async_trait_body(block: &mut Block) -> Option<(Type, &mut Block)> {
+/// The `async move` block of an `#[async_trait]` method: its body is `Box::pin(async move { ... })`.
+fn async_trait_block(block: &mut Block) -> Option<&mut Block> {
     let Some(Stmt::Expr(Expr::Call(ExprCall { func, args, .. }), None)) = block.stmts.last_mut()
     else {
         return None;
@@ -130,6 +149,12 @@ fn async_trait_body(block: &mut Block) -> Option<(Type, &mut Block)> {
     let Some(Expr::Async(ExprAsync { block: inner, .. })) = args.first_mut() else {
         return None;
     };
+    Some(inner)
+}
+
+/// Finds, in an `#[async_trait]` method's `async move` block, the user's body (`let __ret: R = { body };`) and
+/// the declared return type.
+fn async_trait_body(inner: &mut Block) -> Option<(Type, &mut Block)> {
     inner.stmts.iter_mut().find_map(|stmt| match stmt {
         Stmt::Local(Local {
             pat: Pat::Type(typed),
@@ -140,6 +165,16 @@ fn async_trait_body(block: &mut Block) -> Option<(Type, &mut Block)> {
             _ => None,
         },
         _ => None,
+    })
+}
+
+/// Whether an `#[async_trait]` method's `async move` block is `let _: () = { body };`, as async-trait writes it
+/// for a method without a return type.
+fn returns_unit(inner: &Block) -> bool {
+    inner.stmts.iter().any(|stmt| {
+        matches!(stmt, Stmt::Local(Local { pat: Pat::Type(typed), init: Some(_), .. })
+            if matches!(&*typed.pat, Pat::Wild(_))
+                && matches!(&*typed.ty, Type::Tuple(unit) if unit.elems.is_empty()))
     })
 }
 

@@ -57,13 +57,47 @@ mod expand;
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = syn::parse::<attr::Args>(args).and_then(|args| {
-        let function = syn::parse::<syn::ItemFn>(item.clone())?;
+        let function = parse_function(item.clone())?;
         expand::expand(args, function)
     });
     match expanded {
         Ok(tokens) => tokens.into(),
         Err(error) => with_error(item, error),
     }
+}
+
+/// The annotated item, which must be a function with a body. Anything else is refused at its first token, a
+/// method declared in a trait at its `;`, instead of with syn's "expected `fn`" or "expected curly braces".
+fn parse_function(item: TokenStream) -> syn::Result<syn::ItemFn> {
+    use syn::parse::{ParseStream, Parser};
+
+    let parser = |input: ParseStream<'_>| {
+        let fork = input.fork();
+        fork.call(syn::Attribute::parse_outer)?;
+        fork.parse::<syn::Visibility>()?;
+        let starts_a_function = fork.peek(syn::Token![fn])
+            || fork.peek(syn::Token![async])
+            || fork.peek(syn::Token![const])
+            || fork.peek(syn::Token![unsafe])
+            || fork.peek(syn::Token![extern]);
+        if !starts_a_function {
+            return Err(fork.error("`#[rate_limit]` applies to an `async fn`"));
+        }
+        if let Ok(syn::TraitItemFn {
+            default: None,
+            semi_token: Some(semi),
+            ..
+        }) = input.fork().parse()
+        {
+            return Err(syn::Error::new(
+                semi.span,
+                "`#[rate_limit]` needs the function's body: put it on the method in the `impl`, not on its \
+                 declaration in the trait",
+            ));
+        }
+        input.parse::<syn::ItemFn>()
+    };
+    parser.parse(item)
 }
 
 /// On error, the user's function unchanged plus the one error, so the rest of the crate (and the IDE)
