@@ -20,7 +20,11 @@ async fn bytes(server: &RedisServer, algorithm: Algorithm, max: u64) -> u64 {
     let clock = FakeClock::new();
     let limiter = server.limiter_with_clock(&clock);
     let prefix = format!("mem:{algorithm:?}:{max}:");
-    let rule = Rule::new().algorithm(algorithm).max(max).window(Duration::from_secs(60)).prefix(prefix.clone());
+    let rule = Rule::new()
+        .algorithm(algorithm)
+        .max(max)
+        .window(Duration::from_secs(60))
+        .prefix(prefix.clone());
     for _ in 0..max {
         limiter.check(&rule, "user:1001").await;
         clock.advance(Duration::from_micros(60_000_000 / max / 2));
@@ -28,7 +32,13 @@ async fn bytes(server: &RedisServer, algorithm: Algorithm, max: u64) -> u64 {
     let mut redis = server.connection();
     let keys: Vec<String> = redis.keys(format!("{prefix}*")).unwrap();
     assert_eq!(keys.len(), 1, "one key per limit");
-    redis::cmd("MEMORY").arg("USAGE").arg(&keys[0]).arg("SAMPLES").arg(0).query(&mut redis).unwrap()
+    redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&keys[0])
+        .arg("SAMPLES")
+        .arg(0)
+        .query(&mut redis)
+        .unwrap()
 }
 
 #[tokio::test]
@@ -36,14 +46,20 @@ async fn memory_per_limit() {
     let server = RedisServer::start();
     println!("| algorithm | max = 100 | max = 10 000 |\n|---|---|---|");
     for algorithm in ALGORITHMS {
-        let (small, large) = (bytes(&server, algorithm, 100).await, bytes(&server, algorithm, 10_000).await);
+        let (small, large) = (
+            bytes(&server, algorithm, 100).await,
+            bytes(&server, algorithm, 10_000).await,
+        );
         println!("| {algorithm:?} | {small} B | {large} B |");
         if algorithm == Algorithm::SlidingLog {
             // One member per admission: memory grows with max.
             assert!(large > 50 * small, "{small} B → {large} B");
         } else {
             // O(1): one small hash whatever the limit.
-            assert!(small < 200 && large < 200, "{algorithm:?}: {small} B, {large} B");
+            assert!(
+                small < 200 && large < 200,
+                "{algorithm:?}: {small} B, {large} B"
+            );
         }
     }
 }
