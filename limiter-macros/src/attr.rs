@@ -3,7 +3,7 @@
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
-use syn::{Expr, Lit, LitInt, LitStr, Path, Token};
+use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
 
 mod kw {
     syn::custom_keyword!(prefix);
@@ -11,9 +11,25 @@ mod kw {
     syn::custom_keyword!(window);
     syn::custom_keyword!(max);
     syn::custom_keyword!(message);
+    syn::custom_keyword!(algorithm);
+    syn::custom_keyword!(burst);
+    syn::custom_keyword!(cost);
+    syn::custom_keyword!(mode);
+    syn::custom_keyword!(max_wait);
 }
 
-const EXPECTED: &str = "expected one of: `prefix`, `key`, `window`, `max`, `message`, `crate`";
+const EXPECTED: &str =
+    "expected one of: `prefix`, `key`, `window`, `max`, `message`, `algorithm`, `burst`, \
+                        `cost`, `mode`, `max_wait`, `crate`";
+
+/// The algorithms `algorithm = ...` names, with the runtime's variant for each.
+pub(crate) const ALGORITHMS: [(&str, &str); 5] = [
+    ("sliding_log", "SlidingLog"),
+    ("fixed_window", "FixedWindow"),
+    ("sliding_window", "SlidingWindow"),
+    ("token_bucket", "TokenBucket"),
+    ("leaky_bucket", "LeakyBucket"),
+];
 
 /// The arguments of one `#[rate_limit(...)]`, each present only if written.
 #[derive(Default)]
@@ -24,11 +40,24 @@ pub(crate) struct Args {
     pub(crate) window: Option<Millis>,
     pub(crate) max: Option<u64>,
     pub(crate) message: Option<LitStr>,
+    /// The algorithm's name as written (one of [`ALGORITHMS`]).
+    pub(crate) algorithm: Option<Ident>,
+    pub(crate) burst: Option<Spanned<u64>>,
+    pub(crate) cost: Option<Expr>,
+    /// `mode = wait` (true) or `mode = reject` (false), spanned at the mode.
+    pub(crate) wait: Option<Spanned<bool>>,
+    pub(crate) max_wait: Option<Spanned<Millis>>,
     pub(crate) krate: Option<Path>,
 }
 
 /// A window length in milliseconds, checked at compile time.
 pub(crate) struct Millis(pub(crate) u64);
+
+/// A value and the span of the token it came from (validation errors point there).
+pub(crate) struct Spanned<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
+}
 
 impl Parse for Args {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -64,6 +93,49 @@ impl Parse for Args {
                     "message",
                     name.span,
                     string(input, "message")?,
+                )?;
+            } else if lookahead.peek(kw::algorithm) {
+                let name = input.parse::<kw::algorithm>()?;
+                assign(input, "algorithm", name.span, "algorithm = token_bucket")?;
+                set(
+                    &mut args.algorithm,
+                    "algorithm",
+                    name.span,
+                    algorithm(input)?,
+                )?;
+            } else if lookahead.peek(kw::burst) {
+                let name = input.parse::<kw::burst>()?;
+                assign(input, "burst", name.span, "burst = 20")?;
+                let value = count(input, "burst", "`burst = 20`")?;
+                set(
+                    &mut args.burst,
+                    "burst",
+                    name.span,
+                    Spanned {
+                        value,
+                        span: name.span,
+                    },
+                )?;
+            } else if lookahead.peek(kw::cost) {
+                let name = input.parse::<kw::cost>()?;
+                assign(input, "cost", name.span, "cost = items.len()")?;
+                set(&mut args.cost, "cost", name.span, input.parse()?)?;
+            } else if lookahead.peek(kw::mode) {
+                let name = input.parse::<kw::mode>()?;
+                assign(input, "mode", name.span, "mode = wait")?;
+                set(&mut args.wait, "mode", name.span, mode(input)?)?;
+            } else if lookahead.peek(kw::max_wait) {
+                let name = input.parse::<kw::max_wait>()?;
+                assign(input, "max_wait", name.span, "max_wait = \"2s\"")?;
+                let value = duration_arg(input, "max_wait")?;
+                set(
+                    &mut args.max_wait,
+                    "max_wait",
+                    name.span,
+                    Spanned {
+                        value,
+                        span: name.span,
+                    },
                 )?;
             } else if lookahead.peek(Token![crate]) {
                 let name = input.parse::<Token![crate]>()?;
@@ -137,67 +209,128 @@ fn key_parts(expr: Expr) -> syn::Result<Vec<Expr>> {
 }
 
 fn max(input: ParseStream<'_>) -> syn::Result<u64> {
+    count(input, "max", "the admissions per window, e.g. `max = 100`")
+}
+
+/// A positive integer literal: `max`, `burst`.
+fn count(input: ParseStream<'_>, name: &str, example: &str) -> syn::Result<u64> {
     let lit = match input.parse::<Lit>()? {
         Lit::Int(int) if int.suffix().is_empty() => int,
         Lit::Int(int) => {
             return Err(syn::Error::new(
                 int.span(),
                 format!(
-                    "`max` takes a plain integer, e.g. `max = 100`, not one with the suffix `{}`",
-                    int.suffix()
-                ),
+                "`{name}` takes a plain integer, e.g. `{name} = 100`, not one with the suffix `{}`",
+                int.suffix()
+            ),
             ))
         }
         other => {
             return Err(syn::Error::new(
                 other.span(),
-                "`max` takes an integer: the admissions per window, e.g. `max = 100`",
+                format!("`{name}` takes an integer: {example}"),
             ))
         }
     };
-    let max = unsigned(&lit, "max")?;
-    if max == 0 {
+    let value = unsigned(&lit, name)?;
+    if value == 0 {
         return Err(syn::Error::new(
             lit.span(),
-            "`max` must be at least 1: a limit of zero would reject every call",
+            format!("`{name}` must be at least 1: a limit of zero would reject every call"),
         ));
     }
-    Ok(max)
+    Ok(value)
+}
+
+fn algorithm(input: ParseStream<'_>) -> syn::Result<Ident> {
+    let expected = || {
+        ALGORITHMS
+            .iter()
+            .map(|(name, _)| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !input.peek(Ident::peek_any) {
+        return Err(input.error(format!("`algorithm` takes one of: {}", expected())));
+    }
+    let name = input.call(Ident::parse_any)?;
+    if !ALGORITHMS.iter().any(|(known, _)| name == known) {
+        return Err(syn::Error::new(
+            name.span(),
+            format!(
+                "unknown algorithm `{name}`; expected one of: {}",
+                expected()
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+fn mode(input: ParseStream<'_>) -> syn::Result<Spanned<bool>> {
+    let expected = "`mode` is `wait` (sleep until the call's slot) or `reject` (the default)";
+    if !input.peek(Ident::peek_any) {
+        return Err(input.error(expected));
+    }
+    let mode = input.call(Ident::parse_any)?;
+    let wait = match mode.to_string().as_str() {
+        "wait" => true,
+        "reject" => false,
+        _ => {
+            return Err(syn::Error::new(
+                mode.span(),
+                format!("unknown mode `{mode}`: {expected}"),
+            ))
+        }
+    };
+    Ok(Spanned {
+        value: wait,
+        span: mode.span(),
+    })
 }
 
 fn window(input: ParseStream<'_>) -> syn::Result<Millis> {
+    duration_arg(input, "window")
+}
+
+/// Whole seconds or a duration string, longer than zero: `window`, `max_wait`.
+fn duration_arg(input: ParseStream<'_>, name: &str) -> syn::Result<Millis> {
     let (millis, span) = match input.parse::<Lit>()? {
         Lit::Int(secs) if !secs.suffix().is_empty() => {
             // `window = 500ms` lexes as the integer 500 with a suffix; never read it as 500 seconds.
             return Err(syn::Error::new(
                 secs.span(),
                 format!(
-                    "`window` takes whole seconds (`window = 10`) or a duration string: write `window = \"{}{}\"`",
+                    "`{name}` takes whole seconds (`{name} = 10`) or a duration string: write `{name} = \"{}{}\"`",
                     secs.base10_digits(),
                     secs.suffix()
                 ),
             ));
         }
-        Lit::Int(secs) => (seconds(&secs)?, secs.span()),
-        Lit::Str(text) => (duration(&text)?, text.span()),
+        Lit::Int(secs) => (seconds(&secs, name)?, secs.span()),
+        Lit::Str(text) => (duration(&text, name)?, text.span()),
         other => {
             return Err(syn::Error::new(
                 other.span(),
-                "`window` takes whole seconds (`window = 10`) or a duration string (`\"500ms\"`, `\"10s\"`, \
-                 `\"1m\"`, `\"1h\"`)",
+                format!(
+                    "`{name}` takes whole seconds (`{name} = 10`) or a duration string (`\"500ms\"`, `\"10s\"`, \
+                     `\"1m\"`, `\"1h\"`)"
+                ),
             ))
         }
     };
     if millis == 0 {
-        return Err(syn::Error::new(span, "`window` must be longer than zero"));
+        return Err(syn::Error::new(
+            span,
+            format!("`{name}` must be longer than zero"),
+        ));
     }
     Ok(Millis(millis))
 }
 
-fn seconds(lit: &LitInt) -> syn::Result<u64> {
-    unsigned(lit, "window")?
+fn seconds(lit: &LitInt, name: &str) -> syn::Result<u64> {
+    unsigned(lit, name)?
         .checked_mul(1000)
-        .ok_or_else(|| syn::Error::new(lit.span(), "`window` is too long"))
+        .ok_or_else(|| syn::Error::new(lit.span(), format!("`{name}` is too long")))
 }
 
 /// An integer literal's value as a `u64`, with an error that names the argument.
@@ -217,7 +350,7 @@ fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
 }
 
 /// `"500ms"`, `"10s"`, `"1m"`, `"1h"`: one whole number and one unit.
-fn duration(lit: &LitStr) -> syn::Result<u64> {
+fn duration(lit: &LitStr, name: &str) -> syn::Result<u64> {
     let text = lit.value();
     let malformed = || {
         syn::Error::new(
@@ -235,7 +368,7 @@ fn duration(lit: &LitStr) -> syn::Result<u64> {
         return Err(syn::Error::new(
             lit.span(),
             format!(
-                "duration {text:?} has no unit: write `window = \"{number}s\"` (or `window = {number}`) for seconds, \
+                "duration {text:?} has no unit: write `{name} = \"{number}s\"` (or `{name} = {number}`) for seconds, \
                  or use `ms`, `m` or `h`"
             ),
         ));
@@ -249,7 +382,7 @@ fn duration(lit: &LitStr) -> syn::Result<u64> {
     };
     number
         .checked_mul(unit_millis)
-        .ok_or_else(|| syn::Error::new(lit.span(), "`window` is too long"))
+        .ok_or_else(|| syn::Error::new(lit.span(), format!("`{name}` is too long")))
 }
 
 fn krate(input: ParseStream<'_>) -> syn::Result<Path> {

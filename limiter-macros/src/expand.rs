@@ -8,7 +8,7 @@ use syn::{
     Block, Expr, ExprAsync, ExprCall, Ident, ItemFn, Local, Pat, ReturnType, Signature, Stmt, Type,
 };
 
-use crate::attr::Args;
+use crate::attr::{Args, ALGORITHMS};
 
 /// Rewrites `item` so that its body runs only when the limit admits the call.
 pub(crate) fn expand(args: Args, mut item: ItemFn) -> syn::Result<TokenStream> {
@@ -78,17 +78,42 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
     let call = Ident::new("__limiter_call", Span::mixed_site());
     let error = Ident::new("__limiter_rejection", Span::mixed_site());
 
-    let some = |tokens: Option<TokenStream>| match tokens {
-        Some(tokens) => quote!(::core::option::Option::Some(#tokens)),
-        None => quote!(::core::option::Option::None),
-    };
-    let prefix = some(args.prefix.as_ref().map(ToTokens::to_token_stream));
-    let window = some(args.window.as_ref().map(|w| {
-        let millis = w.0;
-        quote!(#millis)
-    }));
-    let max = some(args.max.map(|m| quote!(#m)));
-    let message = some(args.message.as_ref().map(ToTokens::to_token_stream));
+    // The attribute's arguments as a chain of constant setters, one per argument written.
+    let mut attr = quote!(#krate::__private::Attr::NEW);
+    if let Some(prefix) = &args.prefix {
+        attr = quote!(#attr.prefix(#prefix));
+    }
+    if let Some(window) = &args.window {
+        let millis = window.0;
+        attr = quote!(#attr.window_millis(#millis));
+    }
+    if let Some(max) = args.max {
+        attr = quote!(#attr.max(#max));
+    }
+    if let Some(message) = &args.message {
+        attr = quote!(#attr.message(#message));
+    }
+    if let Some(name) = &args.algorithm {
+        let (_, variant) = ALGORITHMS
+            .iter()
+            .find(|(known, _)| name == known)
+            .expect("validated while parsing");
+        let variant = Ident::new(variant, name.span());
+        attr = quote!(#attr.algorithm(#krate::Algorithm::#variant));
+    }
+    if let Some(burst) = &args.burst {
+        let burst = burst.value;
+        attr = quote!(#attr.burst(#burst));
+    }
+    if args.wait.as_ref().is_some_and(|mode| mode.value) {
+        attr = match &args.max_wait {
+            Some(max_wait) => {
+                let millis = max_wait.value.0;
+                quote!(#attr.max_wait_millis(#millis))
+            }
+            None => quote!(#attr.wait()),
+        };
+    }
     let function = name.to_string();
 
     let new_call = match &args.key {
@@ -97,6 +122,15 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
             quote!(#krate::__private::Call::keyed(#site, ::core::format_args!(#format, #(#parts),*)))
         }
         None => quote!(#krate::__private::Call::unkeyed(#site)),
+    };
+    // The cost, like the key, is computed from borrowed arguments; a type that is not an unsigned integer is
+    // reported at the expression.
+    let new_call = match &args.cost {
+        Some(cost) => {
+            let units = quote_spanned!(cost.span()=> #krate::__private::Cost::units(&(#cost)));
+            quote!(#new_call.cost(#units))
+        }
+        None => new_call,
     };
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
     // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
@@ -111,11 +145,7 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         let #site: &'static #krate::__private::Site = {
             static SITE: #krate::__private::Site = #krate::__private::Site::new(
                 ::core::concat!(::core::module_path!(), "::", #function),
-                #prefix,
-                #window,
-                #max,
-                #message,
-                ::core::option::Option::None,
+                #attr,
             );
             &SITE
         };

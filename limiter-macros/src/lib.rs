@@ -6,6 +6,7 @@ use quote::ToTokens;
 
 mod attr;
 mod expand;
+mod valid;
 
 /// Rate-limits an `async fn`: when its limit is reached the body does not run and the function returns
 /// `Err(RateLimited.into())`.
@@ -48,15 +49,43 @@ mod expand;
 ///   Default 60 s.
 /// - `max = 100` — admissions per window, at least 1. Default 100.
 /// - `message = "..."` — the [`RateLimited`] error's message.
+/// - `algorithm = sliding_log | fixed_window | sliding_window | token_bucket | leaky_bucket` — how calls are
+///   counted (see [`Algorithm`]). Default `sliding_log`: exact, at most `max` in any `window`.
+/// - `burst = 20` — with `algorithm = token_bucket`: the bucket's capacity. Default `max`.
+/// - `cost = <expr>` — the weight of one call, an unsigned integer computed from the arguments like `key`.
+///   Default 1. A cost above the limit is rejected.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited};
+///   #[rate_limit(key = user, max = 1000, window = "1h", cost = rows.len())]
+///   async fn import(user: &str, rows: Vec<String>) -> Result<usize, RateLimited> {
+///       Ok(rows.len())
+///   }
+///   ```
+/// - `mode = wait` — with `algorithm = leaky_bucket`: instead of rejecting a call that must wait for its slot,
+///   sleep until the slot, then run (shaping). `mode = reject` (the default) rejects it.
+/// - `max_wait = "2s"` — with `mode = wait`: the longest wait; a call whose slot is further away is rejected.
+///   Default: the window.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited};
+///   // At most 10 calls a second reach the paid API, evenly spaced; callers queue for up to 2 s.
+///   #[rate_limit(algorithm = leaky_bucket, max = 10, window = "1s", mode = wait, max_wait = "2s")]
+///   async fn call_paid_api(request: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///   ```
 /// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name.
 ///
 /// Every misuse is a compile error pointing at the offending token.
 ///
 /// [`Limiter`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Limiter.html
 /// [`RateLimited`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.RateLimited.html
+/// [`Algorithm`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/enum.Algorithm.html
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = syn::parse::<attr::Args>(args).and_then(|args| {
+        valid::validate(&args)?;
         let function = parse_function(item.clone())?;
         expand::expand(args, function)
     });

@@ -1,8 +1,76 @@
 //! What `#[rate_limit]` expansions call. Not public API: no stability promise.
 
 use std::fmt;
+use std::time::Duration;
 
+use crate::rule::Wait;
 use crate::{Algorithm, Limiter, RateLimited, Rule};
+
+/// The arguments written on one attribute, as constants: a `Copy` builder, so it can run in a `static`.
+#[derive(Debug, Clone, Copy)]
+pub struct Attr {
+    prefix: Option<&'static str>,
+    window: Option<Duration>,
+    max: Option<u64>,
+    message: Option<&'static str>,
+    algorithm: Option<Algorithm>,
+    burst: Option<u64>,
+    wait: Option<Wait>,
+}
+
+impl Attr {
+    pub const NEW: Attr = Attr {
+        prefix: None,
+        window: None,
+        max: None,
+        message: None,
+        algorithm: None,
+        burst: None,
+        wait: None,
+    };
+
+    pub const fn prefix(mut self, prefix: &'static str) -> Attr {
+        self.prefix = Some(prefix);
+        self
+    }
+
+    pub const fn window_millis(mut self, millis: u64) -> Attr {
+        self.window = Some(Duration::from_millis(millis));
+        self
+    }
+
+    pub const fn max(mut self, max: u64) -> Attr {
+        self.max = Some(max);
+        self
+    }
+
+    pub const fn message(mut self, message: &'static str) -> Attr {
+        self.message = Some(message);
+        self
+    }
+
+    pub const fn algorithm(mut self, algorithm: Algorithm) -> Attr {
+        self.algorithm = Some(algorithm);
+        self
+    }
+
+    pub const fn burst(mut self, burst: u64) -> Attr {
+        self.burst = Some(burst);
+        self
+    }
+
+    /// `mode = wait`, up to one window.
+    pub const fn wait(mut self) -> Attr {
+        self.wait = Some(Wait::Window);
+        self
+    }
+
+    /// `mode = wait, max_wait = ...`.
+    pub const fn max_wait_millis(mut self, millis: u64) -> Attr {
+        self.wait = Some(Wait::Up(Duration::from_millis(millis)));
+        self
+    }
+}
 
 /// One annotated function: its rule as written on the attribute, and its path (the default key).
 #[derive(Debug)]
@@ -12,21 +80,18 @@ pub struct Site {
 }
 
 impl Site {
-    #[allow(clippy::too_many_arguments)]
-    pub const fn new(
-        function: &'static str,
-        prefix: Option<&'static str>,
-        window_millis: Option<u64>,
-        max: Option<u64>,
-        message: Option<&'static str>,
-        algorithm: Option<Algorithm>,
-    ) -> Site {
-        let window = match window_millis {
-            Some(millis) => Some(std::time::Duration::from_millis(millis)),
-            None => None,
-        };
+    pub const fn new(function: &'static str, attr: Attr) -> Site {
+        let Attr {
+            prefix,
+            window,
+            max,
+            message,
+            algorithm,
+            burst,
+            wait,
+        } = attr;
         Site {
-            rule: Rule::from_parts(prefix, window, max, message, algorithm, None, None),
+            rule: Rule::from_parts(prefix, window, max, message, algorithm, burst, wait),
             function,
         }
     }
@@ -40,26 +105,58 @@ pub struct Call {
     limiter: Limiter,
     site: &'static Site,
     key: String,
+    cost: u64,
 }
 
 impl Call {
     pub fn keyed(site: &'static Site, key: fmt::Arguments<'_>) -> Call {
         let limiter = Limiter::current();
         let key = limiter.store_key(&site.rule, &key);
-        Call { limiter, site, key }
+        Call {
+            limiter,
+            site,
+            key,
+            cost: 1,
+        }
     }
 
     pub fn unkeyed(site: &'static Site) -> Call {
         Call::keyed(site, format_args!("{}", site.function))
     }
 
+    pub fn cost(mut self, cost: u64) -> Call {
+        self.cost = cost;
+        self
+    }
+
     pub async fn check(self) -> Result<(), RateLimited> {
         self.limiter
-            .enforce_key(&self.site.rule, self.key, 1)
+            .enforce_key(&self.site.rule, self.key, self.cost)
             .await
             .map(drop)
     }
 }
+
+/// The types `cost = <expr>` accepts: unsigned integers.
+#[diagnostic::on_unimplemented(
+    message = "`cost` must be an unsigned integer, not `{Self}`",
+    label = "the weight of one call: `u8`, `u16`, `u32`, `u64` or `usize`"
+)]
+pub trait Cost {
+    fn units(&self) -> u64;
+}
+
+macro_rules! cost {
+    ($($t:ty),*) => {$(
+        impl Cost for $t {
+            #[inline]
+            fn units(&self) -> u64 {
+                u64::try_from(*self).unwrap_or(u64::MAX)
+            }
+        }
+    )*};
+}
+cost!(u8, u16, u32, u64, usize);
 
 /// The return types a rejected call can be turned into.
 #[diagnostic::on_unimplemented(

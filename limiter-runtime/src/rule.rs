@@ -36,7 +36,16 @@ pub struct Rule {
     pub(crate) message: Option<Cow<'static, str>>,
     pub(crate) algorithm: Option<Algorithm>,
     pub(crate) burst: Option<u64>,
-    pub(crate) max_wait: Option<Duration>,
+    pub(crate) wait: Option<Wait>,
+}
+
+/// How long a [`LeakyBucket`](Algorithm::LeakyBucket) call may wait for its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Up to one window (the rule's window, whatever resolves it).
+    Window,
+    /// Up to this long.
+    Up(Duration),
 }
 
 impl Rule {
@@ -49,7 +58,7 @@ impl Rule {
             message: None,
             algorithm: None,
             burst: None,
-            max_wait: None,
+            wait: None,
         }
     }
 
@@ -91,10 +100,17 @@ impl Rule {
     }
 
     /// [`LeakyBucket`](Algorithm::LeakyBucket): admit a call whose slot starts within `max_wait`, telling it
-    /// to wait ([`Decision::delay`](crate::Decision::delay)); without it a call that would have to wait is
-    /// rejected.
+    /// to wait ([`Decision::delay`](crate::Decision::delay)); without it (or [`wait`](Rule::wait)) a call that
+    /// would have to wait is rejected.
     pub const fn max_wait(mut self, max_wait: Duration) -> Self {
-        self.max_wait = Some(max_wait);
+        self.wait = Some(Wait::Up(max_wait));
+        self
+    }
+
+    /// [`LeakyBucket`](Algorithm::LeakyBucket): admit a call whose slot starts within one window, telling it
+    /// to wait: `mode = wait` on the attribute.
+    pub const fn wait(mut self) -> Self {
+        self.wait = Some(Wait::Window);
         self
     }
 
@@ -107,7 +123,7 @@ impl Rule {
         message: Option<&'static str>,
         algorithm: Option<Algorithm>,
         burst: Option<u64>,
-        max_wait: Option<Duration>,
+        wait: Option<Wait>,
     ) -> Self {
         Rule {
             prefix: match prefix {
@@ -122,7 +138,7 @@ impl Rule {
             },
             algorithm,
             burst,
-            max_wait,
+            wait,
         }
     }
 }
@@ -164,14 +180,19 @@ pub(crate) struct Resolved<'a> {
 impl Defaults {
     pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule) -> Resolved<'a> {
         let max = rule.max.unwrap_or(self.max);
+        let window = rule.window.unwrap_or(self.window);
         Resolved {
             prefix: rule.prefix.as_deref().unwrap_or(&self.prefix),
-            window: rule.window.unwrap_or(self.window),
+            window,
             max,
             message: rule.message.as_ref().unwrap_or(&self.message),
             algorithm: rule.algorithm.unwrap_or(self.algorithm),
             burst: rule.burst.unwrap_or(max),
-            max_wait: rule.max_wait.unwrap_or(Duration::ZERO),
+            max_wait: match rule.wait {
+                None => Duration::ZERO,
+                Some(Wait::Window) => window,
+                Some(Wait::Up(max_wait)) => max_wait,
+            },
         }
     }
 }

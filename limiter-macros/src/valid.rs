@@ -1,0 +1,44 @@
+//! Validation between parsing and expansion: arguments that parse on their own but do not fit together.
+
+use crate::attr::Args;
+
+pub(crate) fn validate(args: &Args) -> syn::Result<()> {
+    let algorithm = args.algorithm.as_ref().map(ToString::to_string);
+    // "add `algorithm = x`" when none is written, "not `algorithm = y`" when another one is.
+    let fix = |needed: &str| match &algorithm {
+        Some(other) => format!("it applies to `algorithm = {needed}`, not `algorithm = {other}`"),
+        None => format!("add `algorithm = {needed}`"),
+    };
+    if let Some(burst) = &args.burst {
+        if algorithm.as_deref() != Some("token_bucket") {
+            return Err(syn::Error::new(
+                burst.span,
+                format!(
+                    "`burst` is the capacity of a token bucket: {}",
+                    fix("token_bucket")
+                ),
+            ));
+        }
+    }
+    let waits = args.wait.as_ref().is_some_and(|mode| mode.value);
+    if let Some(mode) = args.wait.as_ref().filter(|mode| mode.value) {
+        if algorithm.as_deref() != Some("leaky_bucket") {
+            return Err(syn::Error::new(
+                mode.span,
+                format!(
+                    "`mode = wait` waits for a slot of the leaky bucket, the one algorithm that hands out slots: {}",
+                    fix("leaky_bucket")
+                ),
+            ));
+        }
+    }
+    if let Some(max_wait) = &args.max_wait {
+        if !waits {
+            return Err(syn::Error::new(
+                max_wait.span,
+                "`max_wait` bounds how long `mode = wait` sleeps: add `mode = wait` (with `algorithm = leaky_bucket`)",
+            ));
+        }
+    }
+    Ok(())
+}
