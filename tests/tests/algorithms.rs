@@ -130,3 +130,54 @@ async fn mode_wait_sleeps_until_the_slot_and_rejects_past_max_wait() {
     }
     assert!(ran[2] < Duration::from_millis(600), "{ran:?}");
 }
+
+#[tokio::test]
+async fn a_fixed_window_sets_its_expiry_once_when_it_opens() {
+    let server = RedisServer::start();
+    server
+        .limiter()
+        .scope(async {
+            fixed(7).await.unwrap();
+            let mut redis = server.connection();
+            let first: i64 = redis::Commands::pttl(&mut redis, "fixed:7").unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            fixed(7).await.unwrap();
+            let second: i64 = redis::Commands::pttl(&mut redis, "fixed:7").unwrap();
+            // The window's end did not move: later calls never push the expiry forward.
+            assert!(
+                second <= first - 250,
+                "expiry moved from {first} ms to {second} ms"
+            );
+            assert!(first <= 3_600_000);
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn every_key_expires_when_its_state_stops_mattering() {
+    use limiter_runtime::{Algorithm, Rule};
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let window = Duration::from_secs(10);
+    for (algorithm, longest) in [
+        (Algorithm::SlidingLog, window),
+        (Algorithm::FixedWindow, window),
+        (Algorithm::SlidingWindow, 2 * window),
+        // One token of a bucket of 5 refilled at 5 per 10 s: full again in 2 s.
+        (Algorithm::TokenBucket, window / 5),
+        (Algorithm::LeakyBucket, window / 5),
+    ] {
+        let rule = Rule::new()
+            .algorithm(algorithm)
+            .max(5)
+            .window(window)
+            .prefix(format!("{algorithm:?}:"));
+        assert!(limiter.check(&rule, "k").await.allowed);
+        let mut redis = server.connection();
+        let ttl: i64 = redis::Commands::pttl(&mut redis, format!("{algorithm:?}:k")).unwrap();
+        assert!(
+            ttl > 0 && ttl as u128 <= longest.as_millis(),
+            "{algorithm:?}: TTL {ttl} ms, at most {longest:?}"
+        );
+    }
+}
