@@ -16,11 +16,12 @@ mod kw {
     syn::custom_keyword!(cost);
     syn::custom_keyword!(mode);
     syn::custom_keyword!(max_wait);
+    syn::custom_keyword!(on_error);
 }
 
 const EXPECTED: &str =
     "expected one of: `prefix`, `key`, `window`, `max`, `message`, `algorithm`, `burst`, \
-                        `cost`, `mode`, `max_wait`, `crate`";
+                        `cost`, `mode`, `max_wait`, `on_error`, `crate`";
 
 /// The algorithms `algorithm = ...` names, with the runtime's variant for each.
 pub(crate) const ALGORITHMS: [(&str, &str); 5] = [
@@ -47,6 +48,8 @@ pub(crate) struct Args {
     /// `mode = wait` (true) or `mode = reject` (false), spanned at the mode.
     pub(crate) wait: Option<Spanned<bool>>,
     pub(crate) max_wait: Option<Spanned<Millis>>,
+    /// The runtime's `OnError` variant: `Open`, `Closed` or `Local`.
+    pub(crate) on_error: Option<Ident>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -137,6 +140,10 @@ impl Parse for Args {
                         span: name.span,
                     },
                 )?;
+            } else if lookahead.peek(kw::on_error) {
+                let name = input.parse::<kw::on_error>()?;
+                assign(input, "on_error", name.span, "on_error = closed")?;
+                set(&mut args.on_error, "on_error", name.span, on_error(input)?)?;
             } else if lookahead.peek(Token![crate]) {
                 let name = input.parse::<Token![crate]>()?;
                 assign(input, "crate", name.span, "crate = \"my_app::limiter\"")?;
@@ -286,6 +293,28 @@ fn mode(input: ParseStream<'_>) -> syn::Result<Spanned<bool>> {
         value: wait,
         span: mode.span(),
     })
+}
+
+/// `open`, `closed` or `local`, as the runtime's `OnError` variant (spanned at the value).
+fn on_error(input: ParseStream<'_>) -> syn::Result<Ident> {
+    let expected = "`on_error` is `open` (let the call through), `closed` (reject it) or `local` (decide in this \
+                    process) when Redis fails";
+    if !input.peek(Ident::peek_any) {
+        return Err(input.error(expected));
+    }
+    let value = input.call(Ident::parse_any)?;
+    let variant = match value.to_string().as_str() {
+        "open" => "Open",
+        "closed" => "Closed",
+        "local" => "Local",
+        _ => {
+            return Err(syn::Error::new(
+                value.span(),
+                format!("unknown `on_error = {value}`: {expected}"),
+            ))
+        }
+    };
+    Ok(Ident::new(variant, value.span()))
 }
 
 fn window(input: ParseStream<'_>) -> syn::Result<Millis> {

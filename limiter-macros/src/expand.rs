@@ -105,6 +105,9 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         let burst = burst.value;
         attr = quote!(#attr.burst(#burst));
     }
+    if let Some(variant) = &args.on_error {
+        attr = quote!(#attr.on_error(#krate::OnError::#variant));
+    }
     if args.wait.as_ref().is_some_and(|mode| mode.value) {
         attr = match &args.max_wait {
             Some(max_wait) => {

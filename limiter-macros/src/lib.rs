@@ -75,6 +75,9 @@ mod valid;
 ///       Ok(())
 ///   }
 ///   ```
+/// - `on_error = open | closed | local` — what decides when Redis fails or is too slow: let the call through
+///   (the default), reject it with [`RateLimited`] whose reason is `Unavailable`, or decide in this process
+///   with this node's share of the limit. Default: the limiter's.
 /// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name.
 ///
 /// Every misuse is a compile error pointing at the offending token.

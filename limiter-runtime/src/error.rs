@@ -41,17 +41,29 @@ pub struct RateLimited {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {
-    /// The limit was reached.
+    /// The limit was reached (HTTP 429).
     Limited,
+    /// The store could not decide and the rule fails closed ([`OnError::Closed`](crate::OnError::Closed)):
+    /// not the caller's fault (HTTP 503).
+    Unavailable,
 }
 
+/// The message of a rejection for [`Reason::Unavailable`].
+pub(crate) const UNAVAILABLE: &str = "rate limiting is unavailable; please try again later";
+
 impl RateLimited {
+    /// The rejection of `decision`: a degraded rejection means the store was unavailable.
     pub(crate) fn new(message: Cow<'static, str>, key: String, decision: Decision) -> Self {
+        let (message, reason) = if decision.degraded {
+            (Cow::Borrowed(UNAVAILABLE), Reason::Unavailable)
+        } else {
+            (message, Reason::Limited)
+        };
         RateLimited {
             message,
             key,
             decision,
-            reason: Reason::Limited,
+            reason,
         }
     }
 

@@ -39,15 +39,19 @@
 //! Redis at `LIMITER_REDIS_URL` when it is set, else in memory (said once, at warn level).
 //!
 //! When Redis fails or does not answer within the deadline (50 ms by default), the call is let through
-//! ("fail open") and a warn-level `tracing` event names the key and the cause.
+//! ("fail open"; [`OnError`] can say reject, or decide in-process instead), and a warn-level `tracing` event
+//! names the key and the cause. After repeated failures a breaker stops calling Redis, so a dead Redis costs
+//! no latency, and probes it until it answers again.
 //!
 //! Store keys are the prefix followed by the key's `Display`; a key longer than 128 bytes is stored as its
 //! first 128 bytes, `#` and its SHA-1, so any key text maps to a bounded key and distinct keys never share a
 //! count.
 
 mod algorithm;
+mod builder;
 mod clock;
 mod decision;
+mod degraded;
 mod error;
 mod key;
 mod limiter;
@@ -59,10 +63,12 @@ mod store;
 pub mod __private;
 
 pub use crate::algorithm::Algorithm;
+pub use crate::builder::LimiterBuilder;
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::decision::Decision;
+pub use crate::degraded::OnError;
 pub use crate::error::{Error, RateLimited, Reason};
-pub use crate::limiter::{Limiter, LimiterBuilder, DEFAULT_DEADLINE, REDIS_URL_ENV};
+pub use crate::limiter::{Limiter, Stats, DEFAULT_DEADLINE, REDIS_URL_ENV};
 pub use crate::rule::Rule;
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.

@@ -1,18 +1,21 @@
 //! The shared runtime: a [`Limiter`] is built once, installed, and asked by every annotated function.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Once, OnceLock, Weak};
 use std::time::Duration;
 
-use crate::algorithm::Request;
-use crate::clock::{as_micros, Clock, SystemClock};
+use crate::algorithm::{Outcome, Request};
+use crate::clock::{as_micros, Clock};
+use crate::degraded::breaker::{Breaker, Permit, Transition};
+use crate::degraded::instances::Instances;
+use crate::degraded::share;
 use crate::error::BackendError;
 use crate::key::store_key;
 use crate::rule::{Defaults, Resolved};
-use crate::store::{MemoryStore, RedisStore, Store};
-use crate::{Decision, Error, RateLimited, Rule};
+use crate::store::{MemoryStore, Store};
+use crate::{Decision, Error, LimiterBuilder, OnError, RateLimited, Rule};
 
 /// The environment variable naming the Redis server of the limiter built when none was installed.
 pub const REDIS_URL_ENV: &str = "LIMITER_REDIS_URL";
@@ -49,14 +52,59 @@ tokio::task_local! {
 /// ```
 #[derive(Clone)]
 pub struct Limiter {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     store: Store,
     defaults: Defaults,
     /// This process's clock: the time of decisions made without the store.
     clock: Arc<dyn Clock>,
+    /// Off: every call goes ahead with no store traffic at all.
+    enabled: AtomicBool,
+    /// What decides, and how Redis is watched, when Redis fails (Redis stores only).
+    fallback: Option<Fallback>,
+    /// Decisions made in degraded mode.
+    degraded: AtomicU64,
+}
+
+/// Degraded mode of a Redis-backed limiter.
+pub(crate) struct Fallback {
+    pub(crate) breaker: Breaker,
+    /// The in-process limiter of `on_error = local`.
+    pub(crate) local: MemoryStore,
+    pub(crate) instances: Instances,
+    pub(crate) heartbeat: Once,
+}
+
+impl Inner {
+    pub(crate) fn new(
+        store: Store,
+        defaults: Defaults,
+        clock: Arc<dyn Clock>,
+        fallback: Option<Fallback>,
+    ) -> Inner {
+        Inner {
+            store,
+            defaults,
+            clock,
+            enabled: AtomicBool::new(true),
+            fallback,
+            degraded: AtomicU64::new(0),
+        }
+    }
+}
+
+/// What a limiter has seen: for dashboards and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Decisions made in degraded mode (Redis failed, too slow, or the breaker open) since start.
+    pub degraded: u64,
+    /// Whether the breaker is open: Redis is not being called, only probed.
+    pub breaker_open: bool,
+    /// Runtimes last seen sharing this Redis (this one included; 1 in memory).
+    pub instances: u64,
 }
 
 impl fmt::Debug for Limiter {
@@ -245,171 +293,162 @@ impl Limiter {
         Ok(decision)
     }
 
-    /// The one decision path: ask the store; if it cannot answer, fail open.
+    /// Turns limiting off (`false`): every call goes ahead, with no Redis traffic at all, until it is turned
+    /// back on (`true`). The articles' switch for a Redis under pressure.
+    pub fn set_enabled(&self, enabled: bool) {
+        self.inner.enabled.store(enabled, Ordering::Relaxed);
+    }
+
+    /// Whether limiting is on (see [`set_enabled`](Limiter::set_enabled)).
+    pub fn is_enabled(&self) -> bool {
+        self.inner.enabled.load(Ordering::Relaxed)
+    }
+
+    /// What this limiter has seen so far.
+    pub fn stats(&self) -> Stats {
+        let fallback = self.inner.fallback.as_ref();
+        Stats {
+            degraded: self.inner.degraded.load(Ordering::Relaxed),
+            breaker_open: fallback.is_some_and(|f| f.breaker.is_open()),
+            instances: fallback.map_or(1, |f| f.instances.live()),
+        }
+    }
+
+    /// The one decision path: switch, rule, store (through the breaker), degraded mode.
     async fn decide(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
+        let inner = &*self.inner;
+        if !self.is_enabled() {
+            return self.answer(rule, Outcome::admit(rule.max), inner.clock.now(), false);
+        }
         if rule.max == 0 {
             // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
-            return Decision {
-                allowed: false,
-                limit: 0,
-                remaining: 0,
-                retry_after: rule.window,
-                reset_after: Duration::ZERO,
-                delay: Duration::ZERO,
-                decided_at: self.inner.clock.now(),
-                degraded: false,
-            };
+            let outcome = Outcome::denied(0, as_micros(rule.window), 0);
+            return self.answer(rule, outcome, inner.clock.now(), false);
         }
-        let request = Request {
-            window: as_micros(rule.window).max(1),
-            max: rule.max,
-            cost,
-            burst: rule.burst,
-            max_wait: as_micros(rule.max_wait),
-        };
-        match self.inner.store.decide(rule.algorithm, key, &request).await {
-            Ok((outcome, decided_at)) => Decision {
-                allowed: outcome.allowed,
-                limit: rule.max,
-                remaining: outcome.remaining,
-                retry_after: Duration::from_micros(outcome.retry_after),
-                reset_after: Duration::from_micros(outcome.reset_after),
-                delay: Duration::from_micros(outcome.delay),
-                decided_at: Duration::from_micros(decided_at),
-                degraded: false,
-            },
-            Err(cause) => self.fail_open(rule, key, &cause),
-        }
-    }
-
-    fn fail_open(&self, rule: &Resolved<'_>, key: &str, cause: &BackendError) -> Decision {
-        tracing::warn!(
-            key,
-            %cause,
-            store = self.inner.store.describe(),
-            "rate limiter could not decide; letting the call through (fail open)"
-        );
-        Decision {
-            allowed: true,
-            limit: rule.max,
-            remaining: rule.max,
-            retry_after: Duration::ZERO,
-            reset_after: Duration::ZERO,
-            delay: Duration::ZERO,
-            decided_at: self.inner.clock.now(),
-            degraded: true,
-        }
-    }
-}
-
-/// Builds a [`Limiter`]: the store, the crate-wide defaults, the Redis deadline.
-///
-/// Every setting is optional: `Limiter::builder().build()` counts in memory with window 60 s, max 100,
-/// prefix `"rate_limit:"`.
-///
-/// ```
-/// use limiter_runtime::Limiter;
-/// use std::time::Duration;
-///
-/// let limiter = Limiter::builder()
-///     .redis("redis://127.0.0.1:6379/")
-///     .prefix("shop:")
-///     .window(Duration::from_secs(10))
-///     .max(50)
-///     .message("easy there")
-///     .deadline(Duration::from_millis(25))
-///     .build()
-///     .unwrap();
-/// ```
-#[derive(Debug, Default)]
-#[must_use]
-pub struct LimiterBuilder {
-    redis_url: Option<String>,
-    defaults: Defaults,
-    deadline: Option<Duration>,
-    clock: Option<Arc<dyn Clock>>,
-}
-
-impl LimiterBuilder {
-    /// Count in Redis at `url` (`redis://host:port/db`): one global count shared by every node.
-    ///
-    /// The connection is made on the first decision and remade in the background whenever it drops.
-    pub fn redis(mut self, url: impl Into<String>) -> Self {
-        self.redis_url = Some(url.into());
-        self
-    }
-
-    /// Count in this process's memory (the default): each process enforces its own limits.
-    pub fn in_memory(mut self) -> Self {
-        self.redis_url = None;
-        self
-    }
-
-    /// The default key prefix (default `"rate_limit:"`).
-    pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
-        self.defaults.prefix = prefix.into();
-        self
-    }
-
-    /// The default window (default 60 s).
-    pub fn window(mut self, window: Duration) -> Self {
-        self.defaults.window = window;
-        self
-    }
-
-    /// The default admissions per window (default 100).
-    pub fn max(mut self, max: u64) -> Self {
-        self.defaults.max = max;
-        self
-    }
-
-    /// The default rejection message.
-    pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
-        self.defaults.message = message.into();
-        self
-    }
-
-    /// The bound on one Redis decision (default 50 ms). A decision that takes longer fails open and is never
-    /// retried: it may have been applied.
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(deadline);
-        self
-    }
-
-    /// The clock decisions read.
-    ///
-    /// In memory, it replaces the system clock. With Redis, setting a clock makes the client pass "now" to
-    /// the scripts instead of letting them read Redis `TIME`: a mode for deterministic tests only, since in
-    /// production skewed nodes would then disagree about time.
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Some(Arc::new(clock));
-        self
-    }
-
-    /// Builds the limiter. Fails only on an unparsable Redis URL; nothing is connected yet.
-    pub fn build(self) -> Result<Limiter, Error> {
-        let clock: Arc<dyn Clock> = match &self.clock {
-            Some(clock) => clock.clone(),
-            None => Arc::new(SystemClock::new()),
-        };
-        let store = match self.redis_url {
-            Some(url) => {
-                let client = redis::Client::open(url.as_str())
-                    .map_err(|source| Error::InvalidRedisUrl { url, source })?;
-                Store::Redis(RedisStore::new(
-                    client,
-                    self.deadline.unwrap_or(DEFAULT_DEADLINE),
-                    self.clock,
-                ))
+        let request = rule.request(cost);
+        let (store, fallback) = match (&inner.store, &inner.fallback) {
+            (Store::Memory(memory), _) => {
+                let (outcome, at) = memory.decide(rule.algorithm, key, &request);
+                return self.answer(rule, outcome, Duration::from_micros(at), false);
             }
-            None => Store::Memory(MemoryStore::new(clock.clone())),
+            (Store::Redis(store), Some(fallback)) => (store, fallback),
+            (Store::Redis(_), None) => unreachable!("a Redis limiter is built with its fallback"),
         };
-        Ok(Limiter {
-            inner: Arc::new(Inner {
-                store,
-                defaults: self.defaults,
-                clock,
-            }),
-        })
+
+        let permit = fallback.breaker.permit();
+        if permit == Permit::Skip {
+            return self.degraded(rule, key, &request, fallback);
+        }
+        fallback
+            .heartbeat
+            .call_once(|| spawn_heartbeat(Arc::downgrade(&self.inner)));
+        match store.decide(rule.algorithm, key, &request).await {
+            Ok((outcome, at)) => {
+                if fallback.breaker.succeeded(permit) == Transition::Recovered {
+                    tracing::warn!(key, "rate limiter: Redis answers again; deciding in Redis");
+                }
+                self.answer(rule, outcome, Duration::from_micros(at), false)
+            }
+            Err(cause) => {
+                self.failed(rule, key, &cause, fallback.breaker.failed(permit));
+                self.degraded(rule, key, &request, fallback)
+            }
+        }
     }
+
+    fn failed(&self, rule: &Resolved<'_>, key: &str, cause: &BackendError, transition: Transition) {
+        if transition == Transition::FirstFailure {
+            tracing::warn!(
+                key,
+                %cause,
+                on_error = ?rule.on_error,
+                "rate limiter: Redis failed; deciding in degraded mode until it answers again (fail {})",
+                match rule.on_error {
+                    OnError::Open => "open",
+                    OnError::Closed => "closed",
+                    OnError::Local => "local",
+                }
+            );
+        } else {
+            tracing::debug!(key, %cause, "rate limiter: Redis failed");
+        }
+    }
+
+    /// A decision without Redis, by the rule's [`OnError`] policy.
+    fn degraded(
+        &self,
+        rule: &Resolved<'_>,
+        key: &str,
+        request: &Request,
+        fallback: &Fallback,
+    ) -> Decision {
+        self.inner.degraded.fetch_add(1, Ordering::Relaxed);
+        let now = self.inner.clock.now();
+        match rule.on_error {
+            OnError::Open => self.answer(rule, Outcome::admit(rule.max), now, true),
+            OnError::Closed => {
+                let outcome = Outcome::denied(0, as_micros(fallback.breaker.probe_every()), 0);
+                self.answer(rule, outcome, now, true)
+            }
+            OnError::Local => {
+                // This node's share of the limit, among the runtimes last seen sharing it.
+                let instances = fallback.instances.live();
+                let local = Request {
+                    max: share(request.max, instances),
+                    burst: share(request.burst, instances),
+                    ..*request
+                };
+                let (outcome, at) = fallback.local.decide(rule.algorithm, key, &local);
+                let mut decision = self.answer(rule, outcome, Duration::from_micros(at), true);
+                decision.limit = local.max;
+                decision
+            }
+        }
+    }
+
+    fn answer(
+        &self,
+        rule: &Resolved<'_>,
+        outcome: Outcome,
+        decided_at: Duration,
+        degraded: bool,
+    ) -> Decision {
+        Decision {
+            allowed: outcome.allowed,
+            limit: rule.max,
+            remaining: outcome.remaining,
+            retry_after: Duration::from_micros(outcome.retry_after),
+            reset_after: Duration::from_micros(outcome.reset_after),
+            delay: Duration::from_micros(outcome.delay),
+            decided_at,
+            degraded,
+        }
+    }
+}
+
+/// Renews this runtime's heartbeat while Redis is healthy and the limiter alive.
+fn spawn_heartbeat(limiter: Weak<Inner>) {
+    tokio::spawn(async move {
+        loop {
+            let Some(inner) = limiter.upgrade() else {
+                return;
+            };
+            let (Store::Redis(store), Some(fallback)) = (&inner.store, &inner.fallback) else {
+                return;
+            };
+            if !fallback.breaker.is_open() && inner.enabled.load(Ordering::Relaxed) {
+                if let Ok(mut connection) = store.connection() {
+                    let beat = fallback.instances.beat(&mut connection);
+                    match tokio::time::timeout(store.deadline(), beat).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
+                        Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),
+                    }
+                }
+            }
+            let every = fallback.instances.every;
+            drop(inner);
+            tokio::time::sleep(every).await;
+        }
+    });
 }

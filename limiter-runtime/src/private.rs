@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::rule::Wait;
-use crate::{Algorithm, Limiter, RateLimited, Rule};
+use crate::{Algorithm, Limiter, OnError, RateLimited, Rule};
 
 /// The arguments written on one attribute, as constants: a `Copy` builder, so it can run in a `static`.
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +16,7 @@ pub struct Attr {
     algorithm: Option<Algorithm>,
     burst: Option<u64>,
     wait: Option<Wait>,
+    on_error: Option<OnError>,
 }
 
 impl Attr {
@@ -27,6 +28,7 @@ impl Attr {
         algorithm: None,
         burst: None,
         wait: None,
+        on_error: None,
     };
 
     pub const fn prefix(mut self, prefix: &'static str) -> Attr {
@@ -56,6 +58,11 @@ impl Attr {
 
     pub const fn burst(mut self, burst: u64) -> Attr {
         self.burst = Some(burst);
+        self
+    }
+
+    pub const fn on_error(mut self, on_error: OnError) -> Attr {
+        self.on_error = Some(on_error);
         self
     }
 
@@ -89,9 +96,12 @@ impl Site {
             algorithm,
             burst,
             wait,
+            on_error,
         } = attr;
         Site {
-            rule: Rule::from_parts(prefix, window, max, message, algorithm, burst, wait),
+            rule: Rule::from_parts(
+                prefix, window, max, message, algorithm, burst, wait, on_error,
+            ),
             function,
         }
     }
@@ -104,14 +114,17 @@ impl Site {
 pub struct Call {
     limiter: Limiter,
     site: &'static Site,
-    key: String,
+    /// `None` when limiting is switched off: nothing to format, nothing to ask.
+    key: Option<String>,
     cost: u64,
 }
 
 impl Call {
     pub fn keyed(site: &'static Site, key: fmt::Arguments<'_>) -> Call {
         let limiter = Limiter::current();
-        let key = limiter.store_key(&site.rule, &key);
+        let key = limiter
+            .is_enabled()
+            .then(|| limiter.store_key(&site.rule, &key));
         Call {
             limiter,
             site,
@@ -130,10 +143,14 @@ impl Call {
     }
 
     pub async fn check(self) -> Result<(), RateLimited> {
-        self.limiter
-            .enforce_key(&self.site.rule, self.key, self.cost)
-            .await
-            .map(drop)
+        match self.key {
+            Some(key) => self
+                .limiter
+                .enforce_key(&self.site.rule, key, self.cost)
+                .await
+                .map(drop),
+            None => Ok(()),
+        }
     }
 }
 

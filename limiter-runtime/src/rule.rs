@@ -3,7 +3,9 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::Algorithm;
+use crate::algorithm::Request;
+use crate::clock::as_micros;
+use crate::{Algorithm, OnError};
 
 /// What to limit: at most `max` calls per `window`, counted under `prefix` + key.
 ///
@@ -37,6 +39,7 @@ pub struct Rule {
     pub(crate) algorithm: Option<Algorithm>,
     pub(crate) burst: Option<u64>,
     pub(crate) wait: Option<Wait>,
+    pub(crate) on_error: Option<OnError>,
 }
 
 /// How long a [`LeakyBucket`](Algorithm::LeakyBucket) call may wait for its slot.
@@ -59,6 +62,7 @@ impl Rule {
             algorithm: None,
             burst: None,
             wait: None,
+            on_error: None,
         }
     }
 
@@ -114,6 +118,12 @@ impl Rule {
         self
     }
 
+    /// What decides this rule's calls when Redis fails or is too slow (default: the limiter's).
+    pub const fn on_error(mut self, on_error: OnError) -> Self {
+        self.on_error = Some(on_error);
+        self
+    }
+
     /// A rule from all its parts at once, in a constant (what `#[rate_limit]` expansions build).
     #[allow(clippy::too_many_arguments)]
     pub(crate) const fn from_parts(
@@ -124,6 +134,7 @@ impl Rule {
         algorithm: Option<Algorithm>,
         burst: Option<u64>,
         wait: Option<Wait>,
+        on_error: Option<OnError>,
     ) -> Self {
         Rule {
             prefix: match prefix {
@@ -139,6 +150,7 @@ impl Rule {
             algorithm,
             burst,
             wait,
+            on_error,
         }
     }
 }
@@ -151,6 +163,7 @@ pub(crate) struct Defaults {
     pub(crate) max: u64,
     pub(crate) message: Cow<'static, str>,
     pub(crate) algorithm: Algorithm,
+    pub(crate) on_error: OnError,
 }
 
 impl Default for Defaults {
@@ -161,6 +174,7 @@ impl Default for Defaults {
             max: 100,
             message: Cow::Borrowed("too many requests, please try again later"),
             algorithm: Algorithm::SlidingLog,
+            on_error: OnError::Open,
         }
     }
 }
@@ -175,6 +189,20 @@ pub(crate) struct Resolved<'a> {
     pub(crate) algorithm: Algorithm,
     pub(crate) burst: u64,
     pub(crate) max_wait: Duration,
+    pub(crate) on_error: OnError,
+}
+
+impl Resolved<'_> {
+    /// The call to decide, in the integers the algorithms compute with.
+    pub(crate) fn request(&self, cost: u64) -> Request {
+        Request {
+            window: as_micros(self.window).max(1),
+            max: self.max,
+            cost,
+            burst: self.burst,
+            max_wait: as_micros(self.max_wait),
+        }
+    }
 }
 
 impl Defaults {
@@ -193,6 +221,7 @@ impl Defaults {
                 Some(Wait::Window) => window,
                 Some(Wait::Up(max_wait)) => max_wait,
             },
+            on_error: rule.on_error.unwrap_or(self.on_error),
         }
     }
 }

@@ -71,6 +71,17 @@ impl RedisServer {
             })
     }
 
+    /// The keys of every limit in this server: all keys but the runtimes' own heartbeats (`limiter:*`).
+    pub fn limit_keys(&self) -> Vec<String> {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*")
+            .query(&mut self.connection())
+            .expect("KEYS");
+        keys.into_iter()
+            .filter(|key| !key.starts_with("limiter:"))
+            .collect()
+    }
+
     /// A limiter on this server reading Redis's own clock, with a patient deadline.
     pub fn limiter(&self) -> Limiter {
         Limiter::builder()

@@ -73,8 +73,7 @@ async fn each_algorithm_limits_through_the_attribute() {
         })
         .await;
     // Each algorithm kept one key in Redis.
-    let mut redis = server.connection();
-    let keys: Vec<String> = redis::Commands::keys(&mut redis, "*").unwrap();
+    let keys = server.limit_keys();
     assert_eq!(keys.len(), 4, "{keys:?}");
 }
 

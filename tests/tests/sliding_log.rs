@@ -178,7 +178,7 @@ mod in_redis {
             limiter.check(&rule, "1001").await;
         }
         let mut redis = server.connection();
-        let keys: Vec<String> = redis.keys("*").unwrap();
+        let keys = server.limit_keys();
         assert_eq!(keys, ["rate_limit:emp:1001"]);
         let members: usize = redis.zcard("rate_limit:emp:1001").unwrap();
         assert_eq!(members, 5);
@@ -228,7 +228,7 @@ mod in_redis {
         assert!(limiter.check(&rule, "k").await.allowed);
 
         tokio::time::sleep(Duration::from_millis(400)).await;
-        let keys: Vec<String> = server.connection().keys("*").unwrap();
+        let keys = server.limit_keys();
         assert!(
             keys.is_empty(),
             "idle limits leave nothing behind: {keys:?}"
@@ -240,7 +240,7 @@ mod in_redis {
         let server = RedisServer::start();
         let limiter = server.limiter();
         limiter.check(&rule(1, 10), "x".repeat(10 * 1024)).await;
-        let keys: Vec<String> = server.connection().keys("*").unwrap();
+        let keys = server.limit_keys();
         assert_eq!(keys.len(), 1);
         assert!(keys[0].len() < 200, "{} bytes", keys[0].len());
     }

@@ -81,6 +81,17 @@ pub(crate) struct Outcome {
 }
 
 impl Outcome {
+    /// Admitted with the whole quota left: a decision made without counting (switched off, or fail open).
+    pub(crate) fn admit(max: u64) -> Outcome {
+        Outcome {
+            allowed: true,
+            remaining: max,
+            retry_after: 0,
+            reset_after: 0,
+            delay: 0,
+        }
+    }
+
     pub(crate) fn denied(remaining: u64, retry_after: u64, reset_after: u64) -> Outcome {
         Outcome {
             allowed: false,

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Script};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, ToRedisArgs};
 
 use crate::algorithm::{Algorithm, Outcome, Request};
 use crate::clock::{as_micros, Clock};
@@ -16,13 +16,51 @@ use crate::error::BackendError;
 /// not follow the test's.
 const TEST_MIN_TTL_MILLIS: u64 = 600_000;
 
+/// A Lua script of `scripts/`, called by its SHA-1 (EVALSHA) and, when Redis does not have it (NOSCRIPT:
+/// after a restart, a failover or `SCRIPT FLUSH`), once more with its source (EVAL), which loads and runs it in
+/// one atomic step, so that retry cannot meet NOSCRIPT again.
+pub(crate) struct LuaScript {
+    source: &'static str,
+    sha1: String,
+}
+
+impl LuaScript {
+    pub(crate) fn new(source: &'static str) -> LuaScript {
+        LuaScript {
+            source,
+            sha1: Script::new(source).get_hash().to_owned(),
+        }
+    }
+
+    /// Runs the script on `key` with `args`. Only NOSCRIPT is retried: any other failure may have been
+    /// applied.
+    pub(crate) async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        connection: &mut impl ConnectionLike,
+        key: &str,
+        args: impl ToRedisArgs,
+    ) -> RedisResult<T> {
+        let call = |command: &str, script: &str| {
+            let mut cmd = Cmd::new();
+            cmd.arg(command).arg(script).arg(1).arg(key).arg(&args);
+            cmd
+        };
+        match call("EVALSHA", &self.sha1).query_async(connection).await {
+            Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                call("EVAL", self.source).query_async(connection).await
+            }
+            result => result,
+        }
+    }
+}
+
 macro_rules! scripts {
     ($($algorithm:ident => $file:literal),* $(,)?) => {
-        fn script(algorithm: Algorithm) -> &'static Script {
+        fn script(algorithm: Algorithm) -> &'static LuaScript {
             match algorithm {
                 $(Algorithm::$algorithm => {
-                    static SCRIPT: LazyLock<Script> =
-                        LazyLock::new(|| Script::new(include_str!(concat!("../../scripts/", $file))));
+                    static SCRIPT: LazyLock<LuaScript> =
+                        LazyLock::new(|| LuaScript::new(include_str!(concat!("../../scripts/", $file))));
                     &SCRIPT
                 })*
             }
@@ -68,7 +106,12 @@ impl RedisStore {
         }
     }
 
-    fn connection(&self) -> Result<ConnectionManager, BackendError> {
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// The shared connection (created on first use, inside the caller's Tokio runtime).
+    pub(crate) fn connection(&self) -> Result<ConnectionManager, BackendError> {
         if let Some(connection) = self.connection.get() {
             return Ok(connection.clone());
         }
@@ -80,8 +123,9 @@ impl RedisStore {
         Ok(self.connection.get_or_init(|| connection).clone())
     }
 
-    /// Decides, and says when on Redis's clock (µs since the Unix epoch). One round trip: EVALSHA (and, on NOSCRIPT only, SCRIPT LOAD and EVALSHA again), all within the
-    /// deadline. A call that timed out may have been applied, so it is never retried.
+    /// Decides, and says when on Redis's clock (µs since the Unix epoch). One round trip: EVALSHA (and, on
+    /// NOSCRIPT only, EVAL), all within the deadline. A call that timed out may have been applied, so it is
+    /// never retried.
     pub(crate) async fn decide(
         &self,
         algorithm: Algorithm,
@@ -89,23 +133,23 @@ impl RedisStore {
         request: &Request,
     ) -> Result<(Outcome, u64), BackendError> {
         let mut connection = self.connection()?;
-        let mut invocation = script(algorithm).prepare_invoke();
-        invocation
-            .key(key)
-            .arg(request.window)
-            .arg(request.max)
-            .arg(request.cost)
-            .arg(request.burst)
-            .arg(request.max_wait);
-        if let Some(clock) = &self.clock {
-            invocation
-                .arg(as_micros(clock.now()))
-                .arg(TEST_MIN_TTL_MILLIS);
-        }
-        let reply: Vec<i64> =
-            tokio::time::timeout(self.deadline, invocation.invoke_async(&mut connection))
-                .await
-                .map_err(|_| BackendError::Timeout(self.deadline))??;
+        let args = (
+            request.window,
+            request.max,
+            request.cost,
+            request.burst,
+            request.max_wait,
+        );
+        let test_now = self
+            .clock
+            .as_ref()
+            .map(|clock| (as_micros(clock.now()), TEST_MIN_TTL_MILLIS));
+        let reply: Vec<i64> = tokio::time::timeout(
+            self.deadline,
+            script(algorithm).invoke(&mut connection, key, (args, test_now)),
+        )
+        .await
+        .map_err(|_| BackendError::Timeout(self.deadline))??;
         match reply[..] {
             [allowed, remaining, retry_after, reset_after, delay, now] => Ok((
                 Outcome {

@@ -1,0 +1,170 @@
+//! Building a [`Limiter`]: the store, the crate-wide defaults, the deadline and the failure policy.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::degraded::breaker::Breaker;
+use crate::degraded::instances::Instances;
+use crate::degraded::BreakerConfig;
+use crate::limiter::{Fallback, Inner, DEFAULT_DEADLINE};
+use crate::rule::Defaults;
+use crate::store::{MemoryStore, RedisStore, Store};
+use crate::{Error, Limiter, OnError};
+
+/// Builds a [`Limiter`]: the store, the crate-wide defaults, the Redis deadline and what happens when Redis
+/// fails.
+///
+/// Every setting is optional: `Limiter::builder().build()` counts in memory with window 60 s, max 100,
+/// prefix `"rate_limit:"`.
+///
+/// ```
+/// use limiter_runtime::{Limiter, OnError};
+/// use std::time::Duration;
+///
+/// let limiter = Limiter::builder()
+///     .redis("redis://127.0.0.1:6379/")
+///     .prefix("shop:")
+///     .window(Duration::from_secs(10))
+///     .max(50)
+///     .message("easy there")
+///     .deadline(Duration::from_millis(25))
+///     .on_error(OnError::Local)
+///     .build()
+///     .unwrap();
+/// ```
+#[derive(Debug, Default)]
+#[must_use]
+pub struct LimiterBuilder {
+    redis_url: Option<String>,
+    defaults: Defaults,
+    deadline: Option<Duration>,
+    clock: Option<Arc<dyn Clock>>,
+    breaker: BreakerConfig,
+    group: Option<String>,
+    heartbeat_every: Option<Duration>,
+}
+
+impl LimiterBuilder {
+    /// Count in Redis at `url` (`redis://host:port/db`): one global count shared by every node.
+    ///
+    /// The connection is made on the first decision and remade in the background whenever it drops.
+    pub fn redis(mut self, url: impl Into<String>) -> Self {
+        self.redis_url = Some(url.into());
+        self
+    }
+
+    /// Count in this process's memory (the default): each process enforces its own limits.
+    pub fn in_memory(mut self) -> Self {
+        self.redis_url = None;
+        self
+    }
+
+    /// The default key prefix (default `"rate_limit:"`).
+    pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
+        self.defaults.prefix = prefix.into();
+        self
+    }
+
+    /// The default window (default 60 s).
+    pub fn window(mut self, window: Duration) -> Self {
+        self.defaults.window = window;
+        self
+    }
+
+    /// The default admissions per window (default 100).
+    pub fn max(mut self, max: u64) -> Self {
+        self.defaults.max = max;
+        self
+    }
+
+    /// The default rejection message.
+    pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
+        self.defaults.message = message.into();
+        self
+    }
+
+    /// What decides when Redis fails or is too slow (default [`OnError::Open`]); a rule or an attribute can
+    /// say otherwise for itself.
+    pub fn on_error(mut self, on_error: OnError) -> Self {
+        self.defaults.on_error = on_error;
+        self
+    }
+
+    /// The bound on one Redis decision (default 50 ms). A decision that takes longer is a failure, decided by
+    /// the [`OnError`] policy, and is never retried: it may have been applied.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The breaker: after `failures` consecutive failures (default 3) the limiter stops calling Redis and
+    /// decides in degraded mode at once; every `probe_every` (default 250 ms) one call probes Redis, and the
+    /// first success closes the breaker again.
+    pub fn breaker(mut self, failures: u32, probe_every: Duration) -> Self {
+        self.breaker = BreakerConfig {
+            failures: failures.max(1),
+            probe_every,
+        };
+        self
+    }
+
+    /// The group of runtimes that share this Redis's limits (default `"default"`): they count each other through
+    /// heartbeats in Redis, and under [`OnError::Local`] each takes `ceil(max / live instances)` while Redis is
+    /// down. Give each service its own group when several share one Redis.
+    pub fn instance_group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
+        self
+    }
+
+    /// How often this runtime renews its heartbeat while Redis is healthy (default 1 s); an instance that misses
+    /// three is no longer counted.
+    pub fn heartbeat_every(mut self, every: Duration) -> Self {
+        self.heartbeat_every = Some(every);
+        self
+    }
+
+    /// The clock decisions read.
+    ///
+    /// In memory, it replaces the system clock. With Redis, setting a clock makes the client pass "now" to
+    /// the scripts instead of letting them read Redis `TIME`: a mode for deterministic tests only, since in
+    /// production skewed nodes would then disagree about time.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// Builds the limiter. Fails only on an unparsable Redis URL; nothing is connected yet.
+    pub fn build(self) -> Result<Limiter, Error> {
+        let clock: Arc<dyn Clock> = match &self.clock {
+            Some(clock) => clock.clone(),
+            None => Arc::new(SystemClock::new()),
+        };
+        let (store, fallback) = match self.redis_url {
+            Some(url) => {
+                let client = redis::Client::open(url.as_str())
+                    .map_err(|source| Error::InvalidRedisUrl { url, source })?;
+                let store = RedisStore::new(
+                    client,
+                    self.deadline.unwrap_or(DEFAULT_DEADLINE),
+                    self.clock,
+                );
+                let fallback = Fallback {
+                    breaker: Breaker::new(self.breaker),
+                    local: MemoryStore::new(clock.clone()),
+                    instances: Instances::new(
+                        self.group.as_deref().unwrap_or("default"),
+                        self.heartbeat_every.unwrap_or(Duration::from_secs(1)),
+                    ),
+                    heartbeat: std::sync::Once::new(),
+                };
+                (Store::Redis(store), Some(fallback))
+            }
+            None => (Store::Memory(MemoryStore::new(clock.clone())), None),
+        };
+        Ok(Limiter {
+            inner: Arc::new(Inner::new(store, self.defaults, clock, fallback)),
+        })
+    }
+}
