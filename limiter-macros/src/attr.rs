@@ -17,11 +17,13 @@ mod kw {
     syn::custom_keyword!(mode);
     syn::custom_keyword!(max_wait);
     syn::custom_keyword!(on_error);
+    syn::custom_keyword!(skip_if);
+    syn::custom_keyword!(shadow);
 }
 
 const EXPECTED: &str =
     "expected one of: `prefix`, `key`, `window`, `max`, `message`, `algorithm`, `burst`, \
-                        `cost`, `mode`, `max_wait`, `on_error`, `crate`";
+                        `cost`, `mode`, `max_wait`, `on_error`, `skip_if`, `shadow`, `crate`";
 
 /// The algorithms `algorithm = ...` names, with the runtime's variant for each.
 pub(crate) const ALGORITHMS: [(&str, &str); 5] = [
@@ -50,6 +52,9 @@ pub(crate) struct Args {
     pub(crate) max_wait: Option<Spanned<Millis>>,
     /// The runtime's `OnError` variant: `Open`, `Closed` or `Local`.
     pub(crate) on_error: Option<Ident>,
+    /// A `bool` expression over the arguments: when true, the call is not limited at all.
+    pub(crate) skip_if: Option<Expr>,
+    pub(crate) shadow: Option<bool>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -144,6 +149,23 @@ impl Parse for Args {
                 let name = input.parse::<kw::on_error>()?;
                 assign(input, "on_error", name.span, "on_error = closed")?;
                 set(&mut args.on_error, "on_error", name.span, on_error(input)?)?;
+            } else if lookahead.peek(kw::skip_if) {
+                let name = input.parse::<kw::skip_if>()?;
+                assign(input, "skip_if", name.span, "skip_if = user.is_admin()")?;
+                set(&mut args.skip_if, "skip_if", name.span, input.parse()?)?;
+            } else if lookahead.peek(kw::shadow) {
+                let name = input.parse::<kw::shadow>()?;
+                assign(input, "shadow", name.span, "shadow = true")?;
+                let value = match input.parse::<Lit>()? {
+                    Lit::Bool(value) => value.value,
+                    other => {
+                        return Err(syn::Error::new(
+                            other.span(),
+                            "`shadow` is `true` (count and report, never reject) or `false`",
+                        ))
+                    }
+                };
+                set(&mut args.shadow, "shadow", name.span, value)?;
             } else if lookahead.peek(Token![crate]) {
                 let name = input.parse::<Token![crate]>()?;
                 assign(input, "crate", name.span, "crate = \"my_app::limiter\"")?;

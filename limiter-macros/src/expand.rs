@@ -32,8 +32,9 @@ pub(crate) fn expand(args: Args, mut item: ItemFn) -> syn::Result<TokenStream> {
             let mut args = args;
             if has_receiver {
                 // async-trait moved `self` into `__self` before the body.
-                for part in args.key.iter_mut().flatten() {
-                    SelfToAsyncTraitSelf.visit_expr_mut(part);
+                let expressions = args.key.iter_mut().flatten();
+                for expr in expressions.chain(&mut args.cost).chain(&mut args.skip_if) {
+                    SelfToAsyncTraitSelf.visit_expr_mut(expr);
                 }
             }
             let check = check(&args, &name, &ret);
@@ -105,6 +106,9 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         let burst = burst.value;
         attr = quote!(#attr.burst(#burst));
     }
+    if let Some(shadow) = args.shadow {
+        attr = quote!(#attr.shadow(#shadow));
+    }
     if let Some(variant) = &args.on_error {
         attr = quote!(#attr.on_error(#krate::OnError::#variant));
     }
@@ -144,9 +148,10 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         return #rejected_call(#error);
     };
 
-    quote! {
+    let check = quote! {
         let #site: &'static #krate::__private::Site = {
             static SITE: #krate::__private::Site = #krate::__private::Site::new(
+                ::core::module_path!(),
                 ::core::concat!(::core::module_path!(), "::", #function),
                 #attr,
             );
@@ -158,6 +163,21 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
             use #krate::__private::rejected as #rejected_fn;
             #rejected
         }
+    };
+    // `skip_if`: a `bool` over the arguments (a type error points at the expression); when true, nothing is
+    // counted, formatted or asked.
+    match &args.skip_if {
+        Some(skip) => {
+            let skip_ident = Ident::new("__limiter_skip", Span::mixed_site());
+            let skip_value = quote_spanned!(skip.span()=> let #skip_ident: bool = #skip;);
+            quote! {
+                #skip_value
+                if !#skip_ident {
+                    #check
+                }
+            }
+        }
+        None => check,
     }
 }
 

@@ -78,6 +78,10 @@ mod valid;
 /// - `on_error = open | closed | local` — what decides when Redis fails or is too slow: let the call through
 ///   (the default), reject it with [`RateLimited`] whose reason is `Unavailable`, or decide in this process
 ///   with this node's share of the limit. Default: the limiter's.
+/// - `skip_if = <expr>` — a `bool` over the arguments; when true the call is not limited at all (nothing is
+///   counted or asked), e.g. `skip_if = user.is_admin()`.
+/// - `shadow = true` — count and report calls the limit would reject ("would have limited", at info level and
+///   in the limiter's `Stats`), but never reject or delay one: for rolling out a new limit safely.
 /// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name.
 ///
 /// Every misuse is a compile error pointing at the offending token.

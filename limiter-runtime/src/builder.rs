@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
+use crate::defaults::{self, env, parse_env, Defaults};
 use crate::degraded::breaker::Breaker;
 use crate::degraded::instances::Instances;
 use crate::degraded::BreakerConfig;
-use crate::limiter::{Fallback, Inner, DEFAULT_DEADLINE};
-use crate::rule::Defaults;
+use crate::limiter::{Fallback, Inner, DEFAULT_DEADLINE, REDIS_URL_ENV};
 use crate::store::{MemoryStore, RedisStore, Store};
-use crate::{Error, Limiter, OnError};
+use crate::{Error, Limiter, OnError, Rule};
 
 /// Builds a [`Limiter`]: the store, the crate-wide defaults, the Redis deadline and what happens when Redis
 /// fails.
@@ -83,6 +83,87 @@ impl LimiterBuilder {
     pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
         self.defaults.message = message.into();
         self
+    }
+
+    /// Defaults for the annotated functions of one module and the modules inside it (`"my_crate::billing"`
+    /// also covers `my_crate::billing::invoices`): what `defaults` sets wins over the crate-wide defaults; what
+    /// an attribute (or a rule) writes wins over both. The innermost configured module wins, as for log
+    /// targets.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// let limiter = Limiter::builder()
+    ///     .max(100)
+    ///     .defaults_for("my_crate::billing", Rule::new().max(10).prefix("billing:"))
+    ///     .build()
+    ///     .unwrap();
+    /// ```
+    pub fn defaults_for(mut self, module: impl Into<String>, defaults: Rule) -> Self {
+        self.defaults.set_module(module.into(), defaults);
+        self
+    }
+
+    /// Reads settings from the environment, over what was set before this call:
+    ///
+    /// | variable | sets | example |
+    /// |---|---|---|
+    /// | `LIMITER_REDIS_URL` | [`redis`](LimiterBuilder::redis) | `redis://10.0.0.5:6379/` |
+    /// | `LIMITER_PREFIX` | [`prefix`](LimiterBuilder::prefix) | `shop:` |
+    /// | `LIMITER_WINDOW` | [`window`](LimiterBuilder::window) | `10s`, `500ms`, `1m`, `60` (seconds) |
+    /// | `LIMITER_MAX` | [`max`](LimiterBuilder::max) | `100` |
+    /// | `LIMITER_MESSAGE` | [`message`](LimiterBuilder::message) | `slow down` |
+    /// | `LIMITER_ALGORITHM` | the default algorithm | `token_bucket` |
+    /// | `LIMITER_ON_ERROR` | [`on_error`](LimiterBuilder::on_error) | `open`, `closed`, `local` |
+    /// | `LIMITER_DEADLINE` | [`deadline`](LimiterBuilder::deadline) | `20ms` |
+    ///
+    /// An unset or empty variable changes nothing; an unreadable one is an error naming it.
+    pub fn env(mut self) -> Result<Self, Error> {
+        if let Some(url) = env(REDIS_URL_ENV) {
+            self.redis_url = Some(url);
+        }
+        if let Some(prefix) = env("LIMITER_PREFIX") {
+            self.defaults.prefix = prefix.into();
+        }
+        if let Some(v) = env("LIMITER_WINDOW") {
+            self.defaults.window = parse_env(
+                "LIMITER_WINDOW",
+                &v,
+                "a duration such as 10s, 500ms, 1m",
+                defaults::duration,
+            )?;
+        }
+        if let Some(v) = env("LIMITER_MAX") {
+            self.defaults.max = parse_env("LIMITER_MAX", &v, "a whole number", |v| v.parse().ok())?;
+        }
+        if let Some(message) = env("LIMITER_MESSAGE") {
+            self.defaults.message = message.into();
+        }
+        if let Some(v) = env("LIMITER_ALGORITHM") {
+            self.defaults.algorithm = parse_env(
+                "LIMITER_ALGORITHM",
+                &v,
+                "sliding_log, fixed_window, sliding_window, token_bucket or leaky_bucket",
+                defaults::algorithm,
+            )?;
+        }
+        if let Some(v) = env("LIMITER_ON_ERROR") {
+            self.defaults.on_error = parse_env(
+                "LIMITER_ON_ERROR",
+                &v,
+                "open, closed or local",
+                defaults::on_error,
+            )?;
+        }
+        if let Some(v) = env("LIMITER_DEADLINE") {
+            self.deadline = Some(parse_env(
+                "LIMITER_DEADLINE",
+                &v,
+                "a duration such as 20ms",
+                defaults::duration,
+            )?);
+        }
+        Ok(self)
     }
 
     /// What decides when Redis fails or is too slow (default [`OnError::Open`]); a rule or an attribute can
@@ -157,7 +238,6 @@ impl LimiterBuilder {
                         self.group.as_deref().unwrap_or("default"),
                         self.heartbeat_every.unwrap_or(Duration::from_secs(1)),
                     ),
-                    heartbeat: std::sync::Once::new(),
                 };
                 (Store::Redis(store), Some(fallback))
             }

@@ -129,6 +129,22 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// An environment variable holds a value the limiter cannot read.
+    #[error("{name}={value:?} is invalid: expected {expected}")]
+    InvalidEnv {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should look like.
+        expected: &'static str,
+    },
+    /// Redis refused or failed a change (an override).
+    #[error("Redis could not apply the change: {0}")]
+    Redis(#[source] redis::RedisError),
+    /// Redis did not answer a change (an override) in time; it may or may not have been applied.
+    #[error("Redis did not answer within {0:?}; the change may or may not have been applied")]
+    Timeout(Duration),
     /// A limiter was already installed as the shared runtime.
     #[error("a limiter is already installed as the shared runtime; install one once, at start-up")]
     AlreadyInstalled,

@@ -51,10 +51,12 @@ mod algorithm;
 mod builder;
 mod clock;
 mod decision;
+mod defaults;
 mod degraded;
 mod error;
 mod key;
 mod limiter;
+mod overrides;
 mod rule;
 mod store;
 
@@ -69,6 +71,7 @@ pub use crate::decision::Decision;
 pub use crate::degraded::OnError;
 pub use crate::error::{Error, RateLimited, Reason};
 pub use crate::limiter::{Limiter, Stats, DEFAULT_DEADLINE, REDIS_URL_ENV};
+pub use crate::overrides::Override;
 pub use crate::rule::Rule;
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.

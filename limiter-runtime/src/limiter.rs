@@ -8,14 +8,21 @@ use std::time::Duration;
 
 use crate::algorithm::{Outcome, Request};
 use crate::clock::{as_micros, Clock};
+use crate::defaults::Defaults;
 use crate::degraded::breaker::{Breaker, Permit, Transition};
 use crate::degraded::instances::Instances;
 use crate::degraded::share;
 use crate::error::BackendError;
 use crate::key::store_key;
-use crate::rule::{Defaults, Resolved};
+use crate::overrides::{Overrides, Table, OVERRIDES};
+use crate::rule::Resolved;
 use crate::store::{MemoryStore, Store};
-use crate::{Decision, Error, LimiterBuilder, OnError, RateLimited, Rule};
+use crate::{Decision, Error, LimiterBuilder, OnError, Override, RateLimited, Rule};
+
+/// How often a runtime reloads the overrides even without being told: a backstop for a lost message.
+const OVERRIDES_BACKSTOP: Duration = Duration::from_secs(5);
+/// The bound on an operator's change (an override) reaching Redis.
+const CHANGE_DEADLINE: Duration = Duration::from_secs(5);
 
 /// The environment variable naming the Redis server of the limiter built when none was installed.
 pub const REDIS_URL_ENV: &str = "LIMITER_REDIS_URL";
@@ -64,8 +71,14 @@ pub(crate) struct Inner {
     enabled: AtomicBool,
     /// What decides, and how Redis is watched, when Redis fails (Redis stores only).
     fallback: Option<Fallback>,
+    /// Run-time overrides of limits, as this runtime last saw them.
+    overrides: Overrides,
+    /// Starts the background tasks of a Redis limiter (heartbeat, override sync) on its first decision.
+    background: Once,
     /// Decisions made in degraded mode.
     degraded: AtomicU64,
+    /// Calls a shadow rule would have rejected.
+    shadowed: AtomicU64,
 }
 
 /// Degraded mode of a Redis-backed limiter.
@@ -74,7 +87,6 @@ pub(crate) struct Fallback {
     /// The in-process limiter of `on_error = local`.
     pub(crate) local: MemoryStore,
     pub(crate) instances: Instances,
-    pub(crate) heartbeat: Once,
 }
 
 impl Inner {
@@ -90,7 +102,10 @@ impl Inner {
             clock,
             enabled: AtomicBool::new(true),
             fallback,
+            overrides: Overrides::default(),
+            background: Once::new(),
             degraded: AtomicU64::new(0),
+            shadowed: AtomicU64::new(0),
         }
     }
 }
@@ -105,6 +120,8 @@ pub struct Stats {
     pub breaker_open: bool,
     /// Runtimes last seen sharing this Redis (this one included; 1 in memory).
     pub instances: u64,
+    /// Calls a shadow rule would have rejected (and let through).
+    pub shadowed: u64,
 }
 
 impl fmt::Debug for Limiter {
@@ -133,10 +150,7 @@ impl Limiter {
 
     /// The limiter the environment asks for: Redis at `LIMITER_REDIS_URL` when set, else in-memory.
     pub fn from_env() -> Result<Limiter, Error> {
-        match std::env::var(REDIS_URL_ENV) {
-            Ok(url) if !url.trim().is_empty() => Limiter::builder().redis(url).build(),
-            _ => Ok(Limiter::in_memory()),
-        }
+        Limiter::builder().env()?.build()
     }
 
     /// Installs this limiter as the shared runtime every `#[rate_limit]` function uses.
@@ -230,8 +244,8 @@ impl Limiter {
 
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
-        let resolved = self.inner.defaults.resolve(rule);
-        let key = store_key(resolved.prefix, &key);
+        let key = self.store_key(rule, "", &key);
+        let resolved = self.resolve(rule, "", &key);
         self.decide(&resolved, &key, cost).await
     }
 
@@ -265,32 +279,107 @@ impl Limiter {
         key: impl fmt::Display,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
-        let key = self.store_key(rule, &key);
-        self.enforce_key(rule, key, cost).await
+        let key = self.store_key(rule, "", &key);
+        self.enforce_key(rule, "", key, cost).await
     }
 
-    /// The store key `rule` gives `key`.
-    pub(crate) fn store_key(&self, rule: &Rule, key: &dyn fmt::Display) -> String {
-        store_key(self.inner.defaults.resolve(rule).prefix, key)
+    /// The store key `rule`, written in `module`, gives `key`.
+    pub(crate) fn store_key(&self, rule: &Rule, module: &str, key: &dyn fmt::Display) -> String {
+        store_key(self.inner.defaults.resolve(rule, module).prefix, key)
+    }
+
+    /// `rule` with every part resolved: the overrides of its limit (and of `key`, a store key), then the rule
+    /// itself, then the defaults of `module`, then the crate's.
+    fn resolve<'a>(&'a self, rule: &'a Rule, module: &str, key: &str) -> Resolved<'a> {
+        let mut resolved = self.inner.defaults.resolve(rule, module);
+        let key = key.get(resolved.prefix.len()..).unwrap_or_default();
+        if let Some(limits) = self.inner.overrides.lookup(resolved.prefix, key) {
+            resolved.max = limits.max.unwrap_or(resolved.max);
+            resolved.window = limits.window.unwrap_or(resolved.window);
+        }
+        resolved
     }
 
     /// Decides for a store key already built, turns a rejection into [`RateLimited`], and waits out an
-    /// admitted call's delay.
+    /// admitted call's delay; under a shadow rule, only reports what it would have done.
     pub(crate) async fn enforce_key(
         &self,
         rule: &Rule,
+        module: &str,
         key: String,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
-        let resolved = self.inner.defaults.resolve(rule);
+        let resolved = self.resolve(rule, module, &key);
         let decision = self.decide(&resolved, &key, cost).await;
+        if resolved.shadow {
+            if !decision.allowed {
+                self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    key,
+                    limit = decision.limit,
+                    "rate limiter: would have limited (shadow mode)"
+                );
+            }
+            return Ok(decision);
+        }
         if !decision.allowed {
+            if !decision.degraded {
+                tracing::debug!(key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
+            }
             return Err(RateLimited::new(resolved.message.clone(), key, decision));
         }
         if !decision.delay.is_zero() {
             tokio::time::sleep(decision.delay).await;
         }
         Ok(decision)
+    }
+
+    /// Changes a limit at run time, for every runtime sharing this Redis (for this one alone in memory): the
+    /// change is stored in Redis and announced; every runtime applies it within a second, and a decision
+    /// never pays a round trip to read it. Setting an override again replaces it.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Override, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("rate_limit:emp:").max(5);
+    /// limiter.set_override(Override::key("rate_limit:emp:", "1001").max(1)).await?;
+    /// assert!(limiter.check(&rule, "1001").await.allowed);
+    /// assert!(!limiter.check(&rule, "1001").await.allowed);
+    /// assert!(limiter.check(&rule, "1002").await.allowed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_override(&self, change: Override) -> Result<(), Error> {
+        self.change_override(change, true).await
+    }
+
+    /// Removes the override of `target`'s prefix (and key): only its target matters, not what it set.
+    pub async fn clear_override(&self, target: &Override) -> Result<(), Error> {
+        self.change_override(target.clone(), false).await
+    }
+
+    /// The overrides in force, as this runtime last saw them.
+    pub fn overrides(&self) -> Vec<Override> {
+        self.inner.overrides.list()
+    }
+
+    async fn change_override(&self, change: Override, set: bool) -> Result<(), Error> {
+        if let Store::Redis(store) = &self.inner.store {
+            let mut connection = store.connection().map_err(backend_error)?;
+            let script = &*OVERRIDES_SCRIPT;
+            let op = if set { "set" } else { "clear" };
+            let args = (op, change.field(), change.value(), OVERRIDES);
+            tokio::time::timeout(
+                CHANGE_DEADLINE,
+                script.invoke::<i64>(&mut connection, OVERRIDES, args),
+            )
+            .await
+            .map_err(|_| Error::Timeout(CHANGE_DEADLINE))?
+            .map_err(Error::Redis)?;
+        }
+        self.inner.overrides.apply(&change, set);
+        Ok(())
     }
 
     /// Turns limiting off (`false`): every call goes ahead, with no Redis traffic at all, until it is turned
@@ -311,6 +400,7 @@ impl Limiter {
             degraded: self.inner.degraded.load(Ordering::Relaxed),
             breaker_open: fallback.is_some_and(|f| f.breaker.is_open()),
             instances: fallback.map_or(1, |f| f.instances.live()),
+            shadowed: self.inner.shadowed.load(Ordering::Relaxed),
         }
     }
 
@@ -339,9 +429,10 @@ impl Limiter {
         if permit == Permit::Skip {
             return self.degraded(rule, key, &request, fallback);
         }
-        fallback
-            .heartbeat
-            .call_once(|| spawn_heartbeat(Arc::downgrade(&self.inner)));
+        self.inner.background.call_once(|| {
+            spawn_heartbeat(Arc::downgrade(&self.inner));
+            spawn_override_sync(Arc::downgrade(&self.inner));
+        });
         match store.decide(rule.algorithm, key, &request).await {
             Ok((outcome, at)) => {
                 if fallback.breaker.succeeded(permit) == Transition::Recovered {
@@ -451,4 +542,109 @@ fn spawn_heartbeat(limiter: Weak<Inner>) {
             tokio::time::sleep(every).await;
         }
     });
+}
+
+static OVERRIDES_SCRIPT: std::sync::LazyLock<crate::store::redis::LuaScript> =
+    std::sync::LazyLock::new(|| {
+        crate::store::redis::LuaScript::new(include_str!("../scripts/overrides.lua"))
+    });
+
+fn backend_error(error: BackendError) -> Error {
+    match error {
+        BackendError::Redis(error) => Error::Redis(error),
+        BackendError::Timeout(deadline) => Error::Timeout(deadline),
+        BackendError::Reply(reply) => Error::Redis(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "unexpected reply",
+            format!("{reply:?}"),
+        ))),
+    }
+}
+
+/// Keeps this runtime's overrides in step with Redis: reloads them whenever a change is announced, and every
+/// few seconds anyway, while the limiter is alive.
+fn spawn_override_sync(limiter: Weak<Inner>) {
+    use futures_util::StreamExt;
+
+    tokio::spawn(async move {
+        loop {
+            let subscribed = match limiter.upgrade() {
+                None => return,
+                Some(inner) => match &inner.store {
+                    Store::Redis(store) => store.pubsub().await.ok(),
+                    Store::Memory(_) => return,
+                },
+            };
+            let Some(mut pubsub) = subscribed else {
+                if !reload_overrides(&limiter).await {
+                    return;
+                }
+                tokio::time::sleep(OVERRIDES_BACKSTOP).await;
+                continue;
+            };
+            if pubsub.subscribe(OVERRIDES).await.is_err() {
+                tokio::time::sleep(OVERRIDES_BACKSTOP).await;
+                continue;
+            }
+            // Loaded after subscribing, so that no change falls between the two.
+            if !reload_overrides(&limiter).await {
+                return;
+            }
+            let mut changes = pubsub.on_message();
+            loop {
+                match tokio::time::timeout(OVERRIDES_BACKSTOP, changes.next()).await {
+                    // A change was announced, or it is time to look anyway.
+                    Ok(Some(_)) | Err(_) => {
+                        if !reload_overrides(&limiter).await {
+                            return;
+                        }
+                    }
+                    // The subscription's connection is gone: subscribe again.
+                    Ok(None) => break,
+                }
+            }
+        }
+    });
+}
+
+/// Loads every override from Redis; `false` once the limiter is gone.
+async fn reload_overrides(limiter: &Weak<Inner>) -> bool {
+    let Some(inner) = limiter.upgrade() else {
+        return false;
+    };
+    let (Store::Redis(store), Some(fallback)) = (&inner.store, &inner.fallback) else {
+        return false;
+    };
+    if fallback.breaker.is_open() || !inner.enabled.load(Ordering::Relaxed) {
+        return true;
+    }
+    let Ok(mut connection) = store.connection() else {
+        return true;
+    };
+    let mut read = redis::cmd("HGETALL");
+    read.arg(OVERRIDES);
+    match tokio::time::timeout(
+        CHANGE_DEADLINE,
+        read.query_async::<Vec<(String, String)>>(&mut connection),
+    )
+    .await
+    {
+        Ok(Ok(fields)) => {
+            let overrides = fields.iter().filter_map(|(field, value)| {
+                let parsed = Override::parse(field, value);
+                if parsed.is_none() {
+                    tracing::warn!(
+                        field,
+                        value,
+                        "rate limiter: ignoring an override this version cannot read"
+                    );
+                }
+                parsed
+            });
+            inner.overrides.replace(Table::from_overrides(overrides));
+        }
+        Ok(Err(error)) => tracing::debug!(%error, "rate limiter: could not load the overrides"),
+        Err(_) => tracing::debug!("rate limiter: loading the overrides timed out"),
+    }
+    true
 }

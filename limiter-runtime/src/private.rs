@@ -17,6 +17,7 @@ pub struct Attr {
     burst: Option<u64>,
     wait: Option<Wait>,
     on_error: Option<OnError>,
+    shadow: Option<bool>,
 }
 
 impl Attr {
@@ -29,6 +30,7 @@ impl Attr {
         burst: None,
         wait: None,
         on_error: None,
+        shadow: None,
     };
 
     pub const fn prefix(mut self, prefix: &'static str) -> Attr {
@@ -66,6 +68,11 @@ impl Attr {
         self
     }
 
+    pub const fn shadow(mut self, shadow: bool) -> Attr {
+        self.shadow = Some(shadow);
+        self
+    }
+
     /// `mode = wait`, up to one window.
     pub const fn wait(mut self) -> Attr {
         self.wait = Some(Wait::Window);
@@ -83,11 +90,13 @@ impl Attr {
 #[derive(Debug)]
 pub struct Site {
     rule: Rule,
+    /// The module the function is in: whose defaults apply.
+    module: &'static str,
     function: &'static str,
 }
 
 impl Site {
-    pub const fn new(function: &'static str, attr: Attr) -> Site {
+    pub const fn new(module: &'static str, function: &'static str, attr: Attr) -> Site {
         let Attr {
             prefix,
             window,
@@ -97,11 +106,13 @@ impl Site {
             burst,
             wait,
             on_error,
+            shadow,
         } = attr;
         Site {
             rule: Rule::from_parts(
-                prefix, window, max, message, algorithm, burst, wait, on_error,
+                prefix, window, max, message, algorithm, burst, wait, on_error, shadow,
             ),
+            module,
             function,
         }
     }
@@ -124,7 +135,7 @@ impl Call {
         let limiter = Limiter::current();
         let key = limiter
             .is_enabled()
-            .then(|| limiter.store_key(&site.rule, &key));
+            .then(|| limiter.store_key(&site.rule, site.module, &key));
         Call {
             limiter,
             site,
@@ -146,7 +157,7 @@ impl Call {
         match self.key {
             Some(key) => self
                 .limiter
-                .enforce_key(&self.site.rule, key, self.cost)
+                .enforce_key(&self.site.rule, self.site.module, key, self.cost)
                 .await
                 .map(drop),
             None => Ok(()),

@@ -40,6 +40,7 @@ pub struct Rule {
     pub(crate) burst: Option<u64>,
     pub(crate) wait: Option<Wait>,
     pub(crate) on_error: Option<OnError>,
+    pub(crate) shadow: Option<bool>,
 }
 
 /// How long a [`LeakyBucket`](Algorithm::LeakyBucket) call may wait for its slot.
@@ -63,6 +64,7 @@ impl Rule {
             burst: None,
             wait: None,
             on_error: None,
+            shadow: None,
         }
     }
 
@@ -124,6 +126,14 @@ impl Rule {
         self
     }
 
+    /// Shadow mode: count and report calls the rule would reject ("would have limited", at info level and in
+    /// [`Stats::shadowed`](crate::Stats::shadowed)), but never reject or delay one. For rolling out a new limit
+    /// safely.
+    pub const fn shadow(mut self, shadow: bool) -> Self {
+        self.shadow = Some(shadow);
+        self
+    }
+
     /// A rule from all its parts at once, in a constant (what `#[rate_limit]` expansions build).
     #[allow(clippy::too_many_arguments)]
     pub(crate) const fn from_parts(
@@ -135,6 +145,7 @@ impl Rule {
         burst: Option<u64>,
         wait: Option<Wait>,
         on_error: Option<OnError>,
+        shadow: Option<bool>,
     ) -> Self {
         Rule {
             prefix: match prefix {
@@ -151,35 +162,13 @@ impl Rule {
             burst,
             wait,
             on_error,
+            shadow,
         }
     }
 }
 
-/// The limiter's crate-wide defaults: what every [`Rule`] part left out resolves to.
-#[derive(Debug, Clone)]
-pub(crate) struct Defaults {
-    pub(crate) prefix: Cow<'static, str>,
-    pub(crate) window: Duration,
-    pub(crate) max: u64,
-    pub(crate) message: Cow<'static, str>,
-    pub(crate) algorithm: Algorithm,
-    pub(crate) on_error: OnError,
-}
-
-impl Default for Defaults {
-    fn default() -> Self {
-        Defaults {
-            prefix: Cow::Borrowed("rate_limit:"),
-            window: Duration::from_secs(60),
-            max: 100,
-            message: Cow::Borrowed("too many requests, please try again later"),
-            algorithm: Algorithm::SlidingLog,
-            on_error: OnError::Open,
-        }
-    }
-}
-
-/// A rule with every part resolved, borrowing from the rule and the defaults.
+/// A rule with every part resolved (overrides, then the rule, then module defaults, then crate defaults),
+/// borrowing from them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Resolved<'a> {
     pub(crate) prefix: &'a str,
@@ -187,41 +176,27 @@ pub(crate) struct Resolved<'a> {
     pub(crate) max: u64,
     pub(crate) message: &'a Cow<'static, str>,
     pub(crate) algorithm: Algorithm,
-    pub(crate) burst: u64,
-    pub(crate) max_wait: Duration,
+    /// `None`: the bucket holds `max`.
+    pub(crate) burst: Option<u64>,
+    pub(crate) wait: Option<Wait>,
     pub(crate) on_error: OnError,
+    pub(crate) shadow: bool,
 }
 
 impl Resolved<'_> {
     /// The call to decide, in the integers the algorithms compute with.
     pub(crate) fn request(&self, cost: u64) -> Request {
+        let max_wait = match self.wait {
+            None => Duration::ZERO,
+            Some(Wait::Window) => self.window,
+            Some(Wait::Up(max_wait)) => max_wait,
+        };
         Request {
             window: as_micros(self.window).max(1),
             max: self.max,
             cost,
-            burst: self.burst,
-            max_wait: as_micros(self.max_wait),
-        }
-    }
-}
-
-impl Defaults {
-    pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule) -> Resolved<'a> {
-        let max = rule.max.unwrap_or(self.max);
-        let window = rule.window.unwrap_or(self.window);
-        Resolved {
-            prefix: rule.prefix.as_deref().unwrap_or(&self.prefix),
-            window,
-            max,
-            message: rule.message.as_ref().unwrap_or(&self.message),
-            algorithm: rule.algorithm.unwrap_or(self.algorithm),
-            burst: rule.burst.unwrap_or(max),
-            max_wait: match rule.wait {
-                None => Duration::ZERO,
-                Some(Wait::Window) => window,
-                Some(Wait::Up(max_wait)) => max_wait,
-            },
-            on_error: rule.on_error.unwrap_or(self.on_error),
+            burst: self.burst.unwrap_or(self.max),
+            max_wait: as_micros(max_wait),
         }
     }
 }

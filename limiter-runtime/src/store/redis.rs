@@ -106,6 +106,11 @@ impl RedisStore {
         }
     }
 
+    /// A connection of its own for pub/sub (a subscribed connection can send nothing else).
+    pub(crate) async fn pubsub(&self) -> redis::RedisResult<redis::aio::PubSub> {
+        self.client.get_async_pubsub().await
+    }
+
     pub(crate) fn deadline(&self) -> Duration {
         self.deadline
     }
