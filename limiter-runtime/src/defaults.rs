@@ -38,7 +38,8 @@ impl Defaults {
     pub(crate) fn set_module(&mut self, module: String, defaults: Rule) {
         self.modules.retain(|(path, _)| *path != module);
         self.modules.push((module, defaults));
-        self.modules.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()));
+        self.modules
+            .sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
     }
 
     /// The defaults of the innermost configured module containing `module` (`a::b` contains `a::b::c`, not

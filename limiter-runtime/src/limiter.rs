@@ -591,16 +591,13 @@ fn spawn_override_sync(limiter: Weak<Inner>) {
                 return;
             }
             let mut changes = pubsub.on_message();
-            loop {
-                match tokio::time::timeout(OVERRIDES_BACKSTOP, changes.next()).await {
-                    // A change was announced, or it is time to look anyway.
-                    Ok(Some(_)) | Err(_) => {
-                        if !reload_overrides(&limiter).await {
-                            return;
-                        }
-                    }
-                    // The subscription's connection is gone: subscribe again.
-                    Ok(None) => break,
+            // Until the subscription's connection is gone (then subscribe again): reload when a change is
+            // announced, or when it is time to look anyway.
+            while let Ok(Some(_)) | Err(_) =
+                tokio::time::timeout(OVERRIDES_BACKSTOP, changes.next()).await
+            {
+                if !reload_overrides(&limiter).await {
+                    return;
                 }
             }
         }
