@@ -87,8 +87,8 @@ impl LimiterBuilder {
 
     /// Defaults for the annotated functions of one module and the modules inside it (`"my_crate::billing"`
     /// also covers `my_crate::billing::invoices`): what `defaults` sets wins over the crate-wide defaults; what
-    /// an attribute (or a rule) writes wins over both. The innermost configured module wins, as for log
-    /// targets.
+    /// an attribute (or a rule) writes wins over both. Each part comes from the innermost configured module that
+    /// sets it, as for log targets.
     ///
     /// ```
     /// use limiter_runtime::{Limiter, Rule};

@@ -42,12 +42,15 @@ impl Defaults {
             .sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
     }
 
-    /// The defaults of the innermost configured module containing `module` (`a::b` contains `a::b::c`, not
-    /// `a::bc`).
-    fn module(&self, module: &str) -> Option<&Rule> {
+    /// The defaults of the configured modules containing `module`, innermost first (`a::b` contains `a::b::c`,
+    /// not `a::bc`).
+    fn enclosing<'s, 'm>(
+        &'s self,
+        module: &'m str,
+    ) -> impl Iterator<Item = &'s Rule> + Clone + use<'s, 'm> {
         self.modules
             .iter()
-            .find(|(path, _)| {
+            .filter(move |(path, _)| {
                 module
                     .strip_prefix(path.as_str())
                     .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
@@ -55,26 +58,28 @@ impl Defaults {
             .map(|(_, rule)| rule)
     }
 
-    /// Every part of `rule`, from `rule` itself, else the defaults of `module`, else the crate-wide defaults.
+    /// Every part of `rule`, from `rule` itself, else from the innermost enclosing module that sets it, else
+    /// the crate-wide default.
     pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule, module: &str) -> Resolved<'a> {
-        let inherited = self.module(module);
+        let modules = self.enclosing(module);
         macro_rules! pick {
             ($field:ident) => {
-                rule.$field.or_else(|| inherited.and_then(|m| m.$field))
+                rule.$field
+                    .or_else(|| modules.clone().find_map(|m| m.$field))
             };
         }
         Resolved {
             prefix: rule
                 .prefix
                 .as_deref()
-                .or_else(|| inherited.and_then(|m| m.prefix.as_deref()))
+                .or_else(|| modules.clone().find_map(|m| m.prefix.as_deref()))
                 .unwrap_or(&self.prefix),
             window: pick!(window).unwrap_or(self.window),
             max: pick!(max).unwrap_or(self.max),
             message: rule
                 .message
                 .as_ref()
-                .or_else(|| inherited.and_then(|m| m.message.as_ref()))
+                .or_else(|| modules.clone().find_map(|m| m.message.as_ref()))
                 .unwrap_or(&self.message),
             algorithm: pick!(algorithm).unwrap_or(self.algorithm),
             burst: pick!(burst),

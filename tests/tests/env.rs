@@ -1,0 +1,45 @@
+//! Crate-wide defaults from the environment. (A test binary of its own: it changes the process's environment.)
+
+use std::time::Duration;
+
+use limiter_runtime::{Error, Limiter, Rule};
+
+#[tokio::test]
+async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_error_naming_it() {
+    // Safety: this binary's only test sets the variables before anything else reads the environment.
+    std::env::set_var("LIMITER_MAX", "3");
+    std::env::set_var("LIMITER_PREFIX", "env:");
+    std::env::set_var("LIMITER_WINDOW", "500ms");
+    std::env::set_var("LIMITER_MESSAGE", "from the environment");
+    std::env::set_var("LIMITER_ALGORITHM", "fixed_window");
+    let limiter = Limiter::from_env().unwrap();
+    let rule = Rule::new();
+    for _ in 0..3 {
+        assert!(limiter.check(&rule, "k").await.allowed);
+    }
+    let error = limiter.enforce(&rule, "k").await.unwrap_err();
+    assert_eq!(error.to_string(), "from the environment");
+    assert_eq!(error.key(), "env:k");
+    assert!(
+        error.retry_after() <= Duration::from_millis(500),
+        "fixed window of 500 ms: {:?}",
+        error.retry_after()
+    );
+    // What a rule writes still wins.
+    assert_eq!(limiter.check(&Rule::new().max(10), "other").await.limit, 10);
+
+    std::env::set_var("LIMITER_WINDOW", "ten seconds");
+    match Limiter::from_env() {
+        Err(Error::InvalidEnv { name, value, .. }) => {
+            assert_eq!((name, value.as_str()), ("LIMITER_WINDOW", "ten seconds"))
+        }
+        other => panic!("expected InvalidEnv, got {other:?}"),
+    }
+    std::env::set_var("LIMITER_WINDOW", "1s");
+    std::env::set_var("LIMITER_ON_ERROR", "sometimes");
+    let error = Limiter::from_env().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"LIMITER_ON_ERROR="sometimes" is invalid: expected open, closed or local"#
+    );
+}

@@ -1,0 +1,258 @@
+//! Run-time control against a real Redis: overrides reach every runtime within a second without costing a
+//! decision any round trip; defaults resolve by module; shadow mode counts but never rejects.
+
+use std::time::{Duration, Instant};
+
+use limiter_runtime::{rate_limit, Limiter, Override, RateLimited, Rule};
+use redis::Commands;
+use tests::RedisServer;
+
+fn calls_of(server: &RedisServer, command: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.connection())
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
+async fn admitted(limiter: &Limiter, rule: &Rule, key: &str, calls: usize) -> usize {
+    let mut admitted = 0;
+    for _ in 0..calls {
+        admitted += usize::from(limiter.check(rule, key).await.allowed);
+    }
+    admitted
+}
+
+/// Waits until `seen` holds on `limiter`, and says how long it took.
+async fn until(limiter: &Limiter, seen: impl Fn(&[Override]) -> bool) -> Duration {
+    let started = Instant::now();
+    while !seen(&limiter.overrides()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "not seen after 5 s: {:?}",
+            limiter.overrides()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_override_made_on_one_runtime_reaches_another_within_a_second() {
+    let server = RedisServer::start();
+    let (a, b) = (server.limiter(), server.limiter());
+    let rule = Rule::new()
+        .prefix("rate_limit:emp:")
+        .max(5)
+        .window(Duration::from_secs(60));
+    // Both runtimes are running (their first decision starts the sync).
+    assert!(a.check(&rule, "warm").await.allowed && b.check(&rule, "warm").await.allowed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    a.set_override(Override::prefix("rate_limit:emp:").max(2))
+        .await
+        .unwrap();
+    let took = until(&b, |o| o.iter().any(|o| o.max_value() == Some(2))).await;
+    assert!(
+        took < Duration::from_secs(1),
+        "the change reached the other runtime after {took:?}"
+    );
+    assert_eq!(admitted(&b, &rule, "1001", 5).await, 2);
+
+    // One key of the prefix: its own limit, completed by the prefix's.
+    a.set_override(Override::key("rate_limit:emp:", "vip").max(4))
+        .await
+        .unwrap();
+    until(&b, |o| o.len() == 2).await;
+    assert_eq!(admitted(&b, &rule, "vip", 6).await, 4);
+    let decision = b.check(&rule, "1002").await;
+    assert_eq!(decision.limit, 2);
+
+    // Cleared: back to what the rule says.
+    a.clear_override(&Override::prefix("rate_limit:emp:"))
+        .await
+        .unwrap();
+    a.clear_override(&Override::key("rate_limit:emp:", "vip"))
+        .await
+        .unwrap();
+    until(&b, |o| o.is_empty()).await;
+    assert_eq!(b.check(&rule, "1003").await.limit, 5);
+
+    // The overrides live in Redis: a runtime started later finds them.
+    a.set_override(
+        Override::prefix("rate_limit:emp:")
+            .window(Duration::from_secs(1))
+            .max(1),
+    )
+    .await
+    .unwrap();
+    let late = server.limiter();
+    late.check(&rule, "warm-late").await;
+    until(&late, |o| o.len() == 1).await;
+    let decision = late.check(&rule, "1004").await;
+    assert_eq!(decision.limit, 1);
+    assert!(!late.check(&rule, "1004").await.allowed);
+    tokio::time::sleep(Duration::from_millis(1_050)).await;
+    assert!(
+        late.check(&rule, "1004").await.allowed,
+        "the overridden window applies"
+    );
+}
+
+#[tokio::test]
+async fn a_decision_costs_one_round_trip_whatever_the_overrides() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let rule = Rule::new().prefix("api:").max(1_000);
+    limiter.check(&rule, "warm").await;
+    limiter
+        .set_override(Override::prefix("api:").max(500))
+        .await
+        .unwrap();
+    limiter
+        .set_override(Override::key("api:", "k").max(400))
+        .await
+        .unwrap();
+
+    let (evalsha, reads) = (
+        calls_of(&server, "evalsha"),
+        calls_of(&server, "hgetall") + calls_of(&server, "hget"),
+    );
+    for _ in 0..200 {
+        assert_eq!(limiter.check(&rule, "k").await.limit, 400);
+    }
+    assert_eq!(
+        calls_of(&server, "evalsha") - evalsha,
+        200,
+        "one script call per decision"
+    );
+    let more_reads = calls_of(&server, "hgetall") + calls_of(&server, "hget") - reads;
+    assert!(
+        more_reads <= 2,
+        "{more_reads} override reads during 200 decisions: none should be per decision"
+    );
+}
+
+mod billing {
+    use super::*;
+
+    #[rate_limit]
+    pub async fn pay() -> Result<(), RateLimited> {
+        Ok(())
+    }
+
+    #[rate_limit(max = 3)]
+    pub async fn refund() -> Result<(), RateLimited> {
+        Ok(())
+    }
+
+    pub mod invoices {
+        use super::*;
+
+        #[rate_limit]
+        pub async fn send() -> Result<(), RateLimited> {
+            Ok(())
+        }
+    }
+}
+
+#[rate_limit]
+async fn elsewhere() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+async fn admitted_calls<F: std::future::Future<Output = Result<(), RateLimited>>>(
+    call: impl Fn() -> F,
+) -> usize {
+    let mut admitted = 0;
+    for _ in 0..10 {
+        admitted += usize::from(call().await.is_ok());
+    }
+    admitted
+}
+
+#[tokio::test]
+async fn defaults_resolve_by_the_longest_module_path_and_the_attribute_wins() {
+    let server = RedisServer::start();
+    let limiter = Limiter::builder()
+        .redis(server.url())
+        .max(4)
+        .defaults_for(
+            concat!(module_path!(), "::billing"),
+            Rule::new().max(2).prefix("billing:"),
+        )
+        .defaults_for(
+            concat!(module_path!(), "::billing::invoices"),
+            Rule::new().max(1),
+        )
+        .build()
+        .unwrap();
+    limiter
+        .scope(async {
+            assert_eq!(admitted_calls(billing::pay).await, 2, "module default");
+            assert_eq!(
+                admitted_calls(billing::refund).await,
+                3,
+                "the attribute wins"
+            );
+            assert_eq!(
+                admitted_calls(billing::invoices::send).await,
+                1,
+                "the innermost module wins"
+            );
+            assert_eq!(admitted_calls(elsewhere).await, 4, "crate-wide default");
+        })
+        .await;
+    let mut keys = server.limit_keys();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "billing:run_time_control::billing::invoices::send",
+            "billing:run_time_control::billing::pay",
+            "billing:run_time_control::billing::refund",
+            "rate_limit:run_time_control::elsewhere",
+        ],
+        "the invoices module inherits the billing prefix it does not set"
+    );
+
+    // An override wins over everything.
+    limiter
+        .set_override(Override::prefix("billing:").max(6))
+        .await
+        .unwrap();
+    limiter
+        .scope(async { assert_eq!(admitted_calls(billing::invoices::send).await, 5) })
+        .await;
+}
+
+#[rate_limit(max = 2, shadow = true, prefix = "new_limit:")]
+async fn rolled_out() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+#[tokio::test]
+async fn shadow_mode_counts_in_redis_but_never_rejects() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    limiter
+        .scope(async {
+            for _ in 0..5 {
+                assert!(rolled_out().await.is_ok());
+            }
+        })
+        .await;
+    assert_eq!(
+        limiter.stats().shadowed,
+        3,
+        "three calls would have been limited"
+    );
+    let counted: usize = server
+        .connection()
+        .zcard("new_limit:run_time_control::rolled_out")
+        .unwrap();
+    assert_eq!(counted, 2);
+}
