@@ -25,6 +25,8 @@ pub struct Decision {
     pub allowed: bool,
     /// The limit that applied: admissions per window.
     pub limit: u64,
+    /// The window the limit applies to.
+    pub window: Duration,
     /// Admissions left in the current window after this call.
     pub remaining: u64,
     /// When denied, how long until a call of the same cost would be admitted if nothing else happened;

@@ -33,6 +33,8 @@ use crate::Decision;
 pub struct RateLimited {
     message: Cow<'static, str>,
     key: String,
+    /// The key starts with the limit's prefix, this long.
+    prefix_len: usize,
     decision: Decision,
     reason: Reason,
 }
@@ -53,7 +55,12 @@ pub(crate) const UNAVAILABLE: &str = "rate limiting is unavailable; please try a
 
 impl RateLimited {
     /// The rejection of `decision`: a degraded rejection means the store was unavailable.
-    pub(crate) fn new(message: Cow<'static, str>, key: String, decision: Decision) -> Self {
+    pub(crate) fn new(
+        message: Cow<'static, str>,
+        key: String,
+        prefix_len: usize,
+        decision: Decision,
+    ) -> Self {
         let (message, reason) = if decision.degraded {
             (Cow::Borrowed(UNAVAILABLE), Reason::Unavailable)
         } else {
@@ -62,6 +69,7 @@ impl RateLimited {
         RateLimited {
             message,
             key,
+            prefix_len,
             decision,
             reason,
         }
@@ -75,6 +83,11 @@ impl RateLimited {
     /// The full store key: prefix followed by the key (long keys end in a digest, see the crate docs).
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// The limit's prefix: the start of [`key`](RateLimited::key), naming the limit (and its HTTP policy).
+    pub fn prefix(&self) -> &str {
+        self.key.get(..self.prefix_len).unwrap_or_default()
     }
 
     /// Admissions per window.

@@ -54,8 +54,11 @@ mod decision;
 mod defaults;
 mod degraded;
 mod error;
+#[cfg(feature = "axum")]
+pub mod http;
 mod key;
 mod limiter;
+mod observe;
 mod overrides;
 mod rule;
 mod store;

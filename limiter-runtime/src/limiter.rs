@@ -14,6 +14,7 @@ use crate::degraded::instances::Instances;
 use crate::degraded::share;
 use crate::error::BackendError;
 use crate::key::store_key;
+use crate::observe;
 use crate::overrides::{Overrides, Table, OVERRIDES};
 use crate::rule::Resolved;
 use crate::store::{MemoryStore, Store};
@@ -314,6 +315,7 @@ impl Limiter {
         if resolved.shadow {
             if !decision.allowed {
                 self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
+                observe::shadow_rejection(resolved.prefix);
                 tracing::info!(
                     key,
                     limit = decision.limit,
@@ -326,7 +328,12 @@ impl Limiter {
             if !decision.degraded {
                 tracing::debug!(key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
             }
-            return Err(RateLimited::new(resolved.message.clone(), key, decision));
+            return Err(RateLimited::new(
+                resolved.message.clone(),
+                key,
+                resolved.prefix.len(),
+                decision,
+            ));
         }
         if !decision.delay.is_zero() {
             tokio::time::sleep(decision.delay).await;
@@ -404,8 +411,14 @@ impl Limiter {
         }
     }
 
-    /// The one decision path: switch, rule, store (through the breaker), degraded mode.
+    /// The one decision path: switch, rule, store (through the breaker), degraded mode; counted.
     async fn decide(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
+        let decision = self.decide_uncounted(rule, key, cost).await;
+        observe::decision(rule.prefix, &decision);
+        decision
+    }
+
+    async fn decide_uncounted(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
         let inner = &*self.inner;
         if !self.is_enabled() {
             return self.answer(rule, Outcome::admit(rule.max), inner.clock.now(), false);
@@ -433,7 +446,10 @@ impl Limiter {
             spawn_heartbeat(Arc::downgrade(&self.inner));
             spawn_override_sync(Arc::downgrade(&self.inner));
         });
-        match store.decide(rule.algorithm, key, &request).await {
+        let timer = observe::Timer::start();
+        let answer = store.decide(rule.algorithm, key, &request).await;
+        timer.redis(rule.prefix);
+        match answer {
             Ok((outcome, at)) => {
                 if fallback.breaker.succeeded(permit) == Transition::Recovered {
                     tracing::warn!(key, "rate limiter: Redis answers again; deciding in Redis");
@@ -507,6 +523,7 @@ impl Limiter {
         Decision {
             allowed: outcome.allowed,
             limit: rule.max,
+            window: rule.window,
             remaining: outcome.remaining,
             retry_after: Duration::from_micros(outcome.retry_after),
             reset_after: Duration::from_micros(outcome.reset_after),

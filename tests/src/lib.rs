@@ -301,3 +301,63 @@ impl Rng {
         &items[self.below(items.len() as u64) as usize]
     }
 }
+
+/// A minimal HTTP/1.1 client for end-to-end tests: one request per connection, over loopback.
+pub mod http {
+    use std::net::SocketAddr;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// A response: status, headers (names lower-cased) and body.
+    #[derive(Debug, Clone)]
+    pub struct Response {
+        /// The status code.
+        pub status: u16,
+        /// The headers, in order, names lower-cased.
+        pub headers: Vec<(String, String)>,
+        /// The body, as text.
+        pub body: String,
+    }
+
+    impl Response {
+        /// The value of header `name` (lower case), if present.
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    /// Sends `method path` to `address` and reads the whole response.
+    pub async fn request(address: SocketAddr, method: &str, path: &str) -> Response {
+        let mut stream = TcpStream::connect(address)
+            .await
+            .expect("the service accepts connections");
+        let request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .expect("request sent");
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.expect("response read");
+        let raw = String::from_utf8(raw).expect("a UTF-8 response");
+        let (head, body) = raw.split_once("\r\n\r\n").expect("headers end");
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .expect("a status");
+        let headers = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+            .collect();
+        Response {
+            status,
+            headers,
+            body: body.to_owned(),
+        }
+    }
+}

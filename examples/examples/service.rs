@@ -1,0 +1,22 @@
+//! The employee service over HTTP, every limit one global count in Redis (see `examples/src/service.rs`).
+//!
+//! ```sh
+//! LIMITER_REDIS_URL=redis://127.0.0.1:6379/ cargo run -p examples --example service   # listens on 127.0.0.1:3000
+//! curl -i http://127.0.0.1:3000/employees/1001      # 5 per 10 s, then 429 with Retry-After and RateLimit headers
+//! ```
+
+use std::net::SocketAddr;
+
+use limiter_runtime::Limiter;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt().with_target(false).init();
+    let limiter = Limiter::from_env()?;
+    let address = std::env::var("SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
+    let listener = tokio::net::TcpListener::bind(&address).await?;
+    println!("employee service on http://{address}");
+    let app = examples::service::app(limiter).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).await?;
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! The sources' employee service over HTTP (axum), every limit one global count in Redis.
+//!
+//! | route | limit |
+//! |---|---|
+//! | `GET /api/test` | 10 per second for everybody: one shared bucket |
+//! | `GET /employees/{id}` | 5 per 10 s per employee, with its own message |
+//! | `GET /whoami` | 100 per minute per client IP |
+//! | `POST /limit/update?prefix=..&key=..&threshold=..&window=..` | an operator's override (`key`, `window` optional; no `threshold` and no `window` clears it) |
+//! | `POST /limit/enabled?enabled=false` | switches limiting off (and `true` on again) |
+//!
+//! A rejection is the `RateLimited` error itself: 429 with `Retry-After` and the IETF `RateLimit` headers (503
+//! when Redis is down and a limit fails closed).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use limiter_runtime::{rate_limit, Limiter, Override, RateLimited};
+use serde_json::{json, Value};
+
+/// The service's routes, deciding with `limiter` (each instance of the service may have its own).
+pub fn app(limiter: Limiter) -> Router {
+    let scoped = limiter.clone();
+    Router::new()
+        .route("/api/test", get(api_test))
+        .route("/employees/{id}", get(employee))
+        .route("/whoami", get(whoami))
+        .route("/limit/update", post(update_limit))
+        .route("/limit/enabled", post(set_enabled))
+        // Every request decides with this instance's limiter.
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            let limiter = scoped.clone();
+            async move { limiter.scope(next.run(request)).await }
+        }))
+        .with_state(limiter)
+}
+
+#[rate_limit(prefix = "rate_limit:api:", max = 10, window = 1)]
+async fn api_test() -> Result<&'static str, RateLimited> {
+    Ok("success")
+}
+
+#[rate_limit(prefix = "rate_limit:emp:", key = id, window = 10, max = 5, message = "slow down, have a cup of tea")]
+async fn employee(Path(id): Path<String>) -> Result<Json<Value>, RateLimited> {
+    Ok(Json(json!({ "id": id, "name": "Ada Lovelace" })))
+}
+
+#[rate_limit(prefix = "rate_limit:ip:", key = client.ip(), max = 100, window = "1m")]
+async fn whoami(ConnectInfo(client): ConnectInfo<SocketAddr>) -> Result<String, RateLimited> {
+    Ok(client.ip().to_string())
+}
+
+/// `POST /limit/update`: sets (or, with neither `threshold` nor `window`, clears) an override for every
+/// instance.
+async fn update_limit(
+    State(limiter): State<Limiter>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(prefix) = params.get("prefix") else {
+        return (StatusCode::BAD_REQUEST, "`prefix` is required").into_response();
+    };
+    let mut change = match params.get("key") {
+        Some(key) => Override::key(prefix.as_str(), key),
+        None => Override::prefix(prefix.as_str()),
+    };
+    let threshold = params.get("threshold").map(|t| t.parse::<u64>());
+    let window = params.get("window").map(|w| w.parse::<u64>());
+    let result = match (threshold, window) {
+        (Some(Err(_)), _) | (_, Some(Err(_))) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "`threshold` and `window` (seconds) are whole numbers",
+            )
+                .into_response()
+        }
+        (None, None) => limiter.clear_override(&change).await,
+        (threshold, window) => {
+            if let Some(Ok(max)) = threshold {
+                change = change.max(max);
+            }
+            if let Some(Ok(secs)) = window {
+                change = change.window(Duration::from_secs(secs));
+            }
+            limiter.set_override(change).await
+        }
+    };
+    match result {
+        Ok(()) => Json(json!({ "overrides": limiter.overrides().len() })).into_response(),
+        Err(error) => (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response(),
+    }
+}
+
+/// `POST /limit/enabled?enabled=false`: the switch for a Redis under pressure.
+async fn set_enabled(
+    State(limiter): State<Limiter>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    match params.get("enabled").map(|v| v.parse::<bool>()) {
+        Some(Ok(enabled)) => {
+            limiter.set_enabled(enabled);
+            Json(json!({ "enabled": enabled })).into_response()
+        }
+        _ => (StatusCode::BAD_REQUEST, "`enabled` is true or false").into_response(),
+    }
+}

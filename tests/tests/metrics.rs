@@ -1,0 +1,133 @@
+//! The `metrics` feature: decisions counted by limit (prefix) and outcome, Redis latency recorded, and no
+//! label ever carries a user's key.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use limiter_runtime::{rate_limit, Limiter, OnError, RateLimited, Rule};
+use metrics::{
+    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    SharedString, Unit,
+};
+use tests::RedisServer;
+
+/// Every counter's total and every histogram's count, by metric name and labels.
+#[derive(Debug, Default, Clone)]
+struct Recorded(Arc<Mutex<BTreeMap<String, u64>>>);
+
+struct Handle(Recorded, String);
+
+impl CounterFn for Handle {
+    fn increment(&self, value: u64) {
+        *self.0 .0.lock().unwrap().entry(self.1.clone()).or_default() += value;
+    }
+    fn absolute(&self, value: u64) {
+        self.0 .0.lock().unwrap().insert(self.1.clone(), value);
+    }
+}
+
+impl HistogramFn for Handle {
+    fn record(&self, _: f64) {
+        *self.0 .0.lock().unwrap().entry(self.1.clone()).or_default() += 1;
+    }
+}
+
+fn name(key: &Key) -> String {
+    let labels: Vec<String> = key
+        .labels()
+        .map(|l| format!("{}={}", l.key(), l.value()))
+        .collect();
+    format!("{}{{{}}}", key.name(), labels.join(","))
+}
+
+impl Recorder for Recorded {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(Arc::new(Handle(self.clone(), name(key))))
+    }
+    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::noop()
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(Arc::new(Handle(self.clone(), name(key))))
+    }
+}
+
+#[rate_limit(key = user, max = 2, prefix = "api:", shadow = false)]
+async fn call(user: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+#[rate_limit(key = user, max = 1, prefix = "trial:", shadow = true)]
+async fn trial(user: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+#[test]
+fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
+    let recorded = Recorded::default();
+    let mut server = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorded, || {
+        runtime.block_on(async {
+            let limiter = Limiter::builder()
+                .redis(server.url())
+                .on_error(OnError::Open)
+                .deadline(Duration::from_secs(5))
+                .build()
+                .unwrap();
+            limiter
+                .scope(async {
+                    for user in ["alice", "bob"] {
+                        for _ in 0..3 {
+                            let _ = call(user).await;
+                        }
+                    }
+                    for _ in 0..3 {
+                        trial("carol").await.unwrap();
+                    }
+                })
+                .await;
+            server.kill();
+            limiter.check(&Rule::new().prefix("api:"), "dave").await;
+        })
+    });
+    let recorded = recorded.0.lock().unwrap().clone();
+    let get = |key: &str| recorded.get(key).copied().unwrap_or(0);
+    assert_eq!(
+        get("limiter_decisions_total{prefix=api:,outcome=allowed}"),
+        4,
+        "{recorded:#?}"
+    );
+    assert_eq!(
+        get("limiter_decisions_total{prefix=api:,outcome=limited}"),
+        2,
+        "{recorded:#?}"
+    );
+    assert_eq!(
+        get("limiter_decisions_total{prefix=api:,outcome=degraded}"),
+        1,
+        "{recorded:#?}"
+    );
+    assert_eq!(
+        get("limiter_shadow_rejections_total{prefix=trial:}"),
+        2,
+        "{recorded:#?}"
+    );
+    assert_eq!(
+        get("limiter_redis_duration_seconds{prefix=api:}"),
+        7,
+        "every Redis decision timed: {recorded:#?}"
+    );
+    for key in recorded.keys() {
+        for user in ["alice", "bob", "carol", "dave"] {
+            assert!(!key.contains(user), "a user's key in a label: {key}");
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The example service end to end, over real HTTP, against a real Redis: 429 with correct headers, counts
+//! shared by two instances, an override through the admin endpoint reaching the other instance within a
+//! second, the switch stopping all Redis traffic, and 503 when Redis is down and the limiter fails closed.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use limiter_runtime::{Limiter, OnError};
+use redis::Commands;
+use tests::http::{request, Response};
+use tests::RedisServer;
+
+/// Serves the example service with `limiter` on a free loopback port.
+async fn serve(limiter: Limiter) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = examples::service::app(limiter).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    address
+}
+
+/// A structured-field parameter of a `RateLimit` header: `"name";q=5;w=10` → `q` → 5.
+fn parameter(header: &str, name: &str) -> u64 {
+    header
+        .split(';')
+        .skip(1)
+        .find_map(|p| p.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no `{name}` in {header:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("`{name}` is not an integer in {header:?}"))
+}
+
+fn evalsha_calls(server: &RedisServer) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.connection())
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sixth_lookup_is_a_429_with_parseable_rate_limit_headers() {
+    let server = RedisServer::start();
+    let service = serve(server.limiter()).await;
+    for _ in 0..5 {
+        let ok = request(service, "GET", "/employees/1001").await;
+        assert_eq!(ok.status, 200, "{ok:?}");
+        assert!(ok.body.contains("\"id\":\"1001\""), "{}", ok.body);
+    }
+    let limited: Response = request(service, "GET", "/employees/1001").await;
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.body, "slow down, have a cup of tea");
+    let retry_after: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!(
+        (1..=10).contains(&retry_after),
+        "Retry-After: {retry_after}"
+    );
+    let policy = limited.header("ratelimit-policy").unwrap();
+    assert!(policy.starts_with("\"rate_limit:emp:\";"), "{policy}");
+    assert_eq!((parameter(policy, "q"), parameter(policy, "w")), (5, 10));
+    let state = limited.header("ratelimit").unwrap();
+    assert!(state.starts_with("\"rate_limit:emp:\";"), "{state}");
+    assert_eq!(parameter(state, "r"), 0);
+    assert!((1..=10).contains(&parameter(state, "t")), "{state}");
+
+    // The other routes: one shared bucket, and a limit per client IP.
+    for _ in 0..10 {
+        assert_eq!(request(service, "GET", "/api/test").await.status, 200);
+    }
+    assert_eq!(request(service, "GET", "/api/test").await.status, 429);
+    let me = request(service, "GET", "/whoami").await;
+    assert_eq!((me.status, me.body.as_str()), (200, "127.0.0.1"));
+    assert_eq!(
+        server
+            .connection()
+            .keys::<_, Vec<String>>("rate_limit:ip:127.0.0.1")
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_counts_and_an_override_reaches_the_other_within_a_second() {
+    let server = RedisServer::start();
+    let (a, b) = (serve(server.limiter()).await, serve(server.limiter()).await);
+    for service in [a, a, a, b, b] {
+        assert_eq!(request(service, "GET", "/employees/7").await.status, 200);
+    }
+    assert_eq!(
+        request(service_of(a, b, 5), "GET", "/employees/7")
+            .await
+            .status,
+        429
+    );
+
+    // Both instances are running; the operator lowers employee 42's limit on instance a.
+    assert_eq!(request(b, "GET", "/employees/42").await.status, 200);
+    let update = request(
+        a,
+        "POST",
+        "/limit/update?prefix=rate_limit:emp:&key=42&threshold=1",
+    )
+    .await;
+    assert_eq!(update.status, 200, "{update:?}");
+    let started = Instant::now();
+    loop {
+        let response = request(b, "GET", "/employees/42").await;
+        if response.status == 429 {
+            assert_eq!(
+                parameter(response.header("ratelimit-policy").unwrap(), "q"),
+                1
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "instance b still admits after {:?}",
+            started.elapsed()
+        );
+        // Admitted calls raise the count: clear it so that only the override decides.
+        let _: () = redis::cmd("DEL")
+            .arg("rate_limit:emp:42")
+            .query(&mut server.connection())
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Cleared through the endpoint: back to 5.
+    assert_eq!(
+        request(a, "POST", "/limit/update?prefix=rate_limit:emp:&key=42")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        request(a, "POST", "/limit/update?threshold=3").await.status,
+        400,
+        "no prefix"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switched_off_through_the_endpoint_the_service_sends_nothing_to_redis() {
+    let server = RedisServer::start();
+    let service = serve(server.limiter()).await;
+    assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
+    assert_eq!(
+        request(service, "POST", "/limit/enabled?enabled=false")
+            .await
+            .status,
+        200
+    );
+    let before = evalsha_calls(&server);
+    for _ in 0..20 {
+        assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
+    }
+    assert_eq!(
+        evalsha_calls(&server),
+        before,
+        "no Redis command while switched off"
+    );
+    assert_eq!(
+        request(service, "POST", "/limit/enabled?enabled=true")
+            .await
+            .status,
+        200
+    );
+    for _ in 0..4 {
+        assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
+    }
+    assert_eq!(request(service, "GET", "/employees/1").await.status, 429);
+    assert_eq!(
+        request(service, "POST", "/limit/enabled?enabled=maybe")
+            .await
+            .status,
+        400
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_down_a_closed_limiter_answers_503_not_429() {
+    let mut server = RedisServer::start();
+    let limiter = Limiter::builder()
+        .redis(server.url())
+        .on_error(OnError::Closed)
+        .build()
+        .unwrap();
+    let service = serve(limiter).await;
+    assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
+    server.kill();
+    let unavailable = request(service, "GET", "/employees/1").await;
+    assert_eq!(unavailable.status, 503, "{unavailable:?}");
+    assert!(
+        unavailable
+            .header("retry-after")
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            >= 1
+    );
+    assert!(
+        unavailable.header("ratelimit").is_none(),
+        "no quota to report"
+    );
+}
