@@ -9,6 +9,7 @@ use crate::defaults::{self, env, parse_env, Defaults};
 use crate::degraded::breaker::Breaker;
 use crate::degraded::instances::Instances;
 use crate::degraded::BreakerConfig;
+use crate::deny_cache::DenyCache;
 use crate::limiter::{Fallback, Inner, DEFAULT_DEADLINE, REDIS_URL_ENV};
 use crate::store::{MemoryStore, RedisStore, Store};
 use crate::{Error, Limiter, OnError, Rule};
@@ -44,6 +45,7 @@ pub struct LimiterBuilder {
     breaker: BreakerConfig,
     group: Option<String>,
     heartbeat_every: Option<Duration>,
+    no_deny_cache: bool,
 }
 
 impl LimiterBuilder {
@@ -206,6 +208,15 @@ impl LimiterBuilder {
         self
     }
 
+    /// Whether this node answers a key Redis said is limited by itself until its `retry_after` (default: yes).
+    /// Under an abusive key that is one Redis call per retry period instead of one per request. Whether a call
+    /// is denied and its `retry_after` stay exact; a cached answer's `remaining` and `reset_after` are as Redis
+    /// last reported them.
+    pub fn deny_cache(mut self, enabled: bool) -> Self {
+        self.no_deny_cache = !enabled;
+        self
+    }
+
     /// The clock decisions read.
     ///
     /// In memory, it replaces the system clock. With Redis, setting a clock makes the client pass "now" to
@@ -234,6 +245,7 @@ impl LimiterBuilder {
                 let fallback = Fallback {
                     breaker: Breaker::new(self.breaker),
                     local: MemoryStore::new(clock.clone()),
+                    denied: (!self.no_deny_cache).then(DenyCache::default),
                     instances: Instances::new(
                         self.group.as_deref().unwrap_or("default"),
                         self.heartbeat_every.unwrap_or(Duration::from_secs(1)),

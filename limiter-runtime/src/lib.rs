@@ -53,6 +53,7 @@ mod clock;
 mod decision;
 mod defaults;
 mod degraded;
+mod deny_cache;
 mod error;
 #[cfg(feature = "axum")]
 pub mod http;

@@ -12,6 +12,7 @@ use crate::defaults::Defaults;
 use crate::degraded::breaker::{Breaker, Permit, Transition};
 use crate::degraded::instances::Instances;
 use crate::degraded::share;
+use crate::deny_cache::{DenyCache, Lookup};
 use crate::error::BackendError;
 use crate::key::store_key;
 use crate::observe;
@@ -88,6 +89,8 @@ pub(crate) struct Fallback {
     /// The in-process limiter of `on_error = local`.
     pub(crate) local: MemoryStore,
     pub(crate) instances: Instances,
+    /// Keys Redis said are limited, answered here until their `retry_after` (unless switched off).
+    pub(crate) denied: Option<DenyCache>,
 }
 
 impl Inner {
@@ -386,6 +389,7 @@ impl Limiter {
             .map_err(Error::Redis)?;
         }
         self.inner.overrides.apply(&change, set);
+        self.forget_denials();
         Ok(())
     }
 
@@ -398,6 +402,13 @@ impl Limiter {
     /// Whether limiting is on (see [`set_enabled`](Limiter::set_enabled)).
     pub fn is_enabled(&self) -> bool {
         self.inner.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Limits changed: what Redis said of them no longer holds.
+    fn forget_denials(&self) {
+        if let Some(cache) = self.inner.fallback.as_ref().and_then(|f| f.denied.as_ref()) {
+            cache.clear();
+        }
     }
 
     /// What this limiter has seen so far.
@@ -438,6 +449,17 @@ impl Limiter {
             (Store::Redis(_), None) => unreachable!("a Redis limiter is built with its fallback"),
         };
 
+        let sent = inner.clock.now();
+        let cached = fallback
+            .denied
+            .as_ref()
+            .filter(|_| request.can_fit(rule.algorithm));
+        let lookup = cached.map_or(Lookup::Miss, |cache| {
+            cache.get(key, cost, sent, store.deadline())
+        });
+        if let Lookup::Denied(decision) = lookup {
+            return decision;
+        }
         let permit = fallback.breaker.permit();
         if permit == Permit::Skip {
             return self.degraded(rule, key, &request, fallback);
@@ -454,11 +476,21 @@ impl Limiter {
                 if fallback.breaker.succeeded(permit) == Transition::Recovered {
                     tracing::warn!(key, "rate limiter: Redis answers again; deciding in Redis");
                 }
-                self.answer(rule, outcome, Duration::from_micros(at), false)
+                let decision = self.answer(rule, outcome, Duration::from_micros(at), false);
+                if let Some(cache) = cached {
+                    let probe = matches!(lookup, Lookup::Probe);
+                    cache.answered(key, cost, &decision, sent, probe);
+                }
+                decision
             }
             Err(cause) => {
                 self.failed(rule, key, &cause, fallback.breaker.failed(permit));
-                self.degraded(rule, key, &request, fallback)
+                let decision = self.degraded(rule, key, &request, fallback);
+                if let Some(cache) = cached {
+                    // Nothing learned: forget what the cache knew of this key.
+                    cache.answered(key, cost, &decision, sent, matches!(lookup, Lookup::Probe));
+                }
+                decision
             }
         }
     }
@@ -655,7 +687,11 @@ async fn reload_overrides(limiter: &Weak<Inner>) -> bool {
                 }
                 parsed
             });
-            inner.overrides.replace(Table::from_overrides(overrides));
+            if inner.overrides.replace(Table::from_overrides(overrides)) {
+                if let Some(cache) = fallback.denied.as_ref() {
+                    cache.clear();
+                }
+            }
         }
         Ok(Err(error)) => tracing::debug!(%error, "rate limiter: could not load the overrides"),
         Err(_) => tracing::debug!("rate limiter: loading the overrides timed out"),

@@ -223,8 +223,13 @@ impl Overrides {
         }
     }
 
-    pub(crate) fn replace(&self, table: Table) {
-        self.table.store(Arc::new(table));
+    /// Installs `table`; says whether it differs from the one it replaces.
+    pub(crate) fn replace(&self, table: Table) -> bool {
+        let changed = self.table.load().overrides() != table.overrides();
+        if changed {
+            self.table.store(Arc::new(table));
+        }
+        changed
     }
 
     /// Applies one change to this copy (what a runtime without Redis does, and what the one that made the

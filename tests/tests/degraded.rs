@@ -250,10 +250,14 @@ async fn redis_restarted_empty_forgets_the_counts_and_keeps_working() {
     assert!(!limiter.check(&rule, "k").await.allowed);
     server.restart();
     until_redis_decides(&limiter, &rule).await;
-    // The known consequence of a Redis that keeps nothing: the limit starts over.
-    let decision = limiter.check(&rule, "k").await;
+    // The known consequence of a Redis that keeps nothing: the limit starts over, for every node that asks...
+    let other_node = limiter(&server, OnError::Open);
+    let decision = other_node.check(&rule, "k").await;
     assert!(decision.allowed && !decision.degraded);
     assert_eq!(decision.remaining, 2);
+    // ...while this node's deny cache holds what Redis said of "k" until its retry_after runs out: it never
+    // admits more than before the restart.
+    assert!(!limiter.check(&rule, "k").await.allowed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,6 +397,7 @@ async fn switched_off_the_limiter_sends_nothing_to_redis() {
             );
             limiter.set_enabled(true);
             assert!(switched(1).await.is_err());
+            assert!(switched(2).await.is_ok() && switched(2).await.is_err());
             assert!(evalsha_calls(&server) > before);
         })
         .await;

@@ -1,5 +1,9 @@
 //! Differential: the same seeded schedule of calls (many keys, mixed costs, controlled times) gives
 //! identical decisions in memory and in Redis, for every algorithm. A mismatch names the first diverging call.
+//!
+//! Run twice: without the deny cache, whole decisions are identical; with it (the default), whether each call
+//! is admitted, its `retry_after` and its limit still are (a cached answer's `remaining` and `reset_after` are
+//! as Redis last reported them).
 
 use std::time::Duration;
 
@@ -9,7 +13,7 @@ use tests::{RedisServer, Rng};
 const CALLS: usize = 3_000;
 
 /// One schedule: a rule, then calls at times the schedule controls.
-async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer) {
+async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cache: bool) {
     let mut rng = Rng::new(seed);
     let window = Duration::from_micros(
         *rng.pick(&[1_000_000, 1_500_000, 10_000_000, 60_000_000, 3_333_333]),
@@ -35,7 +39,14 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer) {
         .clock(memory_clock.clone())
         .build()
         .unwrap();
-    let redis = server.limiter_with_clock(&redis_clock);
+    let redis = Limiter::builder()
+        .redis(server.url())
+        .deadline(tests::PATIENT)
+        .clock(redis_clock.clone())
+        .deny_cache(deny_cache)
+        .prefix(format!("diff:{deny_cache}:"))
+        .build()
+        .unwrap();
     let slot = window.as_micros() as u64 / max;
     let (mut admitted, mut rejected, mut delayed) = (0, 0, 0);
 
@@ -55,9 +66,25 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer) {
         let in_memory = memory.check_cost(&rule, &key, cost).await;
         let in_redis = redis.check_cost(&rule, &key, cost).await;
         assert!(!in_redis.degraded, "Redis failed at call {call}");
+        let compared = |d: &limiter_runtime::Decision| {
+            if deny_cache {
+                (d.allowed, d.retry_after, d.limit, Duration::ZERO, 0)
+            } else {
+                (
+                    d.allowed,
+                    d.retry_after,
+                    d.limit,
+                    d.reset_after,
+                    d.remaining,
+                )
+            }
+        };
+        assert_eq!(in_memory.delay, in_redis.delay);
         assert_eq!(
-            in_memory, in_redis,
-            "{algorithm:?}, seed {seed}: first divergence at call {call} (key {key}, cost {cost}, rule {rule:?})"
+            compared(&in_memory),
+            compared(&in_redis),
+            "{algorithm:?}, seed {seed}, deny cache {deny_cache}: first divergence at call {call} (key {key}, cost {cost}, \
+             rule {rule:?}):\n memory {in_memory:?}\n redis  {in_redis:?}"
         );
         admitted += usize::from(in_memory.allowed);
         rejected += usize::from(!in_memory.allowed);
@@ -76,7 +103,14 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer) {
 async fn differential(algorithm: Algorithm) {
     let server = RedisServer::start();
     for seed in 1..=4 {
-        replay(algorithm, seed, &server).await;
+        let _: () = redis::cmd("FLUSHALL")
+            .query(&mut server.connection())
+            .unwrap();
+        replay(algorithm, seed, &server, false).await;
+        let _: () = redis::cmd("FLUSHALL")
+            .query(&mut server.connection())
+            .unwrap();
+        replay(algorithm, seed, &server, true).await;
     }
 }
 

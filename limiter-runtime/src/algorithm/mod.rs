@@ -70,6 +70,14 @@ pub(crate) struct Request {
     pub(crate) max_wait: u64,
 }
 
+impl Request {
+    /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
+    /// capacity, never is: its `retry_after` is only nominal).
+    pub(crate) fn can_fit(&self, algorithm: Algorithm) -> bool {
+        self.cost <= self.max && (algorithm != Algorithm::TokenBucket || self.cost <= self.burst)
+    }
+}
+
 /// What an algorithm decided, in µs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Outcome {
