@@ -27,9 +27,12 @@ const SHARDS: usize = 16;
 /// Keys held at most, per shard: an abusive key is what this is for, not every key ever denied.
 const CAPACITY: usize = 4_096;
 
+/// One shard: denials by store key.
+type Shard = HashMap<Box<str>, Denial>;
+
 #[derive(Debug)]
 pub(crate) struct DenyCache {
-    shards: Box<[Mutex<HashMap<Box<str>, Denial>>]>,
+    shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
 }
 
@@ -67,7 +70,7 @@ impl Default for DenyCache {
 }
 
 impl DenyCache {
-    fn shard(&self, key: &str) -> std::sync::MutexGuard<'_, HashMap<Box<str>, Denial>> {
+    fn shard(&self, key: &str) -> std::sync::MutexGuard<'_, Shard> {
         self.shards[self.hasher.hash_one(key) as usize % SHARDS]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
