@@ -10,6 +10,8 @@ use crate::degraded::instances::Instances;
 use crate::degraded::BreakerConfig;
 use crate::limiter::{Fallback, Inner, DEFAULT_DEADLINE};
 use crate::rule::Defaults;
+use crate::store::connection::Topology;
+use crate::store::redis::connect_timeout;
 use crate::store::{MemoryStore, RedisStore, Store};
 use crate::{Error, Limiter, OnError};
 
@@ -37,7 +39,7 @@ use crate::{Error, Limiter, OnError};
 #[derive(Debug, Default)]
 #[must_use]
 pub struct LimiterBuilder {
-    redis_url: Option<String>,
+    redis: Option<Redis>,
     defaults: Defaults,
     deadline: Option<Duration>,
     clock: Option<Arc<dyn Clock>>,
@@ -46,18 +48,72 @@ pub struct LimiterBuilder {
     heartbeat_every: Option<Duration>,
 }
 
+/// Where the builder was told Redis is.
+#[derive(Debug)]
+enum Redis {
+    Server(String),
+    Cluster(Vec<String>),
+    Sentinel {
+        master: String,
+        sentinels: Vec<String>,
+    },
+}
+
 impl LimiterBuilder {
     /// Count in Redis at `url` (`redis://host:port/db`): one global count shared by every node.
     ///
     /// The connection is made on the first decision and remade in the background whenever it drops.
     pub fn redis(mut self, url: impl Into<String>) -> Self {
-        self.redis_url = Some(url.into());
+        self.redis = Some(Redis::Server(url.into()));
+        self
+    }
+
+    /// Count in a Redis Cluster, found from any of its nodes (`redis://host:port/`; a few, in case one is
+    /// down).
+    ///
+    /// Each limit is one key, so it lives on the node that owns the key's slot, and limits spread over the
+    /// cluster. Slot moves (`MOVED`, `ASK`) and failovers are followed without a failed decision from the
+    /// limiter's side beyond the failover itself.
+    ///
+    /// ```
+    /// use limiter_runtime::Limiter;
+    ///
+    /// let limiter = Limiter::builder()
+    ///     .redis_cluster(["redis://10.0.0.1:6379/", "redis://10.0.0.2:6379/", "redis://10.0.0.3:6379/"])
+    ///     .build()
+    ///     .unwrap();
+    /// ```
+    pub fn redis_cluster<S: Into<String>>(mut self, seeds: impl IntoIterator<Item = S>) -> Self {
+        self.redis = Some(Redis::Cluster(seeds.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// Count in the Redis master that Redis Sentinel calls `master`, asking the Sentinels at `sentinels`
+    /// (`redis://host:26379/`) where it is. After a failover the Sentinels are asked again, by themselves.
+    ///
+    /// ```
+    /// use limiter_runtime::Limiter;
+    ///
+    /// let limiter = Limiter::builder()
+    ///     .redis_sentinel("mymaster", ["redis://10.0.0.1:26379/", "redis://10.0.0.2:26379/"])
+    ///     .build()
+    ///     .unwrap();
+    /// ```
+    pub fn redis_sentinel<S: Into<String>>(
+        mut self,
+        master: impl Into<String>,
+        sentinels: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.redis = Some(Redis::Sentinel {
+            master: master.into(),
+            sentinels: sentinels.into_iter().map(Into::into).collect(),
+        });
         self
     }
 
     /// Count in this process's memory (the default): each process enforces its own limits.
     pub fn in_memory(mut self) -> Self {
-        self.redis_url = None;
+        self.redis = None;
         self
     }
 
@@ -135,21 +191,25 @@ impl LimiterBuilder {
         self
     }
 
-    /// Builds the limiter. Fails only on an unparsable Redis URL; nothing is connected yet.
+    /// Builds the limiter. Fails only on an unparsable Redis URL (or a Cluster or Sentinel setup with no node
+    /// or no master name); nothing is connected yet.
     pub fn build(self) -> Result<Limiter, Error> {
         let clock: Arc<dyn Clock> = match &self.clock {
             Some(clock) => clock.clone(),
             None => Arc::new(SystemClock::new()),
         };
-        let (store, fallback) = match self.redis_url {
-            Some(url) => {
-                let client = redis::Client::open(url.as_str())
-                    .map_err(|source| Error::InvalidRedisUrl { url, source })?;
-                let store = RedisStore::new(
-                    client,
-                    self.deadline.unwrap_or(DEFAULT_DEADLINE),
-                    self.clock,
-                );
+        let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
+        let (store, fallback) = match self.redis {
+            Some(redis) => {
+                let timeout = connect_timeout(deadline);
+                let topology = match redis {
+                    Redis::Server(url) => Topology::server(url, timeout)?,
+                    Redis::Cluster(seeds) => Topology::cluster(seeds, timeout)?,
+                    Redis::Sentinel { master, sentinels } => {
+                        Topology::sentinel(master, sentinels, timeout)?
+                    }
+                };
+                let store = RedisStore::new(topology, deadline, self.clock);
                 let fallback = Fallback {
                     breaker: Breaker::new(self.breaker),
                     local: MemoryStore::new(clock.clone()),

@@ -129,6 +129,9 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// Redis Cluster or Sentinel was asked for with nothing to start from (no node URL, no master name).
+    #[error("{0}")]
+    InvalidRedisSetup(String),
     /// A limiter was already installed as the shared runtime.
     #[error("a limiter is already installed as the shared runtime; install one once, at start-up")]
     AlreadyInstalled,
