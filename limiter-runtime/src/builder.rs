@@ -72,9 +72,9 @@ impl LimiterBuilder {
     /// Count in a Redis Cluster, found from any of its nodes (`redis://host:port/`; a few, in case one is
     /// down).
     ///
-    /// Each limit is one key, so it lives on the node that owns the key's slot, and limits spread over the
-    /// cluster. Slot moves (`MOVED`, `ASK`) and failovers are followed without a failed decision from the
-    /// limiter's side beyond the failover itself.
+    /// Each limit is one key, so it lives on the master that owns the key's slot, limits spread over the
+    /// masters, and no call is ever `CROSSSLOT`. Slot migrations (`MOVED`, `ASK`) cost no decision; a failover
+    /// costs the decisions of the failed master's keys until a replica takes over, then heals by itself.
     ///
     /// ```
     /// use limiter_runtime::Limiter;

@@ -2,7 +2,8 @@
 //!
 //! Every test that needs Redis starts its own [`RedisServer`] (no persistence, its own port), so tests can
 //! kill, pause and restart Redis freely and run in parallel. The machine's own Redis service is never used.
-//! A test that cannot start `redis-server` fails loudly; it never skips.
+//! A test that cannot start `redis-server` fails loudly; it never skips. [`RedisCluster`] and [`RedisSentinel`]
+//! do the same for a Redis Cluster and a Sentinel setup.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};

@@ -385,3 +385,48 @@ async fn a_slot_migrated_under_load_fails_no_decision_and_loses_no_count() {
     let decision = limiter.check(&rule, "a").await;
     assert!(!decision.allowed && !decision.degraded);
 }
+
+#[test]
+fn a_cluster_or_sentinel_setup_that_cannot_work_is_an_error_at_build() {
+    let no_seed: [&str; 0] = [];
+    let error = Limiter::builder()
+        .redis_cluster(no_seed)
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        limiter_runtime::Error::InvalidRedisSetup(_)
+    ));
+    assert_eq!(
+        error.to_string(),
+        "Redis Cluster needs at least one node URL to start from; none was given"
+    );
+    let error = Limiter::builder()
+        .redis_cluster(["redis://127.0.0.1:7000/", "nope://x"])
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&error, limiter_runtime::Error::InvalidRedisUrl { url, .. } if url == "nope://x"),
+        "{error}"
+    );
+    let error = Limiter::builder()
+        .redis_sentinel("", ["redis://127.0.0.1:26379/"])
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        limiter_runtime::Error::InvalidRedisSetup(_)
+    ));
+    let error = Limiter::builder()
+        .redis_sentinel("mymaster", no_seed)
+        .build()
+        .unwrap_err();
+    assert!(error
+        .to_string()
+        .starts_with("Redis Sentinel needs at least one node URL"));
+    // Building connects to nothing.
+    assert!(Limiter::builder()
+        .redis_cluster(["redis://127.0.0.1:1/"])
+        .build()
+        .is_ok());
+}
