@@ -11,6 +11,8 @@ use crate::degraded::instances::Instances;
 use crate::degraded::BreakerConfig;
 use crate::deny_cache::DenyCache;
 use crate::limiter::{Fallback, Inner, DEFAULT_DEADLINE, REDIS_URL_ENV};
+use crate::store::connection::Topology;
+use crate::store::redis::connect_timeout;
 use crate::store::{MemoryStore, RedisStore, Store};
 use crate::{Error, Limiter, OnError, Rule};
 
@@ -38,14 +40,26 @@ use crate::{Error, Limiter, OnError, Rule};
 #[derive(Debug, Default)]
 #[must_use]
 pub struct LimiterBuilder {
-    redis_url: Option<String>,
+    redis: Option<Redis>,
     defaults: Defaults,
     deadline: Option<Duration>,
     clock: Option<Arc<dyn Clock>>,
+    local_clock: Option<Arc<dyn Clock>>,
     breaker: BreakerConfig,
     group: Option<String>,
     heartbeat_every: Option<Duration>,
     no_deny_cache: bool,
+}
+
+/// Where the builder was told Redis is.
+#[derive(Debug)]
+enum Redis {
+    Server(String),
+    Cluster(Vec<String>),
+    Sentinel {
+        master: String,
+        sentinels: Vec<String>,
+    },
 }
 
 impl LimiterBuilder {
@@ -53,13 +67,56 @@ impl LimiterBuilder {
     ///
     /// The connection is made on the first decision and remade in the background whenever it drops.
     pub fn redis(mut self, url: impl Into<String>) -> Self {
-        self.redis_url = Some(url.into());
+        self.redis = Some(Redis::Server(url.into()));
+        self
+    }
+
+    /// Count in a Redis Cluster, found from any of its nodes (`redis://host:port/`; a few, in case one is
+    /// down).
+    ///
+    /// Each limit is one key, so it lives on the master that owns the key's slot, limits spread over the
+    /// masters, and no call is ever `CROSSSLOT`. Slot migrations (`MOVED`, `ASK`) cost no decision; a failover
+    /// costs the decisions of the failed master's keys until a replica takes over, then heals by itself.
+    ///
+    /// ```
+    /// use limiter_runtime::Limiter;
+    ///
+    /// let limiter = Limiter::builder()
+    ///     .redis_cluster(["redis://10.0.0.1:6379/", "redis://10.0.0.2:6379/", "redis://10.0.0.3:6379/"])
+    ///     .build()
+    ///     .unwrap();
+    /// ```
+    pub fn redis_cluster<S: Into<String>>(mut self, seeds: impl IntoIterator<Item = S>) -> Self {
+        self.redis = Some(Redis::Cluster(seeds.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// Count in the Redis master that Redis Sentinel calls `master`, asking the Sentinels at `sentinels`
+    /// (`redis://host:26379/`) where it is. After a failover the Sentinels are asked again, by themselves.
+    ///
+    /// ```
+    /// use limiter_runtime::Limiter;
+    ///
+    /// let limiter = Limiter::builder()
+    ///     .redis_sentinel("mymaster", ["redis://10.0.0.1:26379/", "redis://10.0.0.2:26379/"])
+    ///     .build()
+    ///     .unwrap();
+    /// ```
+    pub fn redis_sentinel<S: Into<String>>(
+        mut self,
+        master: impl Into<String>,
+        sentinels: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.redis = Some(Redis::Sentinel {
+            master: master.into(),
+            sentinels: sentinels.into_iter().map(Into::into).collect(),
+        });
         self
     }
 
     /// Count in this process's memory (the default): each process enforces its own limits.
     pub fn in_memory(mut self) -> Self {
-        self.redis_url = None;
+        self.redis = None;
         self
     }
 
@@ -122,7 +179,7 @@ impl LimiterBuilder {
     /// An unset or empty variable changes nothing; an unreadable one is an error naming it.
     pub fn env(mut self) -> Result<Self, Error> {
         if let Some(url) = env(REDIS_URL_ENV) {
-            self.redis_url = Some(url);
+            self.redis = Some(Redis::Server(url));
         }
         if let Some(prefix) = env("LIMITER_PREFIX") {
             self.defaults.prefix = prefix.into();
@@ -227,21 +284,34 @@ impl LimiterBuilder {
         self
     }
 
-    /// Builds the limiter. Fails only on an unparsable Redis URL; nothing is connected yet.
+    /// Test hook: this process's own clock, the one of decisions made without Redis (the switch off, degraded
+    /// mode, in memory), while Redis decisions keep reading Redis `TIME`. Tests give processes clocks seconds
+    /// apart with it, and show that they still share one exact window.
+    #[doc(hidden)]
+    pub fn local_clock(mut self, clock: impl Clock) -> Self {
+        self.local_clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// Builds the limiter. Fails only on an unparsable Redis URL (or a Cluster or Sentinel setup with no node
+    /// or no master name); nothing is connected yet.
     pub fn build(self) -> Result<Limiter, Error> {
-        let clock: Arc<dyn Clock> = match &self.clock {
+        let clock: Arc<dyn Clock> = match self.local_clock.as_ref().or(self.clock.as_ref()) {
             Some(clock) => clock.clone(),
             None => Arc::new(SystemClock::new()),
         };
-        let (store, fallback) = match self.redis_url {
-            Some(url) => {
-                let client = redis::Client::open(url.as_str())
-                    .map_err(|source| Error::InvalidRedisUrl { url, source })?;
-                let store = RedisStore::new(
-                    client,
-                    self.deadline.unwrap_or(DEFAULT_DEADLINE),
-                    self.clock,
-                );
+        let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
+        let (store, fallback) = match self.redis {
+            Some(redis) => {
+                let timeout = connect_timeout(deadline);
+                let topology = match redis {
+                    Redis::Server(url) => Topology::server(url, timeout)?,
+                    Redis::Cluster(seeds) => Topology::cluster(seeds, timeout)?,
+                    Redis::Sentinel { master, sentinels } => {
+                        Topology::sentinel(master, sentinels, timeout)?
+                    }
+                };
+                let store = RedisStore::new(topology, deadline, self.clock);
                 let fallback = Fallback {
                     breaker: Breaker::new(self.breaker),
                     local: MemoryStore::new(clock.clone()),

@@ -85,7 +85,8 @@ impl DenyCache {
         };
         let mut decision = denial.decision;
         if now < denial.until {
-            let elapsed = now - denial.sent;
+            // Another call may have stored this denial after `now` was read: never below zero.
+            let elapsed = now.saturating_sub(denial.sent);
             decision.retry_after = denial.until - now;
             decision.reset_after = decision.reset_after.saturating_sub(elapsed);
             decision.decided_at += elapsed;

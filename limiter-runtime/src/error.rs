@@ -158,6 +158,9 @@ pub enum Error {
     /// Redis did not answer a change (an override) in time; it may or may not have been applied.
     #[error("Redis did not answer within {0:?}; the change may or may not have been applied")]
     Timeout(Duration),
+    /// Redis Cluster or Sentinel was asked for with nothing to start from (no node URL, no master name).
+    #[error("{0}")]
+    InvalidRedisSetup(String),
     /// A limiter was already installed as the shared runtime.
     #[error("a limiter is already installed as the shared runtime; install one once, at start-up")]
     AlreadyInstalled,

@@ -616,11 +616,11 @@ fn spawn_override_sync(limiter: Weak<Inner>) {
     use futures_util::StreamExt;
 
     tokio::spawn(async move {
-        loop {
+        for attempt in 0.. {
             let subscribed = match limiter.upgrade() {
                 None => return,
                 Some(inner) => match &inner.store {
-                    Store::Redis(store) => store.pubsub().await.ok(),
+                    Store::Redis(store) => store.pubsub(attempt).await.ok(),
                     Store::Memory(_) => return,
                 },
             };

@@ -2,16 +2,23 @@
 //!
 //! Every test that needs Redis starts its own [`RedisServer`] (no persistence, its own port), so tests can
 //! kill, pause and restart Redis freely and run in parallel. The machine's own Redis service is never used.
-//! A test that cannot start `redis-server` fails loudly; it never skips.
+//! A test that cannot start `redis-server` fails loudly; it never skips. [`RedisCluster`] and [`RedisSentinel`]
+//! do the same for a Redis Cluster and a Sentinel setup.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use limiter_runtime::{FakeClock, Limiter};
+
+pub mod cluster;
+pub mod sentinel;
+
+pub use crate::cluster::RedisCluster;
+pub use crate::sentinel::RedisSentinel;
 
 /// How long a test's decision may take before the limiter fails open. Generous: exactness tests run many
 /// concurrent calls on two shared cores, and a fail-open there would be counted as an admission.
@@ -145,39 +152,49 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
-        let mut child = Command::new(redis_server_binary())
-            .args(["--port", &self.port.to_string()])
-            .args(["--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no"])
-            .args(["--daemonize", "no", "--protected-mode", "yes"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot run redis-server: {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!(
-                    "redis-server on port {} exited: {status}",
-                    self.port
-                ));
-            }
-            if ping(self.port) {
-                self.child = Some(child);
-                return Ok(());
-            }
-            sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        Err(format!(
-            "redis-server on port {} did not answer PING within 10 s",
-            self.port
-        ))
+        let child = spawn_redis(self.port, &self.dir, &[])?;
+        self.child = Some(child);
+        Ok(())
     }
+}
+
+/// Starts `redis-server` on `port` (loopback only, no persistence, working in `dir`) with `extra` arguments,
+/// and waits until it answers PING.
+pub(crate) fn spawn_redis(port: u16, dir: &Path, extra: &[&str]) -> Result<Child, String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let mut child = Command::new(redis_server_binary())
+        .args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .args(["--daemonize", "no", "--protected-mode", "yes"])
+        .arg("--dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run redis-server: {e}"))?;
+    wait_for_ping(&mut child, port, "redis-server")?;
+    Ok(child)
+}
+
+/// Waits until `child` answers PING on `port`; kills it if it does not within 10 s.
+pub(crate) fn wait_for_ping(child: &mut Child, port: u16, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{what} on port {port} exited: {status}"));
+        }
+        if ping(port) {
+            return Ok(());
+        }
+        sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(format!(
+        "{what} on port {port} did not answer PING within 10 s"
+    ))
 }
 
 impl Drop for RedisServer {
@@ -192,29 +209,34 @@ impl Drop for RedisServer {
 
 /// Where `redis-server` is: on `PATH`, or where Debian puts it.
 fn redis_server_binary() -> PathBuf {
+    binary("redis-server")
+}
+
+/// Where the Redis tool `name` (`redis-server`, `redis-cli`) is: on `PATH`, or where Debian puts it.
+pub(crate) fn binary(name: &str) -> PathBuf {
     let on_path = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>());
     on_path
         .chain(["/usr/bin", "/usr/sbin", "/usr/local/bin"].map(PathBuf::from))
-        .map(|dir| dir.join("redis-server"))
+        .map(|dir| dir.join(name))
         .find(|path| path.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "redis-server is not installed, and these tests need a real Redis. Run the test command from \
+                "{name} is not installed, and these tests need a real Redis. Run the test command from \
                  the README (`./scripts/test`), which installs it, or `apt-get install redis-server`."
             )
         })
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .expect("a free loopback port")
 }
 
-fn ping(port: u16) -> bool {
+pub(crate) fn ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
         return false;
     };

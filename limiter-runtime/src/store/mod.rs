@@ -2,6 +2,7 @@
 //!
 //! Both stores run the same algorithms on the same integers; see [`crate::algorithm`].
 
+pub(crate) mod connection;
 pub(crate) mod memory;
 pub(crate) mod redis;
 

@@ -1,16 +1,17 @@
 //! The Redis store: one EVALSHA of the algorithm's script per decision, on one shared multiplexed,
-//! reconnecting connection.
+//! reconnecting connection to one server, a Redis Cluster or Sentinel's master (see [`super::connection`]).
 
 use std::fmt;
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Client, Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, ToRedisArgs};
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, ToRedisArgs};
 
 use crate::algorithm::{Algorithm, Outcome, Request};
 use crate::clock::{as_micros, Clock};
 use crate::error::BackendError;
+use crate::store::connection::{Connection, Topology};
 
 /// Keys live at least this long when a test passes "now" in: Redis expires keys on its own clock, which does
 /// not follow the test's.
@@ -77,10 +78,10 @@ scripts! {
 }
 
 pub(crate) struct RedisStore {
-    client: Client,
+    topology: Box<Topology>,
     /// Created on the first decision, inside the caller's Tokio runtime; it connects lazily and reconnects
     /// in the background after a failure.
-    connection: OnceLock<ConnectionManager>,
+    connection: OnceLock<Connection>,
     deadline: Duration,
     /// Test-only: pass "now" from this clock instead of reading Redis `TIME`.
     clock: Option<Arc<dyn Clock>>,
@@ -89,7 +90,7 @@ pub(crate) struct RedisStore {
 impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStore")
-            .field("server", &self.client.get_connection_info().addr())
+            .field("redis", &self.topology)
             .field("deadline", &self.deadline)
             .field("clock", &self.clock)
             .finish_non_exhaustive()
@@ -97,18 +98,22 @@ impl fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    pub(crate) fn new(client: Client, deadline: Duration, clock: Option<Arc<dyn Clock>>) -> Self {
+    pub(crate) fn new(
+        topology: Topology,
+        deadline: Duration,
+        clock: Option<Arc<dyn Clock>>,
+    ) -> Self {
         RedisStore {
-            client,
+            topology: Box::new(topology),
             connection: OnceLock::new(),
             deadline,
             clock,
         }
     }
 
-    /// A connection of its own for pub/sub (a subscribed connection can send nothing else).
-    pub(crate) async fn pubsub(&self) -> redis::RedisResult<redis::aio::PubSub> {
-        self.client.get_async_pubsub().await
+    /// A connection of its own for pub/sub (see [`Topology::pubsub`]).
+    pub(crate) async fn pubsub(&self, attempt: usize) -> redis::RedisResult<redis::aio::PubSub> {
+        self.topology.pubsub(attempt).await
     }
 
     pub(crate) fn deadline(&self) -> Duration {
@@ -116,15 +121,11 @@ impl RedisStore {
     }
 
     /// The shared connection (created on first use, inside the caller's Tokio runtime).
-    pub(crate) fn connection(&self) -> Result<ConnectionManager, BackendError> {
+    pub(crate) fn connection(&self) -> Result<Connection, BackendError> {
         if let Some(connection) = self.connection.get() {
             return Ok(connection.clone());
         }
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.deadline.max(Duration::from_millis(250))))
-            // Reconnection is retried on the next call; a failing attempt must not queue calls behind backoff.
-            .set_number_of_retries(0);
-        let connection = ConnectionManager::new_lazy_with_config(self.client.clone(), config)?;
+        let connection = self.topology.connect()?;
         Ok(self.connection.get_or_init(|| connection).clone())
     }
 
@@ -169,6 +170,12 @@ impl RedisStore {
             _ => Err(BackendError::Reply(reply)),
         }
     }
+}
+
+/// How long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline
+/// still lets a connection be made (the first call fails, a later one finds the connection up).
+pub(crate) fn connect_timeout(deadline: Duration) -> Duration {
+    deadline.max(Duration::from_millis(250))
 }
 
 fn non_negative(n: i64) -> u64 {

@@ -1,0 +1,115 @@
+//! One process of the multi-process exactness test: many tasks hammering one limit (max 100, window 2 s).
+//!
+//! `hammer <target> <key> <tasks> <millis>`, where `<target>` is a Redis URL, or `cluster:` followed by
+//! comma-separated seed URLs. With `HAMMER_CLOCK_SKEW_MS=<n>` (may be negative) this process's own clock runs
+//! `n` ms off; Redis decisions still read Redis `TIME`.
+//!
+//! It makes one decision on another key, then prints `ready <own clock µs> <Redis time µs>`: its own clock is
+//! read from a decision with the switch off, which is decided in-process. Then it waits for a `go` line on
+//! stdin, runs `<tasks>` tasks for `<millis>` ms of its own time (a rejected task pauses 5 ms), and prints
+//! `admitted <Redis time µs>` for every admission and `done <calls> <degraded>` last.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use limiter_runtime::{Clock, Limiter, Rule, SystemClock};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const USAGE: &str = "usage: hammer <redis-url | cluster:url,url,...> <key> <tasks> <millis>";
+
+/// The system clock, `skew_ms` off.
+#[derive(Debug)]
+struct Skewed {
+    system: SystemClock,
+    skew_ms: i64,
+}
+
+impl Clock for Skewed {
+    fn now(&self) -> Duration {
+        let skew = Duration::from_millis(self.skew_ms.unsigned_abs());
+        if self.skew_ms >= 0 {
+            self.system.now() + skew
+        } else {
+            self.system.now() - skew
+        }
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [target, key, tasks, millis] = &args[..] else {
+        panic!("{USAGE}");
+    };
+    let tasks: usize = tasks.parse().expect(USAGE);
+    let run_for = Duration::from_millis(millis.parse().expect(USAGE));
+    let skew_ms: i64 = std::env::var("HAMMER_CLOCK_SKEW_MS")
+        .map(|ms| ms.parse().expect("HAMMER_CLOCK_SKEW_MS is a number of ms"))
+        .unwrap_or(0);
+
+    let builder = match target.strip_prefix("cluster:") {
+        Some(seeds) => Limiter::builder().redis_cluster(seeds.split(',')),
+        None => Limiter::builder().redis(target.as_str()),
+    };
+    let limiter = builder
+        .local_clock(Skewed {
+            system: SystemClock::new(),
+            skew_ms,
+        })
+        // Patient: a call that fails open would count as an admission the limit never made.
+        .deadline(Duration::from_secs(10))
+        .build()
+        .expect("a valid target");
+
+    let warm_up = Rule::new().prefix("warm-up:");
+    let redis_now = limiter.check(&warm_up, std::process::id()).await;
+    assert!(!redis_now.degraded, "Redis does not answer");
+    limiter.set_enabled(false);
+    let own_now = limiter.check(&warm_up, "own clock").await.decided_at;
+    limiter.set_enabled(true);
+    println!(
+        "ready {} {}",
+        own_now.as_micros(),
+        redis_now.decided_at.as_micros()
+    );
+
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    match stdin.next_line().await {
+        Ok(Some(line)) if line.trim() == "go" => {}
+        other => panic!("expected `go`, read {other:?}"),
+    }
+
+    let rule = Arc::new(Rule::new().max(100).window(Duration::from_secs(2)));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..tasks)
+        .map(|_| {
+            let (limiter, rule, key) = (limiter.clone(), rule.clone(), key.clone());
+            tokio::spawn(async move {
+                let (mut admitted, mut calls, mut degraded) = (Vec::new(), 0u64, 0u64);
+                while started.elapsed() < run_for {
+                    let decision = limiter.check(&rule, &key).await;
+                    calls += 1;
+                    degraded += u64::from(decision.degraded);
+                    if decision.allowed {
+                        admitted.push(decision.decided_at.as_micros());
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+                (admitted, calls, degraded)
+            })
+        })
+        .collect();
+    let (mut calls, mut degraded) = (0, 0);
+    let mut out = String::new();
+    for worker in workers {
+        let (admitted, c, d) = worker.await.expect("a task panicked");
+        calls += c;
+        degraded += d;
+        for at in admitted {
+            out.push_str(&format!("admitted {at}\n"));
+        }
+    }
+    print!("{out}");
+    println!("done {calls} {degraded}");
+}

@@ -1,0 +1,206 @@
+//! Exactness across OS processes. Four processes of 50 tasks each (`tests/src/bin/hammer.rs`) hammer one
+//! limit (max 100, window 2 s) for 6 s, against one Redis and against a Redis Cluster. Every admission is
+//! recorded with Redis time (`Decision::decided_at`), and then:
+//! - **never too many:** no interval of 2 s holds more than 100 admissions;
+//! - **never too few:** demand is far above the limit, so an exact sliding log admits 100 at once, then each
+//!   slot again as soon as it leaves the window: exactly 300 in the first three windows from the first
+//!   admission. We demand at least 297 (within 1%).
+//!
+//! And two processes whose own clocks are 5 s apart still share one exact window, because every decision
+//! reads Redis `TIME`; the same two clocks passed into the scripts break it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use limiter_runtime::{FakeClock, Limiter, Rule};
+use tests::{RedisCluster, RedisServer};
+
+const MAX: usize = 100;
+const WINDOW_US: u64 = 2_000_000;
+
+/// The processes of one test need the machine's two cores to themselves, more than the tests need to run
+/// side by side.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// What the processes of one run reported.
+#[derive(Debug)]
+struct Run {
+    /// Every admission's Redis time, µs, sorted.
+    admissions: Vec<u64>,
+    /// Each process's own clock minus Redis's, µs, measured before the run.
+    offsets: Vec<i64>,
+    calls: u64,
+    degraded: u64,
+}
+
+/// Runs one `hammer` process per entry of `skews_ms` (its own clock's skew), each with 50 tasks for
+/// `millis`, all on `key` of `target`, started together.
+fn hammer(target: &str, key: &str, skews_ms: &[i64], millis: u64) -> Run {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut children: Vec<_> = skews_ms
+        .iter()
+        .map(|skew| {
+            Command::new(env!("CARGO_BIN_EXE_hammer"))
+                .args([target, key, "50", &millis.to_string()])
+                .env("HAMMER_CLOCK_SKEW_MS", skew.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("the hammer binary runs")
+        })
+        .collect();
+    let mut outputs: Vec<_> = children
+        .iter_mut()
+        .map(|child| BufReader::new(child.stdout.take().unwrap()).lines())
+        .collect();
+    let mut offsets = Vec::new();
+    for output in &mut outputs {
+        let line = output
+            .next()
+            .expect("a hammer process exited before it was ready")
+            .unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let ["ready", own, redis] = words[..] else {
+            panic!("unexpected line {line:?}");
+        };
+        offsets.push(own.parse::<i64>().unwrap() - redis.parse::<i64>().unwrap());
+    }
+    for child in &mut children {
+        writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    }
+    let (mut admissions, mut calls, mut degraded) = (Vec::new(), 0, 0);
+    for output in outputs {
+        for line in output {
+            let line = line.unwrap();
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words[..] {
+                ["admitted", at] => admissions.push(at.parse::<u64>().unwrap()),
+                ["done", c, d] => {
+                    calls += c.parse::<u64>().unwrap();
+                    degraded += d.parse::<u64>().unwrap();
+                }
+                _ => panic!("unexpected line {line:?}"),
+            }
+        }
+    }
+    for mut child in children {
+        assert!(child.wait().unwrap().success(), "a hammer process failed");
+    }
+    admissions.sort_unstable();
+    Run {
+        admissions,
+        offsets,
+        calls,
+        degraded,
+    }
+}
+
+/// No interval of one window holds more than `MAX` admissions: each admission is at least a window after
+/// the one `MAX` places before it (sliding log: an admission at `s` counts while `s > now - window`).
+fn assert_never_too_many(run: &Run) {
+    let t = &run.admissions;
+    for j in MAX..t.len() {
+        assert!(
+            t[j] - t[j - MAX] >= WINDOW_US,
+            "{} admissions within {} µs",
+            MAX + 1,
+            t[j] - t[j - MAX]
+        );
+    }
+}
+
+/// Demand far above the limit is admitted at the full limit: `windows` × `MAX` admissions (exactly, for an
+/// ideal limiter) from the first admission on, less 1% at most.
+fn assert_never_too_few(run: &Run, windows: u64) {
+    let t = &run.admissions;
+    let first = t[0];
+    let admitted = t
+        .iter()
+        .filter(|&&at| at < first + windows * WINDOW_US)
+        .count();
+    let full = windows as usize * MAX;
+    // How long a freed slot waited for its next admission: the reaction time of the callers.
+    let worst_reuse = (MAX..admitted)
+        .map(|j| t[j] - t[j - MAX] - WINDOW_US)
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "{} calls, {} admitted in all, {admitted} in the first {windows} windows (full: {full}), \
+         a freed slot reused within {worst_reuse} µs",
+        run.calls,
+        t.len()
+    );
+    assert!(
+        admitted * 100 >= full * 99,
+        "under-admitted: {admitted} of {full}"
+    );
+}
+
+#[test]
+fn four_processes_admit_exactly_the_limit_on_one_redis() {
+    let server = RedisServer::start();
+    let run = hammer(&server.url(), "shared", &[0; 4], 6_000);
+    assert_eq!(run.degraded, 0, "every decision was made in Redis");
+    assert_never_too_many(&run);
+    assert_never_too_few(&run, 3);
+}
+
+#[test]
+fn four_processes_admit_exactly_the_limit_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    let target = format!("cluster:{}", cluster.seeds().join(","));
+    let run = hammer(&target, "shared", &[0; 4], 6_000);
+    assert_eq!(run.degraded, 0, "every decision was made in Redis");
+    assert_never_too_many(&run);
+    assert_never_too_few(&run, 3);
+}
+
+#[test]
+fn two_processes_with_clocks_5_s_apart_share_one_exact_window() {
+    let server = RedisServer::start();
+    let run = hammer(&server.url(), "skewed", &[0, 5_000], 4_000);
+    // The processes' own clocks really are 5 s apart (each offset is measured against Redis time, so how
+    // far apart the processes started does not matter)...
+    let apart = run.offsets[1] - run.offsets[0];
+    assert!(
+        (apart - 5_000_000).abs() < 500_000,
+        "own clocks {apart} µs apart"
+    );
+    // ...and yet they share one exact window.
+    assert_eq!(run.degraded, 0);
+    assert_never_too_many(&run);
+    assert_never_too_few(&run, 2);
+}
+
+/// The counterfactual: the same two clocks, passed into the scripts as "now" (the test-only mode of
+/// `LimiterBuilder::clock`), let twice the limit through at once. Redis `TIME` is what keeps the window one.
+#[tokio::test]
+async fn the_same_skew_passed_in_as_now_would_break_the_window() {
+    let server = RedisServer::start();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let node = |clock: FakeClock| {
+        Limiter::builder()
+            .redis(server.url())
+            .clock(clock)
+            .build()
+            .unwrap()
+    };
+    let (behind, ahead) = (
+        node(FakeClock::starting_at(now)),
+        node(FakeClock::starting_at(now + Duration::from_secs(5))),
+    );
+    let rule = Rule::new().max(MAX as u64).window(Duration::from_secs(2));
+    let mut admitted = 0;
+    for node in [&behind, &ahead] {
+        for _ in 0..MAX {
+            admitted += usize::from(node.check(&rule, "skewed").await.allowed);
+        }
+    }
+    assert_eq!(
+        admitted,
+        2 * MAX,
+        "the node ahead saw the other's admissions as expired"
+    );
+}
