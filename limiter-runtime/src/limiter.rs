@@ -81,6 +81,8 @@ pub(crate) struct Inner {
     degraded: AtomicU64,
     /// Calls a shadow rule would have rejected.
     shadowed: AtomicU64,
+    /// The `metrics` handles of every prefix seen (nothing without the feature).
+    metrics: observe::Metrics,
 }
 
 /// Degraded mode of a Redis-backed limiter.
@@ -110,6 +112,7 @@ impl Inner {
             background: Once::new(),
             degraded: AtomicU64::new(0),
             shadowed: AtomicU64::new(0),
+            metrics: observe::Metrics::default(),
         }
     }
 }
@@ -194,9 +197,12 @@ impl Limiter {
     /// The limiter annotated functions use here: the one [`scope`](Limiter::scope)d over the current task,
     /// else the [`global`](Limiter::global) one.
     pub fn current() -> Limiter {
-        SCOPED
-            .try_with(Limiter::clone)
-            .unwrap_or_else(|_| Limiter::global().clone())
+        Limiter::scoped(Limiter::clone).unwrap_or_else(|| Limiter::global().clone())
+    }
+
+    /// `f` of the limiter [`scope`](Limiter::scope)d over the current task, borrowed; `None` outside a scope.
+    pub(crate) fn scoped<R>(f: impl FnOnce(&Limiter) -> R) -> Option<R> {
+        SCOPED.try_with(f).ok()
     }
 
     /// Runs `future` with this limiter as the one its `#[rate_limit]` functions use, instead of the
@@ -318,7 +324,7 @@ impl Limiter {
         if resolved.shadow {
             if !decision.allowed {
                 self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
-                observe::shadow_rejection(resolved.prefix);
+                self.inner.metrics.shadow_rejection(resolved.prefix);
                 tracing::info!(
                     key,
                     limit = decision.limit,
@@ -425,7 +431,7 @@ impl Limiter {
     /// The one decision path: switch, rule, store (through the breaker), degraded mode; counted.
     async fn decide(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
         let decision = self.decide_uncounted(rule, key, cost).await;
-        observe::decision(rule.prefix, &decision);
+        self.inner.metrics.decision(rule.prefix, &decision);
         decision
     }
 
@@ -470,7 +476,7 @@ impl Limiter {
         });
         let timer = observe::Timer::start();
         let answer = store.decide(rule.algorithm, key, &request).await;
-        timer.redis(rule.prefix);
+        inner.metrics.redis(rule.prefix, timer);
         match answer {
             Ok((outcome, at)) => {
                 if fallback.breaker.succeeded(permit) == Transition::Recovered {

@@ -1,42 +1,109 @@
 //! Counters and a latency histogram through the `metrics` facade (feature `metrics`), labelled by limit
-//! (prefix), never by user key; without the feature every function here is empty and compiles away.
+//! (prefix), never by user key; without the feature everything here is empty and compiles away.
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
 //! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded` |
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow rule would have rejected |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
+//!
+//! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
+//! then allocates nothing. (Install the `metrics` recorder before the first decision.)
 
 use crate::Decision;
 
-/// Counts one decision.
-#[inline]
-pub(crate) fn decision(prefix: &str, decision: &Decision) {
+/// The registered metrics of every prefix seen.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
     #[cfg(feature = "metrics")]
-    {
-        let outcome = match (decision.degraded, decision.allowed) {
-            (true, _) => "degraded",
-            (false, true) => "allowed",
-            (false, false) => "limited",
-        };
-        metrics::counter!("limiter_decisions_total", "prefix" => prefix.to_owned(), "outcome" => outcome)
-            .increment(1);
+    by_prefix: std::sync::RwLock<std::collections::HashMap<Box<str>, Handles>>,
+}
+
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+struct Handles {
+    allowed: metrics::Counter,
+    limited: metrics::Counter,
+    degraded: metrics::Counter,
+    shadow: metrics::Counter,
+    redis: metrics::Histogram,
+}
+
+#[cfg(feature = "metrics")]
+impl Handles {
+    fn register(prefix: &str) -> Handles {
+        let counter = |outcome: &'static str| metrics::counter!("limiter_decisions_total", "prefix" => prefix.to_owned(), "outcome" => outcome);
+        Handles {
+            allowed: counter("allowed"),
+            limited: counter("limited"),
+            degraded: counter("degraded"),
+            shadow: metrics::counter!("limiter_shadow_rejections_total", "prefix" => prefix.to_owned()),
+            redis: metrics::histogram!("limiter_redis_duration_seconds", "prefix" => prefix.to_owned()),
+        }
     }
-    #[cfg(not(feature = "metrics"))]
-    let _ = (prefix, decision);
 }
 
-/// Counts a call a shadow rule would have rejected.
-#[inline]
-pub(crate) fn shadow_rejection(prefix: &str) {
+impl Metrics {
     #[cfg(feature = "metrics")]
-    metrics::counter!("limiter_shadow_rejections_total", "prefix" => prefix.to_owned())
-        .increment(1);
-    #[cfg(not(feature = "metrics"))]
-    let _ = prefix;
+    fn with(&self, prefix: &str, record: impl FnOnce(&Handles)) {
+        use std::sync::PoisonError;
+        if let Some(handles) = self
+            .by_prefix
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(prefix)
+        {
+            return record(handles);
+        }
+        let mut by_prefix = self
+            .by_prefix
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        record(
+            by_prefix
+                .entry(prefix.into())
+                .or_insert_with(|| Handles::register(prefix)),
+        );
+    }
+
+    /// Counts one decision.
+    #[inline]
+    pub(crate) fn decision(&self, prefix: &str, decision: &Decision) {
+        #[cfg(feature = "metrics")]
+        self.with(prefix, |h| {
+            match (decision.degraded, decision.allowed) {
+                (true, _) => &h.degraded,
+                (false, true) => &h.allowed,
+                (false, false) => &h.limited,
+            }
+            .increment(1)
+        });
+        #[cfg(not(feature = "metrics"))]
+        let _ = (prefix, decision);
+    }
+
+    /// Counts a call a shadow rule would have rejected.
+    #[inline]
+    pub(crate) fn shadow_rejection(&self, prefix: &str) {
+        #[cfg(feature = "metrics")]
+        self.with(prefix, |h| h.shadow.increment(1));
+        #[cfg(not(feature = "metrics"))]
+        let _ = prefix;
+    }
+
+    /// Records how long one Redis decision took, from `timer`.
+    #[inline]
+    pub(crate) fn redis(&self, prefix: &str, timer: Timer) {
+        #[cfg(feature = "metrics")]
+        self.with(prefix, |h| {
+            h.redis.record(timer.started.elapsed().as_secs_f64())
+        });
+        #[cfg(not(feature = "metrics"))]
+        let _ = (prefix, timer);
+    }
 }
 
-/// Times one Redis decision.
+/// Times one Redis decision (nothing without the feature).
 pub(crate) struct Timer {
     #[cfg(feature = "metrics")]
     started: std::time::Instant,
@@ -49,14 +116,5 @@ impl Timer {
             #[cfg(feature = "metrics")]
             started: std::time::Instant::now(),
         }
-    }
-
-    #[inline]
-    pub(crate) fn redis(self, prefix: &str) {
-        #[cfg(feature = "metrics")]
-        metrics::histogram!("limiter_redis_duration_seconds", "prefix" => prefix.to_owned())
-            .record(self.started.elapsed().as_secs_f64());
-        #[cfg(not(feature = "metrics"))]
-        let _ = (self, prefix);
     }
 }

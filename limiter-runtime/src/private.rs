@@ -123,23 +123,36 @@ impl Site {
 #[derive(Debug)]
 #[must_use]
 pub struct Call {
-    limiter: Limiter,
+    /// `None` when limiting is switched off: nothing formatted, nothing to ask.
+    asked: Option<(Asked, String)>,
     site: &'static Site,
-    /// `None` when limiting is switched off: nothing to format, nothing to ask.
-    key: Option<String>,
     cost: u64,
+}
+
+/// The limiter a call asks: the global one by reference, a scoped one by a clone of its handle.
+#[derive(Debug)]
+enum Asked {
+    Global(&'static Limiter),
+    Scoped(Limiter),
 }
 
 impl Call {
     pub fn keyed(site: &'static Site, key: fmt::Arguments<'_>) -> Call {
-        let limiter = Limiter::current();
-        let key = limiter
-            .is_enabled()
-            .then(|| limiter.store_key(&site.rule, site.module, &key));
+        let store_key = |limiter: &Limiter| limiter.store_key(&site.rule, site.module, &key);
+        let asked = Limiter::scoped(|limiter| {
+            limiter
+                .is_enabled()
+                .then(|| (Asked::Scoped(limiter.clone()), store_key(limiter)))
+        })
+        .unwrap_or_else(|| {
+            let limiter = Limiter::global();
+            limiter
+                .is_enabled()
+                .then(|| (Asked::Global(limiter), store_key(limiter)))
+        });
         Call {
-            limiter,
+            asked,
             site,
-            key,
             cost: 1,
         }
     }
@@ -154,14 +167,18 @@ impl Call {
     }
 
     pub async fn check(self) -> Result<(), RateLimited> {
-        match self.key {
-            Some(key) => self
-                .limiter
-                .enforce_key(&self.site.rule, self.site.module, key, self.cost)
-                .await
-                .map(drop),
-            None => Ok(()),
-        }
+        let (asked, key) = match self.asked {
+            Some(asked) => asked,
+            None => return Ok(()),
+        };
+        let limiter = match &asked {
+            Asked::Global(limiter) => limiter,
+            Asked::Scoped(limiter) => limiter,
+        };
+        limiter
+            .enforce_key(&self.site.rule, self.site.module, key, self.cost)
+            .await
+            .map(drop)
     }
 }
 

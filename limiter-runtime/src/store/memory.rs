@@ -106,18 +106,6 @@ impl MemoryStore {
         let mut shard = self.shards[index]
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        shard.decisions = shard.decisions.wrapping_add(1);
-        if shard.decisions.is_multiple_of(SWEEP_EVERY) {
-            shard.sweep(now);
-            shard.next_to_sweep = (shard.next_to_sweep + 1) % SHARDS;
-            if shard.next_to_sweep != index {
-                // Never wait for another shard while holding this one.
-                if let Ok(mut other) = self.shards[shard.next_to_sweep].try_lock() {
-                    other.sweep(now);
-                }
-            }
-        }
-
         let entry = match shard.entries.get_mut(key) {
             Some(entry) => entry,
             None => shard.entries.entry(key.into()).or_insert(Entry {
@@ -131,6 +119,19 @@ impl MemoryStore {
         }
         let (outcome, expires_at) = entry.state.decide(now, request);
         entry.expires_at = expires_at;
+
+        // Forget idle keys now and then: after the decision, so the key just used is never among them.
+        shard.decisions = shard.decisions.wrapping_add(1);
+        if shard.decisions.is_multiple_of(SWEEP_EVERY) {
+            shard.sweep(now);
+            shard.next_to_sweep = (shard.next_to_sweep + 1) % SHARDS;
+            if shard.next_to_sweep != index {
+                // Never wait for another shard while holding this one.
+                if let Ok(mut other) = self.shards[shard.next_to_sweep].try_lock() {
+                    other.sweep(now);
+                }
+            }
+        }
         (outcome, now)
     }
 

@@ -1,0 +1,105 @@
+//! No heap allocation on the in-memory hot path beyond the key string: counted by a global allocator that
+//! counts this thread's allocations. (A test binary of its own: it replaces the global allocator.)
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use futures::FutureExt;
+use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Allocations made by `f` on this thread.
+fn allocations(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+const CALLS: usize = 1_000;
+
+#[test]
+fn the_plain_api_allocates_the_key_string_and_nothing_else() {
+    let limiter = Limiter::in_memory();
+    for algorithm in [
+        Algorithm::SlidingLog,
+        Algorithm::FixedWindow,
+        Algorithm::SlidingWindow,
+        Algorithm::TokenBucket,
+        Algorithm::LeakyBucket,
+    ] {
+        // A limit of 100 in an hour: the warm-up stores the key and fills its state to its working size (a
+        // sliding log holds up to `max` admissions); then admissions and rejections alike allocate nothing.
+        let rule = Rule::new()
+            .algorithm(algorithm)
+            .max(100)
+            .window(std::time::Duration::from_secs(3_600));
+        for _ in 0..CALLS {
+            limiter.check(&rule, "hot").now_or_never().unwrap();
+        }
+        let made = allocations(|| {
+            for _ in 0..CALLS {
+                limiter.check(&rule, "hot").now_or_never().unwrap();
+            }
+        });
+        assert_eq!(
+            made, CALLS,
+            "{algorithm:?}: one allocation per decision, the key string"
+        );
+    }
+}
+
+#[rate_limit(key = id, max = 1_000_000_000, algorithm = token_bucket)]
+async fn annotated(id: u32) -> Result<u32, RateLimited> {
+    Ok(id)
+}
+
+#[test]
+fn the_attribute_allocates_the_key_string_and_nothing_else_and_nothing_when_switched_off() {
+    let limiter = Limiter::in_memory();
+    let run = |limiter: &Limiter| {
+        limiter
+            .scope(async {
+                for _ in 0..CALLS {
+                    annotated(7).await.unwrap();
+                }
+            })
+            .now_or_never()
+            .unwrap()
+    };
+    run(&limiter);
+    assert_eq!(
+        allocations(|| run(&limiter)),
+        CALLS,
+        "one allocation per call, the key string"
+    );
+    limiter.set_enabled(false);
+    assert_eq!(
+        allocations(|| run(&limiter)),
+        0,
+        "switched off, nothing at all"
+    );
+}
