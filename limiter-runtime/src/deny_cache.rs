@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -34,6 +35,8 @@ type Shard = HashMap<Box<str>, Denial>;
 pub(crate) struct DenyCache {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
+    /// Denials held, in every shard: while there are none (the usual case) nothing is locked or hashed.
+    held: AtomicUsize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +68,7 @@ impl Default for DenyCache {
         DenyCache {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             hasher: RandomState::new(),
+            held: AtomicUsize::new(0),
         }
     }
 }
@@ -78,6 +82,9 @@ impl DenyCache {
 
     /// What is known of a call of `cost` to `key` at `now`; a probe it starts may take up to `deadline`.
     pub(crate) fn get(&self, key: &str, cost: u64, now: Duration, deadline: Duration) -> Lookup {
+        if self.held.load(Ordering::Relaxed) == 0 {
+            return Lookup::Miss;
+        }
         let mut shard = self.shard(key);
         let Some(denial) = shard.get_mut(key).filter(|denial| denial.cost == cost) else {
             // Another cost has another `retry_after` (a smaller one may even fit).
@@ -131,7 +138,9 @@ impl DenyCache {
         }
         let mut shard = self.shard(key);
         if shard.len() >= CAPACITY {
+            let before = shard.len();
             shard.retain(|_, denial| denial.until > sent);
+            self.held.fetch_sub(before - shard.len(), Ordering::Relaxed);
             if shard.len() >= CAPACITY {
                 return;
             }
@@ -147,22 +156,27 @@ impl DenyCache {
             Some(known) => *known = denial,
             None => {
                 shard.insert(key.into(), denial);
+                self.held.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 
     /// Forgets `key`'s denial.
     fn remove(&self, key: &str) {
-        let mut shard = self.shard(key);
-        if !shard.is_empty() {
-            shard.remove(key);
+        if self.held.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if self.shard(key).remove(key).is_some() {
+            self.held.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// Forgets every denial: the limits changed.
     pub(crate) fn clear(&self) {
         for shard in self.shards.iter() {
-            shard.lock().unwrap_or_else(PoisonError::into_inner).clear();
+            let mut shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
+            self.held.fetch_sub(shard.len(), Ordering::Relaxed);
+            shard.clear();
         }
     }
 }
