@@ -78,6 +78,18 @@ impl RedisServer {
             })
     }
 
+    /// How many times this server has run `command` (lower case, e.g. `evalsha`), from `INFO commandstats`.
+    pub fn calls(&self, command: &str) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut self.connection())
+            .expect("INFO");
+        info.lines()
+            .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |calls| calls.parse().expect("a count"))
+    }
+
     /// The keys of every limit in this server: all keys but the runtimes' own heartbeats (`limiter:*`).
     pub fn limit_keys(&self) -> Vec<String> {
         let keys: Vec<String> = redis::cmd("KEYS")

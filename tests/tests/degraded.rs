@@ -365,17 +365,6 @@ async fn switched(id: u32) -> Result<u32, RateLimited> {
     Ok(id)
 }
 
-fn evalsha_calls(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.connection())
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |calls| calls.parse().unwrap())
-}
-
 #[tokio::test]
 async fn switched_off_the_limiter_sends_nothing_to_redis() {
     let server = RedisServer::start();
@@ -385,20 +374,20 @@ async fn switched_off_the_limiter_sends_nothing_to_redis() {
             assert!(switched(1).await.is_ok());
             assert!(switched(1).await.is_err());
             limiter.set_enabled(false);
-            let before = evalsha_calls(&server);
+            let before = server.calls("evalsha");
             for _ in 0..50 {
                 assert_eq!(switched(1).await.unwrap(), 1);
             }
             assert!(limiter.check(&Rule::new().max(1), "plain").await.allowed);
             assert_eq!(
-                evalsha_calls(&server),
+                server.calls("evalsha"),
                 before,
                 "no Redis command while switched off"
             );
             limiter.set_enabled(true);
             assert!(switched(1).await.is_err());
             assert!(switched(2).await.is_ok() && switched(2).await.is_err());
-            assert!(evalsha_calls(&server) > before);
+            assert!(server.calls("evalsha") > before);
         })
         .await;
 }

@@ -7,17 +7,6 @@ use futures::future::join_all;
 use limiter_runtime::{Algorithm, Limiter, Override, Rule};
 use tests::RedisServer;
 
-fn evalsha_calls(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.connection())
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |calls| calls.parse().unwrap())
-}
-
 /// 64 tasks calling one key as fast as they can for `run_for`: (decisions, admissions).
 async fn hammer(limiter: &Limiter, rule: &Rule, run_for: Duration) -> (u64, u64) {
     let tasks = (0..64).map(|_| {
@@ -59,9 +48,9 @@ async fn an_abusive_key_costs_redis_a_few_calls_per_retry_period() {
             .prefix(format!("{algorithm:?}:"));
         // The first moment, before the cache knows anything, every task asks Redis once: warm up first.
         hammer(&limiter, &rule, Duration::from_millis(100)).await;
-        let before = evalsha_calls(&server);
+        let before = server.calls("evalsha");
         let (decisions, admitted) = hammer(&limiter, &rule, Duration::from_millis(1_500)).await;
-        let calls = evalsha_calls(&server) - before;
+        let calls = server.calls("evalsha") - before;
         // 1.5 s of a 5-per-500-ms limit: about 15 admissions, exactly as without the cache.
         assert!(
             (10..=20).contains(&admitted),
@@ -89,9 +78,9 @@ async fn an_override_clears_what_the_cache_knew() {
         .window(Duration::from_secs(60));
     assert!(limiter.check(&rule, "k").await.allowed);
     assert!(!limiter.check(&rule, "k").await.allowed);
-    let before = evalsha_calls(&server);
+    let before = server.calls("evalsha");
     assert!(!limiter.check(&rule, "k").await.allowed);
-    assert_eq!(evalsha_calls(&server), before, "answered from the cache");
+    assert_eq!(server.calls("evalsha"), before, "answered from the cache");
     limiter
         .set_override(Override::prefix("api:").max(5))
         .await
@@ -112,9 +101,9 @@ async fn without_the_cache_every_call_asks_redis() {
         .unwrap();
     let rule = Rule::new().max(1);
     limiter.check(&rule, "k").await;
-    let before = evalsha_calls(&server);
+    let before = server.calls("evalsha");
     for _ in 0..10 {
         assert!(!limiter.check(&rule, "k").await.allowed);
     }
-    assert_eq!(evalsha_calls(&server) - before, 10);
+    assert_eq!(server.calls("evalsha") - before, 10);
 }

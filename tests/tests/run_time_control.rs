@@ -7,17 +7,6 @@ use limiter_runtime::{rate_limit, Limiter, Override, RateLimited, Rule};
 use redis::Commands;
 use tests::RedisServer;
 
-fn calls_of(server: &RedisServer, command: &str) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.connection())
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |calls| calls.parse().unwrap())
-}
-
 async fn admitted(limiter: &Limiter, rule: &Rule, key: &str, calls: usize) -> usize {
     let mut admitted = 0;
     for _ in 0..calls {
@@ -118,18 +107,18 @@ async fn a_decision_costs_one_round_trip_whatever_the_overrides() {
         .unwrap();
 
     let (evalsha, reads) = (
-        calls_of(&server, "evalsha"),
-        calls_of(&server, "hgetall") + calls_of(&server, "hget"),
+        server.calls("evalsha"),
+        server.calls("hgetall") + server.calls("hget"),
     );
     for _ in 0..200 {
         assert_eq!(limiter.check(&rule, "k").await.limit, 400);
     }
     assert_eq!(
-        calls_of(&server, "evalsha") - evalsha,
+        server.calls("evalsha") - evalsha,
         200,
         "one script call per decision"
     );
-    let more_reads = calls_of(&server, "hgetall") + calls_of(&server, "hget") - reads;
+    let more_reads = server.calls("hgetall") + server.calls("hget") - reads;
     assert!(
         more_reads <= 2,
         "{more_reads} override reads during 200 decisions: none should be per decision"

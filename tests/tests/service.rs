@@ -30,17 +30,6 @@ fn parameter(header: &str, name: &str) -> u64 {
         .unwrap_or_else(|_| panic!("`{name}` is not an integer in {header:?}"))
 }
 
-fn evalsha_calls(server: &RedisServer) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut server.connection())
-        .unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |calls| calls.parse().unwrap())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sixth_lookup_is_a_429_with_parseable_rate_limit_headers() {
     let server = RedisServer::start();
@@ -152,12 +141,12 @@ async fn switched_off_through_the_endpoint_the_service_sends_nothing_to_redis() 
             .status,
         200
     );
-    let before = evalsha_calls(&server);
+    let before = server.calls("evalsha");
     for _ in 0..20 {
         assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
     }
     assert_eq!(
-        evalsha_calls(&server),
+        server.calls("evalsha"),
         before,
         "no Redis command while switched off"
     );
