@@ -470,35 +470,30 @@ impl Limiter {
         if permit == Permit::Skip {
             return self.degraded(rule, key, &request, fallback);
         }
-        self.inner.background.call_once(|| {
+        inner.background.call_once(|| {
             spawn_heartbeat(Arc::downgrade(&self.inner));
             spawn_override_sync(Arc::downgrade(&self.inner));
         });
         let timer = observe::Timer::start();
         let answer = store.decide(rule.algorithm, key, &request).await;
         inner.metrics.redis(rule.prefix, timer);
-        match answer {
+        let decision = match answer {
             Ok((outcome, at)) => {
                 if fallback.breaker.succeeded(permit) == Transition::Recovered {
                     tracing::warn!(key, "rate limiter: Redis answers again; deciding in Redis");
                 }
-                let decision = self.answer(rule, outcome, Duration::from_micros(at), false);
-                if let Some(cache) = cached {
-                    let probe = matches!(lookup, Lookup::Probe);
-                    cache.answered(key, cost, &decision, sent, probe);
-                }
-                decision
+                self.answer(rule, outcome, Duration::from_micros(at), false)
             }
             Err(cause) => {
                 self.failed(rule, key, &cause, fallback.breaker.failed(permit));
-                let decision = self.degraded(rule, key, &request, fallback);
-                if let Some(cache) = cached {
-                    // Nothing learned: forget what the cache knew of this key.
-                    cache.answered(key, cost, &decision, sent, matches!(lookup, Lookup::Probe));
-                }
-                decision
+                self.degraded(rule, key, &request, fallback)
             }
+        };
+        if let Some(cache) = cached {
+            // What Redis said (a degraded decision: nothing, and the cache forgets the key).
+            cache.answered(key, cost, &decision, sent, matches!(lookup, Lookup::Probe));
         }
+        decision
     }
 
     fn failed(&self, rule: &Resolved<'_>, key: &str, cause: &BackendError, transition: Transition) {
