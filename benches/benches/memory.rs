@@ -1,0 +1,362 @@
+//! In-memory micro-benchmarks (criterion): ns per decision of the in-memory store against `governor`'s keyed
+//! limiter, and the attribute's own overhead.
+//!
+//! - `in_memory/<hot_key|100k_keys>/<n>t/<contender>`: one hot key, or 100 000 keys picked at random, from 1 or
+//!   2 threads. Every limiter allows 1 000 per second per key (governor: `Quota::per_second(1000)`, whose burst
+//!   is 1 000 too; ours: `max = 1000`, `window = 1 s`). So the hot key is almost always denied, and the spread
+//!   keys almost always admitted. Every contender gets the same `&String` key from the same table; the library
+//!   builds its store key (prefix + key) from it, as it does for every call.
+//! - `attribute/*`: the same `async fn` with and without `#[rate_limit]`, the limiter switched off
+//!   (`set_enabled(false)`): what the attribute costs when it does nothing. Then the annotated function and the
+//!   plain API with the limiter on (in memory), to show what the attribute adds to a real decision.
+//!
+//! The plain API is async, but in memory it completes on its first poll, so each decision is driven with
+//! `now_or_never()` (no runtime). Annotated functions are awaited inside one future, in the limiter's `scope`,
+//! polled once with `now_or_never()`.
+//!
+//! Times are wall-clock, split over the threads: with 2 threads, ns per decision is the wall time divided by
+//! every decision of both threads. After criterion's own report, a summary table (markdown) gives each
+//! benchmark's mean ns per decision over every sample criterion took, and the ratios the targets are about.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use futures::FutureExt;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
+
+/// Keys of the spread scenario.
+const KEYS: usize = 100_000;
+/// Admissions per second per key, for every contender.
+const PER_SECOND: u32 = 1_000;
+const ALGORITHMS: [(&str, Algorithm); 5] = [
+    ("token_bucket", Algorithm::TokenBucket),
+    ("sliding_log", Algorithm::SlidingLog),
+    ("fixed_window", Algorithm::FixedWindow),
+    ("sliding_window", Algorithm::SlidingWindow),
+    ("leaky_bucket", Algorithm::LeakyBucket),
+];
+const GOVERNOR: &str = "governor";
+
+/// Every timed call criterion made, per benchmark: (iterations, wall time).
+static SAMPLES: Mutex<BTreeMap<String, (u64, Duration)>> = Mutex::new(BTreeMap::new());
+
+fn record(id: &str, iters: u64, elapsed: Duration) -> Duration {
+    let mut samples = SAMPLES.lock().unwrap();
+    let entry = samples.entry(id.to_owned()).or_default();
+    entry.0 += iters;
+    entry.1 += elapsed;
+    elapsed
+}
+
+/// xorshift64*: cheap enough not to matter, the same for every contender.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// An index in `0..n`.
+    #[inline]
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let r = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+        ((r * n as u64) >> 32) as usize
+    }
+}
+
+/// Runs `iters` decisions, split over `threads` threads, each picking keys from `keys` with its own generator;
+/// returns the wall time from when every thread is ready to when the last one is done.
+fn run<F>(iters: u64, threads: usize, keys: &[String], decide: &F) -> Duration
+where
+    F: Fn(&String) -> bool + Sync,
+{
+    let work = |thread: usize, n: u64, barrier: Option<&Barrier>| {
+        let mut rng = Rng::new(thread as u64 + 1);
+        let mut admitted = 0u64;
+        if let Some(barrier) = barrier {
+            barrier.wait();
+        }
+        let start = Instant::now();
+        for _ in 0..n {
+            let key = &keys[rng.below(keys.len())];
+            admitted += u64::from(decide(black_box(key)));
+        }
+        let elapsed = start.elapsed();
+        black_box(admitted);
+        elapsed
+    };
+    if threads == 1 {
+        return work(0, iters, None);
+    }
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let n =
+                    iters / threads as u64 + u64::from((thread as u64) < iters % threads as u64);
+                let barrier = &barrier;
+                scope.spawn(move || work(thread, n, Some(barrier)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .max()
+            .unwrap_or_default()
+    })
+}
+
+fn in_memory(c: &mut Criterion) {
+    let spread: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
+    let hot = vec!["user:hot".to_owned()];
+    for (scenario, keys) in [("hot_key", &hot), ("100k_keys", &spread)] {
+        for threads in [1, 2] {
+            let mut group = c.benchmark_group(format!("in_memory/{scenario}/{threads}t"));
+            for (name, algorithm) in ALGORITHMS {
+                let id = format!("in_memory/{scenario}/{threads}t/{name}");
+                // A fresh store per benchmark: no state carried over.
+                let limiter = Limiter::in_memory();
+                let rule = Rule::new()
+                    .prefix("mem:")
+                    .max(u64::from(PER_SECOND))
+                    .window(Duration::from_secs(1))
+                    .algorithm(algorithm);
+                let decide = |key: &String| {
+                    limiter
+                        .check(&rule, key)
+                        .now_or_never()
+                        .expect("an in-memory decision completes on its first poll")
+                        .allowed
+                };
+                group.bench_function(name, |b| {
+                    b.iter_custom(|iters| record(&id, iters, run(iters, threads, keys, &decide)))
+                });
+            }
+            let id = format!("in_memory/{scenario}/{threads}t/{GOVERNOR}");
+            let per_second = NonZeroU32::new(PER_SECOND).expect("not zero");
+            let governor: DefaultKeyedRateLimiter<String> =
+                RateLimiter::keyed(Quota::per_second(per_second));
+            let decide = |key: &String| governor.check_key(key).is_ok();
+            group.bench_function(GOVERNOR, |b| {
+                b.iter_custom(|iters| record(&id, iters, run(iters, threads, keys, &decide)))
+            });
+            group.finish();
+        }
+    }
+}
+
+/// The function measured with and without the attribute: the same body.
+async fn unannotated(id: &str) -> Result<usize, RateLimited> {
+    Ok(black_box(id).len())
+}
+
+#[rate_limit(prefix = "mem:attr:", key = id, max = 1000, window = 1, algorithm = token_bucket)]
+async fn annotated(id: &str) -> Result<usize, RateLimited> {
+    Ok(black_box(id).len())
+}
+
+fn attribute(c: &mut Criterion) {
+    let spread: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
+    let mut group = c.benchmark_group("attribute");
+
+    // Off: the attribute's own cost, with nothing to decide.
+    let off = Limiter::in_memory();
+    off.set_enabled(false);
+    let id = "attribute/unannotated";
+    group.bench_function("unannotated", |b| {
+        b.iter_custom(|iters| {
+            let elapsed = off
+                .scope(async {
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        let key = &spread[i as usize % KEYS];
+                        black_box(unannotated(black_box(key)).await.is_ok());
+                    }
+                    start.elapsed()
+                })
+                .now_or_never()
+                .expect("nothing to wait for");
+            record(id, iters, elapsed)
+        })
+    });
+    let id = "attribute/annotated_disabled";
+    group.bench_function("annotated_disabled", |b| {
+        b.iter_custom(|iters| {
+            let elapsed = off
+                .scope(async {
+                    let start = Instant::now();
+                    for i in 0..iters {
+                        let key = &spread[i as usize % KEYS];
+                        black_box(annotated(black_box(key)).await.is_ok());
+                    }
+                    start.elapsed()
+                })
+                .now_or_never()
+                .expect("nothing to wait for");
+            record(id, iters, elapsed)
+        })
+    });
+
+    // On, in memory, 100 000 keys: the attribute against the plain API, same rule, same keys.
+    let on = Limiter::in_memory();
+    let id = "attribute/annotated_in_memory";
+    group.bench_function("annotated_in_memory", |b| {
+        b.iter_custom(|iters| {
+            let elapsed = on
+                .scope(async {
+                    let mut rng = Rng::new(7);
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        let key = &spread[rng.below(KEYS)];
+                        black_box(annotated(black_box(key)).await.is_ok());
+                    }
+                    start.elapsed()
+                })
+                .now_or_never()
+                .expect("an in-memory decision completes on its first poll");
+            record(id, iters, elapsed)
+        })
+    });
+    let plain = Limiter::in_memory();
+    let rule = Rule::new()
+        .prefix("mem:attr:")
+        .max(1000)
+        .window(Duration::from_secs(1))
+        .algorithm(Algorithm::TokenBucket);
+    let id = "attribute/plain_api_in_memory";
+    group.bench_function("plain_api_in_memory", |b| {
+        b.iter_custom(|iters| {
+            let elapsed = async {
+                let mut rng = Rng::new(7);
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let key = &spread[rng.below(KEYS)];
+                    black_box(plain.check(&rule, black_box(key)).await.allowed);
+                }
+                start.elapsed()
+            }
+            .now_or_never()
+            .expect("an in-memory decision completes on its first poll");
+            record(id, iters, elapsed)
+        })
+    });
+    group.finish();
+}
+
+/// Mean ns per decision of benchmark `id` over every sample criterion took (warm-up included: the same code).
+fn ns(samples: &BTreeMap<String, (u64, Duration)>, id: &str) -> Option<f64> {
+    let (iters, elapsed) = samples.get(id)?;
+    (*iters > 0).then(|| elapsed.as_nanos() as f64 / *iters as f64)
+}
+
+fn cell(ns: Option<f64>) -> String {
+    ns.map_or_else(|| "—".to_owned(), |ns| format!("{ns:.1}"))
+}
+
+/// Throughput of `ours` relative to `theirs` (theirs ns / ours ns): above 1 is faster.
+fn ratio(ours: Option<f64>, theirs: Option<f64>) -> String {
+    match (ours, theirs) {
+        (Some(ours), Some(theirs)) if ours > 0.0 => format!("{:.2}×", theirs / ours),
+        _ => "—".to_owned(),
+    }
+}
+
+fn summary() {
+    let samples = SAMPLES.lock().unwrap();
+    if samples.is_empty() {
+        return;
+    }
+    println!();
+    println!("## In-memory store: ns per decision (lower is better)");
+    println!();
+    println!(
+        "Mean over every criterion sample of this run. Ratios are throughput against governor's keyed limiter \
+         in the same run (governor ns / ours ns: above 1.00× is faster than governor)."
+    );
+    println!();
+    let names: Vec<&str> = ALGORITHMS.iter().map(|(name, _)| *name).collect();
+    println!(
+        "| scenario | threads | {} | governor | token_bucket vs governor | sliding_log vs governor |",
+        names.join(" | ")
+    );
+    println!("|---|---|{}---|---|---|", "---|".repeat(names.len()));
+    for scenario in ["hot_key", "100k_keys"] {
+        for threads in [1, 2] {
+            let prefix = format!("in_memory/{scenario}/{threads}t");
+            let governor = ns(&samples, &format!("{prefix}/{GOVERNOR}"));
+            if governor.is_none()
+                && names
+                    .iter()
+                    .all(|n| ns(&samples, &format!("{prefix}/{n}")).is_none())
+            {
+                continue;
+            }
+            let ours: Vec<Option<f64>> = names
+                .iter()
+                .map(|name| ns(&samples, &format!("{prefix}/{name}")))
+                .collect();
+            println!(
+                "| {scenario} | {threads} | {} | {} | {} | {} |",
+                ours.iter()
+                    .map(|&n| cell(n))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                cell(governor),
+                ratio(ours[0], governor),
+                ratio(ours[1], governor),
+            );
+        }
+    }
+    let attribute = |name: &str| ns(&samples, &format!("attribute/{name}"));
+    let (plain_fn, off) = (attribute("unannotated"), attribute("annotated_disabled"));
+    let (on, api) = (
+        attribute("annotated_in_memory"),
+        attribute("plain_api_in_memory"),
+    );
+    if [plain_fn, off, on, api].iter().any(Option::is_some) {
+        let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => format!("{:+.1}", a - b),
+            _ => "—".to_owned(),
+        };
+        println!();
+        println!("## The attribute's own cost: ns per call");
+        println!();
+        println!("| function | ns per call | attribute's cost |");
+        println!("|---|---|---|");
+        println!("| unannotated `async fn` | {} | |", cell(plain_fn));
+        println!(
+            "| `#[rate_limit]`, limiter switched off | {} | {} |",
+            cell(off),
+            diff(off, plain_fn)
+        );
+        println!(
+            "| plain API `check`, in memory, 100k keys | {} | |",
+            cell(api)
+        );
+        println!(
+            "| `#[rate_limit]`, in memory, 100k keys | {} | {} (vs the plain API) |",
+            cell(on),
+            diff(on, api)
+        );
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(50)
+        .configure_from_args();
+    in_memory(&mut criterion);
+    attribute(&mut criterion);
+    criterion.final_summary();
+    summary();
+}
