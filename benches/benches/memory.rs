@@ -72,29 +72,14 @@ impl Rng {
     }
 }
 
-/// Runs `iters` decisions, split over `threads` threads, each picking keys from `keys` with its own generator;
-/// returns the wall time from when every thread is ready to when the last one is done.
-fn run<F>(iters: u64, threads: usize, keys: &[String], decide: &F) -> Duration
+/// Runs `work(thread, n)` on `threads` threads, `iters` iterations split between them, each thread starting once
+/// all are ready; `work` times its own loop. Returns the longest of those times: the wall time of the whole.
+fn on_threads<F>(iters: u64, threads: usize, work: &F) -> Duration
 where
-    F: Fn(&String) -> bool + Sync,
+    F: Fn(usize, u64) -> Duration + Sync,
 {
-    let work = |thread: usize, n: u64, barrier: Option<&Barrier>| {
-        let mut rng = Rng::new(thread as u64 + 1);
-        let mut admitted = 0u64;
-        if let Some(barrier) = barrier {
-            barrier.wait();
-        }
-        let start = Instant::now();
-        for _ in 0..n {
-            let key = &keys[rng.below(keys.len())];
-            admitted += u64::from(decide(black_box(key)));
-        }
-        let elapsed = start.elapsed();
-        black_box(admitted);
-        elapsed
-    };
     if threads == 1 {
-        return work(0, iters, None);
+        return work(0, iters);
     }
     let barrier = Barrier::new(threads);
     std::thread::scope(|scope| {
@@ -103,7 +88,10 @@ where
                 let n =
                     iters / threads as u64 + u64::from((thread as u64) < iters % threads as u64);
                 let barrier = &barrier;
-                scope.spawn(move || work(thread, n, Some(barrier)))
+                scope.spawn(move || {
+                    barrier.wait();
+                    work(thread, n)
+                })
             })
             .collect();
         handles
@@ -111,6 +99,25 @@ where
             .map(|handle| handle.join().unwrap())
             .max()
             .unwrap_or_default()
+    })
+}
+
+/// Runs `iters` decisions over `threads` threads, each picking keys from `keys` with its own generator.
+fn run<F>(iters: u64, threads: usize, keys: &[String], decide: &F) -> Duration
+where
+    F: Fn(&String) -> bool + Sync,
+{
+    on_threads(iters, threads, &|thread, n| {
+        let mut rng = Rng::new(thread as u64 + 1);
+        let mut admitted = 0u64;
+        let start = Instant::now();
+        for _ in 0..n {
+            let key = &keys[rng.below(keys.len())];
+            admitted += u64::from(decide(black_box(key)));
+        }
+        let elapsed = start.elapsed();
+        black_box(admitted);
+        elapsed
     })
 }
 
@@ -165,90 +172,94 @@ async fn annotated(id: &str) -> Result<usize, RateLimited> {
 
 fn attribute(c: &mut Criterion) {
     let spread: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
-    let mut group = c.benchmark_group("attribute");
-
+    let spread = &spread;
     // Off: the attribute's own cost, with nothing to decide.
     let off = Limiter::in_memory();
     off.set_enabled(false);
-    let id = "attribute/unannotated";
-    group.bench_function("unannotated", |b| {
-        b.iter_custom(|iters| {
-            let elapsed = off
-                .scope(async {
-                    let start = Instant::now();
-                    for i in 0..iters {
-                        let key = &spread[i as usize % KEYS];
-                        black_box(unannotated(black_box(key)).await.is_ok());
-                    }
-                    start.elapsed()
-                })
-                .now_or_never()
-                .expect("nothing to wait for");
-            record(id, iters, elapsed)
-        })
-    });
-    let id = "attribute/annotated_disabled";
-    group.bench_function("annotated_disabled", |b| {
-        b.iter_custom(|iters| {
-            let elapsed = off
-                .scope(async {
-                    let start = Instant::now();
-                    for i in 0..iters {
-                        let key = &spread[i as usize % KEYS];
-                        black_box(annotated(black_box(key)).await.is_ok());
-                    }
-                    start.elapsed()
-                })
-                .now_or_never()
-                .expect("nothing to wait for");
-            record(id, iters, elapsed)
-        })
-    });
-
     // On, in memory, 100 000 keys: the attribute against the plain API, same rule, same keys.
     let on = Limiter::in_memory();
-    let id = "attribute/annotated_in_memory";
-    group.bench_function("annotated_in_memory", |b| {
-        b.iter_custom(|iters| {
-            let elapsed = on
-                .scope(async {
-                    let mut rng = Rng::new(7);
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        let key = &spread[rng.below(KEYS)];
-                        black_box(annotated(black_box(key)).await.is_ok());
-                    }
-                    start.elapsed()
-                })
-                .now_or_never()
-                .expect("an in-memory decision completes on its first poll");
-            record(id, iters, elapsed)
-        })
-    });
     let plain = Limiter::in_memory();
     let rule = Rule::new()
         .prefix("mem:attr:")
         .max(1000)
         .window(Duration::from_secs(1))
         .algorithm(Algorithm::TokenBucket);
-    let id = "attribute/plain_api_in_memory";
-    group.bench_function("plain_api_in_memory", |b| {
-        b.iter_custom(|iters| {
-            let elapsed = async {
-                let mut rng = Rng::new(7);
+
+    for threads in [1, 2] {
+        let mut group = c.benchmark_group(format!("attribute/{threads}t"));
+        // Each thread awaits the function `n` times inside one future (in the limiter's scope, where annotated
+        // functions find it), polled once: nothing in it ever waits.
+        let unannotated_ = |_thread: usize, n: u64| {
+            off.scope(async {
                 let start = Instant::now();
-                for _ in 0..iters {
+                for i in 0..n {
+                    let key = &spread[i as usize % KEYS];
+                    black_box(unannotated(black_box(key)).await.is_ok());
+                }
+                start.elapsed()
+            })
+            .now_or_never()
+            .expect("nothing to wait for")
+        };
+        let disabled = |_thread: usize, n: u64| {
+            off.scope(async {
+                let start = Instant::now();
+                for i in 0..n {
+                    let key = &spread[i as usize % KEYS];
+                    black_box(annotated(black_box(key)).await.is_ok());
+                }
+                start.elapsed()
+            })
+            .now_or_never()
+            .expect("nothing to wait for")
+        };
+        let annotated_on = |thread: usize, n: u64| {
+            on.scope(async {
+                let mut rng = Rng::new(thread as u64 + 7);
+                let start = Instant::now();
+                for _ in 0..n {
+                    let key = &spread[rng.below(KEYS)];
+                    black_box(annotated(black_box(key)).await.is_ok());
+                }
+                start.elapsed()
+            })
+            .now_or_never()
+            .expect("an in-memory decision completes on its first poll")
+        };
+        let plain_on = |thread: usize, n: u64| {
+            async {
+                let mut rng = Rng::new(thread as u64 + 7);
+                let start = Instant::now();
+                for _ in 0..n {
                     let key = &spread[rng.below(KEYS)];
                     black_box(plain.check(&rule, black_box(key)).await.allowed);
                 }
                 start.elapsed()
             }
             .now_or_never()
-            .expect("an in-memory decision completes on its first poll");
-            record(id, iters, elapsed)
-        })
-    });
-    group.finish();
+            .expect("an in-memory decision completes on its first poll")
+        };
+        let id = |name: &str| format!("attribute/{threads}t/{name}");
+        let (a, b, c2, d) = (
+            id("unannotated"),
+            id("annotated_disabled"),
+            id("annotated_in_memory"),
+            id("plain_api_in_memory"),
+        );
+        group.bench_function("unannotated", |bench| {
+            bench.iter_custom(|iters| record(&a, iters, on_threads(iters, threads, &unannotated_)))
+        });
+        group.bench_function("annotated_disabled", |bench| {
+            bench.iter_custom(|iters| record(&b, iters, on_threads(iters, threads, &disabled)))
+        });
+        group.bench_function("annotated_in_memory", |bench| {
+            bench.iter_custom(|iters| record(&c2, iters, on_threads(iters, threads, &annotated_on)))
+        });
+        group.bench_function("plain_api_in_memory", |bench| {
+            bench.iter_custom(|iters| record(&d, iters, on_threads(iters, threads, &plain_on)))
+        });
+        group.finish();
+    }
 }
 
 /// Mean ns per decision of benchmark `id` over every sample criterion took (warm-up included: the same code).
@@ -315,34 +326,44 @@ fn summary() {
             );
         }
     }
-    let attribute = |name: &str| ns(&samples, &format!("attribute/{name}"));
-    let (plain_fn, off) = (attribute("unannotated"), attribute("annotated_disabled"));
-    let (on, api) = (
-        attribute("annotated_in_memory"),
-        attribute("plain_api_in_memory"),
-    );
-    if [plain_fn, off, on, api].iter().any(Option::is_some) {
-        let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => format!("{:+.1}", a - b),
-            _ => "—".to_owned(),
-        };
-        println!();
-        println!("## The attribute's own cost: ns per call");
-        println!();
-        println!("| function | ns per call | attribute's cost |");
-        println!("|---|---|---|");
-        println!("| unannotated `async fn` | {} | |", cell(plain_fn));
+    let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{:+.1}", a - b),
+        _ => "—".to_owned(),
+    };
+    let mut header = false;
+    for threads in [1, 2] {
+        let attribute = |name: &str| ns(&samples, &format!("attribute/{threads}t/{name}"));
+        let (plain_fn, off) = (attribute("unannotated"), attribute("annotated_disabled"));
+        let (on, api) = (
+            attribute("annotated_in_memory"),
+            attribute("plain_api_in_memory"),
+        );
+        if [plain_fn, off, on, api].iter().all(Option::is_none) {
+            continue;
+        }
+        if !header {
+            header = true;
+            println!();
+            println!("## The attribute's own cost: ns per call");
+            println!();
+            println!("| threads | function | ns per call | the attribute's cost |");
+            println!("|---|---|---|---|");
+        }
         println!(
-            "| `#[rate_limit]`, limiter switched off | {} | {} |",
+            "| {threads} | unannotated `async fn` | {} | |",
+            cell(plain_fn)
+        );
+        println!(
+            "| {threads} | `#[rate_limit]`, limiter switched off | {} | {} |",
             cell(off),
             diff(off, plain_fn)
         );
         println!(
-            "| plain API `check`, in memory, 100k keys | {} | |",
+            "| {threads} | plain API `check`, in memory, 100k keys | {} | |",
             cell(api)
         );
         println!(
-            "| `#[rate_limit]`, in memory, 100k keys | {} | {} (vs the plain API) |",
+            "| {threads} | `#[rate_limit]`, in memory, 100k keys | {} | {} (vs the plain API) |",
             cell(on),
             diff(on, api)
         );
