@@ -105,7 +105,7 @@ where
 /// Runs `iters` decisions over `threads` threads, each picking keys from `keys` with its own generator.
 fn run<F>(iters: u64, threads: usize, keys: &[String], decide: &F) -> Duration
 where
-    F: Fn(&String) -> bool + Sync,
+    F: Fn(&String) -> bool + Sync + ?Sized,
 {
     on_threads(iters, threads, &|thread, n| {
         let mut rng = Rng::new(thread as u64 + 1);
@@ -262,6 +262,171 @@ fn attribute(c: &mut Criterion) {
     }
 }
 
+/// Rounds of the interleaved comparison.
+const ROUNDS: usize = 7;
+/// About how long one contender's batch lasts in a round.
+const BATCH: Duration = Duration::from_millis(100);
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// The in-memory store against governor again, interleaved: in each of `ROUNDS` rounds every contender runs one
+/// batch of decisions, in an order that rotates; ns per decision is the median over rounds, and a ratio the
+/// median of the per-round ratios (governor ns / ours ns, above 1.00× is faster than governor). Contenders keep
+/// their state from round to round (the steady state), and are called through `dyn Fn` (all alike).
+fn interleaved() {
+    println!();
+    println!("## In-memory store against governor, interleaved: ns per decision (lower is better)");
+    println!();
+    println!(
+        "{ROUNDS} rounds; in each, every contender runs one batch (about {BATCH:?}), in rotating order. ns: median \
+         over rounds. Ratios: median of the per-round throughput ratios to governor (governor ns / ours ns; \
+         above 1.00× is faster than governor)."
+    );
+    println!();
+    let names: Vec<&str> = ALGORITHMS.iter().map(|(name, _)| *name).collect();
+    println!(
+        "| scenario | threads | {} | governor | {} |",
+        names.join(" | "),
+        names
+            .iter()
+            .map(|n| format!("{n} vs governor"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!(
+        "|---|---|{}---|{}",
+        "---|".repeat(names.len()),
+        "---|".repeat(names.len())
+    );
+    let spread: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
+    let hot = vec!["user:hot".to_owned()];
+    for (scenario, keys) in [("hot_key", &hot), ("100k_keys", &spread)] {
+        for threads in [1, 2] {
+            let ours: Vec<(Limiter, Rule)> = ALGORITHMS
+                .iter()
+                .map(|&(_, algorithm)| {
+                    let rule = Rule::new()
+                        .prefix("mem:")
+                        .max(u64::from(PER_SECOND))
+                        .window(Duration::from_secs(1))
+                        .algorithm(algorithm);
+                    (Limiter::in_memory(), rule)
+                })
+                .collect();
+            let governor: DefaultKeyedRateLimiter<String> = RateLimiter::keyed(Quota::per_second(
+                NonZeroU32::new(PER_SECOND).expect("not zero"),
+            ));
+            type Decide<'a> = Box<dyn Fn(&String) -> bool + Sync + 'a>;
+            let mut contenders: Vec<Decide<'_>> = ours
+                .iter()
+                .map(|(limiter, rule)| {
+                    Box::new(move |key: &String| {
+                        limiter
+                            .check(rule, key)
+                            .now_or_never()
+                            .expect("an in-memory decision completes on its first poll")
+                            .allowed
+                    }) as Decide<'_>
+                })
+                .collect();
+            contenders.push(Box::new(|key: &String| governor.check_key(key).is_ok()));
+            // A batch of about BATCH for the slowest kind of contender (ours), from a short calibration.
+            let calibration = 20_000;
+            let per =
+                run(calibration, threads, keys, &*contenders[0]).as_secs_f64() / calibration as f64;
+            let batch = ((BATCH.as_secs_f64() / per.max(1e-9)) as u64).clamp(10_000, 5_000_000);
+            let mut ns = vec![Vec::with_capacity(ROUNDS); contenders.len()];
+            for round in 0..ROUNDS {
+                for i in 0..contenders.len() {
+                    let who = (i + round) % contenders.len();
+                    let elapsed = run(batch, threads, keys, &*contenders[who]);
+                    ns[who].push(elapsed.as_nanos() as f64 / batch as f64);
+                }
+            }
+            let governor_ns = &ns[contenders.len() - 1];
+            let ratios: Vec<String> = ns[..names.len()]
+                .iter()
+                .map(|ours| {
+                    let per_round = ours.iter().zip(governor_ns).map(|(o, g)| g / o).collect();
+                    format!("{:.2}×", median(per_round))
+                })
+                .collect();
+            println!(
+                "| {scenario} | {threads} | {} | {} |",
+                ns.iter()
+                    .map(|n| format!("{:.1}", median(n.clone())))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                ratios.join(" | ")
+            );
+        }
+    }
+}
+
+/// What the parts of an in-memory decision cost on this machine, for reading the numbers above: the store key
+/// (a `String` built by formatting), a monotonic clock read, a SipHash of a key (std's `RandomState`, which both
+/// the deny cache and the memory store use), an uncontended mutex, and an `Arc` clone and drop (what
+/// `Limiter::current()` costs an annotated call), alone and from two threads on the same `Arc`.
+fn parts(c: &mut Criterion) {
+    use std::fmt::Write as _;
+    use std::hash::BuildHasher;
+    use std::sync::Arc;
+
+    let spread: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
+    let spread = &spread;
+    let hasher = std::hash::RandomState::new();
+    let mutex = Mutex::new(0u64);
+    let shared = Arc::new(0u64);
+    let mut group = c.benchmark_group("parts");
+    let timed = |n: u64, f: &dyn Fn(&String)| {
+        let start = Instant::now();
+        for i in 0..n {
+            f(&spread[i as usize % KEYS]);
+        }
+        start.elapsed()
+    };
+    type Part<'a> = &'a (dyn Fn(&String) + Sync);
+    let cases: [(&str, usize, Part<'_>); 6] = [
+        ("store_key_string", 1, &|key| {
+            let mut out = String::with_capacity(4 + 32);
+            out.push_str("mem:");
+            let _ = write!(out, "{key}");
+            black_box(out);
+        }),
+        ("instant_now", 1, &|_| {
+            black_box(Instant::now());
+        }),
+        ("siphash_key", 1, &|key| {
+            black_box(hasher.hash_one(black_box(key)));
+        }),
+        ("mutex_lock_unlock", 1, &|_| {
+            *mutex.lock().unwrap() += 1;
+        }),
+        ("arc_clone_drop", 1, &|_| {
+            black_box(Arc::clone(black_box(&shared)));
+        }),
+        ("arc_clone_drop", 2, &|_| {
+            black_box(Arc::clone(black_box(&shared)));
+        }),
+    ];
+    for (name, threads, f) in cases {
+        let id = format!("parts/{threads}t/{name}");
+        group.bench_function(format!("{threads}t/{name}"), |b| {
+            b.iter_custom(|iters| {
+                record(&id, iters, on_threads(iters, threads, &|_, n| timed(n, f)))
+            })
+        });
+    }
+    group.finish();
+}
+
 /// Mean ns per decision of benchmark `id` over every sample criterion took (warm-up included: the same code).
 fn ns(samples: &BTreeMap<String, (u64, Duration)>, id: &str) -> Option<f64> {
     let (iters, elapsed) = samples.get(id)?;
@@ -270,14 +435,6 @@ fn ns(samples: &BTreeMap<String, (u64, Duration)>, id: &str) -> Option<f64> {
 
 fn cell(ns: Option<f64>) -> String {
     ns.map_or_else(|| "—".to_owned(), |ns| format!("{ns:.1}"))
-}
-
-/// Throughput of `ours` relative to `theirs` (theirs ns / ours ns): above 1 is faster.
-fn ratio(ours: Option<f64>, theirs: Option<f64>) -> String {
-    match (ours, theirs) {
-        (Some(ours), Some(theirs)) if ours > 0.0 => format!("{:.2}×", theirs / ours),
-        _ => "—".to_owned(),
-    }
 }
 
 fn summary() {
@@ -289,40 +446,27 @@ fn summary() {
     println!("## In-memory store: ns per decision (lower is better)");
     println!();
     println!(
-        "Mean over every criterion sample of this run. Ratios are throughput against governor's keyed limiter \
-         in the same run (governor ns / ours ns: above 1.00× is faster than governor)."
+        "Mean over every criterion sample of this run, each benchmark in turn (the ratios to governor are in the \
+         interleaved table below, which is less sensitive to drift)."
     );
     println!();
     let names: Vec<&str> = ALGORITHMS.iter().map(|(name, _)| *name).collect();
-    println!(
-        "| scenario | threads | {} | governor | token_bucket vs governor | sliding_log vs governor |",
-        names.join(" | ")
-    );
-    println!("|---|---|{}---|---|---|", "---|".repeat(names.len()));
+    println!("| scenario | threads | {} | governor |", names.join(" | "));
+    println!("|---|---|{}---|", "---|".repeat(names.len()));
     for scenario in ["hot_key", "100k_keys"] {
         for threads in [1, 2] {
             let prefix = format!("in_memory/{scenario}/{threads}t");
-            let governor = ns(&samples, &format!("{prefix}/{GOVERNOR}"));
-            if governor.is_none()
-                && names
-                    .iter()
-                    .all(|n| ns(&samples, &format!("{prefix}/{n}")).is_none())
-            {
-                continue;
-            }
-            let ours: Vec<Option<f64>> = names
+            let mut row: Vec<Option<f64>> = names
                 .iter()
                 .map(|name| ns(&samples, &format!("{prefix}/{name}")))
                 .collect();
+            row.push(ns(&samples, &format!("{prefix}/{GOVERNOR}")));
+            if row.iter().all(Option::is_none) {
+                continue;
+            }
             println!(
-                "| {scenario} | {threads} | {} | {} | {} | {} |",
-                ours.iter()
-                    .map(|&n| cell(n))
-                    .collect::<Vec<_>>()
-                    .join(" | "),
-                cell(governor),
-                ratio(ours[0], governor),
-                ratio(ours[1], governor),
+                "| {scenario} | {threads} | {} |",
+                row.iter().map(|&n| cell(n)).collect::<Vec<_>>().join(" | ")
             );
         }
     }
@@ -370,6 +514,25 @@ fn summary() {
     }
 }
 
+fn parts_summary(samples: &BTreeMap<String, (u64, Duration)>) {
+    let rows: Vec<(&String, f64)> = samples
+        .keys()
+        .filter(|id| id.starts_with("parts/"))
+        .filter_map(|id| Some((id, ns(samples, id)?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    println!();
+    println!("## What the parts of a decision cost on this machine (ns, the same loop as above)");
+    println!();
+    println!("| part | ns |");
+    println!("|---|---|");
+    for (id, ns) in rows {
+        println!("| {} | {ns:.1} |", id.trim_start_matches("parts/"));
+    }
+}
+
 fn main() {
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -378,6 +541,16 @@ fn main() {
         .configure_from_args();
     in_memory(&mut criterion);
     attribute(&mut criterion);
+    parts(&mut criterion);
     criterion.final_summary();
     summary();
+    let ran_in_memory = SAMPLES
+        .lock()
+        .unwrap()
+        .keys()
+        .any(|id| id.starts_with("in_memory/"));
+    if ran_in_memory {
+        interleaved();
+    }
+    parts_summary(&SAMPLES.lock().unwrap());
 }
