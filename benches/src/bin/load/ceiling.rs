@@ -7,13 +7,7 @@ use std::time::Duration;
 
 /// `redis-benchmark` on `PATH`, or where Debian puts it (package `redis-tools`).
 pub(crate) fn binary() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>());
-    on_path
-        .chain(["/usr/bin", "/usr/local/bin"].map(PathBuf::from))
-        .map(|dir| dir.join("redis-benchmark"))
-        .find(|path| path.is_file())
+    crate::redis_server::binary("redis-benchmark")
 }
 
 /// Runs `requests` calls of the script whose SHA-1 is `sha` (already loaded) and returns the requests per

@@ -20,6 +20,8 @@ Measures limiter on Redis against a hand-written redis::Script baseline, and pri
   --workers <n>         Tokio worker threads (default: the number of cores)
   --no-ceiling          skip redis-benchmark
   --no-abuse            skip the abusive-key scenario
+  --ablation            add two variants of the baseline, each with one thing the library does per call
+                        (a tokio timeout; a connection clone), to see what the library's overhead is made of
   --out <file>          also write the report to this file
   --smoke               a quick check that everything runs (CI): tiny durations, 1 round,
                         concurrency 1,64; fails if any run made no decision or met an error
@@ -38,6 +40,7 @@ pub(crate) struct Options {
     pub(crate) workers: usize,
     pub(crate) ceiling: bool,
     pub(crate) abuse: bool,
+    pub(crate) ablation: bool,
     pub(crate) out: Option<PathBuf>,
     pub(crate) smoke: bool,
 }
@@ -71,6 +74,7 @@ impl Default for Options {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             ceiling: true,
             abuse: true,
+            ablation: false,
             out: None,
             smoke: false,
         }
@@ -115,6 +119,7 @@ impl Options {
                 "--workers" => options.workers = number(&value("a number")?)?.max(1),
                 "--no-ceiling" => options.ceiling = false,
                 "--no-abuse" => options.abuse = false,
+                "--ablation" => options.ablation = true,
                 "--out" => options.out = Some(PathBuf::from(value("a file")?)),
                 "--smoke" => options.smoke = true,
                 // `cargo bench` passes --bench to every benchmark binary.

@@ -1,6 +1,6 @@
 //! The load benchmark: limiter on Redis under concurrency, side by side with what a user writes without it.
 //!
-//! It starts its own `redis-server` on a free loopback port (the `tests` crate's harness), then, for every
+//! It starts its own `redis-server` on a free loopback port (see `redis_server`), then, for every
 //! algorithm and concurrency, alternates three contenders over 10 000 random keys, a fresh one each run:
 //!
 //! - the annotated function (`#[rate_limit]`),
@@ -14,6 +14,7 @@
 
 mod ceiling;
 mod cli;
+mod redis_server;
 mod report;
 mod run;
 mod server;
@@ -22,9 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use limiter_runtime::Algorithm;
-use tests::RedisServer;
 
 use crate::cli::Options;
+use crate::redis_server::RedisServer;
 use crate::report::{Abused, Machine, Measured, Report};
 use crate::run::{Caller, Contender, Scenario};
 use crate::server::Counters;
@@ -45,7 +46,13 @@ fn main() {
     if cfg!(debug_assertions) && !options.smoke {
         eprintln!("load: this is a debug build; its numbers mean little. Build with --release (scripts/bench does).");
     }
-    let server = Arc::new(Mutex::new(Some(RedisServer::start())));
+    let server = match RedisServer::start() {
+        Ok(server) => Arc::new(Mutex::new(Some(server))),
+        Err(error) => {
+            eprintln!("load: {error}");
+            std::process::exit(2);
+        }
+    };
     watchdog(&options, Arc::clone(&server));
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -92,7 +99,8 @@ fn main() {
 
 /// Ends the process (and its redis-server) if the run takes far longer than its options say it should.
 fn watchdog(options: &Options, server: Arc<Mutex<Option<RedisServer>>>) {
-    let runs = options.algorithms.len() * options.concurrency.len() * options.rounds * 4;
+    let contenders = if options.ablation { 6 } else { 4 };
+    let runs = options.algorithms.len() * options.concurrency.len() * options.rounds * contenders;
     let per_run = options.duration + options.warmup + Duration::from_secs(3);
     let abuse =
         options.algorithms.len() as u32 * 4 * (options.abuse_duration + Duration::from_secs(2));
@@ -147,6 +155,9 @@ async fn measure(
     for &algorithm in &options.algorithms {
         for &concurrency in &options.concurrency {
             let mut contenders = vec![Contender::Baseline, Contender::Plain, Contender::Annotated];
+            if options.ablation {
+                contenders.extend([Contender::BaselineTimeout, Contender::BaselineClone]);
+            }
             if concurrency == ceiling_at && ceiling_binary.is_some() {
                 contenders.push(Contender::Ceiling);
             }

@@ -586,6 +586,8 @@ impl Report {
                     Contender::Annotated,
                     Contender::Plain,
                     Contender::Baseline,
+                    Contender::BaselineTimeout,
+                    Contender::BaselineClone,
                     Contender::Ceiling,
                 ] {
                     if self.runs(algorithm, c, contender).is_empty() {

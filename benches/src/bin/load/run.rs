@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use limiter_runtime::{Algorithm, Limiter, RateLimited, Rule};
 use redis::aio::ConnectionManager;
 use redis::Script;
-use tests::Rng;
 
 /// The load a run puts on one limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +67,10 @@ pub(crate) enum Contender {
     Baseline,
     /// `redis-benchmark` calling the same script (not a task-based contender: see `ceiling`).
     Ceiling,
+    /// Ablation (`--ablation`): the baseline, each call bounded by `tokio::time::timeout`, as the library's are.
+    BaselineTimeout,
+    /// Ablation (`--ablation`): the baseline, cloning its `ConnectionManager` for every call, as the library does.
+    BaselineClone,
 }
 
 impl Contender {
@@ -78,6 +81,8 @@ impl Contender {
             Contender::PlainNoCache => "plain API, deny cache off",
             Contender::Baseline => "baseline (redis::Script)",
             Contender::Ceiling => "redis-benchmark -P 16",
+            Contender::BaselineTimeout => "baseline + timeout per call",
+            Contender::BaselineClone => "baseline + connection clone per call",
         }
     }
 }
@@ -149,6 +154,9 @@ pub(crate) enum Caller {
         connection: ConnectionManager,
         prefix: Arc<str>,
         args: [u64; 5],
+        /// Ablations: bound each call by a timeout; clone the connection for each call.
+        timeout: bool,
+        clone: bool,
     },
     Plain {
         limiter: Limiter,
@@ -191,7 +199,7 @@ impl Caller {
             builder.build().expect("a valid Redis URL")
         };
         match contender {
-            Contender::Baseline => {
+            Contender::Baseline | Contender::BaselineTimeout | Contender::BaselineClone => {
                 let client = redis::Client::open(url).expect("a valid Redis URL");
                 let connection = ConnectionManager::new(client)
                     .await
@@ -201,6 +209,8 @@ impl Caller {
                     connection,
                     prefix: scenario.prefix("base").into(),
                     args: scenario.script_args(),
+                    timeout: contender == Contender::BaselineTimeout,
+                    clone: contender == Contender::BaselineClone,
                 }
             }
             Contender::Plain | Contender::PlainNoCache => Caller::Plain {
@@ -251,18 +261,34 @@ impl Caller {
                 connection,
                 prefix,
                 args,
+                timeout,
+                clone,
             } => {
                 // What a user writes: format the key, call the script.
                 let [window, max, cost, burst, max_wait] = *args;
-                let reply: redis::RedisResult<Vec<i64>> = script
-                    .key(format!("{prefix}{id}"))
+                let mut cloned;
+                let connection = if *clone {
+                    cloned = connection.clone();
+                    &mut cloned
+                } else {
+                    connection
+                };
+                let mut invocation = script.key(format!("{prefix}{id}"));
+                invocation
                     .arg(window)
                     .arg(max)
                     .arg(cost)
                     .arg(burst)
-                    .arg(max_wait)
-                    .invoke_async(connection)
-                    .await;
+                    .arg(max_wait);
+                let call = invocation.invoke_async::<Vec<i64>>(connection);
+                let reply = if *timeout {
+                    match tokio::time::timeout(Duration::from_secs(1), call).await {
+                        Ok(reply) => reply,
+                        Err(_) => return Outcome::Failed,
+                    }
+                } else {
+                    call.await
+                };
                 match reply.as_deref() {
                     Ok([1, ..]) => Outcome::Allowed,
                     Ok([0, ..]) => Outcome::Denied,
@@ -409,5 +435,23 @@ pub(crate) fn client_cpu_us() -> f64 {
     match (field(14), field(15)) {
         (Some(user), Some(system)) => (user + system) / ticks * 1e6,
         _ => f64::NAN,
+    }
+}
+
+/// SplitMix64: a small, fast generator, one per task, seeded so that runs replay.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
     }
 }
