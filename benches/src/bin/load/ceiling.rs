@@ -1,0 +1,54 @@
+//! Redis's own ceiling for a script: `redis-benchmark` calling it with `EVALSHA`, 50 connections, 16 commands
+//! pipelined per connection, over the same number of random keys and the same arguments.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+/// `redis-benchmark` on `PATH`, or where Debian puts it (package `redis-tools`).
+pub(crate) fn binary() -> Option<PathBuf> {
+    crate::redis_server::binary("redis-benchmark")
+}
+
+/// Runs `requests` calls of the script whose SHA-1 is `sha` (already loaded) and returns the requests per
+/// second `redis-benchmark` reports.
+pub(crate) async fn run(
+    binary: &PathBuf,
+    port: u16,
+    sha: &str,
+    prefix: &str,
+    keys: u32,
+    args: [u64; 5],
+    requests: u64,
+) -> Result<f64, String> {
+    let mut command = tokio::process::Command::new(binary);
+    command
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-c", "50", "-P", "16", "--csv"])
+        .args(["-n", &requests.to_string(), "-r", &keys.to_string()])
+        .args(["EVALSHA", sha, "1", &format!("{prefix}__rand_int__")])
+        .args(args.map(|a| a.to_string()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .map_err(|_| "redis-benchmark did not finish within 120 s".to_owned())?
+        .map_err(|e| format!("cannot run redis-benchmark: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(format!(
+            "redis-benchmark failed ({}): {stdout} {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    // --csv: a header line ("test","rps",...), then one line for the command.
+    stdout
+        .lines()
+        .filter(|line| !line.starts_with("\"test\""))
+        .filter_map(|line| line.split("\",\"").nth(1))
+        .find_map(|rps| rps.trim_matches('"').parse::<f64>().ok())
+        .ok_or_else(|| format!("cannot read redis-benchmark's output: {stdout}"))
+}
