@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use limiter_runtime::{rate_limit, Decision, Limiter, OnError, RateLimited, Reason, Rule};
 use redis::Commands;
-use tests::logs::Captured;
 use tests::RedisServer;
-use tracing::instrument::WithSubscriber;
 
 const DEADLINE: Duration = Duration::from_millis(50);
 /// Scheduling slack on a shared two-core machine.
@@ -323,41 +321,6 @@ async fn local_mode_across_three_processes() {
         drop(node.stdin.take());
         assert!(node.wait().unwrap().success());
     }
-}
-
-#[tokio::test]
-async fn the_first_failure_and_the_recovery_are_logged_once_each_and_every_degraded_decision_counted(
-) {
-    let mut server = RedisServer::start();
-    let limiter = limiter(&server, OnError::Open);
-    let rule = Rule::new().max(1_000);
-    let logs = Captured::default();
-    async {
-        assert!(!limiter.check(&rule, "k").await.degraded);
-        server.kill();
-        let mut degraded = 0;
-        for _ in 0..200 {
-            degraded += u64::from(limiter.check(&rule, "k").await.degraded);
-        }
-        assert_eq!(degraded, 200);
-        assert_eq!(limiter.stats().degraded, 200);
-        server.restart();
-        until_redis_decides(&limiter, &rule).await;
-        for _ in 0..50 {
-            assert!(!limiter.check(&rule, "k").await.degraded);
-        }
-    }
-    .with_subscriber(logs.subscriber())
-    .await;
-    let logs = logs.text();
-    assert_eq!(logs.matches("WARN").count(), 2, "{logs}");
-    assert_eq!(
-        logs.matches("Redis failed; deciding in degraded mode")
-            .count(),
-        1,
-        "{logs}"
-    );
-    assert_eq!(logs.matches("Redis answers again").count(), 1, "{logs}");
 }
 
 #[rate_limit(key = id, max = 1)]
