@@ -254,8 +254,7 @@ impl Limiter {
 
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
-        let key = self.store_key(rule, "", &key);
-        let resolved = self.resolve(rule, "", &key);
+        let (resolved, key) = self.resolve_key(rule, "", &key);
         self.decide(&resolved, &key, cost).await
     }
 
@@ -289,8 +288,8 @@ impl Limiter {
         key: impl fmt::Display,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
-        let key = self.store_key(rule, "", &key);
-        self.enforce_key(rule, "", key, cost).await
+        let (resolved, key) = self.resolve_key(rule, "", &key);
+        self.enforce_resolved(resolved, key, cost).await
     }
 
     /// The store key `rule`, written in `module`, gives `key`.
@@ -302,12 +301,30 @@ impl Limiter {
     /// itself, then the defaults of `module`, then the crate's.
     fn resolve<'a>(&'a self, rule: &'a Rule, module: &str, key: &str) -> Resolved<'a> {
         let mut resolved = self.inner.defaults.resolve(rule, module);
+        self.apply_overrides(&mut resolved, key);
+        resolved
+    }
+
+    /// [`resolve`](Limiter::resolve) and the store key of `key`, from one resolution of the rule.
+    fn resolve_key<'a>(
+        &'a self,
+        rule: &'a Rule,
+        module: &str,
+        key: &dyn fmt::Display,
+    ) -> (Resolved<'a>, String) {
+        let mut resolved = self.inner.defaults.resolve(rule, module);
+        let key = store_key(resolved.prefix, key);
+        self.apply_overrides(&mut resolved, &key);
+        (resolved, key)
+    }
+
+    /// The overrides of `resolved`'s limit, and of `key` (a store key) within it, win.
+    fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
         let key = key.get(resolved.prefix.len()..).unwrap_or_default();
         if let Some(limits) = self.inner.overrides.lookup(resolved.prefix, key) {
             resolved.max = limits.max.unwrap_or(resolved.max);
             resolved.window = limits.window.unwrap_or(resolved.window);
         }
-        resolved
     }
 
     /// Decides for a store key already built, turns a rejection into [`RateLimited`], and waits out an
@@ -319,7 +336,16 @@ impl Limiter {
         key: String,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
-        let resolved = self.resolve(rule, module, &key);
+        self.enforce_resolved(self.resolve(rule, module, &key), key, cost)
+            .await
+    }
+
+    async fn enforce_resolved(
+        &self,
+        resolved: Resolved<'_>,
+        key: String,
+        cost: u64,
+    ) -> Result<Decision, RateLimited> {
         let decision = self.decide(&resolved, &key, cost).await;
         if resolved.shadow {
             if !decision.allowed {
