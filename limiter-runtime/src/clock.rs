@@ -7,7 +7,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of time for rate-limiting decisions.
 ///
@@ -32,19 +32,23 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 
 /// The real clock: wall-clock origin (the Unix epoch), monotonic progress.
 ///
-/// It reads the wall clock once, when created, and then advances with [`Instant`], so a wall-clock
-/// adjustment never makes it run backwards.
-#[derive(Debug, Clone, Copy)]
+/// It reads the wall clock once, when created, and then advances with a monotonic clock, so a wall-clock
+/// adjustment never makes it run backwards. The monotonic clock is the CPU's time-stamp counter where it is
+/// invariant (read in a few ns, as `governor` does, through `quanta`), else the OS's monotonic clock.
+#[derive(Debug, Clone)]
 pub struct SystemClock {
-    origin: Instant,
+    clock: quanta::Clock,
+    origin: quanta::Instant,
     origin_since_epoch: Duration,
 }
 
 impl SystemClock {
     /// A clock reading the wall clock now and advancing monotonically from there.
     pub fn new() -> Self {
+        let clock = quanta::Clock::new();
         SystemClock {
-            origin: Instant::now(),
+            origin: clock.now(),
+            clock,
             origin_since_epoch: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default(),
@@ -60,7 +64,7 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Duration {
-        self.origin_since_epoch + self.origin.elapsed()
+        self.origin_since_epoch + self.clock.now().duration_since(self.origin)
     }
 }
 

@@ -1,11 +1,13 @@
 //! The in-process store: the embedded default, with the same semantics as the Redis scripts.
 //!
-//! Keys are spread over mutex-guarded shards; each shard forgets idle keys as it goes, so idle limits leave
-//! nothing behind.
+//! Keys are spread over mutex-guarded shards, each a hash table; one hash of the key picks both the shard and
+//! the slot. Each shard forgets idle keys as it goes, so idle limits leave nothing behind.
 
-use std::collections::HashMap;
+use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use hashbrown::hash_table::{Entry as Slot, HashTable};
 
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
@@ -21,22 +23,40 @@ const SWEEP_EVERY: u32 = 1024;
 
 #[derive(Debug)]
 pub(crate) struct MemoryStore {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Padded<Mutex<Shard>>]>,
+    /// SipHash with this process's random keys: callers choose keys, and must not be able to choose
+    /// colliding ones.
     hasher: RandomState,
     clock: Arc<dyn Clock>,
 }
 
+/// A shard on cache lines of its own, so that two threads deciding in two shards never share a line.
 #[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+#[derive(Default)]
 struct Shard {
-    entries: HashMap<Box<str>, Entry>,
+    entries: HashTable<Entry>,
     decisions: u32,
     /// The other shard this one sweeps next, so that shards with no traffic of their own are swept too.
     next_to_sweep: usize,
 }
 
-/// The state of one key and when it can be forgotten (µs).
+impl fmt::Debug for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shard")
+            .field("keys", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One key: its hash (kept, so that the table grows without hashing again), its state, and when it can be
+/// forgotten (µs).
 #[derive(Debug)]
 struct Entry {
+    hash: u64,
+    key: Box<str>,
     state: State,
     expires_at: u64,
 }
@@ -87,7 +107,7 @@ impl State {
 impl MemoryStore {
     pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
         MemoryStore {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            shards: (0..SHARDS).map(|_| Padded::default()).collect(),
             hasher: RandomState::new(),
             clock,
         }
@@ -100,18 +120,28 @@ impl MemoryStore {
         key: &str,
         request: &Request,
     ) -> (Outcome, u64) {
-        let now = as_micros(self.clock.now());
-        let index = self.hasher.hash_one(key) as usize % SHARDS;
+        let hash = self.hasher.hash_one(key);
+        // The slot within a shard comes from the hash's low bits and its tag from the top ones: the shard
+        // takes bits of its own.
+        let index = (hash >> 32) as usize % SHARDS;
         // A panic elsewhere cannot leave a shard half-updated: every update below is a single assignment.
         let mut shard = self.shards[index]
+            .0
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let entry = match shard.entries.get_mut(key) {
-            Some(entry) => entry,
-            None => shard.entries.entry(key.into()).or_insert(Entry {
-                state: State::new(algorithm),
-                expires_at: 0,
-            }),
+        // Read under the lock, as a script reads `TIME`: the decisions of one key see time in their order.
+        let now = as_micros(self.clock.now());
+        let same = |entry: &Entry| entry.hash == hash && *entry.key == *key;
+        let entry = match shard.entries.entry(hash, same, |entry| entry.hash) {
+            Slot::Occupied(slot) => slot.into_mut(),
+            Slot::Vacant(slot) => slot
+                .insert(Entry {
+                    hash,
+                    key: key.into(),
+                    state: State::new(algorithm),
+                    expires_at: 0,
+                })
+                .into_mut(),
         };
         // An expired entry, or one kept by another algorithm under the same key, starts afresh.
         if entry.expires_at <= now || entry.state.algorithm() != algorithm {
@@ -127,7 +157,7 @@ impl MemoryStore {
             shard.next_to_sweep = (shard.next_to_sweep + 1) % SHARDS;
             if shard.next_to_sweep != index {
                 // Never wait for another shard while holding this one.
-                if let Ok(mut other) = self.shards[shard.next_to_sweep].try_lock() {
+                if let Ok(mut other) = self.shards[shard.next_to_sweep].0.try_lock() {
                     other.sweep(now);
                 }
             }
@@ -139,14 +169,14 @@ impl MemoryStore {
     fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| s.lock().unwrap().entries.len())
+            .map(|s| s.0.lock().unwrap().entries.len())
             .sum()
     }
 }
 
 impl Shard {
     fn sweep(&mut self, now: u64) {
-        self.entries.retain(|_, entry| entry.expires_at > now);
+        self.entries.retain(|entry| entry.expires_at > now);
     }
 }
 
