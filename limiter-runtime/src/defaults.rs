@@ -61,7 +61,18 @@ impl Defaults {
     /// Every part of `rule`, from `rule` itself, else from the innermost enclosing module that sets it, else
     /// the crate-wide default.
     pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule, module: &str) -> Resolved<'a> {
-        let modules = self.enclosing(module);
+        if self.modules.is_empty() {
+            // No module has defaults (the common case): nothing to walk for each part.
+            return self.resolve_within(rule, std::iter::empty());
+        }
+        self.resolve_within(rule, self.enclosing(module))
+    }
+
+    fn resolve_within<'a>(
+        &'a self,
+        rule: &'a Rule,
+        modules: impl Iterator<Item = &'a Rule> + Clone,
+    ) -> Resolved<'a> {
         macro_rules! pick {
             ($field:ident) => {
                 rule.$field

@@ -1,25 +1,106 @@
-//! Store keys: `prefix` + key, bounded in length, distinct for distinct keys.
+//! Store keys: `prefix` + key, bounded in length, distinct for distinct keys, and built without allocating.
 
 use std::fmt::{self, Write as _};
+use std::ops::Deref;
 
 /// Keys longer than this (in bytes, after the prefix) are stored as a truncated copy followed by a digest.
 pub(crate) const MAX_VERBATIM: usize = 128;
 
-/// Writes `prefix` and `key` into one string, the store key of a limit.
+/// Store keys up to this many bytes (prefix included) live inline, on the caller's stack: the common case
+/// costs a decision no allocation.
+const INLINE: usize = 128;
+
+/// The store key of one call: `prefix` and the formatted key, in one string.
 ///
 /// A key of at most [`MAX_VERBATIM`] bytes is kept verbatim (any content: spaces, braces, newlines); a longer
 /// one becomes its first (up to) `MAX_VERBATIM` bytes, `#`, and the SHA-1 of the whole key, so at most
 /// `MAX_VERBATIM + 41` bytes. The two forms never meet (a digested key is always longer than
 /// `MAX_VERBATIM`), so distinct keys never share a bucket.
-pub(crate) fn store_key(prefix: &str, key: &dyn fmt::Display) -> String {
-    let mut out = String::with_capacity(prefix.len() + 32);
-    out.push_str(prefix);
-    // Writing into a String cannot fail; a Display impl that reports an error leaves what it wrote.
-    let _ = write!(out, "{key}");
-    if out.len() - prefix.len() > MAX_VERBATIM {
-        digest_tail(&mut out, prefix.len());
+pub(crate) struct StoreKey(Repr);
+
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(String),
+}
+
+impl StoreKey {
+    /// Formats `prefix` and `key` into one store key.
+    pub(crate) fn new(prefix: &str, key: &dyn fmt::Display) -> StoreKey {
+        let mut out = StoreKey(Repr::Inline {
+            len: 0,
+            bytes: [0; INLINE],
+        });
+        // Writing into a StoreKey cannot fail; a Display impl that reports an error leaves what it wrote.
+        let _ = out.write_str(prefix);
+        let _ = write!(out, "{key}");
+        if out.len() - prefix.len() > MAX_VERBATIM {
+            let mut long = out.into_string();
+            digest_tail(&mut long, prefix.len());
+            out = StoreKey(Repr::Heap(long));
+        }
+        out
     }
-    out
+
+    pub(crate) fn as_str(&self) -> &str {
+        match &self.0 {
+            // SAFETY: only whole `&str`s are ever copied in (`write_str`), one after the other, so the first
+            // `len` bytes are UTF-8.
+            Repr::Inline { len, bytes } => unsafe {
+                std::str::from_utf8_unchecked(&bytes[..usize::from(*len)])
+            },
+            Repr::Heap(s) => s,
+        }
+    }
+
+    /// The key as an owned `String` (for a [`RateLimited`](crate::RateLimited) error).
+    pub(crate) fn into_string(self) -> String {
+        match self.0 {
+            Repr::Heap(s) => s,
+            Repr::Inline { .. } => self.as_str().to_owned(),
+        }
+    }
+}
+
+impl fmt::Write for StoreKey {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        match &mut self.0 {
+            Repr::Inline { len, bytes } => {
+                let at = usize::from(*len);
+                if let Some(to) = bytes.get_mut(at..at + s.len()) {
+                    to.copy_from_slice(s.as_bytes());
+                    *len = (at + s.len()) as u8;
+                } else {
+                    let mut spilled = String::with_capacity(2 * (at + s.len()));
+                    // SAFETY: as in `as_str`.
+                    spilled.push_str(unsafe { std::str::from_utf8_unchecked(&bytes[..at]) });
+                    spilled.push_str(s);
+                    self.0 = Repr::Heap(spilled);
+                }
+            }
+            Repr::Heap(out) => out.push_str(s),
+        }
+        Ok(())
+    }
+}
+
+impl Deref for StoreKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for StoreKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for StoreKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 fn digest_tail(out: &mut String, start: usize) {
@@ -40,9 +121,26 @@ fn digest_tail(out: &mut String, start: usize) {
 mod tests {
     use super::*;
 
+    fn store_key(prefix: &str, key: &dyn fmt::Display) -> String {
+        StoreKey::new(prefix, key).into_string()
+    }
+
     #[test]
     fn short_keys_are_verbatim() {
         assert_eq!(store_key("p:", &"a b{c}\n"), "p:a b{c}\n");
+    }
+
+    #[test]
+    fn keys_past_the_inline_buffer_are_whole() {
+        // Prefix and key together longer than the inline buffer, the key itself verbatim.
+        let prefix = "p".repeat(100);
+        let key = "k".repeat(MAX_VERBATIM);
+        assert_eq!(store_key(&prefix, &key), format!("{prefix}{key}"));
+        // A key written in several pieces that crosses the boundary part-way.
+        let (a, b, c) = ("a".repeat(60), "b".repeat(60), "c".repeat(60));
+        let key = store_key("", &format_args!("{a}:{b}:{c}"));
+        assert_eq!(key.len(), MAX_VERBATIM + 41);
+        assert!(key.starts_with(&format!("{a}:{b}:c")));
     }
 
     #[test]
@@ -59,5 +157,7 @@ mod tests {
     fn multibyte_keys_are_cut_on_a_char_boundary() {
         let k = store_key("", &"é".repeat(500));
         assert!(k.len() > MAX_VERBATIM && k.len() <= MAX_VERBATIM + 41);
+        let k = store_key("", &"é".repeat(64));
+        assert_eq!(k, "é".repeat(64));
     }
 }

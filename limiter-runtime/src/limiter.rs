@@ -14,11 +14,11 @@ use crate::degraded::instances::Instances;
 use crate::degraded::share;
 use crate::deny_cache::{DenyCache, Lookup};
 use crate::error::BackendError;
-use crate::key::store_key;
+use crate::key::StoreKey;
 use crate::observe;
 use crate::overrides::{Overrides, Table, OVERRIDES};
 use crate::rule::Resolved;
-use crate::store::{MemoryStore, Store};
+use crate::store::{MemoryStore, RedisStore, Store};
 use crate::{Decision, Error, LimiterBuilder, OnError, Override, RateLimited, Rule};
 
 /// How often a runtime reloads the overrides even without being told: a backstop for a lost message.
@@ -83,6 +83,19 @@ pub(crate) struct Inner {
     shadowed: AtomicU64,
     /// The `metrics` handles of every prefix seen (nothing without the feature).
     metrics: observe::Metrics,
+}
+
+/// What a decision Redis must make settled before asking.
+struct Ask<'s> {
+    store: &'s RedisStore,
+    fallback: &'s Fallback,
+    request: Request,
+    permit: Permit,
+    /// The deny cache to tell what Redis answers (when it may hold this call's denial).
+    cache: Option<&'s DenyCache>,
+    sent: Duration,
+    /// This call re-asks Redis for a key whose cached denial ran out.
+    probe: bool,
 }
 
 /// Degraded mode of a Redis-backed limiter.
@@ -249,7 +262,9 @@ impl Limiter {
     /// # }
     /// ```
     pub async fn check(&self, rule: &Rule, key: impl fmt::Display) -> Decision {
-        self.check_cost(rule, key, 1).await
+        // Not `check_cost(.., 1)`: one future less to build and copy per call.
+        let (resolved, key) = self.resolve_key(rule, "", &key);
+        self.decide(&resolved, &key, 1).await
     }
 
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
@@ -278,7 +293,8 @@ impl Limiter {
         rule: &Rule,
         key: impl fmt::Display,
     ) -> Result<Decision, RateLimited> {
-        self.enforce_cost(rule, key, 1).await
+        let (resolved, key) = self.resolve_key(rule, "", &key);
+        self.enforce_resolved(resolved, key, 1).await
     }
 
     /// [`enforce`](Limiter::enforce) for a call that weighs `cost` units.
@@ -293,8 +309,8 @@ impl Limiter {
     }
 
     /// The store key `rule`, written in `module`, gives `key`.
-    pub(crate) fn store_key(&self, rule: &Rule, module: &str, key: &dyn fmt::Display) -> String {
-        store_key(self.inner.defaults.resolve(rule, module).prefix, key)
+    pub(crate) fn store_key(&self, rule: &Rule, module: &str, key: &dyn fmt::Display) -> StoreKey {
+        StoreKey::new(self.inner.defaults.resolve(rule, module).prefix, key)
     }
 
     /// `rule` with every part resolved: the overrides of its limit (and of `key`, a store key), then the rule
@@ -311,9 +327,9 @@ impl Limiter {
         rule: &'a Rule,
         module: &str,
         key: &dyn fmt::Display,
-    ) -> (Resolved<'a>, String) {
+    ) -> (Resolved<'a>, StoreKey) {
         let mut resolved = self.inner.defaults.resolve(rule, module);
-        let key = store_key(resolved.prefix, key);
+        let key = StoreKey::new(resolved.prefix, key);
         self.apply_overrides(&mut resolved, &key);
         (resolved, key)
     }
@@ -333,7 +349,7 @@ impl Limiter {
         &self,
         rule: &Rule,
         module: &str,
-        key: String,
+        key: StoreKey,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
         self.enforce_resolved(self.resolve(rule, module, &key), key, cost)
@@ -343,7 +359,7 @@ impl Limiter {
     async fn enforce_resolved(
         &self,
         resolved: Resolved<'_>,
-        key: String,
+        key: StoreKey,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
         let decision = self.decide(&resolved, &key, cost).await;
@@ -352,7 +368,7 @@ impl Limiter {
                 self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
                 self.inner.metrics.shadow_rejection(resolved.prefix);
                 tracing::info!(
-                    key,
+                    key = &*key,
                     limit = decision.limit,
                     "rate limiter: would have limited (shadow mode)"
                 );
@@ -361,17 +377,18 @@ impl Limiter {
         }
         if !decision.allowed {
             if !decision.degraded {
-                tracing::debug!(key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
+                tracing::debug!(key = &*key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
             }
             return Err(RateLimited::new(
                 resolved.message.clone(),
-                key,
+                key.into_string(),
                 resolved.prefix.len(),
                 decision,
             ));
         }
         if !decision.delay.is_zero() {
-            tokio::time::sleep(decision.delay).await;
+            // Boxed, as the Redis round trip is: a timer is large, and rarely needed.
+            Box::pin(tokio::time::sleep(decision.delay)).await;
         }
         Ok(decision)
     }
@@ -456,53 +473,87 @@ impl Limiter {
 
     /// The one decision path: switch, rule, store (through the breaker), degraded mode; counted.
     async fn decide(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
-        let decision = self.decide_uncounted(rule, key, cost).await;
+        let decision = match self.decide_here(rule, key, cost) {
+            Ok(decision) => decision,
+            // Boxed: a Redis round trip's future is large (redis-rs's), and inline it would make every call's
+            // future as large, to be copied on every call, the ones decided here included.
+            Err(ask) => Box::pin(self.ask_redis(rule, key, cost, ask)).await,
+        };
         self.inner.metrics.decision(rule.prefix, &decision);
         decision
     }
 
-    async fn decide_uncounted(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
+    /// Every decision made in this process, at once: switched off, `max = 0`, the in-memory store, a denial
+    /// Redis already gave, the breaker open. Else what Redis must be asked.
+    fn decide_here<'s>(
+        &'s self,
+        rule: &Resolved<'_>,
+        key: &str,
+        cost: u64,
+    ) -> Result<Decision, Ask<'s>> {
         let inner = &*self.inner;
         if !self.is_enabled() {
-            return self.answer(rule, Outcome::admit(rule.max), inner.clock.now(), false);
+            return Ok(self.answer(rule, Outcome::admit(rule.max), inner.clock.now(), false));
         }
         if rule.max == 0 {
             // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
             let outcome = Outcome::denied(0, as_micros(rule.window), 0);
-            return self.answer(rule, outcome, inner.clock.now(), false);
+            return Ok(self.answer(rule, outcome, inner.clock.now(), false));
         }
         let request = rule.request(cost);
         let (store, fallback) = match (&inner.store, &inner.fallback) {
             (Store::Memory(memory), _) => {
                 let (outcome, at) = memory.decide(rule.algorithm, key, &request);
-                return self.answer(rule, outcome, Duration::from_micros(at), false);
+                return Ok(self.answer(rule, outcome, Duration::from_micros(at), false));
             }
             (Store::Redis(store), Some(fallback)) => (store, fallback),
             (Store::Redis(_), None) => unreachable!("a Redis limiter is built with its fallback"),
         };
 
         let sent = inner.clock.now();
-        let cached = fallback
+        let cache = fallback
             .denied
             .as_ref()
             .filter(|_| request.can_fit(rule.algorithm));
-        let lookup = cached.map_or(Lookup::Miss, |cache| {
+        let lookup = cache.map_or(Lookup::Miss, |cache| {
             cache.get(key, cost, sent, store.deadline())
         });
         if let Lookup::Denied(decision) = lookup {
-            return decision;
+            return Ok(decision);
         }
         let permit = fallback.breaker.permit();
         if permit == Permit::Skip {
-            return self.degraded(rule, key, &request, fallback);
+            return Ok(self.degraded(rule, key, &request, fallback));
         }
-        inner.background.call_once(|| {
+        Err(Ask {
+            store,
+            fallback,
+            request,
+            permit,
+            cache,
+            sent,
+            probe: matches!(lookup, Lookup::Probe),
+        })
+    }
+
+    /// Asks Redis; decides in degraded mode when it cannot answer.
+    async fn ask_redis(&self, rule: &Resolved<'_>, key: &str, cost: u64, ask: Ask<'_>) -> Decision {
+        let Ask {
+            store,
+            fallback,
+            request,
+            permit,
+            cache,
+            sent,
+            probe,
+        } = ask;
+        self.inner.background.call_once(|| {
             spawn_heartbeat(Arc::downgrade(&self.inner));
             spawn_override_sync(Arc::downgrade(&self.inner));
         });
         let timer = observe::Timer::start();
         let answer = store.decide(rule.algorithm, key, &request).await;
-        inner.metrics.redis(rule.prefix, timer);
+        self.inner.metrics.redis(rule.prefix, timer);
         let decision = match answer {
             Ok((outcome, at)) => {
                 if fallback.breaker.succeeded(permit) == Transition::Recovered {
@@ -515,9 +566,9 @@ impl Limiter {
                 self.degraded(rule, key, &request, fallback)
             }
         };
-        if let Some(cache) = cached {
+        if let Some(cache) = cache {
             // What Redis said (a degraded decision: nothing, and the cache forgets the key).
-            cache.answered(key, cost, &decision, sent, matches!(lookup, Lookup::Probe));
+            cache.answered(key, cost, &decision, sent, probe);
         }
         decision
     }
@@ -724,4 +775,20 @@ async fn reload_overrides(limiter: &Weak<Inner>) -> bool {
         Err(_) => tracing::debug!("rate limiter: loading the overrides timed out"),
     }
     true
+}
+#[cfg(test)]
+mod tests {
+    use crate::{Limiter, Rule};
+
+    /// A call's future is copied as it is built and awaited: the Redis round trip (redis-rs's large future) is
+    /// boxed so that it does not make every call's future, in-memory ones included, a kilobyte or more.
+    #[test]
+    fn call_futures_stay_small() {
+        let limiter = Limiter::in_memory();
+        let (rule, key) = (Rule::new(), String::from("k"));
+        let check = std::mem::size_of_val(&limiter.check(&rule, &key));
+        let enforce = std::mem::size_of_val(&limiter.enforce(&rule, &key));
+        assert!(check <= 512, "check's future is {check} bytes");
+        assert!(enforce <= 1024, "enforce's future is {enforce} bytes");
+    }
 }

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ impl Override {
     pub fn key(prefix: impl Into<String>, key: impl fmt::Display) -> Override {
         Override {
             // Bounded as store keys are, so that a long key's override finds its limit.
-            key: Some(crate::key::store_key("", &key)),
+            key: Some(crate::key::StoreKey::new("", &key).into_string()),
             ..Override::prefix(prefix)
         }
     }
@@ -206,15 +207,17 @@ impl Table {
 #[derive(Debug, Default)]
 pub(crate) struct Overrides {
     table: ArcSwap<Table>,
+    /// Whether `table` has any override: without any (the common case), a decision reads only this.
+    any: AtomicBool,
 }
 
 impl Overrides {
     /// The limits overriding `key` under `prefix`, if any: the key's own, completed by its prefix's.
     pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Limits> {
-        let table = self.table.load();
-        if table.prefixes.is_empty() {
+        if !self.any.load(Ordering::Acquire) {
             return None;
         }
+        let table = self.table.load();
         let entry = table.prefixes.get(prefix)?;
         match (entry.keys.get(key), entry.all) {
             (Some(own), Some(all)) => Some(own.or(all)),
@@ -227,7 +230,9 @@ impl Overrides {
     pub(crate) fn replace(&self, table: Table) -> bool {
         let changed = self.table.load().overrides() != table.overrides();
         if changed {
+            let any = !table.prefixes.is_empty();
             self.table.store(Arc::new(table));
+            self.any.store(any, Ordering::Release);
         }
         changed
     }

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::key::StoreKey;
 use crate::rule::Wait;
 use crate::{Algorithm, Limiter, OnError, RateLimited, Rule};
 
@@ -124,7 +125,7 @@ impl Site {
 #[must_use]
 pub struct Call {
     /// `None` when limiting is switched off: nothing formatted, nothing to ask.
-    asked: Option<(Asked, String)>,
+    asked: Option<(Asked, StoreKey)>,
     site: &'static Site,
     cost: u64,
 }
