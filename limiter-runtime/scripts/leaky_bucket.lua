@@ -3,7 +3,9 @@
 -- long to wait for it (`delay`); otherwise it is rejected. Admitted slots never start closer than
 -- window / max apart.
 --
--- One hash per limit: when the next slot is free, t in whole µs plus f in 1/max µs.
+-- One string per limit, "<t>:<f>": when the next slot is free, t in whole µs plus f in 1/max µs. Read with
+-- GET, written with one SET .. PX. A key of another type (a hash, left by a version that kept the state in
+-- one) reads as an empty queue and is replaced.
 --
 --   KEYS[1]  the limit's key
 --   ARGV[1]  window, µs            ARGV[2]  max per window      ARGV[3]  cost of this call
@@ -31,8 +33,12 @@ local function ceil_div(a, b)
 end
 
 local max_wait = tonumber(ARGV[5])
-local state = redis.call('HMGET', key, 't', 'f')
-local tat, frac = tonumber(state[1]), tonumber(state[2])
+local tat, frac
+local state = redis.pcall('GET', key)
+if type(state) == 'string' then
+  local t, f = string.match(state, '^(%d+):(%d+)$')
+  tat, frac = tonumber(t), tonumber(f)
+end
 if not tat or tat < now then tat, frac = now, 0 end
 
 -- How far ahead the next free slot starts, in µs × max: one slot weighs `window`.
@@ -41,9 +47,9 @@ local limit = max_wait * max
 if cost <= max and queued <= limit then
   local after = queued + cost * window
   local ahead = math.floor(after / max)
-  redis.call('HSET', key, 't', now + ahead, 'f', after - ahead * max)
   local reset_after = ceil_div(after, max)
-  redis.call('PEXPIRE', key, math.max(math.ceil(reset_after / 1000), min_ttl))
+  local ttl = math.max(math.ceil(reset_after / 1000), min_ttl)
+  redis.call('SET', key, string.format('%d:%d', now + ahead, after - ahead * max), 'PX', ttl)
   local remaining = 0
   if after <= limit then remaining = math.min(max, math.floor((limit - after) / window) + 1) end
   return {1, remaining, 0, reset_after, ceil_div(queued, max), now}

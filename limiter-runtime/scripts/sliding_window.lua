@@ -1,5 +1,8 @@
 -- Sliding window counter: the previous aligned window's count, weighted by the part of it the sliding window
--- still covers, plus the current window's count. O(1) memory: one hash (w = index, c = current, p = previous).
+-- still covers, plus the current window's count. O(1) memory: one string per limit, "<w>:<c>:<p>" (w = the
+-- current window's index, c = its count, p = the previous window's count), read with GET and written with
+-- one SET .. PX. A key of another type (a hash, left by a version that kept the state in one) reads as
+-- empty and is replaced.
 --
 -- An estimate: it assumes the previous window's calls were spread evenly, so it can admit more than `max` in
 -- some interval of length `window` when they were not (at most 2 × max; never more than `max` per aligned
@@ -28,13 +31,18 @@ end
 
 local index = math.floor(now / window)
 local elapsed = now - index * window
-local state = redis.call('HMGET', key, 'w', 'c', 'p')
-local stored = tonumber(state[1])
+local stored, c, p
+local state = redis.pcall('GET', key)
+if type(state) == 'string' then
+  local w
+  w, c, p = string.match(state, '^(%d+):(%d+):(%d+)$')
+  stored = tonumber(w)
+end
 local current, previous = 0, 0
 if stored == index then
-  current, previous = tonumber(state[2]), tonumber(state[3])
+  current, previous = tonumber(c), tonumber(p)
 elseif stored == index - 1 then
-  previous = tonumber(state[2])
+  previous = tonumber(c)
 end
 
 -- Weights are scaled by `window` to stay integers: a unit of the current window weighs `window`.
@@ -42,10 +50,10 @@ local used = previous * (window - elapsed) + current * window
 local capacity = max * window
 if used + cost * window <= capacity then
   current = current + cost
-  redis.call('HSET', key, 'w', index, 'c', current, 'p', previous)
   -- The current window's count weighs until the next window ends.
   local reset_after = 2 * window - elapsed
-  redis.call('PEXPIRE', key, math.max(math.ceil(reset_after / 1000), min_ttl))
+  local ttl = math.max(math.ceil(reset_after / 1000), min_ttl)
+  redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX', ttl)
   return {1, math.floor((capacity - used - cost * window) / window), 0, reset_after, 0, now}
 end
 

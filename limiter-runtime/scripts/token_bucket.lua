@@ -1,8 +1,10 @@
 -- Token bucket, as GCRA: a bucket of `burst` tokens, refilled at `max` tokens per `window`; a call takes
 -- `cost` tokens or is rejected. Never more than burst + max × t / window admitted over any interval t.
 --
--- One hash per limit: the theoretical arrival time (when the bucket is full again), t in whole µs plus
--- f in 1/max µs, so that any rate (10 s / 3, say) stays exact.
+-- One string per limit, "<t>:<f>": the theoretical arrival time (when the bucket is full again), t in whole
+-- µs plus f in 1/max µs, so that any rate (10 s / 3, say) stays exact. Read with GET, written with one
+-- SET .. PX (value and expiry in one command). A key of another type (a hash, left by a version that kept
+-- the state in one) reads as a full bucket and is replaced.
 --
 --   KEYS[1]  the limit's key
 --   ARGV[1]  window, µs            ARGV[2]  max per window      ARGV[3]  cost of this call
@@ -30,8 +32,12 @@ local function ceil_div(a, b)
 end
 
 local burst = tonumber(ARGV[4])
-local state = redis.call('HMGET', key, 't', 'f')
-local tat, frac = tonumber(state[1]), tonumber(state[2])
+local tat, frac
+local state = redis.pcall('GET', key)
+if type(state) == 'string' then
+  local t, f = string.match(state, '^(%d+):(%d+)$')
+  tat, frac = tonumber(t), tonumber(f)
+end
 if not tat or tat < now then tat, frac = now, 0 end
 
 -- The part of the bucket in use, in µs × max: one token weighs `window`.
@@ -41,9 +47,9 @@ local need = cost * window
 if cost <= burst and used + need <= capacity then
   used = used + need
   local ahead = math.floor(used / max)
-  redis.call('HSET', key, 't', now + ahead, 'f', used - ahead * max)
   local reset_after = ceil_div(used, max)
-  redis.call('PEXPIRE', key, math.max(math.ceil(reset_after / 1000), min_ttl))
+  local ttl = math.max(math.ceil(reset_after / 1000), min_ttl)
+  redis.call('SET', key, string.format('%d:%d', now + ahead, used - ahead * max), 'PX', ttl)
   return {1, math.floor((capacity - used) / window), 0, reset_after, 0, now}
 end
 

@@ -180,3 +180,46 @@ async fn every_key_expires_when_its_state_stops_mattering() {
         );
     }
 }
+
+/// The token and leaky buckets and the sliding window keep their state in one string (`SET .. PX`: value and
+/// expiry in one command). A key an older version left as a hash is read as empty and replaced: no error, no
+/// degraded decision, and counting goes on from there.
+#[tokio::test]
+async fn a_key_left_as_a_hash_by_an_older_version_is_replaced() {
+    use limiter_runtime::{Algorithm, Rule};
+    use redis::Commands;
+
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let mut redis = server.connection();
+    for (algorithm, fields) in [
+        (Algorithm::TokenBucket, &[("t", "1"), ("f", "0")][..]),
+        (Algorithm::LeakyBucket, &[("t", "1"), ("f", "0")][..]),
+        (
+            Algorithm::SlidingWindow,
+            &[("w", "1"), ("c", "1"), ("p", "1")][..],
+        ),
+    ] {
+        let rule = Rule::new()
+            .prefix("old:")
+            .algorithm(algorithm)
+            .max(2)
+            .window(Duration::from_secs(3600));
+        let key = format!("old:{algorithm:?}");
+        let () = redis.hset_multiple(&key, fields).unwrap();
+        let first = limiter.check(&rule, format!("{algorithm:?}")).await;
+        assert!(first.allowed && !first.degraded, "{algorithm:?}: {first:?}");
+        let kind: String = redis::cmd("TYPE").arg(&key).query(&mut redis).unwrap();
+        assert_eq!(kind, "string", "{algorithm:?}");
+        let ttl: i64 = redis.pttl(&key).unwrap();
+        assert!(ttl > 0, "{algorithm:?}: the state expires ({ttl} ms)");
+        // The bucket holds one unit per 30 min (max 2 per hour): the next call finds one unit used.
+        if algorithm != Algorithm::LeakyBucket {
+            assert!(limiter.check(&rule, format!("{algorithm:?}")).await.allowed);
+            assert!(
+                !limiter.check(&rule, format!("{algorithm:?}")).await.allowed,
+                "{algorithm:?}"
+            );
+        }
+    }
+}

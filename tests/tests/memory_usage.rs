@@ -55,7 +55,7 @@ async fn memory_per_limit() {
             // One member per admission: memory grows with max.
             assert!(large > 50 * small, "{small} B → {large} B");
         } else {
-            // O(1): one small hash whatever the limit.
+            // O(1): one small value (a hash or a string) whatever the limit.
             assert!(
                 small < 200 && large < 200,
                 "{algorithm:?}: {small} B, {large} B"
