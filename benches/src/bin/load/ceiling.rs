@@ -1,9 +1,12 @@
 //! Redis's own ceiling for a script: `redis-benchmark` calling it with `EVALSHA`, 50 connections, 16 commands
-//! pipelined per connection, over the same number of random keys and the same arguments.
+//! pipelined per connection, over the same number of random keys and the same arguments. With `--pinned` it
+//! runs on the client CPUs (under `taskset -c`), as the load binary does, never on Redis's.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
+
+use crate::pinning::Layout;
 
 /// `redis-benchmark` on `PATH`, or where Debian puts it (package `redis-tools`).
 pub(crate) fn binary() -> Option<PathBuf> {
@@ -12,8 +15,10 @@ pub(crate) fn binary() -> Option<PathBuf> {
 
 /// Runs `requests` calls of the script whose SHA-1 is `sha` (already loaded) and returns the requests per
 /// second `redis-benchmark` reports.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
-    binary: &PathBuf,
+    layout: &Layout,
+    binary: &Path,
     port: u16,
     sha: &str,
     prefix: &str,
@@ -21,7 +26,7 @@ pub(crate) async fn run(
     args: [u64; 5],
     requests: u64,
 ) -> Result<f64, String> {
-    let mut command = tokio::process::Command::new(binary);
+    let mut command = layout.client_command(binary);
     command
         .args(["-h", "127.0.0.1", "-p", &port.to_string()])
         .args(["-c", "50", "-P", "16", "--csv"])

@@ -17,7 +17,14 @@ Measures limiter on Redis against a hand-written redis::Script baseline, and pri
   --algorithms <list>   comma-separated (default sliding_log,fixed_window,sliding_window,token_bucket,leaky_bucket)
   --keys <n>            random keys of the spread scenario (default 10000)
   --abuse-duration <s>  time per run of the abusive-key scenario (default 3)
-  --workers <n>         Tokio worker threads (default: the number of cores)
+  --pinned              Redis on one CPU of its own (the first this process may use), every client (this
+                        binary's threads, redis-benchmark) on the others, with `taskset`: the ceiling ratio
+                        then compares clients against Redis's ceiling, not against each other's CPU cost.
+                        The default when there are at least 2 CPUs and `taskset` is installed; without them,
+                        the default falls back to unpinned (the report says so), and --pinned is an error
+  --no-pinned           Redis and the clients share every CPU
+  --workers <n>         Tokio worker threads (default: the CPUs this binary runs on: all of them unpinned,
+                        all but Redis's pinned; 1 when pinned on 2 cores)
   --no-ceiling          skip redis-benchmark
   --no-abuse            skip the abusive-key scenario
   --ablation            add two variants of the baseline, each with one thing the library does per call
@@ -37,7 +44,10 @@ pub(crate) struct Options {
     pub(crate) algorithms: Vec<Algorithm>,
     pub(crate) keys: u32,
     pub(crate) abuse_duration: Duration,
-    pub(crate) workers: usize,
+    /// `None`: one per CPU the load binary runs on (see `pinning::Layout::client_cpus`).
+    pub(crate) workers: Option<usize>,
+    /// `Some(true)`: `--pinned`; `Some(false)`: `--no-pinned`; `None`: pinned if the machine allows it.
+    pub(crate) pinned: Option<bool>,
     pub(crate) ceiling: bool,
     pub(crate) abuse: bool,
     pub(crate) ablation: bool,
@@ -71,7 +81,8 @@ impl Default for Options {
             algorithms: ALGORITHMS.iter().map(|(_, a)| *a).collect(),
             keys: 10_000,
             abuse_duration: Duration::from_secs(3),
-            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            workers: None,
+            pinned: None,
             ceiling: true,
             abuse: true,
             ablation: false,
@@ -116,7 +127,9 @@ impl Options {
                 "--abuse-duration" => {
                     options.abuse_duration = seconds(&value("a number of seconds")?)?
                 }
-                "--workers" => options.workers = number(&value("a number")?)?.max(1),
+                "--workers" => options.workers = Some(number(&value("a number")?)?.max(1)),
+                "--pinned" => options.pinned = Some(true),
+                "--no-pinned" => options.pinned = Some(false),
                 "--no-ceiling" => options.ceiling = false,
                 "--no-abuse" => options.abuse = false,
                 "--ablation" => options.ablation = true,

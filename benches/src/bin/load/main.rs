@@ -11,9 +11,13 @@
 //! and, at 64 tasks, `redis-benchmark` calling the same script (Redis's own ceiling). Each run reports
 //! decisions per second, latency percentiles, and what Redis spent (`INFO`). Then an abusive key: 64 tasks on
 //! one key with a low limit, to measure the deny cache. The report is markdown, on stdout. See BENCHMARKS.md.
+//!
+//! By default (`--pinned`, when there are 2 CPUs or more and `taskset`), Redis runs on one CPU of its own and
+//! every client (this process, redis-benchmark) on the others; see `pinning`.
 
 mod ceiling;
 mod cli;
+mod pinning;
 mod redis_server;
 mod report;
 mod run;
@@ -25,6 +29,7 @@ use std::time::{Duration, Instant};
 use limiter_runtime::Algorithm;
 
 use crate::cli::Options;
+use crate::pinning::Layout;
 use crate::redis_server::RedisServer;
 use crate::report::{Abused, Machine, Measured, Report};
 use crate::run::{Caller, Contender, Scenario};
@@ -36,7 +41,7 @@ const ABUSE_TASKS: usize = 64;
 const CEILING_CONCURRENCY: usize = 64;
 
 fn main() {
-    let options = match Options::parse(std::env::args().skip(1)) {
+    let mut options = match Options::parse(std::env::args().skip(1)) {
         Ok(options) => options,
         Err(message) => {
             eprintln!("{message}");
@@ -46,7 +51,18 @@ fn main() {
     if cfg!(debug_assertions) && !options.smoke {
         eprintln!("load: this is a debug build; its numbers mean little. Build with --release (scripts/bench does).");
     }
-    let server = match RedisServer::start() {
+    // First, while this process has a single thread: pinned, every thread it starts later (the watchdog,
+    // Tokio's workers and blocking pool) inherits the client CPUs.
+    let layout = match Layout::choose(options.pinned) {
+        Ok(layout) => layout,
+        Err(error) => {
+            eprintln!("load: {error}");
+            std::process::exit(2);
+        }
+    };
+    let workers = *options.workers.get_or_insert(layout.client_cpus());
+    eprintln!("load: {} Tokio workers: {workers}.", layout.describe());
+    let server = match RedisServer::start(&layout) {
         Ok(server) => Arc::new(Mutex::new(Some(server))),
         Err(error) => {
             eprintln!("load: {error}");
@@ -56,7 +72,7 @@ fn main() {
     watchdog(&options, Arc::clone(&server));
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(options.workers)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .expect("a Tokio runtime");
@@ -74,7 +90,7 @@ fn main() {
             let server = guard.as_ref().expect("redis-server is running");
             (server.url(), server.port(), server.connection())
         };
-        measure(&options, &url, port, connection).await
+        measure(&options, &layout, &url, port, connection).await
     });
     runtime.shutdown_timeout(Duration::from_secs(1));
     drop(server.lock().unwrap().take());
@@ -115,11 +131,12 @@ fn watchdog(options: &Options, server: Arc<Mutex<Option<RedisServer>>>) {
 
 async fn measure(
     options: &Options,
+    layout: &Layout,
     url: &str,
     port: u16,
     mut connection: redis::Connection,
 ) -> Report {
-    let machine = Machine::probe(&mut connection, options);
+    let machine = Machine::probe(&mut connection, options, layout);
     let ceiling_binary = if options.ceiling {
         ceiling::binary()
     } else {
@@ -171,6 +188,7 @@ async fn measure(
                         (Contender::Ceiling, Some(binary)) => {
                             measure_ceiling(
                                 options,
+                                layout,
                                 binary,
                                 port,
                                 &mut connection,
@@ -306,9 +324,11 @@ async fn measure_spread(
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn measure_ceiling(
     options: &Options,
-    binary: &std::path::PathBuf,
+    layout: &Layout,
+    binary: &std::path::Path,
     port: u16,
     connection: &mut redis::Connection,
     algorithm: Algorithm,
@@ -325,10 +345,21 @@ async fn measure_ceiling(
     let requests = ((options.duration.as_secs_f64() * 150_000.0) as u64).max(10_000);
     // Warm, then measure from an empty Redis, like the other contenders.
     let warm = ((options.warmup.as_secs_f64() * 150_000.0) as u64).max(1_000);
-    let _ = ceiling::run(binary, port, &sha, "bench:ceil:", options.keys, args, warm).await;
+    let _ = ceiling::run(
+        layout,
+        binary,
+        port,
+        &sha,
+        "bench:ceil:",
+        options.keys,
+        args,
+        warm,
+    )
+    .await;
     server::flush(connection);
     let before = Counters::read(connection);
     let result = ceiling::run(
+        layout,
         binary,
         port,
         &sha,

@@ -4,13 +4,18 @@
 //! crate turns on `limiter-runtime`'s `metrics` feature, and compiled in, `metrics` costs every decision a few
 //! allocations even with no recorder installed (about 30 ns in memory, measured). The load benchmark measures
 //! the library as users get it by default.
+//!
+//! With `--pinned` (see `pinning`), the server runs under `taskset -c <Redis's CPU>`: every thread it starts
+//! stays on that CPU.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
+
+use crate::pinning::Layout;
 
 pub(crate) struct RedisServer {
     child: Child,
@@ -19,8 +24,9 @@ pub(crate) struct RedisServer {
 }
 
 impl RedisServer {
-    /// Starts `redis-server` on a free loopback port (127.0.0.1 only) and waits until it answers PING.
-    pub(crate) fn start() -> Result<RedisServer, String> {
+    /// Starts `redis-server` on a free loopback port (127.0.0.1 only), on Redis's CPU if `layout` is pinned,
+    /// and waits until it answers PING.
+    pub(crate) fn start(layout: &Layout) -> Result<RedisServer, String> {
         let binary = binary("redis-server").ok_or(
             "redis-server is not installed: run scripts/bench, which installs it, or `apt-get install redis-server`",
         )?;
@@ -33,7 +39,8 @@ impl RedisServer {
             let dir = std::env::temp_dir()
                 .join(format!("limiter-bench-redis-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let child = Command::new(&binary)
+            let child = layout
+                .redis_command(&binary)
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args([
                     "--save",

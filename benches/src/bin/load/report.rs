@@ -6,6 +6,7 @@ use std::time::Duration;
 use limiter_runtime::Algorithm;
 
 use crate::cli::{name, Options};
+use crate::pinning::Layout;
 use crate::run::{Contender, Scenario, Tally, ABUSE_MAX, ABUSE_WINDOW};
 use crate::server::{self, Counters};
 
@@ -25,10 +26,16 @@ pub(crate) struct Machine {
     redis: String,
     workers: usize,
     build: &'static str,
+    /// Where Redis and the clients ran.
+    layout: Layout,
 }
 
 impl Machine {
-    pub(crate) fn probe(connection: &mut redis::Connection, options: &Options) -> Machine {
+    pub(crate) fn probe(
+        connection: &mut redis::Connection,
+        options: &Options,
+        layout: &Layout,
+    ) -> Machine {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|text| {
@@ -38,15 +45,18 @@ impl Machine {
             })
             .unwrap_or_else(|| "unknown CPU".to_owned());
         Machine {
-            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            // The CPUs the process could use before it pinned itself (`available_parallelism` now counts
+            // only the client CPUs).
+            cores: layout.cpus.len(),
             cpu,
             redis: server::version(connection),
-            workers: options.workers,
+            workers: options.workers.unwrap_or_else(|| layout.client_cpus()),
             build: if cfg!(debug_assertions) {
                 "debug (numbers not meaningful)"
             } else {
                 "release"
             },
+            layout: layout.clone(),
         }
     }
 }
@@ -412,9 +422,10 @@ impl Report {
         let _ = writeln!(out, "# Load benchmark: limiter on Redis\n");
         let _ = writeln!(
             out,
-            "- machine: {} cores ({}), Redis {} on loopback; client and server share the cores",
+            "- machine: {} cores ({}), Redis {} on loopback",
             m.cores, m.cpu, m.redis
         );
+        let _ = writeln!(out, "- CPU layout: {}", m.layout.describe());
         let _ = writeln!(
             out,
             "- client: {} build, Tokio multi-thread runtime with {} workers; each contender run has its own \
@@ -645,6 +656,19 @@ impl Report {
         }
         let _ = writeln!(
             out,
+            "CPU layout: {}. {}\n",
+            self.machine.layout.placement(),
+            if self.machine.layout.is_pinned() {
+                "No client runs on Redis's CPU, so the ceiling is what Redis can serve there, and a \
+                 contender's ratio to it is how close that client gets (unless the client CPUs saturate first: \
+                 see the client CPU column)."
+            } else {
+                "Redis shares the CPUs with the clients: the ratio also measures how much CPU each client leaves \
+                 Redis (redis-benchmark's C client costs almost none)."
+            }
+        );
+        let _ = writeln!(
+            out,
             "| algorithm | ceiling decisions/s | Redis CPU µs/call at the ceiling | annotated at {c} tasks | vs ceiling | plain API at {c} tasks | vs ceiling | baseline at {c} tasks | vs ceiling |"
         );
         let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
@@ -679,8 +703,13 @@ impl Report {
             "Redis: whole-process CPU (`used_cpu_sys + used_cpu_user`, so I/O included) per call Redis ran, and \
              the script's own execution time (`usec` per call of commandstats). Client: this process's CPU \
              (user + system, every thread: runtime, redis-rs, the library, its side of the socket) per decision. \
-             Client and server share the machine's cores, so together they bound the throughput. Lower is \
-             leaner.\n"
+             {} Lower is leaner.\n",
+            if self.machine.layout.is_pinned() {
+                "Redis runs on a CPU no client runs on, so its CPU per decision bounds what it can serve; the \
+                 clients share the other CPU(s)."
+            } else {
+                "Client and server share the machine's cores, so together they bound the throughput."
+            }
         );
         let _ = writeln!(
             out,
