@@ -132,12 +132,12 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
     };
     // The cost, like the key, is computed from borrowed arguments; a type that is not an unsigned integer is
     // reported at the expression.
-    let new_call = match &args.cost {
+    let call_with_cost = match &args.cost {
         Some(cost) => {
             let units = quote_spanned!(cost.span()=> #krate::__private::Cost::units(&(#cost)));
-            quote!(#new_call.cost(#units))
+            quote!(#call.cost(#units))
         }
-        None => new_call,
+        None => quote!(#call),
     };
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
     // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
@@ -157,11 +157,15 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
             );
             &SITE
         };
-        // The key is formatted here, by reference, so the arguments are neither moved nor held across `.await`.
+        // The key is formatted here, by reference, so the arguments are neither moved nor held across `.await`;
+        // switched off, there is no call: nothing formatted, counted or awaited. (A `let` of its own: the
+        // formatting's temporaries, `!Send`, end with it, before the `.await`.)
         let #call = #new_call;
-        if let ::core::result::Result::Err(#error) = #call.check().await {
-            use #krate::__private::rejected as #rejected_fn;
-            #rejected
+        if let ::core::option::Option::Some(#call) = #call {
+            if let ::core::result::Result::Err(#error) = #call_with_cost.check().await {
+                use #krate::__private::rejected as #rejected_fn;
+                #rejected
+            }
         }
     };
     // `skip_if`: a `bool` over the arguments (a type error points at the expression); when true, nothing is

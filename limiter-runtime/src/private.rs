@@ -124,8 +124,8 @@ impl Site {
 #[derive(Debug)]
 #[must_use]
 pub struct Call {
-    /// `None` when limiting is switched off: nothing formatted, nothing to ask.
-    asked: Option<(Asked, StoreKey)>,
+    asked: Asked,
+    key: StoreKey,
     site: &'static Site,
     cost: u64,
 }
@@ -138,27 +138,28 @@ enum Asked {
 }
 
 impl Call {
-    pub fn keyed(site: &'static Site, key: fmt::Arguments<'_>) -> Call {
-        let store_key = |limiter: &Limiter| limiter.store_key(&site.rule, site.module, &key);
-        let asked = Limiter::scoped(|limiter| {
+    /// The call to make, or `None` when limiting is switched off: then nothing is formatted, counted or asked.
+    pub fn keyed(site: &'static Site, key: fmt::Arguments<'_>) -> Option<Call> {
+        let call = |asked: Asked, limiter: &Limiter| Call {
+            key: limiter.store_key(&site.rule, site.module, &key),
+            asked,
+            site,
+            cost: 1,
+        };
+        Limiter::scoped(|limiter| {
             limiter
                 .is_enabled()
-                .then(|| (Asked::Scoped(limiter.clone()), store_key(limiter)))
+                .then(|| call(Asked::Scoped(limiter.clone()), limiter))
         })
         .unwrap_or_else(|| {
             let limiter = Limiter::global();
             limiter
                 .is_enabled()
-                .then(|| (Asked::Global(limiter), store_key(limiter)))
-        });
-        Call {
-            asked,
-            site,
-            cost: 1,
-        }
+                .then(|| call(Asked::Global(limiter), limiter))
+        })
     }
 
-    pub fn unkeyed(site: &'static Site) -> Call {
+    pub fn unkeyed(site: &'static Site) -> Option<Call> {
         Call::keyed(site, format_args!("{}", site.function))
     }
 
@@ -168,16 +169,12 @@ impl Call {
     }
 
     pub async fn check(self) -> Result<(), RateLimited> {
-        let (asked, key) = match self.asked {
-            Some(asked) => asked,
-            None => return Ok(()),
-        };
-        let limiter = match &asked {
+        let limiter = match &self.asked {
             Asked::Global(limiter) => limiter,
             Asked::Scoped(limiter) => limiter,
         };
         limiter
-            .enforce_key(&self.site.rule, self.site.module, key, self.cost)
+            .enforce_key(&self.site.rule, self.site.module, self.key, self.cost)
             .await
             .map(drop)
     }

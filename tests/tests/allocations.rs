@@ -1,4 +1,4 @@
-//! No heap allocation on the in-memory hot path: the store key is built on the stack (up to 128 bytes), and
+//! No heap allocation on the in-memory hot path: the store key is built on the stack (up to 56 bytes), and
 //! the Redis round trip's future is the only thing boxed. Counted by a global allocator that counts this
 //! thread's allocations. (A test binary of its own: it replaces the global allocator.)
 
@@ -74,7 +74,7 @@ fn the_plain_api_allocates_nothing() {
 fn a_key_too_long_for_the_stack_costs_one_allocation() {
     let limiter = Limiter::in_memory();
     let rule = Rule::new().algorithm(Algorithm::TokenBucket).max(1_000_000);
-    // The default prefix and 120 bytes: past the 128 bytes kept on the stack, short enough to be verbatim.
+    // The default prefix and 120 bytes: past the 56 bytes kept on the stack, short enough to be verbatim.
     let key = "k".repeat(120);
     limiter.check(&rule, &key).now_or_never().unwrap();
     let made = allocations(|| {
