@@ -16,25 +16,20 @@
 //! `retry_after`, are exact (on one node; with several, another node's admissions can only make the true
 //! `retry_after` later, never the answer wrong).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::sharded::{Keys, Sharded};
 use crate::Decision;
 
 const SHARDS: usize = 16;
 /// Keys held at most, per shard: an abusive key is what this is for, not every key ever denied.
 const CAPACITY: usize = 4_096;
 
-/// One shard: denials by store key.
-type Shard = HashMap<Box<str>, Denial>;
-
 #[derive(Debug)]
 pub(crate) struct DenyCache {
-    shards: Box<[Mutex<Shard>]>,
-    hasher: RandomState,
+    /// Denials by store key.
+    shards: Sharded<Keys<Denial>>,
     /// Denials held, in every shard: while there are none (the usual case) nothing is locked or hashed.
     held: AtomicUsize,
 }
@@ -66,27 +61,23 @@ pub(crate) enum Lookup {
 impl Default for DenyCache {
     fn default() -> Self {
         DenyCache {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            hasher: RandomState::new(),
+            shards: Sharded::new(SHARDS),
             held: AtomicUsize::new(0),
         }
     }
 }
 
 impl DenyCache {
-    fn shard(&self, key: &str) -> std::sync::MutexGuard<'_, Shard> {
-        self.shards[self.hasher.hash_one(key) as usize % SHARDS]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// What is known of a call of `cost` to `key` at `now`; a probe it starts may take up to `deadline`.
     pub(crate) fn get(&self, key: &str, cost: u64, now: Duration, deadline: Duration) -> Lookup {
         if self.held.load(Ordering::Relaxed) == 0 {
             return Lookup::Miss;
         }
-        let mut shard = self.shard(key);
-        let Some(denial) = shard.get_mut(key).filter(|denial| denial.cost == cost) else {
+        let (mut shard, hash) = self.shards.lock(key);
+        let Some(denial) = shard
+            .get_mut(hash, key)
+            .filter(|denial| denial.cost == cost)
+        else {
             // Another cost has another `retry_after` (a smaller one may even fit).
             return Lookup::Miss;
         };
@@ -121,7 +112,8 @@ impl DenyCache {
             self.insert(key, cost, decision, sent);
         } else if probe {
             // Admitted: the next call re-asks, one at a time, until the room is filled.
-            if let Some(denial) = self.shard(key).get_mut(key) {
+            let (mut shard, hash) = self.shards.lock(key);
+            if let Some(denial) = shard.get_mut(hash, key) {
                 denial.probing_until = Duration::ZERO;
             }
         } else {
@@ -136,11 +128,10 @@ impl DenyCache {
             self.remove(key);
             return;
         }
-        let mut shard = self.shard(key);
+        let (mut shard, hash) = self.shards.lock(key);
         if shard.len() >= CAPACITY {
-            let before = shard.len();
-            shard.retain(|_, denial| denial.until > sent);
-            self.held.fetch_sub(before - shard.len(), Ordering::Relaxed);
+            let removed = shard.retain(|denial| denial.until > sent);
+            self.held.fetch_sub(removed, Ordering::Relaxed);
             if shard.len() >= CAPACITY {
                 return;
             }
@@ -152,12 +143,10 @@ impl DenyCache {
             sent,
             probing_until: Duration::ZERO,
         };
-        match shard.get_mut(key) {
-            Some(known) => *known = denial,
-            None => {
-                shard.insert(key.into(), denial);
-                self.held.fetch_add(1, Ordering::Relaxed);
-            }
+        let (known, new) = shard.get_or_insert_with(hash, key, || denial);
+        *known = denial;
+        if new {
+            self.held.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -166,15 +155,16 @@ impl DenyCache {
         if self.held.load(Ordering::Relaxed) == 0 {
             return;
         }
-        if self.shard(key).remove(key).is_some() {
+        let (mut shard, hash) = self.shards.lock(key);
+        if shard.remove(hash, key).is_some() {
             self.held.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// Forgets every denial: the limits changed.
     pub(crate) fn clear(&self) {
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
+        for index in 0..self.shards.count() {
+            let mut shard = self.shards.lock_shard(index);
             self.held.fetch_sub(shard.len(), Ordering::Relaxed);
             shard.clear();
         }

@@ -62,6 +62,7 @@ mod limiter;
 mod observe;
 mod overrides;
 mod rule;
+mod sharded;
 mod store;
 
 #[doc(hidden)]

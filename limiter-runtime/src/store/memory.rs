@@ -3,11 +3,7 @@
 //! Keys are spread over mutex-guarded shards, each a hash table; one hash of the key picks both the shard and
 //! the slot. Each shard forgets idle keys as it goes, so idle limits leave nothing behind.
 
-use std::fmt;
-use std::hash::{BuildHasher, RandomState};
-use std::sync::{Arc, Mutex, PoisonError};
-
-use hashbrown::hash_table::{Entry as Slot, HashTable};
+use std::sync::Arc;
 
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
@@ -16,6 +12,7 @@ use crate::algorithm::sliding_window::SlidingWindow;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::algorithm::{Algorithm, Outcome, Request};
 use crate::clock::{as_micros, Clock};
+use crate::sharded::{Keys, Sharded};
 
 const SHARDS: usize = 32;
 /// A shard sweeps its expired keys once per this many decisions.
@@ -23,40 +20,21 @@ const SWEEP_EVERY: u32 = 1024;
 
 #[derive(Debug)]
 pub(crate) struct MemoryStore {
-    shards: Box<[Padded<Mutex<Shard>>]>,
-    /// SipHash with this process's random keys: callers choose keys, and must not be able to choose
-    /// colliding ones.
-    hasher: RandomState,
+    shards: Sharded<Shard>,
     clock: Arc<dyn Clock>,
 }
 
-/// A shard on cache lines of its own, so that two threads deciding in two shards never share a line.
 #[derive(Debug, Default)]
-#[repr(align(128))]
-struct Padded<T>(T);
-
-#[derive(Default)]
 struct Shard {
-    entries: HashTable<Entry>,
+    entries: Keys<Entry>,
     decisions: u32,
     /// The other shard this one sweeps next, so that shards with no traffic of their own are swept too.
     next_to_sweep: usize,
 }
 
-impl fmt::Debug for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shard")
-            .field("keys", &self.entries.len())
-            .finish_non_exhaustive()
-    }
-}
-
-/// One key: its hash (kept, so that the table grows without hashing again), its state, and when it can be
-/// forgotten (µs).
+/// The state of one key and when it can be forgotten (µs).
 #[derive(Debug)]
 struct Entry {
-    hash: u64,
-    key: Box<str>,
     state: State,
     expires_at: u64,
 }
@@ -107,8 +85,7 @@ impl State {
 impl MemoryStore {
     pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
         MemoryStore {
-            shards: (0..SHARDS).map(|_| Padded::default()).collect(),
-            hasher: RandomState::new(),
+            shards: Sharded::new(SHARDS),
             clock,
         }
     }
@@ -120,29 +97,13 @@ impl MemoryStore {
         key: &str,
         request: &Request,
     ) -> (Outcome, u64) {
-        let hash = self.hasher.hash_one(key);
-        // The slot within a shard comes from the hash's low bits and its tag from the top ones: the shard
-        // takes bits of its own.
-        let index = (hash >> 32) as usize % SHARDS;
-        // A panic elsewhere cannot leave a shard half-updated: every update below is a single assignment.
-        let mut shard = self.shards[index]
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let (mut shard, hash) = self.shards.lock(key);
         // Read under the lock, as a script reads `TIME`: the decisions of one key see time in their order.
         let now = as_micros(self.clock.now());
-        let same = |entry: &Entry| entry.hash == hash && *entry.key == *key;
-        let entry = match shard.entries.entry(hash, same, |entry| entry.hash) {
-            Slot::Occupied(slot) => slot.into_mut(),
-            Slot::Vacant(slot) => slot
-                .insert(Entry {
-                    hash,
-                    key: key.into(),
-                    state: State::new(algorithm),
-                    expires_at: 0,
-                })
-                .into_mut(),
-        };
+        let (entry, _) = shard.entries.get_or_insert_with(hash, key, || Entry {
+            state: State::new(algorithm),
+            expires_at: 0,
+        });
         // An expired entry, or one kept by another algorithm under the same key, starts afresh.
         if entry.expires_at <= now || entry.state.algorithm() != algorithm {
             entry.state = State::new(algorithm);
@@ -155,9 +116,9 @@ impl MemoryStore {
         if shard.decisions.is_multiple_of(SWEEP_EVERY) {
             shard.sweep(now);
             shard.next_to_sweep = (shard.next_to_sweep + 1) % SHARDS;
-            if shard.next_to_sweep != index {
+            if shard.next_to_sweep != hash.shard {
                 // Never wait for another shard while holding this one.
-                if let Ok(mut other) = self.shards[shard.next_to_sweep].0.try_lock() {
+                if let Some(mut other) = self.shards.try_lock_shard(shard.next_to_sweep) {
                     other.sweep(now);
                 }
             }
@@ -167,9 +128,8 @@ impl MemoryStore {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.0.lock().unwrap().entries.len())
+        (0..self.shards.count())
+            .map(|i| self.shards.lock_shard(i).entries.len())
             .sum()
     }
 }
