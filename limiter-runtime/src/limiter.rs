@@ -261,10 +261,15 @@ impl Limiter {
     /// assert!(denied.retry_after > Duration::ZERO);
     /// # }
     /// ```
-    pub async fn check(&self, rule: &Rule, key: impl fmt::Display) -> Decision {
-        // Not `check_cost(.., 1)`: one future less to build and copy per call.
-        let (resolved, key) = self.resolve_key(rule, "", &key);
-        self.decide(&resolved, &key, 1).await
+    ///
+    /// (`check_cost(.., 1)`'s own future, returned as is rather than awaited in another one: one future less
+    /// to build and copy per call.)
+    pub fn check<'a, K: fmt::Display>(
+        &'a self,
+        rule: &'a Rule,
+        key: K,
+    ) -> impl Future<Output = Decision> + use<'a, K> {
+        self.check_cost(rule, key, 1)
     }
 
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
@@ -288,13 +293,14 @@ impl Limiter {
     /// assert_eq!(error.to_string(), "one is enough");
     /// # }
     /// ```
-    pub async fn enforce(
-        &self,
-        rule: &Rule,
-        key: impl fmt::Display,
-    ) -> Result<Decision, RateLimited> {
-        let (resolved, key) = self.resolve_key(rule, "", &key);
-        self.enforce_resolved(resolved, key, 1).await
+    ///
+    /// (`enforce_cost(.., 1)`'s own future, as for [`check`](Limiter::check).)
+    pub fn enforce<'a, K: fmt::Display>(
+        &'a self,
+        rule: &'a Rule,
+        key: K,
+    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a, K> {
+        self.enforce_cost(rule, key, 1)
     }
 
     /// [`enforce`](Limiter::enforce) for a call that weighs `cost` units.
