@@ -28,9 +28,14 @@ use crate::Decision;
 ///     }
 /// }
 /// ```
+///
+/// One pointer wide (what it carries is boxed, made only on a rejection), so that a `Result` carrying it stays
+/// small on the path where nothing is rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RateLimited {
+pub struct RateLimited(Box<Rejection>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rejection {
     message: Cow<'static, str>,
     key: String,
     /// The key starts with the limit's prefix, this long.
@@ -66,64 +71,64 @@ impl RateLimited {
         } else {
             (message, Reason::Limited)
         };
-        RateLimited {
+        RateLimited(Box::new(Rejection {
             message,
             key,
             prefix_len,
             decision,
             reason,
-        }
+        }))
     }
 
     /// The message of the limit that rejected the call.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// The full store key: prefix followed by the key (long keys end in a digest, see the crate docs).
     pub fn key(&self) -> &str {
-        &self.key
+        &self.0.key
     }
 
     /// The limit's prefix: the start of [`key`](RateLimited::key), naming the limit (and its HTTP policy).
     pub fn prefix(&self) -> &str {
-        self.key.get(..self.prefix_len).unwrap_or_default()
+        self.0.key.get(..self.0.prefix_len).unwrap_or_default()
     }
 
     /// Admissions per window.
     pub fn limit(&self) -> u64 {
-        self.decision.limit
+        self.0.decision.limit
     }
 
     /// Admissions left in the window.
     pub fn remaining(&self) -> u64 {
-        self.decision.remaining
+        self.0.decision.remaining
     }
 
     /// How long until the same call would be admitted if nothing else happened.
     pub fn retry_after(&self) -> Duration {
-        self.decision.retry_after
+        self.0.decision.retry_after
     }
 
     /// How long until the limit is back to its full quota if nothing else happened.
     pub fn reset_after(&self) -> Duration {
-        self.decision.reset_after
+        self.0.decision.reset_after
     }
 
     /// Why the call was rejected.
     pub fn reason(&self) -> Reason {
-        self.reason
+        self.0.reason
     }
 
     /// The whole decision behind the rejection.
     pub fn decision(&self) -> &Decision {
-        &self.decision
+        &self.0.decision
     }
 }
 
 impl fmt::Display for RateLimited {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.0.message)
     }
 }
 
