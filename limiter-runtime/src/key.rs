@@ -25,15 +25,17 @@ enum Repr {
 }
 
 impl StoreKey {
+    const EMPTY: StoreKey = StoreKey(Repr::Inline {
+        len: 0,
+        bytes: [0; INLINE],
+    });
+
     /// Formats `prefix` and `key` into one store key.
-    pub(crate) fn new(prefix: &str, key: &dyn fmt::Display) -> StoreKey {
-        let mut out = StoreKey(Repr::Inline {
-            len: 0,
-            bytes: [0; INLINE],
-        });
+    pub(crate) fn new(prefix: &str, key: fmt::Arguments<'_>) -> StoreKey {
+        let mut out = StoreKey::EMPTY;
         // Writing into a StoreKey cannot fail; a Display impl that reports an error leaves what it wrote.
         let _ = out.write_str(prefix);
-        let _ = write!(out, "{key}");
+        let _ = out.write_fmt(key);
         if out.len() - prefix.len() > MAX_VERBATIM {
             let mut long = out.into_string();
             digest_tail(&mut long, prefix.len());
@@ -123,7 +125,7 @@ mod tests {
     use super::*;
 
     fn store_key(prefix: &str, key: &dyn fmt::Display) -> String {
-        StoreKey::new(prefix, key).into_string()
+        StoreKey::new(prefix, format_args!("{key}")).into_string()
     }
 
     #[test]

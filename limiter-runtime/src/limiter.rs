@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, OnceLock, Weak};
 use std::time::Duration;
@@ -18,7 +19,7 @@ use crate::key::StoreKey;
 use crate::observe;
 use crate::overrides::{Overrides, Table, OVERRIDES};
 use crate::rule::Resolved;
-use crate::store::{MemoryStore, RedisStore, Store};
+use crate::store::{MemoryStore, Store};
 use crate::{Decision, Error, LimiterBuilder, OnError, Override, RateLimited, Rule};
 
 /// How often a runtime reloads the overrides even without being told: a backstop for a lost message.
@@ -85,17 +86,23 @@ pub(crate) struct Inner {
     metrics: observe::Metrics,
 }
 
-/// What a decision Redis must make settled before asking.
-struct Ask<'s> {
-    store: &'s RedisStore,
-    fallback: &'s Fallback,
+/// What a decision Redis must make settled before asking. Owned, so that the question can outlive the borrow
+/// of the limiter it was settled under (an annotated call asks Redis with a handle of its own).
+struct Ask {
     request: Request,
     permit: Permit,
-    /// The deny cache to tell what Redis answers (when it may hold this call's denial).
-    cache: Option<&'s DenyCache>,
+    /// Whether the deny cache is to hear what Redis answers (it may hold this call's denial).
+    cached: bool,
     sent: Duration,
     /// This call re-asks Redis for a key whose cached denial ran out.
     probe: bool,
+}
+
+/// What an annotated call's decision needs from here on: nothing (it was made at once), or the rest to await (a
+/// Redis round trip, or a leaky bucket's slot to wait for).
+pub(crate) enum Enforced {
+    Now(Result<Decision, RateLimited>),
+    Later(Pin<Box<dyn Future<Output = Result<Decision, RateLimited>> + Send>>),
 }
 
 /// Degraded mode of a Redis-backed limiter.
@@ -210,12 +217,17 @@ impl Limiter {
     /// The limiter annotated functions use here: the one [`scope`](Limiter::scope)d over the current task,
     /// else the [`global`](Limiter::global) one.
     pub fn current() -> Limiter {
-        Limiter::scoped(Limiter::clone).unwrap_or_else(|| Limiter::global().clone())
+        Limiter::with_current(Limiter::clone)
     }
 
-    /// `f` of the limiter [`scope`](Limiter::scope)d over the current task, borrowed; `None` outside a scope.
-    pub(crate) fn scoped<R>(f: impl FnOnce(&Limiter) -> R) -> Option<R> {
-        SCOPED.try_with(f).ok()
+    /// `f` of the limiter annotated functions use here (see [`current`](Limiter::current)), borrowed.
+    pub(crate) fn with_current<R>(f: impl FnOnce(&Limiter) -> R) -> R {
+        let mut f = Some(f);
+        let mut call = |limiter: &Limiter| f.take().expect("called once")(limiter);
+        match SCOPED.try_with(&mut call) {
+            Ok(result) => result,
+            Err(_) => call(Limiter::global()),
+        }
     }
 
     /// Runs `future` with this limiter as the one its `#[rate_limit]` functions use, instead of the
@@ -275,7 +287,14 @@ impl Limiter {
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
         let (resolved, key) = self.resolve_key(rule, "", &key);
-        self.decide(&resolved, &key, cost).await
+        match self.decide_here(&resolved, &key, cost) {
+            Ok(decision) => decision,
+            // Boxed, with what it needs moved in: a Redis round trip's future is large (redis-rs's), and neither
+            // it nor the resolved rule and key should weigh on every call's future, in-process ones included.
+            Err(ask) => {
+                Box::pin(async move { self.ask_redis(&resolved, &key, cost, ask).await }).await
+            }
+        }
     }
 
     /// What an annotated function does: like [`check`](Limiter::check), but a rejection is the
@@ -311,12 +330,24 @@ impl Limiter {
         cost: u64,
     ) -> Result<Decision, RateLimited> {
         let (resolved, key) = self.resolve_key(rule, "", &key);
-        self.enforce_resolved(resolved, key, cost).await
+        let verdict = match self.decide_here(&resolved, &key, cost) {
+            Ok(decision) => self.verdict(&resolved, key, decision),
+            // Boxed with what it needs, as in `check_cost`.
+            Err(ask) => {
+                Box::pin(async move {
+                    let decision = self.ask_redis(&resolved, &key, cost, ask).await;
+                    self.verdict(&resolved, key, decision)
+                })
+                .await
+            }
+        };
+        let (decision, wait) = verdict?;
+        Ok(after(wait, decision).await)
     }
 
     /// The store key `rule`, written in `module`, gives `key`.
-    pub(crate) fn store_key(&self, rule: &Rule, module: &str, key: &dyn fmt::Display) -> StoreKey {
-        StoreKey::new(self.inner.defaults.resolve(rule, module).prefix, key)
+    pub(crate) fn store_key(&self, rule: &Rule, module: &str, key: fmt::Arguments<'_>) -> StoreKey {
+        StoreKey::new(self.inner.defaults.prefix(rule, module), key)
     }
 
     /// `rule` with every part resolved: the overrides of its limit (and of `key`, a store key), then the rule
@@ -335,7 +366,7 @@ impl Limiter {
         key: &dyn fmt::Display,
     ) -> (Resolved<'a>, StoreKey) {
         let mut resolved = self.inner.defaults.resolve(rule, module);
-        let key = StoreKey::new(resolved.prefix, key);
+        let key = StoreKey::new(resolved.prefix, format_args!("{key}"));
         self.apply_overrides(&mut resolved, &key);
         (resolved, key)
     }
@@ -349,56 +380,84 @@ impl Limiter {
         }
     }
 
-    /// Decides for a store key already built, turns a rejection into [`RateLimited`], and waits out an
-    /// admitted call's delay; under a shadow rule, only reports what it would have done.
-    ///
-    /// Not an `async fn`: the rule is resolved at once and the caller awaits the decision itself, one future
-    /// less to build and copy per call.
-    pub(crate) fn enforce_key<'a>(
-        &'a self,
-        rule: &'a Rule,
-        module: &str,
+    /// What an annotated call does ([`enforce`](Limiter::enforce), for a store key already built), as far as
+    /// it can go at once: every decision made in this process is made here, with the limiter borrowed, and
+    /// only a Redis round trip (or a slot to wait for) is left to await, with a handle of its own.
+    pub(crate) fn enforce_now(
+        &self,
+        rule: &'static Rule,
+        module: &'static str,
         key: StoreKey,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, RateLimited>> + 'a {
-        self.enforce_resolved(self.resolve(rule, module, &key), key, cost)
+    ) -> Enforced {
+        let resolved = self.resolve(rule, module, &key);
+        let verdict = match self.decide_here(&resolved, &key, cost) {
+            Ok(decision) => self.verdict(&resolved, key, decision),
+            Err(ask) => {
+                let limiter = self.clone();
+                return Enforced::Later(Box::pin(async move {
+                    // Resolved again, with the handle this future owns: the same rule, an instant later.
+                    let resolved = limiter.resolve(rule, module, &key);
+                    let decision = limiter.ask_redis(&resolved, &key, cost, ask).await;
+                    let (decision, wait) = limiter.verdict(&resolved, key, decision)?;
+                    Ok(after(wait, decision).await)
+                }));
+            }
+        };
+        match verdict {
+            Ok((decision, wait)) if !wait.is_zero() => {
+                Enforced::Later(Box::pin(async move { Ok(after(wait, decision).await) }))
+            }
+            verdict => Enforced::Now(verdict.map(|(decision, _)| decision)),
+        }
     }
 
-    async fn enforce_resolved(
+    /// What a decision means for the call ([`conclude`](Limiter::conclude)), and how long an admitted call
+    /// must first wait for its slot (a shadow rule never holds a call).
+    fn verdict(
         &self,
-        resolved: Resolved<'_>,
+        resolved: &Resolved<'_>,
         key: StoreKey,
-        cost: u64,
+        decision: Decision,
+    ) -> Result<(Decision, Duration), RateLimited> {
+        let wait = if resolved.shadow || !decision.allowed {
+            Duration::ZERO
+        } else {
+            decision.delay
+        };
+        Ok((self.conclude(resolved, key, decision)?, wait))
+    }
+
+    /// What a decision means for the call: a rejection becomes [`RateLimited`]; under a shadow rule, a
+    /// rejection is only reported, and the call goes ahead.
+    fn conclude(
+        &self,
+        resolved: &Resolved<'_>,
+        key: StoreKey,
+        decision: Decision,
     ) -> Result<Decision, RateLimited> {
-        let decision = self.decide(&resolved, &key, cost).await;
-        if resolved.shadow {
-            if !decision.allowed {
-                self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
-                self.inner.metrics.shadow_rejection(resolved.prefix);
-                tracing::info!(
-                    key = &*key,
-                    limit = decision.limit,
-                    "rate limiter: would have limited (shadow mode)"
-                );
-            }
+        if decision.allowed {
             return Ok(decision);
         }
-        if !decision.allowed {
-            if !decision.degraded {
-                tracing::debug!(key = &*key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
-            }
-            return Err(RateLimited::new(
-                resolved.message.clone(),
-                key.into_string(),
-                resolved.prefix.len(),
-                decision,
-            ));
+        if resolved.shadow {
+            self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
+            self.inner.metrics.shadow_rejection(resolved.prefix);
+            tracing::info!(
+                key = &*key,
+                limit = decision.limit,
+                "rate limiter: would have limited (shadow mode)"
+            );
+            return Ok(decision);
         }
-        if !decision.delay.is_zero() {
-            // Boxed, as the Redis round trip is: a timer is large, and rarely needed.
-            Box::pin(tokio::time::sleep(decision.delay)).await;
+        if !decision.degraded {
+            tracing::debug!(key = &*key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
         }
-        Ok(decision)
+        Err(RateLimited::new(
+            resolved.message.clone(),
+            key.into_string(),
+            resolved.prefix.len(),
+            decision,
+        ))
     }
 
     /// Changes a limit at run time, for every runtime sharing this Redis (for this one alone in memory): the
@@ -479,26 +538,17 @@ impl Limiter {
         }
     }
 
-    /// The one decision path: switch, rule, store (through the breaker), degraded mode; counted.
-    async fn decide(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Decision {
-        let decision = match self.decide_here(rule, key, cost) {
-            Ok(decision) => decision,
-            // Boxed: a Redis round trip's future is large (redis-rs's), and inline it would make every call's
-            // future as large, to be copied on every call, the ones decided here included.
-            Err(ask) => Box::pin(self.ask_redis(rule, key, cost, ask)).await,
-        };
-        self.inner.metrics.decision(rule.prefix, &decision);
-        decision
+    /// Every decision made in this process, at once (counted): switched off, `max = 0`, the in-memory store, a
+    /// denial Redis already gave, the breaker open. Else what Redis must be asked.
+    fn decide_here(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Result<Decision, Ask> {
+        let decided = self.decide_locally(rule, key, cost);
+        if let Ok(decision) = &decided {
+            self.inner.metrics.decision(rule.prefix, decision);
+        }
+        decided
     }
 
-    /// Every decision made in this process, at once: switched off, `max = 0`, the in-memory store, a denial
-    /// Redis already gave, the breaker open. Else what Redis must be asked.
-    fn decide_here<'s>(
-        &'s self,
-        rule: &Resolved<'_>,
-        key: &str,
-        cost: u64,
-    ) -> Result<Decision, Ask<'s>> {
+    fn decide_locally(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Result<Decision, Ask> {
         let inner = &*self.inner;
         if !self.is_enabled() {
             return Ok(self.answer(rule, Outcome::admit(rule.max), inner.clock.now(), false));
@@ -534,27 +584,28 @@ impl Limiter {
             return Ok(self.degraded(rule, key, &request, fallback));
         }
         Err(Ask {
-            store,
-            fallback,
             request,
             permit,
-            cache,
+            cached: cache.is_some(),
             sent,
             probe: matches!(lookup, Lookup::Probe),
         })
     }
 
-    /// Asks Redis; decides in degraded mode when it cannot answer.
-    async fn ask_redis(&self, rule: &Resolved<'_>, key: &str, cost: u64, ask: Ask<'_>) -> Decision {
+    /// Asks Redis; decides in degraded mode when it cannot answer (counted).
+    async fn ask_redis(&self, rule: &Resolved<'_>, key: &str, cost: u64, ask: Ask) -> Decision {
         let Ask {
-            store,
-            fallback,
             request,
             permit,
-            cache,
+            cached,
             sent,
             probe,
         } = ask;
+        let (Store::Redis(store), Some(fallback)) = (&self.inner.store, &self.inner.fallback)
+        else {
+            unreachable!("only a Redis limiter asks Redis, and it is built with its fallback")
+        };
+        let cache = fallback.denied.as_ref().filter(|_| cached);
         self.inner.background.call_once(|| {
             spawn_heartbeat(Arc::downgrade(&self.inner));
             spawn_override_sync(Arc::downgrade(&self.inner));
@@ -578,6 +629,7 @@ impl Limiter {
             // What Redis said (a degraded decision: nothing, and the cache forgets the key).
             cache.answered(key, cost, &decision, sent, probe);
         }
+        self.inner.metrics.decision(rule.prefix, &decision);
         decision
     }
 
@@ -650,6 +702,15 @@ impl Limiter {
             degraded,
         }
     }
+}
+
+/// `decision`, once `wait` (an admitted call's slot, leaky bucket) has passed.
+async fn after(wait: Duration, decision: Decision) -> Decision {
+    if !wait.is_zero() {
+        // Boxed, as the Redis round trip is: a timer is large, and rarely needed.
+        Box::pin(tokio::time::sleep(wait)).await;
+    }
+    decision
 }
 
 /// Renews this runtime's heartbeat while Redis is healthy and the limiter alive.
@@ -798,5 +859,20 @@ mod tests {
         let enforce = std::mem::size_of_val(&limiter.enforce(&rule, &key));
         assert!(check <= 512, "check's future is {check} bytes");
         assert!(enforce <= 1024, "enforce's future is {enforce} bytes");
+    }
+
+    /// A rejection is one pointer, so that every `Result` carrying it (in users' functions too) stays small on
+    /// the path where nothing is rejected.
+    #[test]
+    fn a_rejection_is_one_pointer() {
+        use crate::RateLimited;
+        assert_eq!(
+            std::mem::size_of::<RateLimited>(),
+            std::mem::size_of::<usize>()
+        );
+        assert_eq!(
+            std::mem::size_of::<Result<(), RateLimited>>(),
+            std::mem::size_of::<usize>()
+        );
     }
 }

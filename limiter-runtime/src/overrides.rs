@@ -68,7 +68,7 @@ impl Override {
     pub fn key(prefix: impl Into<String>, key: impl fmt::Display) -> Override {
         Override {
             // Bounded as store keys are, so that a long key's override finds its limit.
-            key: Some(crate::key::StoreKey::new("", &key).into_string()),
+            key: Some(crate::key::StoreKey::new("", format_args!("{key}")).into_string()),
             ..Override::prefix(prefix)
         }
     }

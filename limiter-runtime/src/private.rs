@@ -1,11 +1,15 @@
 //! What `#[rate_limit]` expansions call. Not public API: no stability promise.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::key::StoreKey;
+use crate::limiter::Enforced;
 use crate::rule::Wait;
-use crate::{Algorithm, Limiter, OnError, RateLimited, Rule};
+use crate::{Algorithm, Decision, Limiter, OnError, RateLimited, Rule};
 
 /// The arguments written on one attribute, as constants: a `Copy` builder, so it can run in a `static`.
 #[derive(Debug, Clone, Copy)]
@@ -124,38 +128,20 @@ impl Site {
 #[derive(Debug)]
 #[must_use]
 pub struct Call {
-    asked: Asked,
     key: StoreKey,
     site: &'static Site,
     cost: u64,
 }
 
-/// The limiter a call asks: the global one by reference, a scoped one by a clone of its handle.
-#[derive(Debug)]
-enum Asked {
-    Global(&'static Limiter),
-    Scoped(Limiter),
-}
-
 impl Call {
     /// The call to make, or `None` when limiting is switched off: then nothing is formatted, counted or asked.
     pub fn keyed(site: &'static Site, key: fmt::Arguments<'_>) -> Option<Call> {
-        let call = |asked: Asked, limiter: &Limiter| Call {
-            key: limiter.store_key(&site.rule, site.module, &key),
-            asked,
-            site,
-            cost: 1,
-        };
-        Limiter::scoped(|limiter| {
-            limiter
-                .is_enabled()
-                .then(|| call(Asked::Scoped(limiter.clone()), limiter))
-        })
-        .unwrap_or_else(|| {
-            let limiter = Limiter::global();
-            limiter
-                .is_enabled()
-                .then(|| call(Asked::Global(limiter), limiter))
+        Limiter::with_current(|limiter| {
+            limiter.is_enabled().then(|| Call {
+                key: limiter.store_key(&site.rule, site.module, key),
+                site,
+                cost: 1,
+            })
         })
     }
 
@@ -168,15 +154,51 @@ impl Call {
         self
     }
 
-    pub async fn check(self) -> Result<(), RateLimited> {
-        let limiter = match &self.asked {
-            Asked::Global(limiter) => limiter,
-            Asked::Scoped(limiter) => limiter,
-        };
-        limiter
-            .enforce_key(&self.site.rule, self.site.module, self.key, self.cost)
-            .await
-            .map(drop)
+    /// Decides at once, with the limiter borrowed, whatever this process can decide (the in-memory store, a
+    /// cached denial, the switch, an open breaker); what is left (a Redis round trip, a slot to wait for) is
+    /// the returned future's. The expansion awaits it at once, so deciding before the first poll changes
+    /// nothing for the caller, and spares the in-process path a future to build and a handle to clone.
+    pub fn check(self) -> Checked {
+        let Call { key, site, cost } = self;
+        let enforced = Limiter::with_current(|limiter| {
+            limiter.enforce_now(&site.rule, site.module, key, cost)
+        });
+        Checked(match enforced {
+            Enforced::Now(result) => Step::Now(Some(result.map(drop))),
+            Enforced::Later(rest) => Step::Later(rest),
+        })
+    }
+}
+
+/// [`Call::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
+#[must_use = "a call is only let through once this is awaited"]
+pub struct Checked(Step);
+
+enum Step {
+    /// Decided (taken when polled).
+    Now(Option<Result<(), RateLimited>>),
+    Later(Pin<Box<dyn Future<Output = Result<Decision, RateLimited>> + Send>>),
+}
+
+impl Future for Checked {
+    type Output = Result<(), RateLimited>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.0 {
+            Step::Now(result) => {
+                Poll::Ready(result.take().expect("`Checked` polled after it completed"))
+            }
+            Step::Later(rest) => rest.as_mut().poll(cx).map(|result| result.map(drop)),
+        }
+    }
+}
+
+impl fmt::Debug for Checked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Step::Now(_) => "Checked(decided)",
+            Step::Later(_) => "Checked(pending)",
+        })
     }
 }
 
