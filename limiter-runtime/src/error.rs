@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
+use crate::key::StoreKey;
 use crate::Decision;
 
 /// A call was rejected by a rate limit.
@@ -37,7 +38,7 @@ pub struct RateLimited(Box<Rejection>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rejection {
     message: Cow<'static, str>,
-    key: String,
+    key: StoreKey,
     /// The key starts with the limit's prefix, this long.
     prefix_len: usize,
     decision: Decision,
@@ -62,7 +63,7 @@ impl RateLimited {
     /// The rejection of `decision`: a degraded rejection means the store was unavailable.
     pub(crate) fn new(
         message: Cow<'static, str>,
-        key: String,
+        key: StoreKey,
         prefix_len: usize,
         decision: Decision,
     ) -> Self {

@@ -17,8 +17,10 @@ const INLINE: usize = 56;
 /// one becomes its first (up to) `MAX_VERBATIM` bytes, `#`, and the SHA-1 of the whole key, so at most
 /// `MAX_VERBATIM + 41` bytes. The two forms never meet (a digested key is always longer than
 /// `MAX_VERBATIM`), so distinct keys never share a bucket.
+#[derive(Clone)]
 pub(crate) struct StoreKey(Repr);
 
+#[derive(Clone)]
 enum Repr {
     Inline { len: u8, bytes: [u8; INLINE] },
     Heap(String),
@@ -55,7 +57,7 @@ impl StoreKey {
         }
     }
 
-    /// The key as an owned `String` (for a [`RateLimited`](crate::RateLimited) error).
+    /// The key as an owned `String`.
     pub(crate) fn into_string(self) -> String {
         match self.0 {
             Repr::Heap(s) => s,
@@ -93,6 +95,14 @@ impl Deref for StoreKey {
         self.as_str()
     }
 }
+
+impl PartialEq for StoreKey {
+    fn eq(&self, other: &StoreKey) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for StoreKey {}
 
 impl fmt::Debug for StoreKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

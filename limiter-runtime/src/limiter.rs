@@ -454,7 +454,7 @@ impl Limiter {
         }
         Err(RateLimited::new(
             resolved.message.clone(),
-            key.into_string(),
+            key,
             resolved.prefix.len(),
             decision,
         ))

@@ -112,3 +112,35 @@ fn the_attribute_allocates_nothing() {
         "switched off, nothing at all"
     );
 }
+
+#[rate_limit(key = id, max = 1, window = 3600)]
+async fn once_an_hour(id: u32) -> Result<u32, RateLimited> {
+    Ok(id)
+}
+
+#[test]
+fn a_rejection_costs_one_allocation() {
+    let limiter = Limiter::in_memory();
+    let run = |limiter: &Limiter| {
+        limiter
+            .scope(async {
+                for _ in 0..CALLS {
+                    assert!(once_an_hour(7).await.is_err());
+                }
+            })
+            .now_or_never()
+            .unwrap()
+    };
+    limiter
+        .scope(once_an_hour(7))
+        .now_or_never()
+        .unwrap()
+        .unwrap();
+    run(&limiter);
+    // The error the caller gets, key included, in one piece.
+    assert_eq!(
+        allocations(|| run(&limiter)),
+        CALLS,
+        "one allocation per rejection"
+    );
+}
