@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use limiter_runtime::{FakeClock, Limiter};
+use limiter_runtime::{FakeClock, Limiter, Rule};
 
 pub mod cluster;
 pub mod sentinel;
@@ -394,4 +394,17 @@ pub mod http {
             body: body.to_owned(),
         }
     }
+}
+
+/// Calls (key `probe`) until a decision comes from Redis again, and says how long that took; fails after 5 s.
+pub async fn until_redis_decides(limiter: &Limiter, rule: &Rule) -> Duration {
+    let started = Instant::now();
+    while limiter.check(rule, "probe").await.degraded {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "still degraded after 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    started.elapsed()
 }

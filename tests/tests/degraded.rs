@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use limiter_runtime::{rate_limit, Decision, Limiter, OnError, RateLimited, Reason, Rule};
 use redis::Commands;
-use tests::RedisServer;
+use tests::{until_redis_decides, RedisServer};
 
 const DEADLINE: Duration = Duration::from_millis(50);
 /// Scheduling slack on a shared two-core machine.
@@ -47,19 +47,6 @@ async fn load(limiter: &Limiter, rule: &Rule, run_for: Duration) -> Vec<(Decisio
         .into_iter()
         .flat_map(Result::unwrap)
         .collect()
-}
-
-/// Calls until a decision comes from Redis again, and says how long that took.
-async fn until_redis_decides(limiter: &Limiter, rule: &Rule) -> Duration {
-    let started = Instant::now();
-    while limiter.check(rule, "probe").await.degraded {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "still degraded after 5 s"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    started.elapsed()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

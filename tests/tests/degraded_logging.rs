@@ -2,11 +2,11 @@
 //! decision is counted. (A test binary of its own: `tracing` caches each callsite's interest process-wide, and
 //! other tests hitting the same callsites without a subscriber would make this capture flaky.)
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use limiter_runtime::{Limiter, OnError, Rule};
 use tests::logs::Captured;
-use tests::RedisServer;
+use tests::{until_redis_decides, RedisServer};
 use tracing::instrument::WithSubscriber;
 
 fn limiter(server: &RedisServer) -> Limiter {
@@ -16,17 +16,6 @@ fn limiter(server: &RedisServer) -> Limiter {
         .on_error(OnError::Open)
         .build()
         .unwrap()
-}
-
-async fn until_redis_decides(limiter: &Limiter, rule: &Rule) {
-    let started = Instant::now();
-    while limiter.check(rule, "probe").await.degraded {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "still degraded after 5 s"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test]
