@@ -345,30 +345,22 @@ async fn measure_ceiling(
     let requests = ((options.duration.as_secs_f64() * 150_000.0) as u64).max(10_000);
     // Warm, then measure from an empty Redis, like the other contenders.
     let warm = ((options.warmup.as_secs_f64() * 150_000.0) as u64).max(1_000);
-    let _ = ceiling::run(
-        layout,
-        binary,
-        port,
-        &sha,
-        "bench:ceil:",
-        options.keys,
-        args,
-        warm,
-    )
-    .await;
+    let run = |requests| {
+        ceiling::run(
+            layout,
+            binary,
+            port,
+            &sha,
+            "bench:ceil:",
+            options.keys,
+            args,
+            requests,
+        )
+    };
+    let _ = run(warm).await;
     server::flush(connection);
     let before = Counters::read(connection);
-    let result = ceiling::run(
-        layout,
-        binary,
-        port,
-        &sha,
-        "bench:ceil:",
-        options.keys,
-        args,
-        requests,
-    )
-    .await;
+    let result = run(requests).await;
     let redis = Counters::read(connection).since(&before);
     match result {
         Ok(rps) => Measured::from_ceiling(algorithm, concurrency, round, rps, requests, &redis),

@@ -464,22 +464,23 @@ impl Report {
         let _ = writeln!(out, "| target | algorithm | measured | verdict |");
         let _ = writeln!(out, "|---|---|---|---|");
         for &algorithm in &o.algorithms {
-            let throughput: Vec<(usize, f64)> = o
-                .concurrency
-                .iter()
-                .map(|&c| {
-                    (
-                        c,
-                        self.ratio(
+            // The annotated fn's ratio to the baseline in `metric`, at every concurrency.
+            let per_concurrency = |metric: fn(&Measured) -> f64| -> Vec<(usize, f64)> {
+                o.concurrency
+                    .iter()
+                    .map(|&c| {
+                        let ratio = self.ratio(
                             algorithm,
                             c,
                             Contender::Annotated,
                             Contender::Baseline,
-                            |m| m.rps,
-                        ),
-                    )
-                })
-                .collect();
+                            metric,
+                        );
+                        (c, ratio)
+                    })
+                    .collect()
+            };
+            let throughput = per_concurrency(|m| m.rps);
             let list = |values: &[(usize, f64)]| {
                 values
                     .iter()
@@ -501,22 +502,7 @@ impl Report {
                 list(&throughput),
                 verdict(all(&throughput, &|r| r >= MIN_THROUGHPUT_RATIO)),
             );
-            let p99: Vec<(usize, f64)> = o
-                .concurrency
-                .iter()
-                .map(|&c| {
-                    (
-                        c,
-                        self.ratio(
-                            algorithm,
-                            c,
-                            Contender::Annotated,
-                            Contender::Baseline,
-                            |m| m.p99_us,
-                        ),
-                    )
-                })
-                .collect();
+            let p99 = per_concurrency(|m| m.p99_us);
             let _ = writeln!(
                 out,
                 "| annotated p99 ≤ {MAX_P99_RATIO}× baseline p99, every concurrency | {} | {} | {} |",
