@@ -3,7 +3,7 @@
 //! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
 //! admitted only if its slot starts within `max_wait`, and is told the delay until then.
 
-use super::{ceil_div, narrow, Outcome, Request, Schedule};
+use super::{ceil_div, div, narrow, Outcome, Request, Schedule};
 
 /// When the next slot is free.
 #[derive(Debug, Default)]
@@ -22,7 +22,7 @@ impl LeakyBucket {
             let after = queued + u128::from(req.cost) * w;
             self.free_at = Schedule::at(now, after, req.max);
             let remaining = if after <= limit {
-                ((limit - after) / w + 1).min(max)
+                (div(limit - after, w) + 1).min(max)
             } else {
                 0
             };

@@ -131,17 +131,30 @@ impl Schedule {
 
     /// The point `ahead` (µs × max) after `now`.
     pub(crate) fn at(now: u64, ahead: u128, max: u64) -> Schedule {
-        let max = u128::from(max);
+        let whole = div(ahead, u128::from(max));
         Schedule {
-            micros: now.saturating_add(narrow(ahead / max)),
-            fraction: narrow(ahead % max),
+            micros: now.saturating_add(narrow(whole)),
+            fraction: narrow(ahead - whole * u128::from(max)),
         }
     }
 }
 
-/// `a / b` rounded up.
+/// `a / b`. The algorithms compute in `u128` so that no product of a window (µs) and a limit can overflow,
+/// but their values nearly always fit in 64 bits, and a 64-bit division is one instruction where a 128-bit
+/// one is a library call: the costliest step of a decision, when taken.
+pub(crate) fn div(a: u128, b: u128) -> u128 {
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a / b),
+        _ => a / b,
+    }
+}
+
+/// `a / b` rounded up (in 64 bits when both fit, as [`div`]).
 pub(crate) fn ceil_div(a: u128, b: u128) -> u128 {
-    a.div_ceil(b)
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a.div_ceil(b)),
+        _ => a.div_ceil(b),
+    }
 }
 
 /// A result known to fit (it is a duration in µs or a count of units), saturating if it does not.

@@ -3,7 +3,7 @@
 //! Guarantee: the weighted estimate `previous · (window - elapsed) / window + current` never exceeds `max`
 //! after an admission; hence never more than `max` per aligned window.
 
-use super::{narrow, Outcome, Request};
+use super::{div, narrow, Outcome, Request};
 
 /// The current aligned window's index, its count and the previous window's count.
 #[derive(Debug)]
@@ -49,7 +49,7 @@ impl SlidingWindow {
             };
             return Outcome {
                 allowed: true,
-                remaining: narrow((capacity - used - cost * w) / w),
+                remaining: narrow(div(capacity - used - cost * w, w)),
                 retry_after: 0,
                 reset_after: narrow(2 * w - elapsed),
                 delay: 0,
@@ -60,10 +60,10 @@ impl SlidingWindow {
             w
         } else if max >= cost + current_w {
             // Later in this window, once the previous window weighs little enough.
-            w - elapsed - (max - cost - current_w) * w / previous_w
+            w - elapsed - div((max - cost - current_w) * w, previous_w)
         } else {
             // In the next window, once this window (then the previous one) weighs little enough.
-            w - elapsed + w - (max - cost) * w / current_w
+            w - elapsed + w - div((max - cost) * w, current_w)
         };
         let reset_after = if current > 0 {
             2 * w - elapsed
@@ -73,7 +73,7 @@ impl SlidingWindow {
             0
         };
         Outcome::denied(
-            narrow(capacity.saturating_sub(used) / w),
+            narrow(div(capacity.saturating_sub(used), w)),
             narrow(retry_after),
             narrow(reset_after),
         )

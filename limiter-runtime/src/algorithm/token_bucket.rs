@@ -2,7 +2,7 @@
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 
-use super::{ceil_div, narrow, Outcome, Request, Schedule};
+use super::{ceil_div, div, narrow, Outcome, Request, Schedule};
 
 /// When the bucket is full again (the theoretical arrival time).
 #[derive(Debug, Default)]
@@ -23,7 +23,7 @@ impl TokenBucket {
             self.full_at = Schedule::at(now, used, req.max);
             return Outcome {
                 allowed: true,
-                remaining: narrow((capacity - used) / w),
+                remaining: narrow(div(capacity - used, w)),
                 retry_after: 0,
                 reset_after: narrow(ceil_div(used, max)),
                 delay: 0,
@@ -35,7 +35,7 @@ impl TokenBucket {
             ceil_div(used + need - capacity, max)
         };
         Outcome::denied(
-            narrow(capacity.saturating_sub(used) / w),
+            narrow(div(capacity.saturating_sub(used), w)),
             narrow(retry_after),
             narrow(ceil_div(used, max)),
         )
