@@ -38,12 +38,34 @@ impl StoreKey {
         // Writing into a StoreKey cannot fail; a Display impl that reports an error leaves what it wrote.
         let _ = out.write_str(prefix);
         let _ = out.write_fmt(key);
-        if out.len() - prefix.len() > MAX_VERBATIM {
-            let mut long = out.into_string();
-            digest_tail(&mut long, prefix.len());
-            out = StoreKey(Repr::Heap(long));
+        out.bounded(prefix.len())
+    }
+
+    /// `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives a key whose
+    /// `Display` writes `key`, without the formatting machinery (two copies).
+    pub(crate) fn of_str(prefix: &str, key: &str) -> StoreKey {
+        let len = prefix.len() + key.len();
+        if len > INLINE {
+            return StoreKey(Repr::Heap([prefix, key].concat())).bounded(prefix.len());
         }
-        out
+        let mut bytes = [0; INLINE];
+        bytes[..prefix.len()].copy_from_slice(prefix.as_bytes());
+        bytes[prefix.len()..len].copy_from_slice(key.as_bytes());
+        // `len` is at most INLINE (56): it fits a u8.
+        StoreKey(Repr::Inline {
+            len: len as u8,
+            bytes,
+        })
+    }
+
+    /// This key, with what follows its `prefix_len` bytes of prefix digested if it is too long.
+    fn bounded(self, prefix_len: usize) -> StoreKey {
+        if self.len() - prefix_len <= MAX_VERBATIM {
+            return self;
+        }
+        let mut long = self.into_string();
+        digest_tail(&mut long, prefix_len);
+        StoreKey(Repr::Heap(long))
     }
 
     pub(crate) fn as_str(&self) -> &str {
@@ -154,6 +176,24 @@ mod tests {
         let key = store_key("", &format_args!("{a}:{b}:{c}"));
         assert_eq!(key.len(), MAX_VERBATIM + 41);
         assert!(key.starts_with(&format!("{a}:{b}:c")));
+    }
+
+    #[test]
+    fn a_key_written_out_is_the_key_formatted() {
+        for key in [
+            "",
+            "1001",
+            &"k".repeat(60),
+            &"é".repeat(500),
+            &"x".repeat(10_000),
+        ] {
+            for prefix in ["", "rate_limit:emp:"] {
+                assert_eq!(
+                    StoreKey::of_str(prefix, key).into_string(),
+                    store_key(prefix, &key)
+                );
+            }
+        }
     }
 
     #[test]

@@ -58,6 +58,7 @@ mod error;
 #[cfg(feature = "axum")]
 pub mod http;
 mod key;
+mod limit;
 mod limiter;
 mod observe;
 mod overrides;
@@ -75,6 +76,7 @@ pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::decision::Decision;
 pub use crate::degraded::OnError;
 pub use crate::error::{Error, RateLimited, Reason};
+pub use crate::limit::Limit;
 pub use crate::limiter::{Limiter, Stats, DEFAULT_DEADLINE, REDIS_URL_ENV};
 pub use crate::overrides::Override;
 pub use crate::rule::Rule;

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once, OnceLock, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::algorithm::{Outcome, Request};
@@ -20,7 +21,7 @@ use crate::observe;
 use crate::overrides::{Overrides, Table, OVERRIDES};
 use crate::rule::Resolved;
 use crate::store::{MemoryStore, Store};
-use crate::{Decision, Error, LimiterBuilder, OnError, Override, RateLimited, Rule};
+use crate::{Decision, Error, Limit, LimiterBuilder, OnError, Override, RateLimited, Rule};
 
 /// How often a runtime reloads the overrides even without being told: a backstop for a lost message.
 const OVERRIDES_BACKSTOP: Duration = Duration::from_secs(5);
@@ -98,11 +99,31 @@ struct Ask {
     probe: bool,
 }
 
-/// What an annotated call's decision needs from here on: nothing (it was made at once), or the rest to await (a
-/// Redis round trip, or a leaky bucket's slot to wait for).
-pub(crate) enum Enforced {
-    Now(Result<Decision, RateLimited>),
-    Later(Pin<Box<dyn Future<Output = Result<Decision, RateLimited>> + Send>>),
+/// A decision made at once (every decision this process can make alone), or the rest of it to await: a Redis
+/// round trip, or a leaky bucket's slot. Boxed, that rest: a Redis round trip's future is large (redis-rs's),
+/// and it should not weigh on every call's future, in-process ones included.
+pub(crate) enum Decided<'a, T> {
+    /// Taken when polled.
+    Now(Option<T>),
+    Later(Pin<Box<dyn Future<Output = T> + Send + 'a>>),
+}
+
+// A decision is moved out when polled, never pinned; what is pinned (the rest) is boxed.
+impl<T> Unpin for Decided<'_, T> {}
+
+impl<T> Future for Decided<'_, T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match &mut *self {
+            Decided::Now(decided) => Poll::Ready(
+                decided
+                    .take()
+                    .expect("a decision polled after it completed"),
+            ),
+            Decided::Later(rest) => rest.as_mut().poll(cx),
+        }
+    }
 }
 
 /// Degraded mode of a Redis-backed limiter.
@@ -287,13 +308,22 @@ impl Limiter {
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
         let (resolved, key) = self.resolve_key(rule, "", &key);
+        self.decide(resolved, key, cost).await
+    }
+
+    /// [`check_cost`](Limiter::check_cost) for a rule already resolved (its overrides applied) and its store
+    /// key: decided at once where this process can decide, else asked of Redis with what it needs moved in.
+    pub(crate) fn decide<'a>(
+        &'a self,
+        resolved: Resolved<'a>,
+        key: StoreKey,
+        cost: u64,
+    ) -> Decided<'a, Decision> {
         match self.decide_here(&resolved, &key, cost) {
-            Ok(decision) => decision,
-            // Boxed, with what it needs moved in: a Redis round trip's future is large (redis-rs's), and neither
-            // it nor the resolved rule and key should weigh on every call's future, in-process ones included.
-            Err(ask) => {
-                Box::pin(async move { self.ask_redis(&resolved, &key, cost, ask).await }).await
-            }
+            Ok(decision) => Decided::Now(Some(decision)),
+            Err(ask) => Decided::Later(Box::pin(async move {
+                self.ask_redis(&resolved, &key, cost, ask).await
+            })),
         }
     }
 
@@ -330,19 +360,47 @@ impl Limiter {
         cost: u64,
     ) -> Result<Decision, RateLimited> {
         let (resolved, key) = self.resolve_key(rule, "", &key);
+        self.enforce_resolved(resolved, key, cost).await
+    }
+
+    /// [`enforce_cost`](Limiter::enforce_cost) for a rule already resolved (its overrides applied) and its
+    /// store key, as far as it can go at once (as [`decide`](Limiter::decide)).
+    pub(crate) fn enforce_resolved<'a>(
+        &'a self,
+        resolved: Resolved<'a>,
+        key: StoreKey,
+        cost: u64,
+    ) -> Decided<'a, Result<Decision, RateLimited>> {
         let verdict = match self.decide_here(&resolved, &key, cost) {
             Ok(decision) => self.verdict(&resolved, key, decision),
-            // Boxed with what it needs, as in `check_cost`.
             Err(ask) => {
-                Box::pin(async move {
+                return Decided::Later(Box::pin(async move {
                     let decision = self.ask_redis(&resolved, &key, cost, ask).await;
-                    self.verdict(&resolved, key, decision)
-                })
-                .await
+                    let (decision, wait) = self.verdict(&resolved, key, decision)?;
+                    Ok(after(wait, decision).await)
+                }));
             }
         };
-        let (decision, wait) = verdict?;
-        Ok(after(wait, decision).await)
+        waited(verdict)
+    }
+
+    /// `rule`, resolved once, to check keys against without resolving it again: see [`Limit`].
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let logins = limiter.limit(&Rule::new().prefix("login:").max(1));
+    /// assert!(logins.check("alice").await.allowed);
+    /// assert!(!logins.check("alice").await.allowed);
+    /// # }
+    /// ```
+    pub fn limit(&self, rule: &Rule) -> Limit {
+        Limit::new(
+            self.clone(),
+            self.inner.defaults.resolve(rule, "").to_rule(),
+        )
     }
 
     /// The store key `rule`, written in `module`, gives `key`.
@@ -372,7 +430,7 @@ impl Limiter {
     }
 
     /// The overrides of `resolved`'s limit, and of `key` (a store key) within it, win.
-    fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
+    pub(crate) fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
         let key = key.get(resolved.prefix.len()..).unwrap_or_default();
         if let Some(limits) = self.inner.overrides.lookup(resolved.prefix, key) {
             resolved.max = limits.max.unwrap_or(resolved.max);
@@ -380,22 +438,22 @@ impl Limiter {
         }
     }
 
-    /// What an annotated call does ([`enforce`](Limiter::enforce), for a store key already built), as far as
-    /// it can go at once: every decision made in this process is made here, with the limiter borrowed, and
-    /// only a Redis round trip (or a slot to wait for) is left to await, with a handle of its own.
+    /// What an annotated call does ([`enforce_resolved`](Limiter::enforce_resolved), for a rule and a store key
+    /// of its own): every decision made in this process is made here, with the limiter borrowed, and only a
+    /// Redis round trip (or a slot to wait for) is left to await, with a handle of its own.
     pub(crate) fn enforce_now(
         &self,
         rule: &'static Rule,
         module: &'static str,
         key: StoreKey,
         cost: u64,
-    ) -> Enforced {
+    ) -> Decided<'static, Result<Decision, RateLimited>> {
         let resolved = self.resolve(rule, module, &key);
         let verdict = match self.decide_here(&resolved, &key, cost) {
             Ok(decision) => self.verdict(&resolved, key, decision),
             Err(ask) => {
                 let limiter = self.clone();
-                return Enforced::Later(Box::pin(async move {
+                return Decided::Later(Box::pin(async move {
                     // Resolved again, with the handle this future owns: the same rule, an instant later.
                     let resolved = limiter.resolve(rule, module, &key);
                     let decision = limiter.ask_redis(&resolved, &key, cost, ask).await;
@@ -404,12 +462,7 @@ impl Limiter {
                 }));
             }
         };
-        match verdict {
-            Ok((decision, wait)) if !wait.is_zero() => {
-                Enforced::Later(Box::pin(async move { Ok(after(wait, decision).await) }))
-            }
-            verdict => Enforced::Now(verdict.map(|(decision, _)| decision)),
-        }
+        waited(verdict)
     }
 
     /// What a decision means for the call ([`conclude`](Limiter::conclude)), and how long an admitted call
@@ -701,6 +754,18 @@ impl Limiter {
             decided_at,
             degraded,
         }
+    }
+}
+
+/// A verdict made at once: ready, unless the call must first wait for its slot.
+fn waited<'a>(
+    verdict: Result<(Decision, Duration), RateLimited>,
+) -> Decided<'a, Result<Decision, RateLimited>> {
+    match verdict {
+        Ok((decision, wait)) if !wait.is_zero() => {
+            Decided::Later(Box::pin(async move { Ok(after(wait, decision).await) }))
+        }
+        verdict => Decided::Now(Some(verdict.map(|(decision, _)| decision))),
     }
 }
 

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::key::StoreKey;
-use crate::limiter::Enforced;
+use crate::limiter::Decided;
 use crate::rule::Wait;
 use crate::{Algorithm, Decision, Limiter, OnError, RateLimited, Rule};
 
@@ -164,8 +164,8 @@ impl Call {
             limiter.enforce_now(&site.rule, site.module, key, cost)
         });
         Checked(match enforced {
-            Enforced::Now(result) => Step::Now(Some(result.map(drop))),
-            Enforced::Later(rest) => Step::Later(rest),
+            Decided::Now(result) => Step::Now(result.map(|result| result.map(drop))),
+            Decided::Later(rest) => Step::Later(rest),
         })
     }
 }

@@ -1,0 +1,121 @@
+//! A rule resolved once against one limiter: the hot path's handle, for keys that are already strings.
+
+use std::fmt;
+use std::future::Future;
+
+use crate::key::StoreKey;
+use crate::rule::Resolved;
+use crate::{Decision, Limiter, RateLimited, Rule};
+
+/// A [`Rule`] resolved once against a [`Limiter`] (its defaults filled in), to check many keys against:
+/// what [`Limiter::limit`] returns.
+///
+/// [`Limiter::check`] resolves its rule and formats its key (any `Display`) on every call. A `Limit` has
+/// done the first once, and takes keys already written out (`&str`), which it copies after the prefix: for a
+/// hot path, such as an in-memory limit in front of every request. Its decisions are otherwise the same, in
+/// the same counts: a `Limit` and `Limiter::check` with the same rule and key share one count, and run-time
+/// [overrides](crate::Override) and [`set_enabled`](Limiter::set_enabled) apply to both, on every call.
+///
+/// A `Limit` decides when it is called: the future it returns is already complete when the decision needed
+/// nothing but this process (in memory, a cached denial, the switch off, the breaker open), and awaits only a
+/// Redis round trip (or a leaky bucket's slot) otherwise. Await it at once, as with any call.
+///
+/// Cheap to clone (a handle to the limiter and the rule); build one per rule, at start-up, and keep it.
+///
+/// ```
+/// use limiter_runtime::{Limiter, Rule};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let limiter = Limiter::in_memory();
+/// let rule = Rule::new().prefix("api:").max(2).window(Duration::from_secs(1));
+/// let per_client = limiter.limit(&rule);
+///
+/// assert!(per_client.check("10.0.0.7").await.allowed);
+/// assert!(per_client.check("10.0.0.7").await.allowed);
+/// assert!(!per_client.check("10.0.0.7").await.allowed);
+/// // The same count as the plain API's, for the same rule and key.
+/// assert!(!limiter.check(&rule, "10.0.0.7").await.allowed);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Limit {
+    limiter: Limiter,
+    /// The rule as resolved, every part set: resolving it again gives it back.
+    rule: Rule,
+}
+
+impl Limit {
+    pub(crate) fn new(limiter: Limiter, rule: Rule) -> Limit {
+        Limit { limiter, rule }
+    }
+
+    /// The rule as resolved: every part that the limiter's defaults filled in is set.
+    pub fn rule(&self) -> &Rule {
+        &self.rule
+    }
+
+    /// Counts one call for `key`, and says whether it may go ahead: [`Limiter::check`] with this rule.
+    pub fn check<'a>(&'a self, key: &str) -> impl Future<Output = Decision> + use<'a> {
+        self.check_cost(key, 1)
+    }
+
+    /// [`check`](Limit::check) for a call that weighs `cost` units.
+    pub fn check_cost<'a>(
+        &'a self,
+        key: &str,
+        cost: u64,
+    ) -> impl Future<Output = Decision> + use<'a> {
+        let key = StoreKey::of_str(self.prefix(), key);
+        self.limiter.decide(self.resolve(&key), key, cost)
+    }
+
+    /// Like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
+    /// must wait for its slot sleeps until then: [`Limiter::enforce`] with this rule.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limit = Limiter::in_memory().limit(&Rule::new().max(1).message("one is enough"));
+    /// assert!(limit.enforce("k").await.is_ok());
+    /// assert_eq!(limit.enforce("k").await.unwrap_err().to_string(), "one is enough");
+    /// # }
+    /// ```
+    pub fn enforce<'a>(
+        &'a self,
+        key: &str,
+    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
+        self.enforce_cost(key, 1)
+    }
+
+    /// [`enforce`](Limit::enforce) for a call that weighs `cost` units.
+    pub fn enforce_cost<'a>(
+        &'a self,
+        key: &str,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
+        let key = StoreKey::of_str(self.prefix(), key);
+        self.limiter.enforce_resolved(self.resolve(&key), key, cost)
+    }
+
+    fn prefix(&self) -> &str {
+        self.rule.prefix.as_deref().unwrap_or_default()
+    }
+
+    /// The rule, with the overrides in force for `key` (a store key).
+    fn resolve(&self, key: &str) -> Resolved<'_> {
+        let mut resolved = Resolved::of_complete(&self.rule);
+        self.limiter.apply_overrides(&mut resolved, key);
+        resolved
+    }
+}
+
+impl fmt::Debug for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limit")
+            .field("rule", &self.rule)
+            .field("limiter", &self.limiter)
+            .finish()
+    }
+}

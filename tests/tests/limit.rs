@@ -1,0 +1,140 @@
+//! A `Limit` (a rule resolved once) decides as `Limiter::check` does, in the same counts, in memory and on a
+//! real Redis: overrides, the switch, rejections, the degraded policies and long keys included.
+
+use std::time::Duration;
+
+use limiter_runtime::{Algorithm, Limiter, OnError, Override, Rule};
+use tests::RedisServer;
+
+fn rule(algorithm: Algorithm) -> Rule {
+    Rule::new()
+        .prefix("lim:")
+        .max(3)
+        .window(Duration::from_secs(60))
+        .algorithm(algorithm)
+        .message("three is plenty")
+}
+
+const ALGORITHMS: [Algorithm; 5] = [
+    Algorithm::SlidingLog,
+    Algorithm::FixedWindow,
+    Algorithm::SlidingWindow,
+    Algorithm::TokenBucket,
+    Algorithm::LeakyBucket,
+];
+
+/// Alternating a `Limit` and the plain API on one key: one count, whoever asks.
+async fn shares_the_count_of_the_plain_api(limiter: &Limiter) {
+    for algorithm in ALGORITHMS {
+        let rule = rule(algorithm);
+        let limit = limiter.limit(&rule);
+        let key = format!("shared:{algorithm:?}");
+        // A leaky bucket spaces its calls (one per 20 s here): the plain API's call right after is the one
+        // that finds the slot taken.
+        let admitted = if algorithm == Algorithm::LeakyBucket {
+            1
+        } else {
+            3
+        };
+        for call in 0..admitted {
+            let decision = if call % 2 == 0 {
+                limit.check(&key).await
+            } else {
+                limiter.check(&rule, &key).await
+            };
+            assert!(decision.allowed, "{algorithm:?}, call {call}: {decision:?}");
+            assert_eq!(decision.limit, 3);
+        }
+        assert!(!limiter.check(&rule, &key).await.allowed, "{algorithm:?}");
+        let denied = limit.check(&key).await;
+        assert!(!denied.allowed, "{algorithm:?}");
+        assert!(denied.retry_after > Duration::ZERO, "{algorithm:?}");
+        let error = limit.enforce(&key).await.unwrap_err();
+        assert_eq!(error.to_string(), "three is plenty");
+        assert_eq!(error.key(), format!("lim:{key}"));
+    }
+}
+
+#[tokio::test]
+async fn in_memory_a_limit_shares_the_count_of_the_plain_api() {
+    shares_the_count_of_the_plain_api(&Limiter::in_memory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_redis_a_limit_shares_the_count_of_the_plain_api() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    shares_the_count_of_the_plain_api(&limiter).await;
+    // The counts are Redis's: one key per limit, under the rule's prefix.
+    let keys = server.limit_keys();
+    assert_eq!(keys.len(), ALGORITHMS.len(), "{keys:?}");
+    assert!(keys.iter().all(|key| key.starts_with("lim:shared:")));
+    assert_eq!(limiter.stats().degraded, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_key_is_the_plain_apis_long_key() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let rule = Rule::new().prefix("lim:").max(1);
+    let long = "k".repeat(1_000);
+    assert!(limiter.limit(&rule).check(&long).await.allowed);
+    assert!(!limiter.check(&rule, &long).await.allowed);
+    let keys = server.limit_keys();
+    assert_eq!(keys.len(), 1);
+    assert!(keys[0].len() < 200 && keys[0].contains('#'), "{keys:?}");
+}
+
+#[tokio::test]
+async fn overrides_and_the_switch_apply_to_a_limit_made_before_them() {
+    let limiter = Limiter::in_memory();
+    let limit = limiter.limit(&rule(Algorithm::TokenBucket));
+
+    limiter
+        .set_override(Override::key("lim:", "vip").max(5))
+        .await
+        .unwrap();
+    let mut admitted = 0;
+    for _ in 0..8 {
+        admitted += usize::from(limit.check("vip").await.allowed);
+    }
+    assert_eq!(admitted, 5);
+    assert_eq!(limit.check("other").await.limit, 3);
+
+    limiter.set_enabled(false);
+    assert!(limit.check("vip").await.allowed);
+    limiter.set_enabled(true);
+    assert!(!limit.check("vip").await.allowed);
+}
+
+#[tokio::test]
+async fn a_limit_fills_in_the_limiters_defaults_once() {
+    let limiter = Limiter::builder()
+        .window(Duration::from_secs(7))
+        .max(2)
+        .build()
+        .unwrap();
+    let limit = limiter.limit(&Rule::new().prefix("lim:"));
+    let decision = limit.check("k").await;
+    assert_eq!(
+        (decision.limit, decision.window),
+        (2, Duration::from_secs(7))
+    );
+    // Resolving what it kept gives it back: nothing is left to the defaults.
+    assert_eq!(limiter.limit(limit.rule()).rule(), limit.rule());
+    assert_ne!(limit.rule(), &Rule::new().prefix("lim:"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_follows_its_failure_policy_when_redis_is_down() {
+    let mut server = RedisServer::start();
+    let limiter = server.limiter();
+    let open = limiter.limit(&rule(Algorithm::SlidingLog).on_error(OnError::Open));
+    let closed = limiter.limit(&rule(Algorithm::SlidingLog).on_error(OnError::Closed));
+    assert!(!open.check("k").await.degraded);
+    server.kill();
+    let decision = open.check("k").await;
+    assert!(decision.allowed && decision.degraded);
+    let decision = closed.check("k").await;
+    assert!(!decision.allowed && decision.degraded);
+}
