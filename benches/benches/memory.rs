@@ -5,13 +5,16 @@
 //!   2 threads. Every limiter allows 1 000 per second per key (governor: `Quota::per_second(1000)`, whose burst
 //!   is 1 000 too; ours: `max = 1000`, `window = 1 s`). So the hot key is almost always denied, and the spread
 //!   keys almost always admitted. Every contender gets the same `&String` key from the same table; the library
-//!   builds its store key (prefix + key) from it, as it does for every call.
+//!   builds its store key (prefix + key) from it, as it does for every call. The library's contenders: a
+//!   `Limit` per algorithm (`Limiter::limit`: the rule resolved once, keys handed over as `&str`, as governor's
+//!   keyed limiter has its quota fixed when built and is handed its keys), and the plain API (`check`: the rule
+//!   resolved and the key formatted on every call) for the token bucket and the sliding log.
 //! - `attribute/<n>t/*`: the same `async fn` with and without `#[rate_limit]`, the limiter switched off
 //!   (`set_enabled(false)`): what the attribute costs when it does nothing. Then the annotated function and the
 //!   plain API with the limiter on (in memory), to show what the attribute adds to a real decision.
 //! - `parts/*`: a formatted `String`, a clock read, a SipHash, a mutex, an `Arc` clone: to read the rest.
 //!
-//! The plain API is async, but in memory it completes on its first poll, so each decision is driven with
+//! The library's calls are async, but in memory they complete on their first poll, so each decision is driven with
 //! `now_or_never()` (no runtime). Annotated functions are awaited inside one future, in the limiter's `scope`,
 //! polled once with `now_or_never()`.
 //!
@@ -42,6 +45,11 @@ const ALGORITHMS: [(&str, Algorithm); 5] = [
     ("fixed_window", Algorithm::FixedWindow),
     ("sliding_window", Algorithm::SlidingWindow),
     ("leaky_bucket", Algorithm::LeakyBucket),
+];
+/// The plain API's contenders (the library's other contenders are `Limit`s).
+const PLAIN_API: [(&str, Algorithm); 2] = [
+    ("plain_api_token_bucket", Algorithm::TokenBucket),
+    ("plain_api_sliding_log", Algorithm::SlidingLog),
 ];
 const GOVERNOR: &str = "governor";
 
@@ -124,40 +132,64 @@ where
     })
 }
 
+/// One way to decide for a key: a contender of the in-memory comparison.
+type Decide = Box<dyn Fn(&String) -> bool + Sync>;
+
+/// Every contender of the in-memory comparison, fresh (no state carried over), by name: for each algorithm, a
+/// [`Limit`](limiter_runtime::Limit) (the rule resolved once, keys handed over as `&str`: what governor's
+/// keyed limiter is, a quota fixed when built); the plain API (`Limiter::check`, which resolves the rule and
+/// formats a `Display` key on every call) for two of them; governor last. Each of ours has a limiter of its own.
+fn contenders() -> Vec<(String, Decide)> {
+    let rule = |algorithm| {
+        Rule::new()
+            .prefix("mem:")
+            .max(u64::from(PER_SECOND))
+            .window(Duration::from_secs(1))
+            .algorithm(algorithm)
+    };
+    let mut contenders: Vec<(String, Decide)> = Vec::new();
+    for (name, algorithm) in ALGORITHMS {
+        let limit = Limiter::in_memory().limit(&rule(algorithm));
+        let decide = move |key: &String| {
+            limit
+                .check(key)
+                .now_or_never()
+                .expect("an in-memory decision completes on its first poll")
+                .allowed
+        };
+        contenders.push((name.to_owned(), Box::new(decide)));
+    }
+    for (name, algorithm) in PLAIN_API {
+        let (limiter, rule) = (Limiter::in_memory(), rule(algorithm));
+        let decide = move |key: &String| {
+            limiter
+                .check(&rule, key)
+                .now_or_never()
+                .expect("an in-memory decision completes on its first poll")
+                .allowed
+        };
+        contenders.push((name.to_owned(), Box::new(decide)));
+    }
+    let governor: DefaultKeyedRateLimiter<String> = RateLimiter::keyed(Quota::per_second(
+        NonZeroU32::new(PER_SECOND).expect("not zero"),
+    ));
+    let decide = move |key: &String| governor.check_key(key).is_ok();
+    contenders.push((GOVERNOR.to_owned(), Box::new(decide)));
+    contenders
+}
+
 fn in_memory(c: &mut Criterion) {
     let spread: Vec<String> = (0..KEYS).map(|i| format!("user:{i}")).collect();
     let hot = vec!["user:hot".to_owned()];
     for (scenario, keys) in [("hot_key", &hot), ("100k_keys", &spread)] {
         for threads in [1, 2] {
             let mut group = c.benchmark_group(format!("in_memory/{scenario}/{threads}t"));
-            for (name, algorithm) in ALGORITHMS {
+            for (name, decide) in contenders() {
                 let id = format!("in_memory/{scenario}/{threads}t/{name}");
-                // A fresh store per benchmark: no state carried over.
-                let limiter = Limiter::in_memory();
-                let rule = Rule::new()
-                    .prefix("mem:")
-                    .max(u64::from(PER_SECOND))
-                    .window(Duration::from_secs(1))
-                    .algorithm(algorithm);
-                let decide = |key: &String| {
-                    limiter
-                        .check(&rule, key)
-                        .now_or_never()
-                        .expect("an in-memory decision completes on its first poll")
-                        .allowed
-                };
-                group.bench_function(name, |b| {
-                    b.iter_custom(|iters| record(&id, iters, run(iters, threads, keys, &decide)))
+                group.bench_function(&name, |b| {
+                    b.iter_custom(|iters| record(&id, iters, run(iters, threads, keys, &*decide)))
                 });
             }
-            let id = format!("in_memory/{scenario}/{threads}t/{GOVERNOR}");
-            let per_second = NonZeroU32::new(PER_SECOND).expect("not zero");
-            let governor: DefaultKeyedRateLimiter<String> =
-                RateLimiter::keyed(Quota::per_second(per_second));
-            let decide = |key: &String| governor.check_key(key).is_ok();
-            group.bench_function(GOVERNOR, |b| {
-                b.iter_custom(|iters| record(&id, iters, run(iters, threads, keys, &decide)))
-            });
             group.finish();
         }
     }
@@ -293,7 +325,11 @@ fn interleaved() {
          above 1.00× is faster than governor)."
     );
     println!();
-    let names: Vec<&str> = ALGORITHMS.iter().map(|(name, _)| *name).collect();
+    let names: Vec<String> = contenders()
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name != GOVERNOR)
+        .collect();
     println!(
         "| scenario | threads | {} | governor | {} |",
         names.join(" | "),
@@ -312,34 +348,7 @@ fn interleaved() {
     let hot = vec!["user:hot".to_owned()];
     for (scenario, keys) in [("hot_key", &hot), ("100k_keys", &spread)] {
         for threads in [1, 2] {
-            let ours: Vec<(Limiter, Rule)> = ALGORITHMS
-                .iter()
-                .map(|&(_, algorithm)| {
-                    let rule = Rule::new()
-                        .prefix("mem:")
-                        .max(u64::from(PER_SECOND))
-                        .window(Duration::from_secs(1))
-                        .algorithm(algorithm);
-                    (Limiter::in_memory(), rule)
-                })
-                .collect();
-            let governor: DefaultKeyedRateLimiter<String> = RateLimiter::keyed(Quota::per_second(
-                NonZeroU32::new(PER_SECOND).expect("not zero"),
-            ));
-            type Decide<'a> = Box<dyn Fn(&String) -> bool + Sync + 'a>;
-            let mut contenders: Vec<Decide<'_>> = ours
-                .iter()
-                .map(|(limiter, rule)| {
-                    Box::new(move |key: &String| {
-                        limiter
-                            .check(rule, key)
-                            .now_or_never()
-                            .expect("an in-memory decision completes on its first poll")
-                            .allowed
-                    }) as Decide<'_>
-                })
-                .collect();
-            contenders.push(Box::new(|key: &String| governor.check_key(key).is_ok()));
+            let contenders: Vec<Decide> = contenders().into_iter().map(|(_, d)| d).collect();
             // A batch of about BATCH for the slowest kind of contender (ours), from a short calibration.
             let calibration = 20_000;
             let per =
@@ -453,7 +462,11 @@ fn summary() {
          interleaved table below, which is less sensitive to drift)."
     );
     println!();
-    let names: Vec<&str> = ALGORITHMS.iter().map(|(name, _)| *name).collect();
+    let names: Vec<String> = contenders()
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name != GOVERNOR)
+        .collect();
     println!("| scenario | threads | {} | governor |", names.join(" | "));
     println!("|---|---|{}---|", "---|".repeat(names.len()));
     for scenario in ["hot_key", "100k_keys"] {
