@@ -67,6 +67,17 @@ fn the_plain_api_allocates_nothing() {
             }
         });
         assert_eq!(made, 0, "{algorithm:?}: no allocation per decision");
+        // A `Limit` of the same rule: the same count, and no allocation either.
+        let limit = limiter.limit(&rule);
+        let made = allocations(|| {
+            for _ in 0..CALLS {
+                limit.check("hot").now_or_never().unwrap();
+            }
+        });
+        assert_eq!(
+            made, 0,
+            "{algorithm:?}: no allocation per decision of a Limit"
+        );
     }
 }
 
