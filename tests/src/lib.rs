@@ -12,13 +12,22 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use limiter_runtime::{FakeClock, Limiter, Rule};
+use limiter_runtime::{Algorithm, FakeClock, Limiter, Rule};
 
 pub mod cluster;
 pub mod sentinel;
 
 pub use crate::cluster::RedisCluster;
 pub use crate::sentinel::RedisSentinel;
+
+/// Every algorithm, for tests that hold for each of them.
+pub const ALGORITHMS: [Algorithm; 5] = [
+    Algorithm::SlidingLog,
+    Algorithm::FixedWindow,
+    Algorithm::SlidingWindow,
+    Algorithm::TokenBucket,
+    Algorithm::LeakyBucket,
+];
 
 /// How long a test's decision may take before the limiter fails open. Generous: exactness tests run many
 /// concurrent calls on two shared cores, and a fail-open there would be counted as an admission.

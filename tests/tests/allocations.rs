@@ -45,13 +45,7 @@ const CALLS: usize = 1_000;
 #[test]
 fn the_plain_api_allocates_nothing() {
     let limiter = Limiter::in_memory();
-    for algorithm in [
-        Algorithm::SlidingLog,
-        Algorithm::FixedWindow,
-        Algorithm::SlidingWindow,
-        Algorithm::TokenBucket,
-        Algorithm::LeakyBucket,
-    ] {
+    for algorithm in tests::ALGORITHMS {
         // A limit of 100 in an hour: the warm-up stores the key and fills its state to its working size (a
         // sliding log holds up to `max` admissions); then admissions and rejections alike allocate nothing.
         let rule = Rule::new()

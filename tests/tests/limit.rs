@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use limiter_runtime::{Algorithm, Limiter, OnError, Override, Rule};
-use tests::RedisServer;
+use tests::{RedisServer, ALGORITHMS};
 
 fn rule(algorithm: Algorithm) -> Rule {
     Rule::new()
@@ -14,14 +14,6 @@ fn rule(algorithm: Algorithm) -> Rule {
         .algorithm(algorithm)
         .message("three is plenty")
 }
-
-const ALGORITHMS: [Algorithm; 5] = [
-    Algorithm::SlidingLog,
-    Algorithm::FixedWindow,
-    Algorithm::SlidingWindow,
-    Algorithm::TokenBucket,
-    Algorithm::LeakyBucket,
-];
 
 /// Alternating a `Limit` and the plain API on one key: one count, whoever asks.
 async fn shares_the_count_of_the_plain_api(limiter: &Limiter) {

@@ -5,15 +5,7 @@ use std::time::Duration;
 
 use limiter_runtime::{Algorithm, FakeClock, Rule};
 use redis::Commands;
-use tests::RedisServer;
-
-const ALGORITHMS: [Algorithm; 5] = [
-    Algorithm::SlidingLog,
-    Algorithm::FixedWindow,
-    Algorithm::SlidingWindow,
-    Algorithm::TokenBucket,
-    Algorithm::LeakyBucket,
-];
+use tests::{RedisServer, ALGORITHMS};
 
 /// Bytes Redis uses for one limit of `max` per minute after `max` calls, spread over the window.
 async fn bytes(server: &RedisServer, algorithm: Algorithm, max: u64) -> u64 {
