@@ -99,15 +99,15 @@ impl Limit {
         self.limiter.enforce_resolved(self.resolve(&key), key, cost)
     }
 
+    /// The rule's prefix, picked as [`resolve`](Limit::resolve) picks it.
     fn prefix(&self) -> &str {
-        self.rule.prefix.as_deref().unwrap_or_default()
+        self.limiter.prefix(&self.rule)
     }
 
-    /// The rule, with the overrides in force for `key` (a store key).
+    /// The rule, with the overrides in force for `key` (a store key): the plain API's resolution, which finds
+    /// every part set.
     fn resolve(&self, key: &str) -> Resolved<'_> {
-        let mut resolved = Resolved::of_complete(&self.rule);
-        self.limiter.apply_overrides(&mut resolved, key);
-        resolved
+        self.limiter.resolve(&self.rule, "", key)
     }
 }
 

@@ -403,6 +403,11 @@ impl Limiter {
         )
     }
 
+    /// The prefix of `rule` as the plain API resolves it (no module's defaults).
+    pub(crate) fn prefix<'a>(&'a self, rule: &'a Rule) -> &'a str {
+        self.inner.defaults.prefix(rule, "")
+    }
+
     /// The store key `rule`, written in `module`, gives `key`.
     pub(crate) fn store_key(&self, rule: &Rule, module: &str, key: fmt::Arguments<'_>) -> StoreKey {
         StoreKey::new(self.inner.defaults.prefix(rule, module), key)
@@ -410,7 +415,7 @@ impl Limiter {
 
     /// `rule` with every part resolved: the overrides of its limit (and of `key`, a store key), then the rule
     /// itself, then the defaults of `module`, then the crate's.
-    fn resolve<'a>(&'a self, rule: &'a Rule, module: &str, key: &str) -> Resolved<'a> {
+    pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule, module: &str, key: &str) -> Resolved<'a> {
         let mut resolved = self.inner.defaults.resolve(rule, module);
         self.apply_overrides(&mut resolved, key);
         resolved
@@ -430,7 +435,7 @@ impl Limiter {
     }
 
     /// The overrides of `resolved`'s limit, and of `key` (a store key) within it, win.
-    pub(crate) fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
+    fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
         let key = key.get(resolved.prefix.len()..).unwrap_or_default();
         if let Some(limits) = self.inner.overrides.lookup(resolved.prefix, key) {
             resolved.max = limits.max.unwrap_or(resolved.max);

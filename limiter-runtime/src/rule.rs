@@ -183,24 +183,7 @@ pub(crate) struct Resolved<'a> {
     pub(crate) shadow: bool,
 }
 
-impl<'a> Resolved<'a> {
-    /// A rule that sets every part itself ([`to_rule`](Resolved::to_rule)'s), resolved: its own parts, read
-    /// without walking any defaults.
-    pub(crate) fn of_complete(rule: &Rule) -> Resolved<'_> {
-        const NO_MESSAGE: &Cow<'static, str> = &Cow::Borrowed("");
-        Resolved {
-            prefix: rule.prefix.as_deref().unwrap_or_default(),
-            window: rule.window.unwrap_or_default(),
-            max: rule.max.unwrap_or_default(),
-            message: rule.message.as_ref().unwrap_or(NO_MESSAGE),
-            algorithm: rule.algorithm.unwrap_or_default(),
-            burst: rule.burst,
-            wait: rule.wait,
-            on_error: rule.on_error.unwrap_or_default(),
-            shadow: rule.shadow.unwrap_or_default(),
-        }
-    }
-
+impl Resolved<'_> {
     /// This resolution as a rule that sets every part itself, so that resolving it again gives it back
     /// whatever the defaults say: what a [`Limit`](crate::Limit) keeps.
     pub(crate) fn to_rule(self) -> Rule {
