@@ -112,9 +112,19 @@ async fn a_limit_fills_in_the_limiters_defaults_once() {
         (decision.limit, decision.window),
         (2, Duration::from_secs(7))
     );
-    // Resolving what it kept gives it back: nothing is left to the defaults.
+    // Resolving what it kept gives it back: nothing is left to the defaults, even another limiter's.
     assert_eq!(limiter.limit(limit.rule()).rule(), limit.rule());
     assert_ne!(limit.rule(), &Rule::new().prefix("lim:"));
+    let other = Limiter::builder()
+        .window(Duration::from_secs(1))
+        .max(50)
+        .build()
+        .unwrap();
+    let decision = other.limit(limit.rule()).check("k").await;
+    assert_eq!(
+        (decision.limit, decision.window),
+        (2, Duration::from_secs(7))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
