@@ -2,13 +2,14 @@
 //!
 //! One SipHash of the key (std's `RandomState`, with this process's random keys: callers choose the keys, and
 //! must not be able to choose colliding ones) picks both the shard and the slot within it, and is kept with
-//! the key, so that a table grows without hashing again.
+//! the key, so that a table grows without hashing again. A short key is kept in its slot, so a lookup reads
+//! one place in memory, not a slot and then the key's own allocation.
 
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use hashbrown::hash_table::{Entry, HashTable};
+use hashbrown::hash_table::HashTable;
 
 /// `S` (a shard's state, holding a [`Keys`] map) times `count`, each behind its own mutex.
 #[derive(Debug)]
@@ -74,8 +75,42 @@ pub(crate) struct Keys<V> {
 
 struct Slot<V> {
     hash: u64,
-    key: Box<str>,
+    key: SlotKey,
     value: V,
+}
+
+/// Keys up to this many bytes are kept in their slot (a prefix and a user id or an IPv6 address fit).
+const INLINE: usize = 38;
+
+/// A key, in its slot when it is short, else in an allocation of its own.
+enum SlotKey {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl SlotKey {
+    fn new(key: &str) -> SlotKey {
+        let mut bytes = [0; INLINE];
+        match bytes.get_mut(..key.len()) {
+            Some(to) => {
+                to.copy_from_slice(key.as_bytes());
+                // `key.len()` is at most INLINE (38): it fits a u8.
+                SlotKey::Inline {
+                    len: key.len() as u8,
+                    bytes,
+                }
+            }
+            None => SlotKey::Heap(key.as_bytes().into()),
+        }
+    }
+
+    fn is(&self, key: &str) -> bool {
+        let own: &[u8] = match self {
+            SlotKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            SlotKey::Heap(bytes) => bytes,
+        };
+        own == key.as_bytes()
+    }
 }
 
 impl<V> Default for Keys<V> {
@@ -97,9 +132,7 @@ impl<V> fmt::Debug for Keys<V> {
 impl<V> Keys<V> {
     pub(crate) fn get_mut(&mut self, hash: KeyHash, key: &str) -> Option<&mut V> {
         self.table
-            .find_mut(hash.hash, |slot| {
-                slot.hash == hash.hash && *slot.key == *key
-            })
+            .find_mut(hash.hash, |slot| slot.hash == hash.hash && slot.key.is(key))
             .map(|slot| &mut slot.value)
     }
 
@@ -110,22 +143,27 @@ impl<V> Keys<V> {
         key: &str,
         new: impl FnOnce() -> V,
     ) -> (&mut V, bool) {
-        let same = |slot: &Slot<V>| slot.hash == hash.hash && *slot.key == *key;
-        match self.table.entry(hash.hash, same, |slot| slot.hash) {
-            Entry::Occupied(slot) => (&mut slot.into_mut().value, false),
-            Entry::Vacant(slot) => {
-                let slot = slot.insert(Slot {
-                    hash: hash.hash,
-                    key: key.into(),
-                    value: new(),
-                });
+        // Looked up first, without the entry API's room-making: nearly every call finds its key.
+        let same = |slot: &Slot<V>| slot.hash == hash.hash && slot.key.is(key);
+        match self.table.find_entry(hash.hash, same) {
+            Ok(slot) => (&mut slot.into_mut().value, false),
+            Err(absent) => {
+                let slot = absent.into_table().insert_unique(
+                    hash.hash,
+                    Slot {
+                        hash: hash.hash,
+                        key: SlotKey::new(key),
+                        value: new(),
+                    },
+                    |slot| slot.hash,
+                );
                 (&mut slot.into_mut().value, true)
             }
         }
     }
 
     pub(crate) fn remove(&mut self, hash: KeyHash, key: &str) -> Option<V> {
-        let same = |slot: &Slot<V>| slot.hash == hash.hash && *slot.key == *key;
+        let same = |slot: &Slot<V>| slot.hash == hash.hash && slot.key.is(key);
         match self.table.find_entry(hash.hash, same) {
             Ok(slot) => Some(slot.remove().0.value),
             Err(_) => None,
@@ -145,5 +183,37 @@ impl<V> Keys<V> {
 
     pub(crate) fn clear(&mut self) {
         self.table.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys kept in their slot and keys kept apart are found alike, and never mistaken for one another: a
+    /// key is not its own prefix or extension, across the length where slots stop holding keys.
+    #[test]
+    fn short_and_long_keys_are_found_and_told_apart() {
+        let sharded: Sharded<Keys<usize>> = Sharded::new(4);
+        let keys: Vec<String> = [0, 1, INLINE - 1, INLINE, INLINE + 1, 300]
+            .iter()
+            .map(|&len| "k".repeat(len))
+            .collect();
+        for (i, key) in keys.iter().enumerate() {
+            let (mut shard, hash) = sharded.lock(key);
+            let (value, new) = shard.get_or_insert_with(hash, key, || i);
+            assert_eq!((*value, new), (i, true));
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let (mut shard, hash) = sharded.lock(key);
+            assert_eq!(shard.get_mut(hash, key).copied(), Some(i), "{}", key.len());
+            let (value, new) = shard.get_or_insert_with(hash, key, || 99);
+            assert_eq!((*value, new), (i, false));
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let (mut shard, hash) = sharded.lock(key);
+            assert_eq!(shard.remove(hash, key), Some(i));
+            assert_eq!(shard.get_mut(hash, key), None);
+        }
     }
 }
