@@ -46,13 +46,4 @@ impl FixedWindow {
         };
         Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
     }
-
-    /// The end of the window last admitted into (µs): the key's expiry, set once when the window opened.
-    pub(crate) fn expires_at(&self, window: u64) -> u64 {
-        if self.index == u64::MAX {
-            0
-        } else {
-            (self.index + 1).saturating_mul(window)
-        }
-    }
 }

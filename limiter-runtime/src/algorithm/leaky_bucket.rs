@@ -41,12 +41,4 @@ impl LeakyBucket {
         };
         Outcome::denied(0, narrow(retry_after), narrow(ceil_div(queued, max)))
     }
-
-    /// When the bucket is empty again, and so may be forgotten (µs, rounded up).
-    pub(crate) fn expires_at(&self, now: u64, max: u64) -> u64 {
-        now.saturating_add(narrow(ceil_div(
-            self.free_at.ahead(now, max),
-            u128::from(max),
-        )))
-    }
 }

@@ -45,13 +45,6 @@ impl SlidingLog {
         let reset_after = self.admitted.back().map_or(0, |&s| s + req.window - now);
         Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
     }
-
-    /// When this log will be empty, and so may be forgotten (µs).
-    pub(crate) fn expires_at(&self, window: u64) -> u64 {
-        self.admitted
-            .back()
-            .map_or(0, |&s| s.saturating_add(window))
-    }
 }
 
 #[cfg(test)]

@@ -78,13 +78,4 @@ impl SlidingWindow {
             narrow(reset_after),
         )
     }
-
-    /// The end of the window after the one last admitted into: until then its count still weighs (µs).
-    pub(crate) fn expires_at(&self, window: u64) -> u64 {
-        if self.index == u64::MAX {
-            0
-        } else {
-            (self.index + 2).saturating_mul(window)
-        }
-    }
 }

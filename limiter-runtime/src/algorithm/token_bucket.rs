@@ -40,12 +40,4 @@ impl TokenBucket {
             narrow(ceil_div(used, max)),
         )
     }
-
-    /// When the bucket is full again, and so may be forgotten (µs, rounded up).
-    pub(crate) fn expires_at(&self, now: u64, max: u64) -> u64 {
-        now.saturating_add(narrow(ceil_div(
-            self.full_at.ahead(now, max),
-            u128::from(max),
-        )))
-    }
 }

@@ -32,7 +32,7 @@ struct Shard {
     next_to_sweep: usize,
 }
 
-/// The state of one key and when it can be forgotten (µs).
+/// The state of one key and when it can be forgotten (µs): when its limit is back to its full quota.
 #[derive(Debug)]
 struct Entry {
     state: State,
@@ -69,15 +69,13 @@ impl State {
         }
     }
 
-    /// Decides, and says until when this state matters (µs): the in-memory twin of the key's TTL.
-    fn decide(&mut self, now: u64, request: &Request) -> (Outcome, u64) {
-        let (window, max) = (request.window, request.max);
+    fn decide(&mut self, now: u64, request: &Request) -> Outcome {
         match self {
-            State::SlidingLog(s) => (s.decide(now, request), s.expires_at(window)),
-            State::FixedWindow(s) => (s.decide(now, request), s.expires_at(window)),
-            State::SlidingWindow(s) => (s.decide(now, request), s.expires_at(window)),
-            State::TokenBucket(s) => (s.decide(now, request), s.expires_at(now, max)),
-            State::LeakyBucket(s) => (s.decide(now, request), s.expires_at(now, max)),
+            State::SlidingLog(s) => s.decide(now, request),
+            State::FixedWindow(s) => s.decide(now, request),
+            State::SlidingWindow(s) => s.decide(now, request),
+            State::TokenBucket(s) => s.decide(now, request),
+            State::LeakyBucket(s) => s.decide(now, request),
         }
     }
 }
@@ -108,8 +106,10 @@ impl MemoryStore {
         if entry.expires_at <= now || entry.state.algorithm() != algorithm {
             entry.state = State::new(algorithm);
         }
-        let (outcome, expires_at) = entry.state.decide(now, request);
-        entry.expires_at = expires_at;
+        let outcome = entry.state.decide(now, request);
+        // Once the limit is back to its full quota the state says nothing a fresh one would not: the
+        // in-memory twin of the key's TTL.
+        entry.expires_at = now.saturating_add(outcome.reset_after);
 
         // Forget idle keys now and then: after the decision, so the key just used is never among them.
         shard.decisions = shard.decisions.wrapping_add(1);
@@ -166,5 +166,49 @@ mod tests {
             store.decide(Algorithm::SlidingLog, "hot", &request);
         }
         assert_eq!(store.len(), 1);
+    }
+
+    /// A key is kept exactly as long as its state matters: until its limit is back to its full quota
+    /// (`reset_after`), and forgotten then, whatever the algorithm and whether the last call was admitted.
+    #[test]
+    fn a_key_is_kept_until_its_limit_is_full_again() {
+        let algorithms = [
+            Algorithm::SlidingLog,
+            Algorithm::FixedWindow,
+            Algorithm::SlidingWindow,
+            Algorithm::TokenBucket,
+            Algorithm::LeakyBucket,
+        ];
+        let request = Request {
+            window: 1_000_000,
+            max: 3,
+            cost: 1,
+            burst: 3,
+            max_wait: 1_000_000,
+        };
+        for algorithm in algorithms {
+            for calls in [1, 2, 5] {
+                let clock = FakeClock::new();
+                let store = MemoryStore::new(Arc::new(clock.clone()));
+                let mut reset_after = 0;
+                for _ in 0..calls {
+                    clock.advance(Duration::from_micros(123_457));
+                    reset_after = store.decide(algorithm, "k", &request).0.reset_after;
+                }
+                let sweep_at = |after: u64| {
+                    let clock = clock.clone();
+                    clock.advance(Duration::from_micros(after));
+                    let now = as_micros(clock.now());
+                    let (mut shard, _) = store.shards.lock("k");
+                    shard.sweep(now);
+                    drop(shard);
+                    store.len()
+                };
+                let name = format!("{algorithm:?} after {calls} calls");
+                assert!(reset_after > 0, "{name}");
+                assert_eq!(sweep_at(reset_after - 1), 1, "{name}: forgotten too early");
+                assert_eq!(sweep_at(1), 0, "{name}: kept after its reset");
+            }
+        }
     }
 }
