@@ -141,8 +141,12 @@ impl Schedule {
 
 /// `a / b`. The algorithms compute in `u128` so that no product of a window (µs) and a limit can overflow,
 /// but their values nearly always fit in 64 bits, and a 64-bit division is one instruction where a 128-bit
-/// one is a library call: the costliest step of a decision, when taken.
+/// one is a library call: the costliest step of a decision, when taken. Even in 64 bits a division is slow
+/// (tens of cycles), and a quotient of zero, common (what remains of a bucket just emptied), needs none.
 pub(crate) fn div(a: u128, b: u128) -> u128 {
+    if a < b {
+        return 0;
+    }
     match (u64::try_from(a), u64::try_from(b)) {
         (Ok(a), Ok(b)) => u128::from(a / b),
         _ => a / b,
