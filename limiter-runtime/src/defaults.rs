@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::rule::Resolved;
+use crate::rule::{Parts, Resolved};
 use crate::{Algorithm, Error, OnError, Rule};
 
 /// The crate-wide defaults, and the defaults of modules.
@@ -100,18 +100,20 @@ impl Defaults {
         }
         Resolved {
             prefix: self.prefix_within(rule, modules.clone()),
-            window: pick!(window).unwrap_or(self.window),
-            max: pick!(max).unwrap_or(self.max),
             message: rule
                 .message
                 .as_ref()
                 .or_else(|| modules.clone().find_map(|m| m.message.as_ref()))
                 .unwrap_or(&self.message),
-            algorithm: pick!(algorithm).unwrap_or(self.algorithm),
-            burst: pick!(burst),
-            wait: pick!(wait),
-            on_error: pick!(on_error).unwrap_or(self.on_error),
-            shadow: pick!(shadow).unwrap_or(false),
+            parts: Parts {
+                window: pick!(window).unwrap_or(self.window),
+                max: pick!(max).unwrap_or(self.max),
+                algorithm: pick!(algorithm).unwrap_or(self.algorithm),
+                burst: pick!(burst),
+                wait: pick!(wait),
+                on_error: pick!(on_error).unwrap_or(self.on_error),
+                shadow: pick!(shadow).unwrap_or(false),
+            },
         }
     }
 }
@@ -180,16 +182,25 @@ mod tests {
         defaults.set_module("app".into(), Rule::new().max(1));
         defaults.set_module("app::billing".into(), Rule::new().max(2).prefix("billing:"));
         let rule = Rule::new();
-        assert_eq!(defaults.resolve(&rule, "app::billing::invoices").max, 2);
+        assert_eq!(
+            defaults.resolve(&rule, "app::billing::invoices").parts.max,
+            2
+        );
         assert_eq!(defaults.resolve(&rule, "app::billing").prefix, "billing:");
-        assert_eq!(defaults.resolve(&rule, "app::billing_v2").max, 1);
-        assert_eq!(defaults.resolve(&rule, "app").max, 1);
-        assert_eq!(defaults.resolve(&rule, "other").max, 100);
+        assert_eq!(defaults.resolve(&rule, "app::billing_v2").parts.max, 1);
+        assert_eq!(defaults.resolve(&rule, "app").parts.max, 1);
+        assert_eq!(defaults.resolve(&rule, "other").parts.max, 100);
         // What the rule says wins over every default.
-        assert_eq!(defaults.resolve(&Rule::new().max(7), "app::billing").max, 7);
+        assert_eq!(
+            defaults
+                .resolve(&Rule::new().max(7), "app::billing")
+                .parts
+                .max,
+            7
+        );
         // What a module leaves out comes from the crate.
         assert_eq!(
-            defaults.resolve(&rule, "app::billing").window,
+            defaults.resolve(&rule, "app::billing").parts.window,
             Duration::from_secs(60)
         );
     }

@@ -1,10 +1,11 @@
 //! A rule resolved once against one limiter: the hot path's handle, for keys that are already strings.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 
 use crate::key::StoreKey;
-use crate::rule::Resolved;
+use crate::rule::{Parts, Resolved};
 use crate::{Decision, Limiter, RateLimited, Rule};
 
 /// A [`Rule`] resolved once against a [`Limiter`] (its defaults filled in), to check many keys against:
@@ -41,32 +42,42 @@ use crate::{Decision, Limiter, RateLimited, Rule};
 #[derive(Clone)]
 pub struct Limit {
     limiter: Limiter,
-    /// The rule as resolved, every part set: resolving it again gives it back.
-    rule: Rule,
+    /// The rule as the limiter resolved it, once: its text, and every other part. A call applies only the
+    /// overrides in force (the plain API's resolution, from this point on).
+    prefix: Box<str>,
+    message: Cow<'static, str>,
+    parts: Parts,
 }
 
 impl Limit {
-    pub(crate) fn new(limiter: Limiter, rule: Rule) -> Limit {
-        Limit { limiter, rule }
+    pub(crate) fn new(limiter: Limiter, resolved: Resolved<'_>) -> Limit {
+        Limit {
+            prefix: resolved.prefix.into(),
+            message: resolved.message.clone(),
+            parts: resolved.parts,
+            limiter,
+        }
     }
 
     /// The rule as resolved: every part that the limiter's defaults filled in is set.
-    pub fn rule(&self) -> &Rule {
-        &self.rule
+    pub fn rule(&self) -> Rule {
+        self.resolved().to_rule()
     }
 
     /// Counts one call for `key`, and says whether it may go ahead: [`Limiter::check`] with this rule.
+    #[inline]
     pub fn check<'a>(&'a self, key: &str) -> impl Future<Output = Decision> + use<'a> {
         self.check_cost(key, 1)
     }
 
     /// [`check`](Limit::check) for a call that weighs `cost` units.
+    #[inline]
     pub fn check_cost<'a>(
         &'a self,
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
-        let key = StoreKey::of_str(self.prefix(), key);
+        let key = StoreKey::of_str(&self.prefix, key);
         self.limiter.decide(self.resolve(&key), key, cost)
     }
 
@@ -95,26 +106,32 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
-        let key = StoreKey::of_str(self.prefix(), key);
+        let key = StoreKey::of_str(&self.prefix, key);
         self.limiter.enforce_resolved(self.resolve(&key), key, cost)
     }
 
-    /// The rule's prefix, picked as [`resolve`](Limit::resolve) picks it.
-    fn prefix(&self) -> &str {
-        self.limiter.prefix(&self.rule)
+    /// The rule as resolved when this `Limit` was built.
+    fn resolved(&self) -> Resolved<'_> {
+        Resolved {
+            prefix: &self.prefix,
+            message: &self.message,
+            parts: self.parts,
+        }
     }
 
-    /// The rule, with the overrides in force for `key` (a store key): the plain API's resolution, which finds
-    /// every part set.
+    /// The rule, with the overrides in force for `key` (a store key).
+    #[inline]
     fn resolve(&self, key: &str) -> Resolved<'_> {
-        self.limiter.resolve(&self.rule, "", key)
+        let mut resolved = self.resolved();
+        self.limiter.apply_overrides(&mut resolved, key);
+        resolved
     }
 }
 
 impl fmt::Debug for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limit")
-            .field("rule", &self.rule)
+            .field("rule", &self.resolved())
             .field("limiter", &self.limiter)
             .finish()
     }

@@ -20,7 +20,7 @@ use crate::key::StoreKey;
 use crate::observe;
 use crate::overrides::{Overrides, Table, OVERRIDES};
 use crate::rule::Resolved;
-use crate::store::{MemoryStore, Store};
+use crate::store::{MemoryStore, RedisStore, Store};
 use crate::{Decision, Error, Limit, LimiterBuilder, OnError, Override, RateLimited, Rule};
 
 /// How often a runtime reloads the overrides even without being told: a backstop for a lost message.
@@ -114,6 +114,7 @@ impl<T> Unpin for Decided<'_, T> {}
 impl<T> Future for Decided<'_, T> {
     type Output = T;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         match &mut *self {
             Decided::Now(decided) => Poll::Ready(
@@ -313,6 +314,7 @@ impl Limiter {
 
     /// [`check_cost`](Limiter::check_cost) for a rule already resolved (its overrides applied) and its store
     /// key: decided at once where this process can decide, else asked of Redis with what it needs moved in.
+    #[inline]
     pub(crate) fn decide<'a>(
         &'a self,
         resolved: Resolved<'a>,
@@ -397,15 +399,7 @@ impl Limiter {
     /// # }
     /// ```
     pub fn limit(&self, rule: &Rule) -> Limit {
-        Limit::new(
-            self.clone(),
-            self.inner.defaults.resolve(rule, "").to_rule(),
-        )
-    }
-
-    /// The prefix of `rule` as the plain API resolves it (no module's defaults).
-    pub(crate) fn prefix<'a>(&'a self, rule: &'a Rule) -> &'a str {
-        self.inner.defaults.prefix(rule, "")
+        Limit::new(self.clone(), self.inner.defaults.resolve(rule, ""))
     }
 
     /// The store key `rule`, written in `module`, gives `key`.
@@ -435,11 +429,11 @@ impl Limiter {
     }
 
     /// The overrides of `resolved`'s limit, and of `key` (a store key) within it, win.
-    fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
+    pub(crate) fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
         let key = key.get(resolved.prefix.len()..).unwrap_or_default();
         if let Some(limits) = self.inner.overrides.lookup(resolved.prefix, key) {
-            resolved.max = limits.max.unwrap_or(resolved.max);
-            resolved.window = limits.window.unwrap_or(resolved.window);
+            resolved.parts.max = limits.max.unwrap_or(resolved.parts.max);
+            resolved.parts.window = limits.window.unwrap_or(resolved.parts.window);
         }
     }
 
@@ -478,7 +472,7 @@ impl Limiter {
         key: StoreKey,
         decision: Decision,
     ) -> Result<(Decision, Duration), RateLimited> {
-        let wait = if resolved.shadow || !decision.allowed {
+        let wait = if resolved.parts.shadow || !decision.allowed {
             Duration::ZERO
         } else {
             decision.delay
@@ -497,7 +491,7 @@ impl Limiter {
         if decision.allowed {
             return Ok(decision);
         }
-        if resolved.shadow {
+        if resolved.parts.shadow {
             self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
             self.inner.metrics.shadow_rejection(resolved.prefix);
             tracing::info!(
@@ -598,6 +592,7 @@ impl Limiter {
 
     /// Every decision made in this process, at once (counted): switched off, `max = 0`, the in-memory store, a
     /// denial Redis already gave, the breaker open. Else what Redis must be asked.
+    #[inline]
     fn decide_here(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Result<Decision, Ask> {
         let decided = self.decide_locally(rule, key, cost);
         if let Ok(decision) = &decided {
@@ -606,31 +601,51 @@ impl Limiter {
         decided
     }
 
+    #[inline]
     fn decide_locally(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Result<Decision, Ask> {
         let inner = &*self.inner;
         if !self.is_enabled() {
-            return Ok(self.answer(rule, Outcome::admit(rule.max), inner.clock.now(), false));
+            return Ok(self.answer(
+                rule,
+                Outcome::admit(rule.parts.max),
+                inner.clock.now(),
+                false,
+            ));
         }
-        if rule.max == 0 {
+        if rule.parts.max == 0 {
             // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
-            let outcome = Outcome::denied(0, as_micros(rule.window), 0);
+            let outcome = Outcome::denied(0, as_micros(rule.parts.window), 0);
             return Ok(self.answer(rule, outcome, inner.clock.now(), false));
         }
-        let request = rule.request(cost);
-        let (store, fallback) = match (&inner.store, &inner.fallback) {
+        let request = rule.parts.request(cost);
+        match (&inner.store, &inner.fallback) {
             (Store::Memory(memory), _) => {
-                let (outcome, at) = memory.decide(rule.algorithm, key, &request);
-                return Ok(self.answer(rule, outcome, Duration::from_micros(at), false));
+                let (outcome, at) = memory.decide(rule.parts.algorithm, key, &request);
+                Ok(self.answer(rule, outcome, Duration::from_micros(at), false))
             }
-            (Store::Redis(store), Some(fallback)) => (store, fallback),
+            (Store::Redis(store), Some(fallback)) => {
+                self.decide_before_redis(rule, key, cost, request, store, fallback)
+            }
             (Store::Redis(_), None) => unreachable!("a Redis limiter is built with its fallback"),
-        };
+        }
+    }
 
-        let sent = inner.clock.now();
+    /// What a Redis-backed limiter decides without Redis: a denial Redis already gave, the breaker open.
+    /// Else what Redis must be asked.
+    fn decide_before_redis(
+        &self,
+        rule: &Resolved<'_>,
+        key: &str,
+        cost: u64,
+        request: Request,
+        store: &RedisStore,
+        fallback: &Fallback,
+    ) -> Result<Decision, Ask> {
+        let sent = self.inner.clock.now();
         let cache = fallback
             .denied
             .as_ref()
-            .filter(|_| request.can_fit(rule.algorithm));
+            .filter(|_| request.can_fit(rule.parts.algorithm));
         let lookup = cache.map_or(Lookup::Miss, |cache| {
             cache.get(key, cost, sent, store.deadline())
         });
@@ -669,7 +684,7 @@ impl Limiter {
             spawn_override_sync(Arc::downgrade(&self.inner));
         });
         let timer = observe::Timer::start();
-        let answer = store.decide(rule.algorithm, key, &request).await;
+        let answer = store.decide(rule.parts.algorithm, key, &request).await;
         self.inner.metrics.redis(rule.prefix, timer);
         let decision = match answer {
             Ok((outcome, at)) => {
@@ -696,9 +711,9 @@ impl Limiter {
             tracing::warn!(
                 key,
                 %cause,
-                on_error = ?rule.on_error,
+                on_error = ?rule.parts.on_error,
                 "rate limiter: Redis failed; deciding in degraded mode until it answers again (fail {})",
-                match rule.on_error {
+                match rule.parts.on_error {
                     OnError::Open => "open",
                     OnError::Closed => "closed",
                     OnError::Local => "local",
@@ -719,8 +734,8 @@ impl Limiter {
     ) -> Decision {
         self.inner.degraded.fetch_add(1, Ordering::Relaxed);
         let now = self.inner.clock.now();
-        match rule.on_error {
-            OnError::Open => self.answer(rule, Outcome::admit(rule.max), now, true),
+        match rule.parts.on_error {
+            OnError::Open => self.answer(rule, Outcome::admit(rule.parts.max), now, true),
             OnError::Closed => {
                 let outcome = Outcome::denied(0, as_micros(fallback.breaker.probe_every()), 0);
                 self.answer(rule, outcome, now, true)
@@ -733,7 +748,7 @@ impl Limiter {
                     burst: share(request.burst, instances),
                     ..*request
                 };
-                let (outcome, at) = fallback.local.decide(rule.algorithm, key, &local);
+                let (outcome, at) = fallback.local.decide(rule.parts.algorithm, key, &local);
                 let mut decision = self.answer(rule, outcome, Duration::from_micros(at), true);
                 decision.limit = local.max;
                 decision
@@ -741,6 +756,7 @@ impl Limiter {
         }
     }
 
+    #[inline]
     fn answer(
         &self,
         rule: &Resolved<'_>,
@@ -750,8 +766,8 @@ impl Limiter {
     ) -> Decision {
         Decision {
             allowed: outcome.allowed,
-            limit: rule.max,
-            window: rule.window,
+            limit: rule.parts.max,
+            window: rule.parts.window,
             remaining: outcome.remaining,
             retry_after: Duration::from_micros(outcome.retry_after),
             reset_after: Duration::from_micros(outcome.reset_after),

@@ -168,13 +168,19 @@ impl Rule {
 }
 
 /// A rule with every part resolved (overrides, then the rule, then module defaults, then crate defaults),
-/// borrowing from them.
+/// borrowing its text from them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Resolved<'a> {
     pub(crate) prefix: &'a str,
+    pub(crate) message: &'a Cow<'static, str>,
+    pub(crate) parts: Parts,
+}
+
+/// The parts of a resolved rule that are plain values: what a [`Limit`](crate::Limit) keeps, resolved once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parts {
     pub(crate) window: Duration,
     pub(crate) max: u64,
-    pub(crate) message: &'a Cow<'static, str>,
     pub(crate) algorithm: Algorithm,
     /// `None`: the bucket holds `max`.
     pub(crate) burst: Option<u64>,
@@ -185,21 +191,32 @@ pub(crate) struct Resolved<'a> {
 
 impl Resolved<'_> {
     /// This resolution as a rule that sets every part itself, so that resolving it again gives it back
-    /// whatever the defaults say: what a [`Limit`](crate::Limit) keeps.
+    /// whatever the defaults say.
     pub(crate) fn to_rule(self) -> Rule {
+        let Parts {
+            window,
+            max,
+            algorithm,
+            burst,
+            wait,
+            on_error,
+            shadow,
+        } = self.parts;
         Rule {
             prefix: Some(Cow::Owned(self.prefix.to_owned())),
-            window: Some(self.window),
-            max: Some(self.max),
+            window: Some(window),
+            max: Some(max),
             message: Some(self.message.clone()),
-            algorithm: Some(self.algorithm),
-            burst: self.burst,
-            wait: self.wait,
-            on_error: Some(self.on_error),
-            shadow: Some(self.shadow),
+            algorithm: Some(algorithm),
+            burst,
+            wait,
+            on_error: Some(on_error),
+            shadow: Some(shadow),
         }
     }
+}
 
+impl Parts {
     /// The call to decide, in the integers the algorithms compute with.
     pub(crate) fn request(&self, cost: u64) -> Request {
         let max_wait = match self.wait {

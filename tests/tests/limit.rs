@@ -113,14 +113,14 @@ async fn a_limit_fills_in_the_limiters_defaults_once() {
         (2, Duration::from_secs(7))
     );
     // Resolving what it kept gives it back: nothing is left to the defaults, even another limiter's.
-    assert_eq!(limiter.limit(limit.rule()).rule(), limit.rule());
-    assert_ne!(limit.rule(), &Rule::new().prefix("lim:"));
+    assert_eq!(limiter.limit(&limit.rule()).rule(), limit.rule());
+    assert_ne!(limit.rule(), Rule::new().prefix("lim:"));
     let other = Limiter::builder()
         .window(Duration::from_secs(1))
         .max(50)
         .build()
         .unwrap();
-    let decision = other.limit(limit.rule()).check("k").await;
+    let decision = other.limit(&limit.rule()).check("k").await;
     assert_eq!(
         (decision.limit, decision.window),
         (2, Duration::from_secs(7))
