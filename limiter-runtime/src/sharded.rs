@@ -190,10 +190,26 @@ impl<V> Keys<V> {
 mod tests {
     use super::*;
 
-    /// Keys kept in their slot and keys kept apart are found alike, and never mistaken for one another: a
-    /// key is not its own prefix or extension, across the length where slots stop holding keys.
+    /// A slot's key is the key itself, not its prefix or an extension of it, whether kept in the slot or
+    /// apart, across the length where slots stop holding keys. (In a table, two keys rarely share a whole
+    /// hash, so this comparison is checked here directly.)
     #[test]
-    fn short_and_long_keys_are_found_and_told_apart() {
+    fn a_slot_key_is_only_itself() {
+        for len in [0, 1, INLINE - 1, INLINE, INLINE + 1, 300] {
+            let key = "k".repeat(len);
+            let slot = SlotKey::new(&key);
+            assert!(slot.is(&key), "{len}");
+            assert!(!slot.is(&format!("{key}k")), "{len}: an extension");
+            if len > 0 {
+                assert!(!slot.is(&key[1..]), "{len}: a shorter key");
+                assert!(!slot.is(&format!("{}j", &key[1..])), "{len}: same length");
+            }
+        }
+    }
+
+    /// Keys kept in their slot and keys kept apart are found, kept and removed alike.
+    #[test]
+    fn short_and_long_keys_are_found_and_removed() {
         let sharded: Sharded<Keys<usize>> = Sharded::new(4);
         let keys: Vec<String> = [0, 1, INLINE - 1, INLINE, INLINE + 1, 300]
             .iter()
