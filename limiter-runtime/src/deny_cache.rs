@@ -19,6 +19,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::key::KeyRef;
 use crate::sharded::{Keys, Sharded};
 use crate::Decision;
 
@@ -69,7 +70,13 @@ impl Default for DenyCache {
 
 impl DenyCache {
     /// What is known of a call of `cost` to `key` at `now`; a probe it starts may take up to `deadline`.
-    pub(crate) fn get(&self, key: &str, cost: u64, now: Duration, deadline: Duration) -> Lookup {
+    pub(crate) fn get(
+        &self,
+        key: KeyRef<'_>,
+        cost: u64,
+        now: Duration,
+        deadline: Duration,
+    ) -> Lookup {
         if self.held.load(Ordering::Relaxed) == 0 {
             return Lookup::Miss;
         }
@@ -102,7 +109,7 @@ impl DenyCache {
     /// or a [`Lookup::Miss`].
     pub(crate) fn answered(
         &self,
-        key: &str,
+        key: KeyRef<'_>,
         cost: u64,
         decision: &Decision,
         sent: Duration,
@@ -123,7 +130,7 @@ impl DenyCache {
     }
 
     /// Remembers Redis's denial of a call of `cost` to `key`, sent at `sent`.
-    fn insert(&self, key: &str, cost: u64, decision: &Decision, sent: Duration) {
+    fn insert(&self, key: KeyRef<'_>, cost: u64, decision: &Decision, sent: Duration) {
         if decision.degraded || decision.retry_after.is_zero() {
             self.remove(key);
             return;
@@ -151,7 +158,7 @@ impl DenyCache {
     }
 
     /// Forgets `key`'s denial.
-    fn remove(&self, key: &str) {
+    fn remove(&self, key: KeyRef<'_>) {
         if self.held.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -194,7 +201,7 @@ mod tests {
     const DEADLINE: Duration = Duration::from_millis(50);
 
     fn get(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Lookup {
-        cache.get(key, cost, now, DEADLINE)
+        cache.get(key.into(), cost, now, DEADLINE)
     }
 
     fn denied_now(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Option<Decision> {
@@ -208,7 +215,13 @@ mod tests {
     fn answers_until_retry_after_from_the_send() {
         let cache = DenyCache::default();
         let sent = T0;
-        cache.answered("k", 2, &denied(Duration::from_millis(500)), sent, false);
+        cache.answered(
+            "k".into(),
+            2,
+            &denied(Duration::from_millis(500)),
+            sent,
+            false,
+        );
         let later = sent + Duration::from_millis(200);
         let cached = denied_now(&cache, "k", 2, later).unwrap();
         assert_eq!(cached.retry_after, Duration::from_millis(300));
@@ -223,7 +236,13 @@ mod tests {
     #[test]
     fn once_expired_one_call_at_a_time_re_asks() {
         let cache = DenyCache::default();
-        cache.answered("k", 1, &denied(Duration::from_millis(500)), T0, false);
+        cache.answered(
+            "k".into(),
+            1,
+            &denied(Duration::from_millis(500)),
+            T0,
+            false,
+        );
         let expired = T0 + Duration::from_millis(500);
         assert!(matches!(get(&cache, "k", 1, expired), Lookup::Probe));
         let meanwhile = denied_now(&cache, "k", 1, expired).expect("denied while the probe is out");
@@ -235,7 +254,7 @@ mod tests {
         ));
         // The probe was admitted: the next call probes in turn.
         cache.answered(
-            "k",
+            "k".into(),
             1,
             &Decision {
                 allowed: true,
@@ -246,11 +265,17 @@ mod tests {
         );
         assert!(matches!(get(&cache, "k", 1, expired), Lookup::Probe));
         // That one was denied again: a fresh denial.
-        cache.answered("k", 1, &denied(Duration::from_millis(100)), expired, true);
+        cache.answered(
+            "k".into(),
+            1,
+            &denied(Duration::from_millis(100)),
+            expired,
+            true,
+        );
         assert!(denied_now(&cache, "k", 1, expired + Duration::from_millis(50)).is_some());
         // An admission seen outside a probe forgets the key.
         cache.answered(
-            "k",
+            "k".into(),
             1,
             &Decision {
                 allowed: true,
@@ -267,9 +292,9 @@ mod tests {
         let cache = DenyCache::default();
         let mut degraded = denied(Duration::from_secs(1));
         degraded.degraded = true;
-        cache.answered("a", 1, &degraded, T0, false);
+        cache.answered("a".into(), 1, &degraded, T0, false);
         assert!(matches!(get(&cache, "a", 1, T0), Lookup::Miss));
-        cache.answered("c", 1, &denied(Duration::from_secs(1)), T0, false);
+        cache.answered("c".into(), 1, &denied(Duration::from_secs(1)), T0, false);
         cache.clear();
         assert!(matches!(get(&cache, "c", 1, T0), Lookup::Miss));
     }

@@ -44,13 +44,18 @@ impl StoreKey {
     /// `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives a key whose
     /// `Display` writes `key`, without the formatting machinery (two copies).
     pub(crate) fn of_str(prefix: &str, key: &str) -> StoreKey {
-        let len = prefix.len() + key.len();
+        StoreKey::joined(prefix, key).bounded(prefix.len())
+    }
+
+    /// `prefix` followed by `rest`, as they are.
+    fn joined(prefix: &str, rest: &str) -> StoreKey {
+        let len = prefix.len() + rest.len();
         if len > INLINE {
-            return StoreKey(Repr::Heap([prefix, key].concat())).bounded(prefix.len());
+            return StoreKey(Repr::Heap([prefix, rest].concat()));
         }
         let mut bytes = [0; INLINE];
         bytes[..prefix.len()].copy_from_slice(prefix.as_bytes());
-        bytes[prefix.len()..len].copy_from_slice(key.as_bytes());
+        bytes[prefix.len()..len].copy_from_slice(rest.as_bytes());
         // `len` is at most INLINE (56): it fits a u8.
         StoreKey(Repr::Inline {
             len: len as u8,
@@ -68,6 +73,7 @@ impl StoreKey {
         StoreKey(Repr::Heap(long))
     }
 
+    #[inline]
     pub(crate) fn as_str(&self) -> &str {
         match &self.0 {
             // SAFETY: only whole `&str`s are ever copied in (`write_str`), one after the other, so the first
@@ -76,6 +82,18 @@ impl StoreKey {
                 std::str::from_utf8_unchecked(&bytes[..usize::from(*len)])
             },
             Repr::Heap(s) => s,
+        }
+    }
+
+    /// This key as its prefix (its first `prefix_len` bytes: the prefix it was built with) and the rest.
+    pub(crate) fn parts(&self, prefix_len: usize) -> KeyRef<'_> {
+        let key = self.as_str();
+        match key.split_at_checked(prefix_len) {
+            Some((prefix, rest)) => KeyRef { prefix, rest },
+            None => {
+                debug_assert!(false, "a store key is split after its prefix");
+                KeyRef::from(key)
+            }
         }
     }
 
@@ -113,6 +131,7 @@ impl fmt::Write for StoreKey {
 impl Deref for StoreKey {
     type Target = str;
 
+    #[inline]
     fn deref(&self) -> &str {
         self.as_str()
     }
@@ -135,6 +154,60 @@ impl fmt::Debug for StoreKey {
 impl fmt::Display for StoreKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A store key as its two parts, its prefix and the rest (the key proper, verbatim or digested): what the
+/// in-process maps hash and compare, piece by piece, so that a key whose prefix is kept apart (a
+/// [`Limit`](crate::Limit)'s) is never copied into one string to be decided in memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyRef<'a> {
+    pub(crate) prefix: &'a str,
+    pub(crate) rest: &'a str,
+}
+
+impl<'a> KeyRef<'a> {
+    /// `prefix` and a key written out, if the key is kept verbatim (at most [`MAX_VERBATIM`] bytes): the
+    /// parts of the store key [`StoreKey::of_str`] builds. `None` for a longer key, which is digested.
+    #[inline]
+    pub(crate) fn verbatim(prefix: &'a str, key: &'a str) -> Option<KeyRef<'a>> {
+        (key.len() <= MAX_VERBATIM).then_some(KeyRef { prefix, rest: key })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.prefix.len() + self.rest.len()
+    }
+
+    /// Whether this key is `bytes`.
+    #[inline]
+    pub(crate) fn is(&self, bytes: &[u8]) -> bool {
+        bytes.len() == self.len() && {
+            let (prefix, rest) = bytes.split_at(self.prefix.len());
+            prefix == self.prefix.as_bytes() && rest == self.rest.as_bytes()
+        }
+    }
+
+    /// The key in one piece. `rest` is taken as it is: verbatim ([`verbatim`](KeyRef::verbatim)), or
+    /// already digested ([`StoreKey::parts`]), never digested again.
+    pub(crate) fn to_store_key(self) -> StoreKey {
+        StoreKey::joined(self.prefix, self.rest)
+    }
+}
+
+/// A key with no prefix.
+impl<'a> From<&'a str> for KeyRef<'a> {
+    fn from(key: &'a str) -> KeyRef<'a> {
+        KeyRef {
+            prefix: "",
+            rest: key,
+        }
+    }
+}
+
+impl fmt::Display for KeyRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.prefix)?;
+        f.write_str(self.rest)
     }
 }
 
@@ -194,6 +267,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A key handed over with its prefix apart is the store key the plain API builds for it: verbatim, in two
+    /// pieces; past `MAX_VERBATIM`, digested first (as `Limit` does), then split after the prefix.
+    #[test]
+    fn a_key_in_two_parts_is_its_store_key() {
+        let prefix = "rate_limit:emp:";
+        for len in [0, 1, MAX_VERBATIM, MAX_VERBATIM + 1, 10_000] {
+            let key = "k".repeat(len);
+            let whole = StoreKey::of_str(prefix, &key);
+            let digested;
+            let parts = match KeyRef::verbatim(prefix, &key) {
+                Some(parts) => parts,
+                None => {
+                    assert!(len > MAX_VERBATIM, "{len}");
+                    digested = StoreKey::of_str(prefix, &key);
+                    digested.parts(prefix.len())
+                }
+            };
+            assert_eq!(parts.prefix, prefix);
+            assert!(parts.is(whole.as_bytes()), "{len}");
+            assert!(!parts.is(&whole.as_bytes()[1..]), "{len}");
+            assert_eq!(parts.to_store_key(), whole, "{len}");
+            assert_eq!(parts.to_string(), *whole, "{len}");
+        }
+        assert!(KeyRef::verbatim(prefix, &"k".repeat(MAX_VERBATIM)).is_some());
+        assert!(KeyRef::verbatim(prefix, &"k".repeat(MAX_VERBATIM + 1)).is_none());
     }
 
     #[test]

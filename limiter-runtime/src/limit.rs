@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 
-use crate::key::StoreKey;
+use crate::key::{KeyRef, StoreKey};
 use crate::rule::{Parts, Resolved};
 use crate::{Decision, Limiter, RateLimited, Rule};
 
@@ -77,8 +77,14 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
-        let key = StoreKey::of_str(&self.prefix, key);
-        self.limiter.decide(self.resolve(&key), key, cost)
+        match KeyRef::verbatim(&self.prefix, key) {
+            Some(key) => self.limiter.decide(self.resolve(key.rest), key, cost),
+            None => {
+                let key = StoreKey::of_str(&self.prefix, key);
+                let key = key.parts(self.prefix.len());
+                self.limiter.decide(self.resolve(key.rest), key, cost)
+            }
+        }
     }
 
     /// Like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
@@ -107,7 +113,8 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
         let key = StoreKey::of_str(&self.prefix, key);
-        self.limiter.enforce_resolved(self.resolve(&key), key, cost)
+        let resolved = self.resolve(key.parts(self.prefix.len()).rest);
+        self.limiter.enforce_resolved(resolved, key, cost)
     }
 
     /// The rule as resolved when this `Limit` was built.
@@ -119,7 +126,7 @@ impl Limit {
         }
     }
 
-    /// The rule, with the overrides in force for `key` (a store key).
+    /// The rule, with the overrides in force for `key` (after the prefix).
     #[inline]
     fn resolve(&self, key: &str) -> Resolved<'_> {
         let mut resolved = self.resolved();

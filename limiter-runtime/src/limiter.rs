@@ -16,7 +16,7 @@ use crate::degraded::instances::Instances;
 use crate::degraded::share;
 use crate::deny_cache::{DenyCache, Lookup};
 use crate::error::BackendError;
-use crate::key::StoreKey;
+use crate::key::{KeyRef, StoreKey};
 use crate::observe;
 use crate::overrides::{Overrides, Table, OVERRIDES};
 use crate::rule::Resolved;
@@ -309,24 +309,40 @@ impl Limiter {
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
         let (resolved, key) = self.resolve_key(rule, "", &key);
-        self.decide(resolved, key, cost).await
+        self.decide(resolved, key.parts(resolved.prefix.len()), cost)
+            .await
     }
 
     /// [`check_cost`](Limiter::check_cost) for a rule already resolved (its overrides applied) and its store
-    /// key: decided at once where this process can decide, else asked of Redis with what it needs moved in.
+    /// key: decided at once where this process can decide, else asked of Redis with what it needs moved in
+    /// (the key copied into one string).
     #[inline]
     pub(crate) fn decide<'a>(
         &'a self,
         resolved: Resolved<'a>,
-        key: StoreKey,
+        key: KeyRef<'_>,
         cost: u64,
     ) -> Decided<'a, Decision> {
-        match self.decide_here(&resolved, &key, cost) {
+        match self.decide_here(&resolved, key, cost) {
             Ok(decision) => Decided::Now(Some(decision)),
-            Err(ask) => Decided::Later(Box::pin(async move {
-                self.ask_redis(&resolved, &key, cost, ask).await
-            })),
+            Err(ask) => self.ask_later(resolved, key.to_store_key(), cost, ask),
         }
+    }
+
+    /// The Redis round trip of [`decide`](Limiter::decide), boxed. Out of line: its future is large (~1 KiB),
+    /// and an in-process decision should not carry the frame that builds it.
+    #[cold]
+    #[inline(never)]
+    fn ask_later<'a>(
+        &'a self,
+        resolved: Resolved<'a>,
+        key: StoreKey,
+        cost: u64,
+        ask: Ask,
+    ) -> Decided<'a, Decision> {
+        Decided::Later(Box::pin(async move {
+            self.ask_redis(&resolved, &key, cost, ask).await
+        }))
     }
 
     /// What an annotated function does: like [`check`](Limiter::check), but a rejection is the
@@ -373,7 +389,7 @@ impl Limiter {
         key: StoreKey,
         cost: u64,
     ) -> Decided<'a, Result<Decision, RateLimited>> {
-        let verdict = match self.decide_here(&resolved, &key, cost) {
+        let verdict = match self.decide_here(&resolved, key.parts(resolved.prefix.len()), cost) {
             Ok(decision) => self.verdict(&resolved, key, decision),
             Err(ask) => {
                 return Decided::Later(Box::pin(async move {
@@ -407,11 +423,17 @@ impl Limiter {
         StoreKey::new(self.inner.defaults.prefix(rule, module), key)
     }
 
-    /// `rule` with every part resolved: the overrides of its limit (and of `key`, a store key), then the rule
-    /// itself, then the defaults of `module`, then the crate's.
-    pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule, module: &str, key: &str) -> Resolved<'a> {
+    /// `rule` with every part resolved: the overrides of its limit (and of `key`, its store key), then the
+    /// rule itself, then the defaults of `module`, then the crate's.
+    pub(crate) fn resolve<'a>(
+        &'a self,
+        rule: &'a Rule,
+        module: &str,
+        key: &StoreKey,
+    ) -> Resolved<'a> {
         let mut resolved = self.inner.defaults.resolve(rule, module);
-        self.apply_overrides(&mut resolved, key);
+        let within = key.parts(resolved.prefix.len()).rest;
+        self.apply_overrides(&mut resolved, within);
         resolved
     }
 
@@ -424,13 +446,14 @@ impl Limiter {
     ) -> (Resolved<'a>, StoreKey) {
         let mut resolved = self.inner.defaults.resolve(rule, module);
         let key = StoreKey::new(resolved.prefix, format_args!("{key}"));
-        self.apply_overrides(&mut resolved, &key);
+        let within = key.parts(resolved.prefix.len()).rest;
+        self.apply_overrides(&mut resolved, within);
         (resolved, key)
     }
 
-    /// The overrides of `resolved`'s limit, and of `key` (a store key) within it, win.
+    /// The overrides of `resolved`'s limit, and of `key` within it (the key after the prefix), win.
+    #[inline]
     pub(crate) fn apply_overrides(&self, resolved: &mut Resolved<'_>, key: &str) {
-        let key = key.get(resolved.prefix.len()..).unwrap_or_default();
         if let Some(limits) = self.inner.overrides.lookup(resolved.prefix, key) {
             resolved.parts.max = limits.max.unwrap_or(resolved.parts.max);
             resolved.parts.window = limits.window.unwrap_or(resolved.parts.window);
@@ -448,7 +471,7 @@ impl Limiter {
         cost: u64,
     ) -> Decided<'static, Result<Decision, RateLimited>> {
         let resolved = self.resolve(rule, module, &key);
-        let verdict = match self.decide_here(&resolved, &key, cost) {
+        let verdict = match self.decide_here(&resolved, key.parts(resolved.prefix.len()), cost) {
             Ok(decision) => self.verdict(&resolved, key, decision),
             Err(ask) => {
                 let limiter = self.clone();
@@ -568,6 +591,7 @@ impl Limiter {
     }
 
     /// Whether limiting is on (see [`set_enabled`](Limiter::set_enabled)).
+    #[inline]
     pub fn is_enabled(&self) -> bool {
         self.inner.enabled.load(Ordering::Relaxed)
     }
@@ -593,7 +617,12 @@ impl Limiter {
     /// Every decision made in this process, at once (counted): switched off, `max = 0`, the in-memory store, a
     /// denial Redis already gave, the breaker open. Else what Redis must be asked.
     #[inline]
-    fn decide_here(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Result<Decision, Ask> {
+    fn decide_here(
+        &self,
+        rule: &Resolved<'_>,
+        key: KeyRef<'_>,
+        cost: u64,
+    ) -> Result<Decision, Ask> {
         let decided = self.decide_locally(rule, key, cost);
         if let Ok(decision) = &decided {
             self.inner.metrics.decision(rule.prefix, decision);
@@ -602,7 +631,12 @@ impl Limiter {
     }
 
     #[inline]
-    fn decide_locally(&self, rule: &Resolved<'_>, key: &str, cost: u64) -> Result<Decision, Ask> {
+    fn decide_locally(
+        &self,
+        rule: &Resolved<'_>,
+        key: KeyRef<'_>,
+        cost: u64,
+    ) -> Result<Decision, Ask> {
         let inner = &*self.inner;
         if !self.is_enabled() {
             return Ok(self.answer(
@@ -635,7 +669,7 @@ impl Limiter {
     fn decide_before_redis(
         &self,
         rule: &Resolved<'_>,
-        key: &str,
+        key: KeyRef<'_>,
         cost: u64,
         request: Request,
         store: &RedisStore,
@@ -666,7 +700,13 @@ impl Limiter {
     }
 
     /// Asks Redis; decides in degraded mode when it cannot answer (counted).
-    async fn ask_redis(&self, rule: &Resolved<'_>, key: &str, cost: u64, ask: Ask) -> Decision {
+    async fn ask_redis(
+        &self,
+        rule: &Resolved<'_>,
+        key: &StoreKey,
+        cost: u64,
+        ask: Ask,
+    ) -> Decision {
         let Ask {
             request,
             permit,
@@ -685,22 +725,26 @@ impl Limiter {
         });
         let timer = observe::Timer::start();
         let answer = store.decide(rule.parts.algorithm, key, &request).await;
+        let parts = key.parts(rule.prefix.len());
         self.inner.metrics.redis(rule.prefix, timer);
         let decision = match answer {
             Ok((outcome, at)) => {
                 if fallback.breaker.succeeded(permit) == Transition::Recovered {
-                    tracing::warn!(key, "rate limiter: Redis answers again; deciding in Redis");
+                    tracing::warn!(
+                        key = &**key,
+                        "rate limiter: Redis answers again; deciding in Redis"
+                    );
                 }
                 self.answer(rule, outcome, Duration::from_micros(at), false)
             }
             Err(cause) => {
                 self.failed(rule, key, &cause, fallback.breaker.failed(permit));
-                self.degraded(rule, key, &request, fallback)
+                self.degraded(rule, parts, &request, fallback)
             }
         };
         if let Some(cache) = cache {
             // What Redis said (a degraded decision: nothing, and the cache forgets the key).
-            cache.answered(key, cost, &decision, sent, probe);
+            cache.answered(parts, cost, &decision, sent, probe);
         }
         self.inner.metrics.decision(rule.prefix, &decision);
         decision
@@ -728,7 +772,7 @@ impl Limiter {
     fn degraded(
         &self,
         rule: &Resolved<'_>,
-        key: &str,
+        key: KeyRef<'_>,
         request: &Request,
         fallback: &Fallback,
     ) -> Decision {

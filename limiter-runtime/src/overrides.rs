@@ -213,10 +213,16 @@ pub(crate) struct Overrides {
 
 impl Overrides {
     /// The limits overriding `key` under `prefix`, if any: the key's own, completed by its prefix's.
+    #[inline]
     pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Limits> {
         if !self.any.load(Ordering::Acquire) {
             return None;
         }
+        self.find(prefix, key)
+    }
+
+    /// [`lookup`](Overrides::lookup) in the table, once there is one.
+    fn find(&self, prefix: &str, key: &str) -> Option<Limits> {
         let table = self.table.load();
         let entry = table.prefixes.get(prefix)?;
         match (entry.keys.get(key), entry.all) {

@@ -218,6 +218,7 @@ impl Resolved<'_> {
 
 impl Parts {
     /// The call to decide, in the integers the algorithms compute with.
+    #[inline]
     pub(crate) fn request(&self, cost: u64) -> Request {
         let max_wait = match self.wait {
             None => Duration::ZERO,

@@ -2,14 +2,17 @@
 //!
 //! One SipHash of the key (std's `RandomState`, with this process's random keys: callers choose the keys, and
 //! must not be able to choose colliding ones) picks both the shard and the slot within it, and is kept with
-//! the key, so that a table grows without hashing again. A short key is kept in its slot, so a lookup reads
+//! the key, so that a table grows without hashing again. A key is hashed and compared piece by piece
+//! ([`KeyRef`]), so it is copied only when it is inserted. A short key is kept in its slot, so a lookup reads
 //! one place in memory, not a slot and then the key's own allocation.
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hashbrown::hash_table::HashTable;
+
+use crate::key::KeyRef;
 
 /// `S` (a shard's state, holding a [`Keys`] map) times `count`, each behind its own mutex.
 #[derive(Debug)]
@@ -41,8 +44,14 @@ impl<S: Default> Sharded<S> {
 
 impl<S> Sharded<S> {
     /// The shard of `key`, locked, and the key's hash (for the shard's [`Keys`]).
-    pub(crate) fn lock(&self, key: &str) -> (MutexGuard<'_, S>, KeyHash) {
-        let hash = self.hasher.hash_one(key);
+    pub(crate) fn lock(&self, key: KeyRef<'_>) -> (MutexGuard<'_, S>, KeyHash) {
+        // A `str`'s hash, written piece by piece (SipHash reads its input as one stream): the same for every
+        // split of the same key.
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(key.prefix.as_bytes());
+        hasher.write(key.rest.as_bytes());
+        hasher.write_u8(0xff);
+        let hash = hasher.finish();
         // The slot within a shard comes from the hash's low bits and its tag from the top ones: the shard
         // takes bits of its own.
         let shard = (hash >> 32) as usize % self.shards.len();
@@ -89,27 +98,30 @@ enum SlotKey {
 }
 
 impl SlotKey {
-    fn new(key: &str) -> SlotKey {
+    fn new(key: KeyRef<'_>) -> SlotKey {
         let mut bytes = [0; INLINE];
         match bytes.get_mut(..key.len()) {
             Some(to) => {
-                to.copy_from_slice(key.as_bytes());
+                let (prefix, rest) = to.split_at_mut(key.prefix.len());
+                prefix.copy_from_slice(key.prefix.as_bytes());
+                rest.copy_from_slice(key.rest.as_bytes());
                 // `key.len()` is at most INLINE (38): it fits a u8.
                 SlotKey::Inline {
                     len: key.len() as u8,
                     bytes,
                 }
             }
-            None => SlotKey::Heap(key.as_bytes().into()),
+            None => SlotKey::Heap([key.prefix.as_bytes(), key.rest.as_bytes()].concat().into()),
         }
     }
 
-    fn is(&self, key: &str) -> bool {
+    #[inline]
+    fn is(&self, key: KeyRef<'_>) -> bool {
         let own: &[u8] = match self {
             SlotKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
             SlotKey::Heap(bytes) => bytes,
         };
-        own == key.as_bytes()
+        key.is(own)
     }
 }
 
@@ -130,7 +142,7 @@ impl<V> fmt::Debug for Keys<V> {
 }
 
 impl<V> Keys<V> {
-    pub(crate) fn get_mut(&mut self, hash: KeyHash, key: &str) -> Option<&mut V> {
+    pub(crate) fn get_mut(&mut self, hash: KeyHash, key: KeyRef<'_>) -> Option<&mut V> {
         self.table
             .find_mut(hash.hash, |slot| slot.hash == hash.hash && slot.key.is(key))
             .map(|slot| &mut slot.value)
@@ -140,7 +152,7 @@ impl<V> Keys<V> {
     pub(crate) fn get_or_insert_with(
         &mut self,
         hash: KeyHash,
-        key: &str,
+        key: KeyRef<'_>,
         new: impl FnOnce() -> V,
     ) -> (&mut V, bool) {
         // Looked up first, without the entry API's room-making: nearly every call finds its key.
@@ -162,7 +174,7 @@ impl<V> Keys<V> {
         }
     }
 
-    pub(crate) fn remove(&mut self, hash: KeyHash, key: &str) -> Option<V> {
+    pub(crate) fn remove(&mut self, hash: KeyHash, key: KeyRef<'_>) -> Option<V> {
         let same = |slot: &Slot<V>| slot.hash == hash.hash && slot.key.is(key);
         match self.table.find_entry(hash.hash, same) {
             Ok(slot) => Some(slot.remove().0.value),
@@ -190,6 +202,10 @@ impl<V> Keys<V> {
 mod tests {
     use super::*;
 
+    fn whole(key: &str) -> KeyRef<'_> {
+        KeyRef::from(key)
+    }
+
     /// A slot's key is the key itself, not its prefix or an extension of it, whether kept in the slot or
     /// apart, across the length where slots stop holding keys. (In a table, two keys rarely share a whole
     /// hash, so this comparison is checked here directly.)
@@ -197,12 +213,15 @@ mod tests {
     fn a_slot_key_is_only_itself() {
         for len in [0, 1, INLINE - 1, INLINE, INLINE + 1, 300] {
             let key = "k".repeat(len);
-            let slot = SlotKey::new(&key);
-            assert!(slot.is(&key), "{len}");
-            assert!(!slot.is(&format!("{key}k")), "{len}: an extension");
+            let slot = SlotKey::new(whole(&key));
+            assert!(slot.is(whole(&key)), "{len}");
+            assert!(!slot.is(whole(&format!("{key}k"))), "{len}: an extension");
             if len > 0 {
-                assert!(!slot.is(&key[1..]), "{len}: a shorter key");
-                assert!(!slot.is(&format!("{}j", &key[1..])), "{len}: same length");
+                assert!(!slot.is(whole(&key[1..])), "{len}: a shorter key");
+                assert!(
+                    !slot.is(whole(&format!("{}j", &key[1..]))),
+                    "{len}: same length"
+                );
             }
         }
     }
@@ -216,20 +235,59 @@ mod tests {
             .map(|&len| "k".repeat(len))
             .collect();
         for (i, key) in keys.iter().enumerate() {
-            let (mut shard, hash) = sharded.lock(key);
-            let (value, new) = shard.get_or_insert_with(hash, key, || i);
+            let (mut shard, hash) = sharded.lock(whole(key));
+            let (value, new) = shard.get_or_insert_with(hash, whole(key), || i);
             assert_eq!((*value, new), (i, true));
         }
         for (i, key) in keys.iter().enumerate() {
-            let (mut shard, hash) = sharded.lock(key);
-            assert_eq!(shard.get_mut(hash, key).copied(), Some(i), "{}", key.len());
-            let (value, new) = shard.get_or_insert_with(hash, key, || 99);
+            let (mut shard, hash) = sharded.lock(whole(key));
+            assert_eq!(
+                shard.get_mut(hash, whole(key)).copied(),
+                Some(i),
+                "{}",
+                key.len()
+            );
+            let (value, new) = shard.get_or_insert_with(hash, whole(key), || 99);
             assert_eq!((*value, new), (i, false));
         }
         for (i, key) in keys.iter().enumerate() {
-            let (mut shard, hash) = sharded.lock(key);
-            assert_eq!(shard.remove(hash, key), Some(i));
-            assert_eq!(shard.get_mut(hash, key), None);
+            let (mut shard, hash) = sharded.lock(whole(key));
+            assert_eq!(shard.remove(hash, whole(key)), Some(i));
+            assert_eq!(shard.get_mut(hash, whole(key)), None);
+        }
+    }
+
+    /// A key is one key wherever its prefix ends (however long the prefix of a rule, and a key given with no
+    /// prefix at all): every split hashes alike and finds the one value, and another key finds nothing.
+    #[test]
+    fn a_key_is_the_same_key_in_any_two_pieces() {
+        let sharded: Sharded<Keys<usize>> = Sharded::new(4);
+        for (i, len) in [0, 1, 9, INLINE - 1, INLINE, INLINE + 1, 300]
+            .into_iter()
+            .enumerate()
+        {
+            let key: String = ('a'..='z').cycle().take(len).collect();
+            let (mut shard, hash) = sharded.lock(whole(&key));
+            shard.get_or_insert_with(hash, whole(&key), || i);
+            drop(shard);
+            for at in 0..=len {
+                let (prefix, rest) = key.split_at(at);
+                let (mut shard, hash) = sharded.lock(KeyRef { prefix, rest });
+                assert_eq!(
+                    shard.get_mut(hash, KeyRef { prefix, rest }).copied(),
+                    Some(i),
+                    "{len} at {at}"
+                );
+                let (value, new) = shard.get_or_insert_with(hash, KeyRef { prefix, rest }, || 99);
+                assert_eq!((*value, new), (i, false), "{len} at {at}");
+            }
+            if len > 0 {
+                // The same bytes but one, split the same way.
+                let other = format!("{}!", &key[..len - 1]);
+                let (prefix, rest) = other.split_at(len / 2);
+                let (mut shard, hash) = sharded.lock(KeyRef { prefix, rest });
+                assert_eq!(shard.get_mut(hash, KeyRef { prefix, rest }), None, "{len}");
+            }
         }
     }
 }

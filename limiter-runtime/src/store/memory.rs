@@ -12,6 +12,7 @@ use crate::algorithm::sliding_window::SlidingWindow;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::algorithm::{Algorithm, Outcome, Request};
 use crate::clock::{as_micros, Clock};
+use crate::key::KeyRef;
 use crate::sharded::{Keys, Sharded};
 
 const SHARDS: usize = 32;
@@ -92,7 +93,7 @@ impl MemoryStore {
     pub(crate) fn decide(
         &self,
         algorithm: Algorithm,
-        key: &str,
+        key: KeyRef<'_>,
         request: &Request,
     ) -> (Outcome, u64) {
         let (mut shard, hash) = self.shards.lock(key);
@@ -158,12 +159,16 @@ mod tests {
             max_wait: 0,
         };
         for i in 0..5_000 {
-            store.decide(Algorithm::SlidingLog, &format!("k{i}"), &request);
+            store.decide(
+                Algorithm::SlidingLog,
+                format!("k{i}").as_str().into(),
+                &request,
+            );
         }
         assert_eq!(store.len(), 5_000);
         clock.advance(Duration::from_secs(2));
         for _ in 0..(SWEEP_EVERY as usize * (SHARDS + 1)) {
-            store.decide(Algorithm::SlidingLog, "hot", &request);
+            store.decide(Algorithm::SlidingLog, "hot".into(), &request);
         }
         assert_eq!(store.len(), 1);
     }
@@ -193,13 +198,13 @@ mod tests {
                 let mut reset_after = 0;
                 for _ in 0..calls {
                     clock.advance(Duration::from_micros(123_457));
-                    reset_after = store.decide(algorithm, "k", &request).0.reset_after;
+                    reset_after = store.decide(algorithm, "k".into(), &request).0.reset_after;
                 }
                 let sweep_at = |after: u64| {
                     let clock = clock.clone();
                     clock.advance(Duration::from_micros(after));
                     let now = as_micros(clock.now());
-                    let (mut shard, _) = store.shards.lock("k");
+                    let (mut shard, _) = store.shards.lock("k".into());
                     shard.sweep(now);
                     drop(shard);
                     store.len()
