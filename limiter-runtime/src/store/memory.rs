@@ -29,6 +29,8 @@ pub(crate) struct MemoryStore {
 struct Shard {
     entries: Keys<Entry>,
     decisions: u32,
+    /// The time of this shard's latest decision (µs): no decision here is made at an earlier one.
+    latest: u64,
     /// The other shard this one sweeps next, so that shards with no traffic of their own are swept too.
     next_to_sweep: usize,
 }
@@ -96,9 +98,12 @@ impl MemoryStore {
         key: KeyRef<'_>,
         request: &Request,
     ) -> (Outcome, u64) {
+        // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
+        // decision: as a script reads `TIME`, the decisions of one key see time in their order.
+        let read = as_micros(self.clock.now());
         let (mut shard, hash) = self.shards.lock(key);
-        // Read under the lock, as a script reads `TIME`: the decisions of one key see time in their order.
-        let now = as_micros(self.clock.now());
+        let now = read.max(shard.latest);
+        shard.latest = now;
         let (entry, _) = shard.entries.get_or_insert_with(hash, key, || Entry {
             state: State::new(algorithm),
             expires_at: 0,
@@ -146,6 +151,42 @@ mod tests {
     use super::*;
     use crate::FakeClock;
     use std::time::Duration;
+
+    /// The times a clock was read at, in the order the reads were made, whichever call's lock is taken first.
+    #[derive(Debug)]
+    struct Reads(std::sync::Mutex<Vec<u64>>);
+
+    impl Clock for Reads {
+        fn now(&self) -> Duration {
+            Duration::from_micros(self.0.lock().unwrap().remove(0))
+        }
+    }
+
+    /// The clock is read before the shard is locked, so a call can lock after another one that read the
+    /// clock later: it is then decided at that later time, never before a decision already made (a script
+    /// reads `TIME` once it runs). Here the second call's read is the earlier one, as if the first call had
+    /// read later and locked first.
+    #[test]
+    fn a_decision_is_never_made_before_the_one_before_it() {
+        let second = 1_000_000;
+        let store = MemoryStore::new(Arc::new(Reads(std::sync::Mutex::new(vec![
+            10 * second,
+            9 * second,
+        ]))));
+        let request = Request {
+            window: 5 * second,
+            max: 2,
+            cost: 1,
+            burst: 2,
+            max_wait: 0,
+        };
+        let (first, at) = store.decide(Algorithm::SlidingLog, "k".into(), &request);
+        assert_eq!((first.allowed, at), (true, 10 * second));
+        let (then, at) = store.decide(Algorithm::SlidingLog, "k".into(), &request);
+        assert_eq!((then.allowed, at), (true, 10 * second));
+        // Both admissions at 10 s: the log is in order, and both leave the window together.
+        assert_eq!(then.reset_after, 5 * second);
+    }
 
     #[test]
     fn idle_keys_are_forgotten() {
