@@ -114,8 +114,13 @@ impl MemoryStore {
         }
         let outcome = entry.state.decide(now, request);
         // Once the limit is back to its full quota the state says nothing a fresh one would not: the
-        // in-memory twin of the key's TTL.
-        entry.expires_at = now.saturating_add(outcome.reset_after);
+        // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
+        // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
+        // cores' caches at every call.
+        let expires_at = now.saturating_add(outcome.reset_after);
+        if entry.expires_at != expires_at {
+            entry.expires_at = expires_at;
+        }
 
         // Forget idle keys now and then: after the decision, so the key just used is never among them.
         shard.decisions = shard.decisions.wrapping_add(1);
