@@ -12,9 +12,10 @@ use crate::{Decision, Limiter, RateLimited, Rule};
 /// what [`Limiter::limit`] returns.
 ///
 /// [`Limiter::check`] resolves its rule and formats its key (any `Display`) on every call. A `Limit` has
-/// done the first once, and takes keys already written out (`&str`), which it copies after the prefix: for a
-/// hot path, such as an in-memory limit in front of every request. Its decisions are otherwise the same, in
-/// the same counts: a `Limit` and `Limiter::check` with the same rule and key share one count, and run-time
+/// done the first once, and takes keys already written out (`&str`), which it hands to the store beside the
+/// prefix (in memory, a key of up to 128 bytes is copied only when the store starts keeping it): for a hot
+/// path, such as an in-memory limit in front of every request. Its decisions are otherwise the same, in the
+/// same counts: a `Limit` and `Limiter::check` with the same rule and key share one count, and run-time
 /// [overrides](crate::Override) and [`set_enabled`](Limiter::set_enabled) apply to both, on every call.
 ///
 /// A `Limit` decides when it is called: the future it returns is already complete when the decision needed
