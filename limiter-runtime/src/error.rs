@@ -38,9 +38,8 @@ pub struct RateLimited(Box<Rejection>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rejection {
     message: Cow<'static, str>,
+    /// The limit's prefix, then the key.
     key: StoreKey,
-    /// The key starts with the limit's prefix, this long.
-    prefix_len: usize,
     decision: Decision,
     reason: Reason,
 }
@@ -61,12 +60,7 @@ pub(crate) const UNAVAILABLE: &str = "rate limiting is unavailable; please try a
 
 impl RateLimited {
     /// The rejection of `decision`: a degraded rejection means the store was unavailable.
-    pub(crate) fn new(
-        message: Cow<'static, str>,
-        key: StoreKey,
-        prefix_len: usize,
-        decision: Decision,
-    ) -> Self {
+    pub(crate) fn new(message: Cow<'static, str>, key: StoreKey, decision: Decision) -> Self {
         let (message, reason) = if decision.degraded {
             (Cow::Borrowed(UNAVAILABLE), Reason::Unavailable)
         } else {
@@ -75,7 +69,6 @@ impl RateLimited {
         RateLimited(Box::new(Rejection {
             message,
             key,
-            prefix_len,
             decision,
             reason,
         }))
@@ -93,7 +86,7 @@ impl RateLimited {
 
     /// The limit's prefix: the start of [`key`](RateLimited::key), naming the limit (and its HTTP policy).
     pub fn prefix(&self) -> &str {
-        self.0.key.get(..self.0.prefix_len).unwrap_or_default()
+        self.0.key.parts().prefix
     }
 
     /// Admissions per window.

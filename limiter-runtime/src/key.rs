@@ -11,7 +11,7 @@ pub(crate) const MAX_VERBATIM: usize = 128;
 /// is moved a few times on its way to the store, and small values move in registers.
 const INLINE: usize = 56;
 
-/// The store key of one call: `prefix` and the formatted key, in one string.
+/// The store key of one call: `prefix` and the formatted key, in one string, and where the prefix ends.
 ///
 /// A key of at most [`MAX_VERBATIM`] bytes is kept verbatim (any content: spaces, braces, newlines); a longer
 /// one becomes its first (up to) `MAX_VERBATIM` bytes, `#`, and the SHA-1 of the whole key, so at most
@@ -22,13 +22,22 @@ pub(crate) struct StoreKey(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    Inline { len: u8, bytes: [u8; INLINE] },
-    Heap(String),
+    /// `prefix` (at most `len`, so at most INLINE: a u8) is where the prefix ends.
+    Inline {
+        len: u8,
+        prefix: u8,
+        bytes: [u8; INLINE],
+    },
+    Heap {
+        key: String,
+        prefix: usize,
+    },
 }
 
 impl StoreKey {
     const EMPTY: StoreKey = StoreKey(Repr::Inline {
         len: 0,
+        prefix: 0,
         bytes: [0; INLINE],
     });
 
@@ -37,40 +46,62 @@ impl StoreKey {
         let mut out = StoreKey::EMPTY;
         // Writing into a StoreKey cannot fail; a Display impl that reports an error leaves what it wrote.
         let _ = out.write_str(prefix);
+        out.end_prefix();
         let _ = out.write_fmt(key);
-        out.bounded(prefix.len())
+        out.bounded()
     }
 
     /// `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives a key whose
     /// `Display` writes `key`, without the formatting machinery (two copies).
     pub(crate) fn of_str(prefix: &str, key: &str) -> StoreKey {
-        StoreKey::joined(prefix, key).bounded(prefix.len())
+        StoreKey::joined(prefix, key).bounded()
     }
 
     /// `prefix` followed by `rest`, as they are.
     fn joined(prefix: &str, rest: &str) -> StoreKey {
         let len = prefix.len() + rest.len();
         if len > INLINE {
-            return StoreKey(Repr::Heap([prefix, rest].concat()));
+            return StoreKey(Repr::Heap {
+                key: [prefix, rest].concat(),
+                prefix: prefix.len(),
+            });
         }
         let mut bytes = [0; INLINE];
         bytes[..prefix.len()].copy_from_slice(prefix.as_bytes());
         bytes[prefix.len()..len].copy_from_slice(rest.as_bytes());
-        // `len` is at most INLINE (56): it fits a u8.
+        // `len` (and so the prefix's length) is at most INLINE (56): it fits a u8.
         StoreKey(Repr::Inline {
             len: len as u8,
+            prefix: prefix.len() as u8,
             bytes,
         })
     }
 
-    /// This key, with what follows its `prefix_len` bytes of prefix digested if it is too long.
-    fn bounded(self, prefix_len: usize) -> StoreKey {
-        if self.len() - prefix_len <= MAX_VERBATIM {
+    /// Marks what was written so far as the prefix.
+    fn end_prefix(&mut self) {
+        match &mut self.0 {
+            Repr::Inline { len, prefix, .. } => *prefix = *len,
+            Repr::Heap { key, prefix } => *prefix = key.len(),
+        }
+    }
+
+    /// How long the prefix is.
+    fn prefix_len(&self) -> usize {
+        match &self.0 {
+            Repr::Inline { prefix, .. } => usize::from(*prefix),
+            Repr::Heap { prefix, .. } => *prefix,
+        }
+    }
+
+    /// This key, with what follows its prefix digested if it is too long.
+    fn bounded(self) -> StoreKey {
+        let prefix = self.prefix_len();
+        if self.len() - prefix <= MAX_VERBATIM {
             return self;
         }
-        let mut long = self.into_string();
-        digest_tail(&mut long, prefix_len);
-        StoreKey(Repr::Heap(long))
+        let mut key = self.into_string();
+        digest_tail(&mut key, prefix);
+        StoreKey(Repr::Heap { key, prefix })
     }
 
     #[inline]
@@ -78,29 +109,24 @@ impl StoreKey {
         match &self.0 {
             // SAFETY: only whole `&str`s are ever copied in (`write_str`), one after the other, so the first
             // `len` bytes are UTF-8.
-            Repr::Inline { len, bytes } => unsafe {
+            Repr::Inline { len, bytes, .. } => unsafe {
                 std::str::from_utf8_unchecked(&bytes[..usize::from(*len)])
             },
-            Repr::Heap(s) => s,
+            Repr::Heap { key, .. } => key,
         }
     }
 
-    /// This key as its prefix (its first `prefix_len` bytes: the prefix it was built with) and the rest.
-    pub(crate) fn parts(&self, prefix_len: usize) -> KeyRef<'_> {
-        let key = self.as_str();
-        match key.split_at_checked(prefix_len) {
-            Some((prefix, rest)) => KeyRef { prefix, rest },
-            None => {
-                debug_assert!(false, "a store key is split after its prefix");
-                KeyRef::from(key)
-            }
-        }
+    /// This key as its prefix and the rest.
+    pub(crate) fn parts(&self) -> KeyRef<'_> {
+        // The prefix was written whole, first: its end is a char boundary within the key.
+        let (prefix, rest) = self.as_str().split_at(self.prefix_len());
+        KeyRef { prefix, rest }
     }
 
     /// The key as an owned `String`.
     pub(crate) fn into_string(self) -> String {
         match self.0 {
-            Repr::Heap(s) => s,
+            Repr::Heap { key, .. } => key,
             Repr::Inline { .. } => self.as_str().to_owned(),
         }
     }
@@ -109,7 +135,7 @@ impl StoreKey {
 impl fmt::Write for StoreKey {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         match &mut self.0 {
-            Repr::Inline { len, bytes } => {
+            Repr::Inline { len, prefix, bytes } => {
                 let at = usize::from(*len);
                 if let Some(to) = bytes.get_mut(at..at + s.len()) {
                     to.copy_from_slice(s.as_bytes());
@@ -119,10 +145,13 @@ impl fmt::Write for StoreKey {
                     // SAFETY: as in `as_str`.
                     spilled.push_str(unsafe { std::str::from_utf8_unchecked(&bytes[..at]) });
                     spilled.push_str(s);
-                    self.0 = Repr::Heap(spilled);
+                    self.0 = Repr::Heap {
+                        key: spilled,
+                        prefix: usize::from(*prefix),
+                    };
                 }
             }
-            Repr::Heap(out) => out.push_str(s),
+            Repr::Heap { key, .. } => key.push_str(s),
         }
         Ok(())
     }
@@ -283,7 +312,7 @@ mod tests {
                 None => {
                     assert!(len > MAX_VERBATIM, "{len}");
                     digested = StoreKey::of_str(prefix, &key);
-                    digested.parts(prefix.len())
+                    digested.parts()
                 }
             };
             assert_eq!(parts.prefix, prefix);
@@ -294,6 +323,24 @@ mod tests {
         }
         assert!(KeyRef::verbatim(prefix, &"k".repeat(MAX_VERBATIM)).is_some());
         assert!(KeyRef::verbatim(prefix, &"k".repeat(MAX_VERBATIM + 1)).is_none());
+    }
+
+    /// A store key splits where its prefix ends however it was built: inline, spilled to the heap while the
+    /// prefix or the key was written, digested.
+    #[test]
+    fn a_key_knows_where_its_prefix_ends() {
+        for prefix in ["", "p:", &"p".repeat(60)] {
+            for key in ["", "1001", &"k".repeat(50), &"é".repeat(500)] {
+                for built in [
+                    StoreKey::new(prefix, format_args!("{key}")),
+                    StoreKey::of_str(prefix, key),
+                ] {
+                    let parts = built.parts();
+                    assert_eq!(parts.prefix, prefix);
+                    assert_eq!(format!("{prefix}{}", parts.rest), *built);
+                }
+            }
+        }
     }
 
     #[test]

@@ -82,7 +82,7 @@ impl Limit {
             Some(key) => self.limiter.decide(self.resolve(key.rest), key, cost),
             None => {
                 let key = StoreKey::of_str(&self.prefix, key);
-                let key = key.parts(self.prefix.len());
+                let key = key.parts();
                 self.limiter.decide(self.resolve(key.rest), key, cost)
             }
         }
@@ -114,7 +114,7 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
         let key = StoreKey::of_str(&self.prefix, key);
-        let resolved = self.resolve(key.parts(self.prefix.len()).rest);
+        let resolved = self.resolve(key.parts().rest);
         self.limiter.enforce_resolved(resolved, key, cost)
     }
 

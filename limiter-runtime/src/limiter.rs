@@ -309,8 +309,7 @@ impl Limiter {
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
         let (resolved, key) = self.resolve_key(rule, "", &key);
-        self.decide(resolved, key.parts(resolved.prefix.len()), cost)
-            .await
+        self.decide(resolved, key.parts(), cost).await
     }
 
     /// [`check_cost`](Limiter::check_cost) for a rule already resolved (its overrides applied) and its store
@@ -389,7 +388,7 @@ impl Limiter {
         key: StoreKey,
         cost: u64,
     ) -> Decided<'a, Result<Decision, RateLimited>> {
-        let verdict = match self.decide_here(&resolved, key.parts(resolved.prefix.len()), cost) {
+        let verdict = match self.decide_here(&resolved, key.parts(), cost) {
             Ok(decision) => self.verdict(&resolved, key, decision),
             Err(ask) => {
                 return Decided::Later(Box::pin(async move {
@@ -432,8 +431,7 @@ impl Limiter {
         key: &StoreKey,
     ) -> Resolved<'a> {
         let mut resolved = self.inner.defaults.resolve(rule, module);
-        let within = key.parts(resolved.prefix.len()).rest;
-        self.apply_overrides(&mut resolved, within);
+        self.apply_overrides(&mut resolved, key.parts().rest);
         resolved
     }
 
@@ -446,8 +444,7 @@ impl Limiter {
     ) -> (Resolved<'a>, StoreKey) {
         let mut resolved = self.inner.defaults.resolve(rule, module);
         let key = StoreKey::new(resolved.prefix, format_args!("{key}"));
-        let within = key.parts(resolved.prefix.len()).rest;
-        self.apply_overrides(&mut resolved, within);
+        self.apply_overrides(&mut resolved, key.parts().rest);
         (resolved, key)
     }
 
@@ -471,7 +468,7 @@ impl Limiter {
         cost: u64,
     ) -> Decided<'static, Result<Decision, RateLimited>> {
         let resolved = self.resolve(rule, module, &key);
-        let verdict = match self.decide_here(&resolved, key.parts(resolved.prefix.len()), cost) {
+        let verdict = match self.decide_here(&resolved, key.parts(), cost) {
             Ok(decision) => self.verdict(&resolved, key, decision),
             Err(ask) => {
                 let limiter = self.clone();
@@ -527,12 +524,7 @@ impl Limiter {
         if !decision.degraded {
             tracing::debug!(key = &*key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
         }
-        Err(RateLimited::new(
-            resolved.message.clone(),
-            key,
-            resolved.prefix.len(),
-            decision,
-        ))
+        Err(RateLimited::new(resolved.message.clone(), key, decision))
     }
 
     /// Changes a limit at run time, for every runtime sharing this Redis (for this one alone in memory): the
@@ -725,7 +717,7 @@ impl Limiter {
         });
         let timer = observe::Timer::start();
         let answer = store.decide(rule.parts.algorithm, key, &request).await;
-        let parts = key.parts(rule.prefix.len());
+        let parts = key.parts();
         self.inner.metrics.redis(rule.prefix, timer);
         let decision = match answer {
             Ok((outcome, at)) => {
