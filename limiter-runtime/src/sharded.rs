@@ -14,7 +14,7 @@ use hashbrown::hash_table::HashTable;
 
 use crate::key::KeyRef;
 
-/// `S` (a shard's state, holding a [`Keys`] map) times `count`, each behind its own mutex.
+/// `S` (a shard's state, holding a [`Keys`] map) times `count` (a power of two), each behind its own mutex.
 #[derive(Debug)]
 pub(crate) struct Sharded<S> {
     shards: Box<[Padded<Mutex<S>>]>,
@@ -34,7 +34,9 @@ pub(crate) struct KeyHash {
 }
 
 impl<S: Default> Sharded<S> {
+    /// `count` shards: a power of two, so that a shard is picked with a mask, not a division.
     pub(crate) fn new(count: usize) -> Self {
+        debug_assert!(count.is_power_of_two(), "{count} shards");
         Sharded {
             shards: (0..count).map(|_| Padded::default()).collect(),
             hasher: RandomState::new(),
@@ -54,7 +56,7 @@ impl<S> Sharded<S> {
         let hash = hasher.finish();
         // The slot within a shard comes from the hash's low bits and its tag from the top ones: the shard
         // takes bits of its own.
-        let shard = (hash >> 32) as usize % self.shards.len();
+        let shard = (hash >> 32) as usize & (self.shards.len() - 1);
         (self.lock_shard(shard), KeyHash { hash, shard })
     }
 
