@@ -28,6 +28,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
     /// The current time, as a duration since this clock's origin.
     fn now(&self) -> Duration;
+
+    /// The current time in whole microseconds since this clock's origin (saturating): what the in-memory
+    /// store counts in, read on every decision. The default truncates [`now`](Clock::now); override it only
+    /// where a reading can be had more cheaply, and then with the same value.
+    fn now_micros(&self) -> u64 {
+        as_micros(self.now())
+    }
 }
 
 /// The real clock: wall-clock origin (the Unix epoch), monotonic progress.
@@ -38,21 +45,31 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
 #[derive(Debug, Clone)]
 pub struct SystemClock {
     clock: quanta::Clock,
-    origin: quanta::Instant,
-    origin_since_epoch: Duration,
+    /// The monotonic clock's raw reading (ticks) when this clock was made.
+    origin: u64,
+    /// The wall clock then, in ns since the Unix epoch (a `u64` of ns lasts until 2554).
+    origin_since_epoch: u64,
 }
 
 impl SystemClock {
     /// A clock reading the wall clock now and advancing monotonically from there.
     pub fn new() -> Self {
         let clock = quanta::Clock::new();
+        let since_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         SystemClock {
-            origin: clock.now(),
+            origin: clock.raw(),
             clock,
-            origin_since_epoch: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default(),
+            origin_since_epoch: u64::try_from(since_epoch.as_nanos()).unwrap_or(u64::MAX),
         }
+    }
+
+    /// ns since the Unix epoch: the raw ticks since the origin, scaled, after the wall clock at the origin.
+    #[inline]
+    fn nanos(&self) -> u64 {
+        let elapsed = self.clock.delta_as_nanos(self.origin, self.clock.raw());
+        self.origin_since_epoch.saturating_add(elapsed)
     }
 }
 
@@ -64,7 +81,11 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Duration {
-        self.origin_since_epoch + self.clock.now().duration_since(self.origin)
+        Duration::from_nanos(self.nanos())
+    }
+
+    fn now_micros(&self) -> u64 {
+        self.nanos() / 1_000
     }
 }
 
@@ -128,9 +149,52 @@ impl Clock for FakeClock {
     fn now(&self) -> Duration {
         Duration::from_micros(self.micros.load(Ordering::SeqCst))
     }
+
+    fn now_micros(&self) -> u64 {
+        self.micros.load(Ordering::SeqCst)
+    }
 }
 
 /// Whole microseconds of `d`, saturating: the unit every algorithm computes in.
 pub(crate) fn as_micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The system clock starts at the wall clock, and its two readings are one clock: a reading in µs falls
+    /// between the readings as durations made before and after it, and none goes backwards.
+    #[test]
+    fn the_system_clocks_readings_agree_and_move_forward() {
+        let wall = as_micros(SystemTime::now().duration_since(UNIX_EPOCH).unwrap());
+        let clock = SystemClock::new();
+        let mut last = clock.now_micros();
+        assert!(
+            last.abs_diff(wall) < 1_000_000,
+            "{last} µs, the wall clock {wall} µs"
+        );
+        for _ in 0..100_000 {
+            let before = as_micros(clock.now());
+            let micros = clock.now_micros();
+            let after = as_micros(clock.now());
+            assert!(
+                before <= micros && micros <= after,
+                "{before} {micros} {after}"
+            );
+            assert!(last <= before, "{last} then {before}");
+            last = after;
+        }
+    }
+
+    #[test]
+    fn a_fake_clock_reads_what_it_was_set_to() {
+        let clock = FakeClock::starting_at(Duration::from_micros(1_500));
+        clock.advance(Duration::from_nanos(2_999));
+        assert_eq!(
+            (clock.now_micros(), clock.now()),
+            (1_502, Duration::from_micros(1_502))
+        );
+    }
 }

@@ -11,7 +11,7 @@ use crate::algorithm::sliding_log::SlidingLog;
 use crate::algorithm::sliding_window::SlidingWindow;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::algorithm::{Algorithm, Outcome, Request};
-use crate::clock::{as_micros, Clock};
+use crate::clock::Clock;
 use crate::key::KeyRef;
 use crate::sharded::{Keys, Sharded};
 
@@ -100,7 +100,7 @@ impl MemoryStore {
     ) -> (Outcome, u64) {
         // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
         // decision: as a script reads `TIME`, the decisions of one key see time in their order.
-        let read = as_micros(self.clock.now());
+        let read = self.clock.now_micros();
         let (mut shard, hash) = self.shards.lock(key);
         let now = read.max(shard.latest);
         shard.latest = now;
@@ -154,6 +154,7 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::as_micros;
     use crate::FakeClock;
     use std::time::Duration;
 
