@@ -314,8 +314,9 @@ impl Limiter {
 
     /// [`check_cost`](Limiter::check_cost) for a rule already resolved (its overrides applied) and its store
     /// key: decided at once where this process can decide, else asked of Redis with what it needs moved in
-    /// (the key copied into one string).
-    #[inline]
+    /// (the key copied into one string). Always inlined: the decision made at once is then built in the
+    /// caller's future, not built here and copied there.
+    #[inline(always)]
     pub(crate) fn decide<'a>(
         &'a self,
         resolved: Resolved<'a>,

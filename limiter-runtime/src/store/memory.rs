@@ -91,7 +91,9 @@ impl MemoryStore {
         }
     }
 
-    /// Decides, and says when on this store's clock (µs).
+    /// Decides, and says when on this store's clock (µs). Inlined: the limiter then reads the outcome where
+    /// it builds the decision, not copied out through memory.
+    #[inline]
     pub(crate) fn decide(
         &self,
         algorithm: Algorithm,
