@@ -14,9 +14,10 @@
 //!   plain API with the limiter on (in memory), to show what the attribute adds to a real decision.
 //! - `parts/*`: a formatted `String`, a clock read, a SipHash, a mutex, an `Arc` clone: to read the rest.
 //!
-//! The library's calls are async, but in memory they complete on their first poll, so each decision is driven with
-//! `now_or_never()` (no runtime). Annotated functions are awaited inside one future, in the limiter's `scope`,
-//! polled once with `now_or_never()`.
+//! The library's calls are async, but in memory they complete on their first poll, so each decision's future is
+//! polled once, where it is (as `.await` polls the future it awaits), with a waker that does nothing: no
+//! runtime ([`PollOnce`]). Annotated functions are awaited inside one future, in the limiter's `scope`, polled
+//! once the same way.
 //!
 //! Times are wall-clock, split over the threads: with 2 threads, ns per decision is the wall time divided by
 //! every decision of both threads. After criterion's own report come summary tables (markdown): each
@@ -25,13 +26,15 @@
 //! after another), which is what the targets are judged on; then the parts.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::pin::pin;
 use std::sync::{Barrier, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use futures::FutureExt;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
 
@@ -63,6 +66,20 @@ fn record(id: &str, iters: u64, elapsed: Duration) -> Duration {
     entry.1 += elapsed;
     elapsed
 }
+
+/// Drives a future that completes on its first poll: polls it once, in place (as `.await` polls the future it
+/// awaits), with a waker that does nothing.
+trait PollOnce: Future + Sized {
+    #[inline]
+    fn poll_once(self, pending: &str) -> Self::Output {
+        match pin!(self).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(output) => output,
+            Poll::Pending => panic!("{pending}"),
+        }
+    }
+}
+
+impl<F: Future> PollOnce for F {}
 
 /// xorshift64*: cheap enough not to matter, the same for every contender.
 struct Rng(u64);
@@ -153,8 +170,7 @@ fn contenders() -> Vec<(String, Decide)> {
         let decide = move |key: &String| {
             limit
                 .check(key)
-                .now_or_never()
-                .expect("an in-memory decision completes on its first poll")
+                .poll_once("an in-memory decision completes on its first poll")
                 .allowed
         };
         contenders.push((name.to_owned(), Box::new(decide)));
@@ -164,8 +180,7 @@ fn contenders() -> Vec<(String, Decide)> {
         let decide = move |key: &String| {
             limiter
                 .check(&rule, key)
-                .now_or_never()
-                .expect("an in-memory decision completes on its first poll")
+                .poll_once("an in-memory decision completes on its first poll")
                 .allowed
         };
         contenders.push((name.to_owned(), Box::new(decide)));
@@ -233,8 +248,7 @@ fn attribute(c: &mut Criterion) {
                 }
                 start.elapsed()
             })
-            .now_or_never()
-            .expect("nothing to wait for")
+            .poll_once("nothing to wait for")
         };
         let disabled = |_thread: usize, n: u64| {
             off.scope(async {
@@ -245,8 +259,7 @@ fn attribute(c: &mut Criterion) {
                 }
                 start.elapsed()
             })
-            .now_or_never()
-            .expect("nothing to wait for")
+            .poll_once("nothing to wait for")
         };
         let annotated_on = |thread: usize, n: u64| {
             on.scope(async {
@@ -258,8 +271,7 @@ fn attribute(c: &mut Criterion) {
                 }
                 start.elapsed()
             })
-            .now_or_never()
-            .expect("an in-memory decision completes on its first poll")
+            .poll_once("an in-memory decision completes on its first poll")
         };
         let plain_on = |thread: usize, n: u64| {
             async {
@@ -271,8 +283,7 @@ fn attribute(c: &mut Criterion) {
                 }
                 start.elapsed()
             }
-            .now_or_never()
-            .expect("an in-memory decision completes on its first poll")
+            .poll_once("an in-memory decision completes on its first poll")
         };
         let id = |name: &str| format!("attribute/{threads}t/{name}");
         let (a, b, c2, d) = (
