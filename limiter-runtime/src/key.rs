@@ -196,11 +196,19 @@ pub(crate) struct KeyRef<'a> {
 }
 
 impl<'a> KeyRef<'a> {
-    /// `prefix` and a key written out, if the key is kept verbatim (at most [`MAX_VERBATIM`] bytes): the
-    /// parts of the store key [`StoreKey::of_str`] builds. `None` for a longer key, which is digested.
+    /// The parts of the store key [`StoreKey::of_str`] builds of `prefix` and a key written out: `prefix` and
+    /// the key as they are when the key is kept verbatim (at most [`MAX_VERBATIM`] bytes), so that nothing is
+    /// copied; else the store key, digested into `digested`, split after its prefix.
     #[inline]
-    pub(crate) fn verbatim(prefix: &'a str, key: &'a str) -> Option<KeyRef<'a>> {
-        (key.len() <= MAX_VERBATIM).then_some(KeyRef { prefix, rest: key })
+    pub(crate) fn of_str(
+        prefix: &'a str,
+        key: &'a str,
+        digested: &'a mut Option<StoreKey>,
+    ) -> KeyRef<'a> {
+        if key.len() <= MAX_VERBATIM {
+            return KeyRef { prefix, rest: key };
+        }
+        digested.insert(StoreKey::of_str(prefix, key)).parts()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -216,8 +224,8 @@ impl<'a> KeyRef<'a> {
         }
     }
 
-    /// The key in one piece. `rest` is taken as it is: verbatim ([`verbatim`](KeyRef::verbatim)), or
-    /// already digested ([`StoreKey::parts`]), never digested again.
+    /// The key in one piece. `rest` is taken as it is, verbatim or already digested ([`of_str`](KeyRef::of_str),
+    /// [`StoreKey::parts`]): never digested again.
     pub(crate) fn to_store_key(self) -> StoreKey {
         StoreKey::joined(self.prefix, self.rest)
     }
@@ -306,23 +314,16 @@ mod tests {
         for len in [0, 1, MAX_VERBATIM, MAX_VERBATIM + 1, 10_000] {
             let key = "k".repeat(len);
             let whole = StoreKey::of_str(prefix, &key);
-            let digested;
-            let parts = match KeyRef::verbatim(prefix, &key) {
-                Some(parts) => parts,
-                None => {
-                    assert!(len > MAX_VERBATIM, "{len}");
-                    digested = StoreKey::of_str(prefix, &key);
-                    digested.parts()
-                }
-            };
+            let mut digested = None;
+            let parts = KeyRef::of_str(prefix, &key, &mut digested);
             assert_eq!(parts.prefix, prefix);
             assert!(parts.is(whole.as_bytes()), "{len}");
             assert!(!parts.is(&whole.as_bytes()[1..]), "{len}");
             assert_eq!(parts.to_store_key(), whole, "{len}");
             assert_eq!(parts.to_string(), *whole, "{len}");
+            // Only a key past the line is copied (digested).
+            assert_eq!(digested.is_some(), len > MAX_VERBATIM, "{len}");
         }
-        assert!(KeyRef::verbatim(prefix, &"k".repeat(MAX_VERBATIM)).is_some());
-        assert!(KeyRef::verbatim(prefix, &"k".repeat(MAX_VERBATIM + 1)).is_none());
     }
 
     /// A store key splits where its prefix ends however it was built: inline, spilled to the heap while the

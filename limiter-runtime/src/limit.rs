@@ -78,14 +78,9 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
-        match KeyRef::verbatim(&self.prefix, key) {
-            Some(key) => self.limiter.decide(self.resolve(key.rest), key, cost),
-            None => {
-                let key = StoreKey::of_str(&self.prefix, key);
-                let key = key.parts();
-                self.limiter.decide(self.resolve(key.rest), key, cost)
-            }
-        }
+        let mut digested = None;
+        let key = KeyRef::of_str(&self.prefix, key, &mut digested);
+        self.limiter.decide(self.resolve(key.rest), key, cost)
     }
 
     /// Like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
