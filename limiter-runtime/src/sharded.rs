@@ -90,6 +90,14 @@ struct Slot<V> {
     value: V,
 }
 
+impl<V> Slot<V> {
+    /// Whether this is `key`'s slot: its whole hash first (cheap, and nearly always decisive), then the key.
+    #[inline]
+    fn is(&self, hash: KeyHash, key: KeyRef<'_>) -> bool {
+        self.hash == hash.hash && self.key.is(key)
+    }
+}
+
 /// Keys up to this many bytes are kept in their slot (a prefix and a user id or an IPv6 address fit).
 const INLINE: usize = 38;
 
@@ -146,7 +154,7 @@ impl<V> fmt::Debug for Keys<V> {
 impl<V> Keys<V> {
     pub(crate) fn get_mut(&mut self, hash: KeyHash, key: KeyRef<'_>) -> Option<&mut V> {
         self.table
-            .find_mut(hash.hash, |slot| slot.hash == hash.hash && slot.key.is(key))
+            .find_mut(hash.hash, |slot| slot.is(hash, key))
             .map(|slot| &mut slot.value)
     }
 
@@ -158,8 +166,7 @@ impl<V> Keys<V> {
         new: impl FnOnce() -> V,
     ) -> (&mut V, bool) {
         // Looked up first, without the entry API's room-making: nearly every call finds its key.
-        let same = |slot: &Slot<V>| slot.hash == hash.hash && slot.key.is(key);
-        match self.table.find_entry(hash.hash, same) {
+        match self.table.find_entry(hash.hash, |slot| slot.is(hash, key)) {
             Ok(slot) => (&mut slot.into_mut().value, false),
             Err(absent) => {
                 let slot = absent.into_table().insert_unique(
@@ -177,8 +184,7 @@ impl<V> Keys<V> {
     }
 
     pub(crate) fn remove(&mut self, hash: KeyHash, key: KeyRef<'_>) -> Option<V> {
-        let same = |slot: &Slot<V>| slot.hash == hash.hash && slot.key.is(key);
-        match self.table.find_entry(hash.hash, same) {
+        match self.table.find_entry(hash.hash, |slot| slot.is(hash, key)) {
             Ok(slot) => Some(slot.remove().0.value),
             Err(_) => None,
         }
