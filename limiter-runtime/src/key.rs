@@ -205,10 +205,12 @@ impl<'a> KeyRef<'a> {
         key: &'a str,
         digested: &'a mut Option<StoreKey>,
     ) -> KeyRef<'a> {
-        if key.len() <= MAX_VERBATIM {
-            return KeyRef { prefix, rest: key };
-        }
-        digested.insert(StoreKey::of_str(prefix, key)).parts()
+        let rest = if key.len() <= MAX_VERBATIM {
+            key
+        } else {
+            digest_into(prefix, key, digested)
+        };
+        KeyRef { prefix, rest }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -229,6 +231,15 @@ impl<'a> KeyRef<'a> {
     pub(crate) fn to_store_key(self) -> StoreKey {
         StoreKey::joined(self.prefix, self.rest)
     }
+}
+
+/// What follows `prefix` in the store key of a key too long to keep verbatim: the key digested into
+/// `digested`. Apart, and returning only that part (two words, in registers), so that the verbatim case
+/// builds its [`KeyRef`] in registers rather than in memory shared with this one.
+#[cold]
+#[inline(never)]
+fn digest_into<'a>(prefix: &str, key: &str, digested: &'a mut Option<StoreKey>) -> &'a str {
+    digested.insert(StoreKey::of_str(prefix, key)).parts().rest
 }
 
 /// A key with no prefix.

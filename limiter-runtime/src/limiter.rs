@@ -325,21 +325,25 @@ impl Limiter {
     ) -> Decided<'a, Decision> {
         match self.decide_here(&resolved, key, cost) {
             Ok(decision) => Decided::Now(Some(decision)),
-            Err(ask) => self.ask_later(resolved, key.to_store_key(), cost, ask),
+            Err(ask) => self.ask_later(resolved, key.prefix, key.rest, cost, ask),
         }
     }
 
     /// The Redis round trip of [`decide`](Limiter::decide), boxed. Out of line: its future is large (~1 KiB),
-    /// and an in-process decision should not carry the frame that builds it.
+    /// and an in-process decision should not carry the frame that builds it. The key comes as its two parts,
+    /// each passed in registers: a `KeyRef` passed whole would be passed by address, and the in-process path
+    /// would then keep its key in memory and copy it back out (a stalled load per decision).
     #[cold]
     #[inline(never)]
     fn ask_later<'a>(
         &'a self,
         resolved: Resolved<'a>,
-        key: StoreKey,
+        prefix: &str,
+        rest: &str,
         cost: u64,
         ask: Ask,
     ) -> Decided<'a, Decision> {
+        let key = KeyRef { prefix, rest }.to_store_key();
         Decided::Later(Box::pin(async move {
             self.ask_redis(&resolved, &key, cost, ask).await
         }))
