@@ -620,45 +620,39 @@ impl Limiter {
         key: KeyRef<'_>,
         cost: u64,
     ) -> Result<Decision, Ask> {
-        let decided = self.decide_locally(rule, key, cost);
+        let decided = 'decided: {
+            let inner = &*self.inner;
+            if !self.is_enabled() {
+                break 'decided Ok(self.answer(
+                    rule,
+                    Outcome::admit(rule.parts.max),
+                    inner.clock.now(),
+                    false,
+                ));
+            }
+            if rule.parts.max == 0 {
+                // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
+                let outcome = Outcome::denied(0, as_micros(rule.parts.window), 0);
+                break 'decided Ok(self.answer(rule, outcome, inner.clock.now(), false));
+            }
+            let request = rule.parts.request(cost);
+            match (&inner.store, &inner.fallback) {
+                (Store::Memory(memory), _) => {
+                    let (outcome, at) = memory.decide(rule.parts.algorithm, key, &request);
+                    Ok(self.answer(rule, outcome, Duration::from_micros(at), false))
+                }
+                (Store::Redis(store), Some(fallback)) => {
+                    self.decide_before_redis(rule, key, cost, request, store, fallback)
+                }
+                (Store::Redis(_), None) => {
+                    unreachable!("a Redis limiter is built with its fallback")
+                }
+            }
+        };
         if let Ok(decision) = &decided {
             self.inner.metrics.decision(rule.prefix, decision);
         }
         decided
-    }
-
-    #[inline]
-    fn decide_locally(
-        &self,
-        rule: &Resolved<'_>,
-        key: KeyRef<'_>,
-        cost: u64,
-    ) -> Result<Decision, Ask> {
-        let inner = &*self.inner;
-        if !self.is_enabled() {
-            return Ok(self.answer(
-                rule,
-                Outcome::admit(rule.parts.max),
-                inner.clock.now(),
-                false,
-            ));
-        }
-        if rule.parts.max == 0 {
-            // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
-            let outcome = Outcome::denied(0, as_micros(rule.parts.window), 0);
-            return Ok(self.answer(rule, outcome, inner.clock.now(), false));
-        }
-        let request = rule.parts.request(cost);
-        match (&inner.store, &inner.fallback) {
-            (Store::Memory(memory), _) => {
-                let (outcome, at) = memory.decide(rule.parts.algorithm, key, &request);
-                Ok(self.answer(rule, outcome, Duration::from_micros(at), false))
-            }
-            (Store::Redis(store), Some(fallback)) => {
-                self.decide_before_redis(rule, key, cost, request, store, fallback)
-            }
-            (Store::Redis(_), None) => unreachable!("a Redis limiter is built with its fallback"),
-        }
     }
 
     /// What a Redis-backed limiter decides without Redis: a denial Redis already gave, the breaker open.
