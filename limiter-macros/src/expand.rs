@@ -76,7 +76,7 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
     // Locals are hidden from the user's code by `mixed_site`; items are not, so the static lives in a block of
     // its own and only a reference to it, in a hidden local, reaches the statements the user's code can see.
     let site = Ident::new("__limiter_site", Span::mixed_site());
-    let call = Ident::new("__limiter_call", Span::mixed_site());
+    let checked = Ident::new("__limiter_checked", Span::mixed_site());
     let error = Ident::new("__limiter_rejection", Span::mixed_site());
 
     // The attribute's arguments as a chain of constant setters, one per argument written.
@@ -123,21 +123,18 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
     }
     let function = name.to_string();
 
-    let new_call = match &args.key {
-        Some(parts) => {
-            let format = vec!["{}"; parts.len()].join(":");
-            quote!(#krate::__private::Call::keyed(#site, ::core::format_args!(#format, #(#parts),*)))
-        }
-        None => quote!(#krate::__private::Call::unkeyed(#site)),
-    };
     // The cost, like the key, is computed from borrowed arguments; a type that is not an unsigned integer is
     // reported at the expression.
-    let call_with_cost = match &args.cost {
-        Some(cost) => {
-            let units = quote_spanned!(cost.span()=> #krate::__private::Cost::units(&(#cost)));
-            quote!(#call.cost(#units))
+    let cost = match &args.cost {
+        Some(cost) => quote_spanned!(cost.span()=> #krate::__private::Cost::units(&(#cost))),
+        None => quote!(1),
+    };
+    let check_call = match &args.key {
+        Some(parts) => {
+            let format = vec!["{}"; parts.len()].join(":");
+            quote!(#site.check(::core::format_args!(#format, #(#parts),*), #cost))
         }
-        None => quote!(#call),
+        None => quote!(#site.check_unkeyed(#cost)),
     };
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
     // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
@@ -158,14 +155,12 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
             &SITE
         };
         // The key is formatted here, by reference, so the arguments are neither moved nor held across `.await`;
-        // switched off, there is no call: nothing formatted, counted or awaited. (A `let` of its own: the
-        // formatting's temporaries, `!Send`, end with it, before the `.await`.)
-        let #call = #new_call;
-        if let ::core::option::Option::Some(#call) = #call {
-            if let ::core::result::Result::Err(#error) = #call_with_cost.check().await {
-                use #krate::__private::rejected as #rejected_fn;
-                #rejected
-            }
+        // switched off, nothing is formatted, counted or asked. (A `let` of its own: the formatting's
+        // temporaries, `!Send`, end with it, before the `.await`.)
+        let #checked = #check_call;
+        if let ::core::result::Result::Err(#error) = #checked.await {
+            use #krate::__private::rejected as #rejected_fn;
+            #rejected
         }
     };
     // `skip_if`: a `bool` over the arguments (a type error points at the expression); when true, nothing is

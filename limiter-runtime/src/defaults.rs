@@ -58,25 +58,6 @@ impl Defaults {
             .map(|(_, rule)| rule)
     }
 
-    /// `rule`'s prefix alone: what [`resolve`](Defaults::resolve) would give it.
-    pub(crate) fn prefix<'a>(&'a self, rule: &'a Rule, module: &str) -> &'a str {
-        if self.modules.is_empty() {
-            return self.prefix_within(rule, std::iter::empty());
-        }
-        self.prefix_within(rule, self.enclosing(module))
-    }
-
-    fn prefix_within<'a>(
-        &'a self,
-        rule: &'a Rule,
-        mut modules: impl Iterator<Item = &'a Rule>,
-    ) -> &'a str {
-        rule.prefix
-            .as_deref()
-            .or_else(|| modules.find_map(|m| m.prefix.as_deref()))
-            .unwrap_or(&self.prefix)
-    }
-
     /// Every part of `rule`, from `rule` itself, else from the innermost enclosing module that sets it, else
     /// the crate-wide default.
     pub(crate) fn resolve<'a>(&'a self, rule: &'a Rule, module: &str) -> Resolved<'a> {
@@ -99,7 +80,11 @@ impl Defaults {
             };
         }
         Resolved {
-            prefix: self.prefix_within(rule, modules.clone()),
+            prefix: rule
+                .prefix
+                .as_deref()
+                .or_else(|| modules.clone().find_map(|m| m.prefix.as_deref()))
+                .unwrap_or(&self.prefix),
             message: rule
                 .message
                 .as_ref()

@@ -243,6 +243,7 @@ impl Limiter {
     }
 
     /// `f` of the limiter annotated functions use here (see [`current`](Limiter::current)), borrowed.
+    #[inline]
     pub(crate) fn with_current<R>(f: impl FnOnce(&Limiter) -> R) -> R {
         let mut f = Some(f);
         let mut call = |limiter: &Limiter| f.take().expect("called once")(limiter);
@@ -308,7 +309,7 @@ impl Limiter {
 
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
-        let (resolved, key) = self.resolve_key(rule, "", &key);
+        let (resolved, key) = self.resolve_key(rule, "", format_args!("{key}"));
         self.decide(resolved, key.parts(), cost).await
     }
 
@@ -381,7 +382,7 @@ impl Limiter {
         key: impl fmt::Display,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
-        let (resolved, key) = self.resolve_key(rule, "", &key);
+        let (resolved, key) = self.resolve_key(rule, "", format_args!("{key}"));
         self.enforce_resolved(resolved, key, cost).await
     }
 
@@ -422,11 +423,6 @@ impl Limiter {
         Limit::new(self.clone(), self.inner.defaults.resolve(rule, ""))
     }
 
-    /// The store key `rule`, written in `module`, gives `key`.
-    pub(crate) fn store_key(&self, rule: &Rule, module: &str, key: fmt::Arguments<'_>) -> StoreKey {
-        StoreKey::new(self.inner.defaults.prefix(rule, module), key)
-    }
-
     /// `rule` with every part resolved: the overrides of its limit (and of `key`, its store key), then the
     /// rule itself, then the defaults of `module`, then the crate's.
     pub(crate) fn resolve<'a>(
@@ -445,10 +441,10 @@ impl Limiter {
         &'a self,
         rule: &'a Rule,
         module: &str,
-        key: &dyn fmt::Display,
+        key: fmt::Arguments<'_>,
     ) -> (Resolved<'a>, StoreKey) {
         let mut resolved = self.inner.defaults.resolve(rule, module);
-        let key = StoreKey::new(resolved.prefix, format_args!("{key}"));
+        let key = StoreKey::new(resolved.prefix, key);
         self.apply_overrides(&mut resolved, key.parts().rest);
         (resolved, key)
     }
@@ -462,17 +458,18 @@ impl Limiter {
         }
     }
 
-    /// What an annotated call does ([`enforce_resolved`](Limiter::enforce_resolved), for a rule and a store key
-    /// of its own): every decision made in this process is made here, with the limiter borrowed, and only a
-    /// Redis round trip (or a slot to wait for) is left to await, with a handle of its own.
+    /// What an annotated call does ([`enforce_resolved`](Limiter::enforce_resolved), for a rule written in
+    /// `module` and a key still to write out): every decision made in this process is made here, with the
+    /// limiter borrowed, and only a Redis round trip (or a slot to wait for) is left to await, with a handle of
+    /// its own.
     pub(crate) fn enforce_now(
         &self,
         rule: &'static Rule,
         module: &'static str,
-        key: StoreKey,
+        key: fmt::Arguments<'_>,
         cost: u64,
     ) -> Decided<'static, Result<Decision, RateLimited>> {
-        let resolved = self.resolve(rule, module, &key);
+        let (resolved, key) = self.resolve_key(rule, module, key);
         let verdict = match self.decide_here(&resolved, key.parts(), cost) {
             Ok(decision) => self.verdict(&resolved, key, decision),
             Err(ask) => {

@@ -6,7 +6,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::key::StoreKey;
 use crate::limiter::Decided;
 use crate::rule::Wait;
 use crate::{Algorithm, Decision, Limiter, OnError, RateLimited, Rule};
@@ -123,54 +122,34 @@ impl Site {
     }
 }
 
-/// One call of an annotated function, with its key already formatted (so nothing borrowed from the
-/// arguments, and nothing `!Send`, lives across the `.await`).
-#[derive(Debug)]
-#[must_use]
-pub struct Call {
-    key: StoreKey,
-    site: &'static Site,
-    cost: u64,
-}
-
-impl Call {
-    /// The call to make, or `None` when limiting is switched off: then nothing is formatted, counted or asked.
-    pub fn keyed(site: &'static Site, key: fmt::Arguments<'_>) -> Option<Call> {
+impl Site {
+    /// One call of the function, for `key` (its arguments, borrowed), weighing `cost`: decided at once, with the
+    /// limiter borrowed (one look-up of the current limiter), whatever this process can decide (the in-memory
+    /// store, a cached denial, the switch, an open breaker); what is left (a Redis round trip, a slot to wait
+    /// for) is the returned future's, which owns what it needs. The expansion awaits it at once, so deciding
+    /// before the first poll changes nothing for the caller. Switched off, nothing is formatted, counted or
+    /// asked.
+    pub fn check(&'static self, key: fmt::Arguments<'_>, cost: u64) -> Checked {
         Limiter::with_current(|limiter| {
-            limiter.is_enabled().then(|| Call {
-                key: limiter.store_key(&site.rule, site.module, key),
-                site,
-                cost: 1,
-            })
+            if !limiter.is_enabled() {
+                return Checked(Step::Now(Some(Ok(()))));
+            }
+            Checked(
+                match limiter.enforce_now(&self.rule, self.module, key, cost) {
+                    Decided::Now(result) => Step::Now(result.map(|result| result.map(drop))),
+                    Decided::Later(rest) => Step::Later(rest),
+                },
+            )
         })
     }
 
-    pub fn unkeyed(site: &'static Site) -> Option<Call> {
-        Call::keyed(site, format_args!("{}", site.function))
-    }
-
-    pub fn cost(mut self, cost: u64) -> Call {
-        self.cost = cost;
-        self
-    }
-
-    /// Decides at once, with the limiter borrowed, whatever this process can decide (the in-memory store, a
-    /// cached denial, the switch, an open breaker); what is left (a Redis round trip, a slot to wait for) is
-    /// the returned future's. The expansion awaits it at once, so deciding before the first poll changes
-    /// nothing for the caller, and spares the in-process path a future to build and a handle to clone.
-    pub fn check(self) -> Checked {
-        let Call { key, site, cost } = self;
-        let enforced = Limiter::with_current(|limiter| {
-            limiter.enforce_now(&site.rule, site.module, key, cost)
-        });
-        Checked(match enforced {
-            Decided::Now(result) => Step::Now(result.map(|result| result.map(drop))),
-            Decided::Later(rest) => Step::Later(rest),
-        })
+    /// [`check`](Site::check) for a function without a key: its path is the key.
+    pub fn check_unkeyed(&'static self, cost: u64) -> Checked {
+        self.check(format_args!("{}", self.function), cost)
     }
 }
 
-/// [`Call::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
+/// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
 #[must_use = "a call is only let through once this is awaited"]
 pub struct Checked(Step);
 
