@@ -53,6 +53,40 @@ async fn the_key_is_evaluated_once_per_call() {
     assert_eq!(evaluations.load(Ordering::SeqCst), 2);
 }
 
+/// A key that counts how often it is written out.
+struct Formatted<'a>(&'a AtomicUsize);
+
+impl Display for Formatted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        f.write_str("formatted")
+    }
+}
+
+#[rate_limit(key = Formatted(formats), max = 1)]
+async fn keyed_by_display(formats: &AtomicUsize) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+#[tokio::test]
+async fn switched_off_the_key_is_not_even_formatted() {
+    let formats = AtomicUsize::new(0);
+    let limiter = limiter();
+    limiter
+        .scope(async {
+            limiter.set_enabled(false);
+            for _ in 0..3 {
+                keyed_by_display(&formats).await.unwrap();
+            }
+            assert_eq!(formats.load(Ordering::SeqCst), 0, "switched off");
+            limiter.set_enabled(true);
+            assert!(keyed_by_display(&formats).await.is_ok());
+            assert!(keyed_by_display(&formats).await.is_err());
+        })
+        .await;
+    assert_eq!(formats.load(Ordering::SeqCst), 2, "once per call when on");
+}
+
 struct User {
     id: u64,
     name: String,
