@@ -120,9 +120,7 @@ impl Site {
             function,
         }
     }
-}
 
-impl Site {
     /// One call of the function, for `key` (its arguments, borrowed), weighing `cost`: decided at once, with the
     /// limiter borrowed (one look-up of the current limiter), whatever this process can decide (the in-memory
     /// store, a cached denial, the switch, an open breaker); what is left (a Redis round trip, a slot to wait
