@@ -398,9 +398,7 @@ impl Limiter {
             Ok(decision) => self.verdict(&resolved, key, decision),
             Err(ask) => {
                 return Decided::Later(Box::pin(async move {
-                    let decision = self.ask_redis(&resolved, &key, cost, ask).await;
-                    let (decision, wait) = self.verdict(&resolved, key, decision)?;
-                    Ok(after(wait, decision).await)
+                    self.enforce_asked(&resolved, key, cost, ask).await
                 }));
             }
         };
@@ -477,13 +475,25 @@ impl Limiter {
                 return Decided::Later(Box::pin(async move {
                     // Resolved again, with the handle this future owns: the same rule, an instant later.
                     let resolved = limiter.resolve(rule, module, &key);
-                    let decision = limiter.ask_redis(&resolved, &key, cost, ask).await;
-                    let (decision, wait) = limiter.verdict(&resolved, key, decision)?;
-                    Ok(after(wait, decision).await)
+                    limiter.enforce_asked(&resolved, key, cost, ask).await
                 }));
             }
         };
         waited(verdict)
+    }
+
+    /// The rest of an enforced call that Redis must decide: asked, concluded, and, admitted, held until its
+    /// slot.
+    async fn enforce_asked(
+        &self,
+        resolved: &Resolved<'_>,
+        key: StoreKey,
+        cost: u64,
+        ask: Ask,
+    ) -> Result<Decision, RateLimited> {
+        let decision = self.ask_redis(resolved, &key, cost, ask).await;
+        let (decision, wait) = self.verdict(resolved, key, decision)?;
+        Ok(after(wait, decision).await)
     }
 
     /// What a decision means for the call ([`conclude`](Limiter::conclude)), and how long an admitted call
