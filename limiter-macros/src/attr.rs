@@ -25,13 +25,14 @@ const EXPECTED: &str =
     "expected one of: `prefix`, `key`, `window`, `max`, `message`, `algorithm`, `burst`, \
                         `cost`, `mode`, `max_wait`, `on_error`, `skip_if`, `shadow`, `crate`";
 
-/// The algorithms `algorithm = ...` names, with the runtime's variant for each.
-pub(crate) const ALGORITHMS: [(&str, &str); 5] = [
-    ("sliding_log", "SlidingLog"),
-    ("fixed_window", "FixedWindow"),
-    ("sliding_window", "SlidingWindow"),
-    ("token_bucket", "TokenBucket"),
-    ("leaky_bucket", "LeakyBucket"),
+/// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
+/// see (it generates code for the runtime, and cannot depend on it). A test holds the two lists together.
+pub(crate) const ALGORITHMS: [&str; 5] = [
+    "sliding_log",
+    "fixed_window",
+    "sliding_window",
+    "token_bucket",
+    "leaky_bucket",
 ];
 
 /// The arguments of one `#[rate_limit(...)]`, each present only if written.
@@ -275,7 +276,7 @@ fn algorithm(input: ParseStream<'_>) -> syn::Result<Ident> {
     let expected = || {
         ALGORITHMS
             .iter()
-            .map(|(name, _)| format!("`{name}`"))
+            .map(|name| format!("`{name}`"))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -283,7 +284,7 @@ fn algorithm(input: ParseStream<'_>) -> syn::Result<Ident> {
         return Err(input.error(format!("`algorithm` takes one of: {}", expected())));
     }
     let name = input.call(Ident::parse_any)?;
-    if !ALGORITHMS.iter().any(|(known, _)| name == known) {
+    if !ALGORITHMS.iter().any(|known| name == known) {
         return Err(syn::Error::new(
             name.span(),
             format!(
@@ -444,4 +445,14 @@ fn krate(input: ParseStream<'_>) -> syn::Result<Path> {
             format!("`crate` takes the path of the runtime crate, e.g. `crate = \"my_app::limiter\"`, not {:?}", lit.value()),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The names this crate accepts are the runtime's, in the same order (its error messages list them).
+    #[test]
+    fn the_algorithms_are_the_runtimes() {
+        let runtime = limiter_runtime::Algorithm::ALL.map(|algorithm| algorithm.name());
+        assert_eq!(super::ALGORITHMS, runtime);
+    }
 }

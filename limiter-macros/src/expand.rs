@@ -5,10 +5,11 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{
-    Block, Expr, ExprAsync, ExprCall, Ident, ItemFn, Local, Pat, ReturnType, Signature, Stmt, Type,
+    Block, Expr, ExprAsync, ExprCall, Ident, ItemFn, LitStr, Local, Pat, ReturnType, Signature,
+    Stmt, Type,
 };
 
-use crate::attr::{Args, ALGORITHMS};
+use crate::attr::Args;
 
 /// Rewrites `item` so that its body runs only when the limit admits the call.
 pub(crate) fn expand(args: Args, mut item: ItemFn) -> syn::Result<TokenStream> {
@@ -79,46 +80,41 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
     let checked = Ident::new("__limiter_checked", Span::mixed_site());
     let error = Ident::new("__limiter_rejection", Span::mixed_site());
 
-    // The attribute's arguments as a chain of constant setters, one per argument written.
-    let mut attr = quote!(#krate::__private::Attr::NEW);
-    if let Some(prefix) = &args.prefix {
-        attr = quote!(#attr.prefix(#prefix));
-    }
+    // The attribute's arguments as a rule: its text, then a chain of constant setters, one per argument written.
+    let text = |text: &Option<LitStr>| match text {
+        Some(text) => quote!(::core::option::Option::Some(#text)),
+        None => quote!(::core::option::Option::None),
+    };
+    let (prefix, message) = (text(&args.prefix), text(&args.message));
+    let mut rule = quote!(#krate::Rule::from_attribute(#prefix, #message));
     if let Some(window) = &args.window {
         let millis = window.0;
-        attr = quote!(#attr.window_millis(#millis));
+        rule = quote!(#rule.window(::core::time::Duration::from_millis(#millis)));
     }
     if let Some(max) = args.max {
-        attr = quote!(#attr.max(#max));
-    }
-    if let Some(message) = &args.message {
-        attr = quote!(#attr.message(#message));
+        rule = quote!(#rule.max(#max));
     }
     if let Some(name) = &args.algorithm {
-        let (_, variant) = ALGORITHMS
-            .iter()
-            .find(|(known, _)| name == known)
-            .expect("validated while parsing");
-        let variant = Ident::new(variant, name.span());
-        attr = quote!(#attr.algorithm(#krate::Algorithm::#variant));
+        let variant = Ident::new(&camel_case(&name.to_string()), name.span());
+        rule = quote!(#rule.algorithm(#krate::Algorithm::#variant));
     }
     if let Some(burst) = &args.burst {
         let burst = burst.value;
-        attr = quote!(#attr.burst(#burst));
+        rule = quote!(#rule.burst(#burst));
     }
     if let Some(shadow) = args.shadow {
-        attr = quote!(#attr.shadow(#shadow));
+        rule = quote!(#rule.shadow(#shadow));
     }
     if let Some(variant) = &args.on_error {
-        attr = quote!(#attr.on_error(#krate::OnError::#variant));
+        rule = quote!(#rule.on_error(#krate::OnError::#variant));
     }
     if args.wait.as_ref().is_some_and(|mode| mode.value) {
-        attr = match &args.max_wait {
+        rule = match &args.max_wait {
             Some(max_wait) => {
                 let millis = max_wait.value.0;
-                quote!(#attr.max_wait_millis(#millis))
+                quote!(#rule.max_wait(::core::time::Duration::from_millis(#millis)))
             }
-            None => quote!(#attr.wait()),
+            None => quote!(#rule.wait()),
         };
     }
     let function = name.to_string();
@@ -150,7 +146,7 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
             static SITE: #krate::__private::Site = #krate::__private::Site::new(
                 ::core::module_path!(),
                 ::core::concat!(::core::module_path!(), "::", #function),
-                #attr,
+                #rule,
             );
             &SITE
         };
@@ -178,6 +174,20 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         }
         None => check,
     }
+}
+
+/// `sliding_log` as the runtime's variant, `SlidingLog`.
+fn camel_case(name: &str) -> String {
+    name.split('_')
+        .flat_map(|word| {
+            let mut chars = word.chars();
+            chars
+                .next()
+                .map(|first| first.to_ascii_uppercase())
+                .into_iter()
+                .chain(chars)
+        })
+        .collect()
 }
 
 /// The `async move` block of an `#[async_trait]` method: its body is `Box::pin(async move { ... })`.

@@ -4,17 +4,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::redis::{connect_timeout, BreakerConfig, Instances, Topology};
+use crate::backend::{Backend, MemoryStore, RedisBackend};
 use crate::clock::{Clock, SystemClock};
-use crate::defaults::{self, env, parse_env, Defaults};
-use crate::degraded::breaker::Breaker;
-use crate::degraded::instances::Instances;
-use crate::degraded::BreakerConfig;
-use crate::deny_cache::DenyCache;
-use crate::limiter::{Fallback, Inner, DEFAULT_DEADLINE, REDIS_URL_ENV};
-use crate::store::connection::Topology;
-use crate::store::redis::connect_timeout;
-use crate::store::{MemoryStore, RedisStore, Store};
-use crate::{Error, Limiter, OnError, Rule};
+use crate::rule::{duration, env, parse_env, Defaults};
+use crate::{Error, Limiter, OnError, Rule, DEFAULT_DEADLINE, REDIS_URL_ENV};
 
 /// Builds a [`Limiter`]: the store, the crate-wide defaults, the Redis deadline and what happens when Redis
 /// fails.
@@ -122,25 +116,25 @@ impl LimiterBuilder {
 
     /// The default key prefix (default `"rate_limit:"`).
     pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
-        self.defaults.prefix = prefix.into();
+        self.defaults.crate_wide.prefix = Some(prefix.into());
         self
     }
 
     /// The default window (default 60 s).
     pub fn window(mut self, window: Duration) -> Self {
-        self.defaults.window = window;
+        self.defaults.crate_wide.window = Some(window);
         self
     }
 
     /// The default admissions per window (default 100).
     pub fn max(mut self, max: u64) -> Self {
-        self.defaults.max = max;
+        self.defaults.crate_wide.max = Some(max);
         self
     }
 
     /// The default rejection message.
     pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
-        self.defaults.message = message.into();
+        self.defaults.crate_wide.message = Some(message.into());
         self
     }
 
@@ -181,45 +175,13 @@ impl LimiterBuilder {
         if let Some(url) = env(REDIS_URL_ENV) {
             self.redis = Some(Redis::Server(url));
         }
-        if let Some(prefix) = env("LIMITER_PREFIX") {
-            self.defaults.prefix = prefix.into();
-        }
-        if let Some(v) = env("LIMITER_WINDOW") {
-            self.defaults.window = parse_env(
-                "LIMITER_WINDOW",
-                &v,
-                "a duration such as 10s, 500ms, 1m",
-                defaults::duration,
-            )?;
-        }
-        if let Some(v) = env("LIMITER_MAX") {
-            self.defaults.max = parse_env("LIMITER_MAX", &v, "a whole number", |v| v.parse().ok())?;
-        }
-        if let Some(message) = env("LIMITER_MESSAGE") {
-            self.defaults.message = message.into();
-        }
-        if let Some(v) = env("LIMITER_ALGORITHM") {
-            self.defaults.algorithm = parse_env(
-                "LIMITER_ALGORITHM",
-                &v,
-                "sliding_log, fixed_window, sliding_window, token_bucket or leaky_bucket",
-                defaults::algorithm,
-            )?;
-        }
-        if let Some(v) = env("LIMITER_ON_ERROR") {
-            self.defaults.on_error = parse_env(
-                "LIMITER_ON_ERROR",
-                &v,
-                "open, closed or local",
-                defaults::on_error,
-            )?;
-        }
+        self.defaults.crate_wide = std::mem::take(&mut self.defaults.crate_wide).with_env()?;
         if let Some(v) = env("LIMITER_DEADLINE") {
             self.deadline = Some(parse_env(
                 "LIMITER_DEADLINE",
                 &v,
                 "a duration such as 20ms",
-                defaults::duration,
+                duration,
             )?);
         }
         Ok(self)
@@ -228,7 +190,7 @@ impl LimiterBuilder {
     /// What decides when Redis fails or is too slow (default [`OnError::Open`]); a rule or an attribute can
     /// say otherwise for itself.
     pub fn on_error(mut self, on_error: OnError) -> Self {
-        self.defaults.on_error = on_error;
+        self.defaults.crate_wide.on_error = Some(on_error);
         self
     }
 
@@ -300,9 +262,10 @@ impl LimiterBuilder {
             Some(clock) => clock.clone(),
             None => Arc::new(SystemClock::new()),
         };
-        let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
-        let (store, fallback) = match self.redis {
+        let backend = match self.redis {
+            None => Backend::Memory(MemoryStore::new(clock.clone())),
             Some(redis) => {
+                let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
                 let timeout = connect_timeout(deadline);
                 let topology = match redis {
                     Redis::Server(url) => Topology::server(url, timeout)?,
@@ -311,22 +274,21 @@ impl LimiterBuilder {
                         Topology::sentinel(master, sentinels, timeout)?
                     }
                 };
-                let store = RedisStore::new(topology, deadline, self.clock);
-                let fallback = Fallback {
-                    breaker: Breaker::new(self.breaker),
-                    local: MemoryStore::new(clock.clone()),
-                    denied: (!self.no_deny_cache).then(DenyCache::default),
-                    instances: Instances::new(
-                        self.group.as_deref().unwrap_or("default"),
-                        self.heartbeat_every.unwrap_or(Duration::from_secs(1)),
-                    ),
-                };
-                (Store::Redis(store), Some(fallback))
+                let instances = Instances::new(
+                    self.group.as_deref().unwrap_or("default"),
+                    self.heartbeat_every.unwrap_or(Duration::from_secs(1)),
+                );
+                Backend::Redis(Arc::new(RedisBackend::new(
+                    topology,
+                    deadline,
+                    self.clock,
+                    clock.clone(),
+                    self.breaker,
+                    instances,
+                    !self.no_deny_cache,
+                )))
             }
-            None => (Store::Memory(MemoryStore::new(clock.clone())), None),
         };
-        Ok(Limiter {
-            inner: Arc::new(Inner::new(store, self.defaults, clock, fallback)),
-        })
+        Ok(Limiter::new(backend, self.defaults, clock))
     }
 }

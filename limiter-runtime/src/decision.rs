@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::algorithm::{Charge, Outcome};
+
 /// What the limiter decided for one call.
 ///
 /// # Example
@@ -44,4 +46,22 @@ pub struct Decision {
     pub decided_at: Duration,
     /// Whether the store could not decide (Redis failed or was too slow) and the failure policy did.
     pub degraded: bool,
+}
+
+impl Decision {
+    /// What `outcome` says of a call charged `charge`, decided at `decided_at` µs on the store's clock.
+    #[inline]
+    pub(crate) fn new(charge: &Charge, outcome: Outcome, decided_at: u64, degraded: bool) -> Self {
+        Decision {
+            allowed: outcome.allowed,
+            limit: charge.max,
+            window: Duration::from_micros(charge.window),
+            remaining: outcome.remaining,
+            retry_after: Duration::from_micros(outcome.retry_after),
+            reset_after: Duration::from_micros(outcome.reset_after),
+            delay: Duration::from_micros(outcome.delay),
+            decided_at: Duration::from_micros(decided_at),
+            degraded,
+        }
+    }
 }

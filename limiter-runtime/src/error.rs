@@ -165,6 +165,25 @@ pub enum Error {
     AlreadyInstalled,
 }
 
+/// A name that is not one of its kind's: what `"gcra".parse::<Algorithm>()` returns.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} `{name}`: expected {expected}")]
+pub struct ParseError {
+    kind: &'static str,
+    name: String,
+    expected: &'static str,
+}
+
+impl ParseError {
+    pub(crate) fn new(kind: &'static str, name: &str, expected: &'static str) -> Self {
+        ParseError {
+            kind,
+            name: name.to_owned(),
+            expected,
+        }
+    }
+}
+
 /// Why a store could not decide: the cause behind a degraded decision.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BackendError {

@@ -9,7 +9,7 @@ pub(crate) const MAX_VERBATIM: usize = 128;
 /// Store keys up to this many bytes (prefix included) live inline, on the caller's stack, so that the common
 /// case (a prefix and an id, an IP address or a UUID) costs a decision no allocation. Not more: a call's key
 /// is moved a few times on its way to the store, and small values move in registers.
-const INLINE: usize = 56;
+const STORE_INLINE: usize = 56;
 
 /// The store key of one call: `prefix` and the formatted key, in one string, and where the prefix ends.
 ///
@@ -17,16 +17,20 @@ const INLINE: usize = 56;
 /// one becomes its first (up to) `MAX_VERBATIM` bytes, `#`, and the SHA-1 of the whole key, so at most
 /// `MAX_VERBATIM + 41` bytes. The two forms never meet (a digested key is always longer than
 /// `MAX_VERBATIM`), so distinct keys never share a bucket.
+pub(crate) type StoreKey = InlineKey<STORE_INLINE>;
+
+/// Key text, inline up to `N` bytes (at most 255) and on the heap past that, and where its prefix ends: a
+/// call's store key, and a key kept in a slot of the in-process maps (with a smaller `N`).
 #[derive(Clone)]
-pub(crate) struct StoreKey(Repr);
+pub(crate) struct InlineKey<const N: usize>(Repr<N>);
 
 #[derive(Clone)]
-enum Repr {
-    /// `prefix` (at most `len`, so at most INLINE: a u8) is where the prefix ends.
+enum Repr<const N: usize> {
+    /// `prefix` (at most `len`, so at most N: a u8) is where the prefix ends.
     Inline {
         len: u8,
         prefix: u8,
-        bytes: [u8; INLINE],
+        bytes: [u8; N],
     },
     Heap {
         key: String,
@@ -34,43 +38,31 @@ enum Repr {
     },
 }
 
-impl StoreKey {
-    const EMPTY: StoreKey = StoreKey(Repr::Inline {
-        len: 0,
-        prefix: 0,
-        bytes: [0; INLINE],
-    });
-
-    /// Formats `prefix` and `key` into one store key.
-    pub(crate) fn new(prefix: &str, key: fmt::Arguments<'_>) -> StoreKey {
-        let mut out = StoreKey::EMPTY;
-        // Writing into a StoreKey cannot fail; a Display impl that reports an error leaves what it wrote.
-        let _ = out.write_str(prefix);
-        out.end_prefix();
-        let _ = out.write_fmt(key);
-        out.bounded()
-    }
-
-    /// `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives a key whose
-    /// `Display` writes `key`, without the formatting machinery (two copies).
-    pub(crate) fn of_str(prefix: &str, key: &str) -> StoreKey {
-        StoreKey::joined(prefix, key).bounded()
-    }
+impl<const N: usize> InlineKey<N> {
+    const EMPTY: Self = {
+        assert!(N <= u8::MAX as usize, "an inline length is a u8");
+        InlineKey(Repr::Inline {
+            len: 0,
+            prefix: 0,
+            bytes: [0; N],
+        })
+    };
 
     /// `prefix` followed by `rest`, as they are.
-    fn joined(prefix: &str, rest: &str) -> StoreKey {
+    #[inline]
+    pub(crate) fn joined(prefix: &str, rest: &str) -> Self {
         let len = prefix.len() + rest.len();
-        if len > INLINE {
-            return StoreKey(Repr::Heap {
+        if len > N {
+            return InlineKey(Repr::Heap {
                 key: [prefix, rest].concat(),
                 prefix: prefix.len(),
             });
         }
-        let mut bytes = [0; INLINE];
+        let mut bytes = [0; N];
         bytes[..prefix.len()].copy_from_slice(prefix.as_bytes());
         bytes[prefix.len()..len].copy_from_slice(rest.as_bytes());
-        // `len` (and so the prefix's length) is at most INLINE (56): it fits a u8.
-        StoreKey(Repr::Inline {
+        // `len` (and so the prefix's length) is at most N (at most 255): it fits a u8.
+        InlineKey(Repr::Inline {
             len: len as u8,
             prefix: prefix.len() as u8,
             bytes,
@@ -93,22 +85,11 @@ impl StoreKey {
         }
     }
 
-    /// This key, with what follows its prefix digested if it is too long.
-    fn bounded(self) -> StoreKey {
-        let prefix = self.prefix_len();
-        if self.len() - prefix <= MAX_VERBATIM {
-            return self;
-        }
-        let mut key = self.into_string();
-        digest_tail(&mut key, prefix);
-        StoreKey(Repr::Heap { key, prefix })
-    }
-
     #[inline]
     pub(crate) fn as_str(&self) -> &str {
         match &self.0 {
-            // SAFETY: only whole `&str`s are ever copied in (`write_str`), one after the other, so the first
-            // `len` bytes are UTF-8.
+            // SAFETY: only whole `&str`s are ever copied in (`joined`, `write_str`), one after the other, so
+            // the first `len` bytes are UTF-8.
             Repr::Inline { len, bytes, .. } => unsafe {
                 std::str::from_utf8_unchecked(&bytes[..usize::from(*len)])
             },
@@ -123,6 +104,12 @@ impl StoreKey {
         KeyRef { prefix, rest }
     }
 
+    /// Whether this is `key`, however `key` is split.
+    #[inline]
+    pub(crate) fn is(&self, key: KeyRef<'_>) -> bool {
+        key.is(self.as_str().as_bytes())
+    }
+
     /// The key as an owned `String`.
     pub(crate) fn into_string(self) -> String {
         match self.0 {
@@ -132,7 +119,36 @@ impl StoreKey {
     }
 }
 
-impl fmt::Write for StoreKey {
+impl StoreKey {
+    /// Formats `prefix` and `key` into one store key.
+    pub(crate) fn new(prefix: &str, key: fmt::Arguments<'_>) -> StoreKey {
+        let mut out = StoreKey::EMPTY;
+        // Writing into a key cannot fail; a Display impl that reports an error leaves what it wrote.
+        let _ = out.write_str(prefix);
+        out.end_prefix();
+        let _ = out.write_fmt(key);
+        out.bounded()
+    }
+
+    /// `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives a key whose
+    /// `Display` writes `key`, without the formatting machinery (two copies).
+    pub(crate) fn of_str(prefix: &str, key: &str) -> StoreKey {
+        StoreKey::joined(prefix, key).bounded()
+    }
+
+    /// This key, with what follows its prefix digested if it is too long.
+    fn bounded(self) -> StoreKey {
+        let prefix = self.prefix_len();
+        if self.len() - prefix <= MAX_VERBATIM {
+            return self;
+        }
+        let mut key = self.into_string();
+        digest_tail(&mut key, prefix);
+        InlineKey(Repr::Heap { key, prefix })
+    }
+}
+
+impl<const N: usize> fmt::Write for InlineKey<N> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         match &mut self.0 {
             Repr::Inline { len, prefix, bytes } => {
@@ -157,7 +173,7 @@ impl fmt::Write for StoreKey {
     }
 }
 
-impl Deref for StoreKey {
+impl<const N: usize> Deref for InlineKey<N> {
     type Target = str;
 
     #[inline]
@@ -166,21 +182,21 @@ impl Deref for StoreKey {
     }
 }
 
-impl PartialEq for StoreKey {
-    fn eq(&self, other: &StoreKey) -> bool {
+impl<const N: usize> PartialEq for InlineKey<N> {
+    fn eq(&self, other: &InlineKey<N>) -> bool {
         self.as_str() == other.as_str()
     }
 }
 
-impl Eq for StoreKey {}
+impl<const N: usize> Eq for InlineKey<N> {}
 
-impl fmt::Debug for StoreKey {
+impl<const N: usize> fmt::Debug for InlineKey<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
-impl fmt::Display for StoreKey {
+impl<const N: usize> fmt::Display for InlineKey<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }

@@ -48,12 +48,12 @@
 //! count.
 
 mod algorithm;
+mod backend;
 mod builder;
 mod clock;
+mod current;
+mod decide;
 mod decision;
-mod defaults;
-mod degraded;
-mod deny_cache;
 mod error;
 #[cfg(feature = "axum")]
 pub mod http;
@@ -63,8 +63,6 @@ mod limiter;
 mod observe;
 mod overrides;
 mod rule;
-mod sharded;
-mod store;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -73,13 +71,13 @@ pub mod __private;
 pub use crate::algorithm::Algorithm;
 pub use crate::builder::LimiterBuilder;
 pub use crate::clock::{Clock, FakeClock, SystemClock};
+pub use crate::current::REDIS_URL_ENV;
 pub use crate::decision::Decision;
-pub use crate::degraded::OnError;
-pub use crate::error::{Error, RateLimited, Reason};
+pub use crate::error::{Error, ParseError, RateLimited, Reason};
 pub use crate::limit::Limit;
-pub use crate::limiter::{Limiter, Stats, DEFAULT_DEADLINE, REDIS_URL_ENV};
+pub use crate::limiter::{Limiter, Stats, DEFAULT_DEADLINE};
 pub use crate::overrides::Override;
-pub use crate::rule::Rule;
+pub use crate::rule::{OnError, Rule};
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.
 #[cfg(feature = "macros")]

@@ -1,11 +1,10 @@
 //! A rule resolved once against one limiter: the hot path's handle, for keys that are already strings.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 
-use crate::key::{KeyRef, StoreKey};
-use crate::rule::{Parts, Resolved};
+use crate::decide::Request;
+use crate::key::KeyRef;
 use crate::{Decision, Limiter, RateLimited, Rule};
 
 /// A [`Rule`] resolved once against a [`Limiter`] (its defaults filled in), to check many keys against:
@@ -43,26 +42,19 @@ use crate::{Decision, Limiter, RateLimited, Rule};
 #[derive(Clone)]
 pub struct Limit {
     limiter: Limiter,
-    /// The rule as the limiter resolved it, once: its text, and every other part. A call applies only the
-    /// overrides in force (the plain API's resolution, from this point on).
-    prefix: Box<str>,
-    message: Cow<'static, str>,
-    parts: Parts,
+    /// The rule as the limiter resolved it, once, every part set. A call applies only the overrides in force
+    /// (the plain API's resolution, from this point on).
+    rule: Rule,
 }
 
 impl Limit {
-    pub(crate) fn new(limiter: Limiter, resolved: Resolved<'_>) -> Limit {
-        Limit {
-            prefix: resolved.prefix.into(),
-            message: resolved.message.clone(),
-            parts: resolved.parts,
-            limiter,
-        }
+    pub(crate) fn new(limiter: Limiter, rule: Rule) -> Limit {
+        Limit { limiter, rule }
     }
 
     /// The rule as resolved: every part that the limiter's defaults filled in is set.
     pub fn rule(&self) -> Rule {
-        self.resolved().to_rule()
+        self.rule.clone()
     }
 
     /// Counts one call for `key`, and says whether it may go ahead: [`Limiter::check`] with this rule.
@@ -79,8 +71,13 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
         let mut digested = None;
-        let key = KeyRef::of_str(&self.prefix, key, &mut digested);
-        self.limiter.decide(self.resolve(key.rest), key, cost)
+        let key = KeyRef::of_str(self.rule.prefix_value(), key, &mut digested);
+        let request = Request {
+            rule: &self.rule,
+            key,
+            cost,
+        };
+        self.limiter.check_request(request)
     }
 
     /// Like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
@@ -108,33 +105,21 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
-        let key = StoreKey::of_str(&self.prefix, key);
-        let resolved = self.resolve(key.parts().rest);
-        self.limiter.enforce_resolved(resolved, key, cost)
-    }
-
-    /// The rule as resolved when this `Limit` was built.
-    fn resolved(&self) -> Resolved<'_> {
-        Resolved {
-            prefix: &self.prefix,
-            message: &self.message,
-            parts: self.parts,
-        }
-    }
-
-    /// The rule, with the overrides in force for `key` (after the prefix).
-    #[inline]
-    fn resolve(&self, key: &str) -> Resolved<'_> {
-        let mut resolved = self.resolved();
-        self.limiter.apply_overrides(&mut resolved, key);
-        resolved
+        let mut digested = None;
+        let key = KeyRef::of_str(self.rule.prefix_value(), key, &mut digested);
+        let request = Request {
+            rule: &self.rule,
+            key,
+            cost,
+        };
+        self.limiter.enforce_request(request)
     }
 }
 
 impl fmt::Debug for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Limit")
-            .field("rule", &self.resolved())
+            .field("rule", &self.rule)
             .field("limiter", &self.limiter)
             .finish()
     }

@@ -1,94 +1,14 @@
 //! What `#[rate_limit]` expansions call. Not public API: no stability promise.
 
+use std::borrow::Cow;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::sync::OnceLock;
 
-use crate::limiter::Decided;
-use crate::rule::Wait;
-use crate::{Algorithm, Decision, Limiter, OnError, RateLimited, Rule};
+use futures_util::future::{self, BoxFuture, Either, Ready};
 
-/// The arguments written on one attribute, as constants: a `Copy` builder, so it can run in a `static`.
-#[derive(Debug, Clone, Copy)]
-pub struct Attr {
-    prefix: Option<&'static str>,
-    window: Option<Duration>,
-    max: Option<u64>,
-    message: Option<&'static str>,
-    algorithm: Option<Algorithm>,
-    burst: Option<u64>,
-    wait: Option<Wait>,
-    on_error: Option<OnError>,
-    shadow: Option<bool>,
-}
-
-impl Attr {
-    pub const NEW: Attr = Attr {
-        prefix: None,
-        window: None,
-        max: None,
-        message: None,
-        algorithm: None,
-        burst: None,
-        wait: None,
-        on_error: None,
-        shadow: None,
-    };
-
-    pub const fn prefix(mut self, prefix: &'static str) -> Attr {
-        self.prefix = Some(prefix);
-        self
-    }
-
-    pub const fn window_millis(mut self, millis: u64) -> Attr {
-        self.window = Some(Duration::from_millis(millis));
-        self
-    }
-
-    pub const fn max(mut self, max: u64) -> Attr {
-        self.max = Some(max);
-        self
-    }
-
-    pub const fn message(mut self, message: &'static str) -> Attr {
-        self.message = Some(message);
-        self
-    }
-
-    pub const fn algorithm(mut self, algorithm: Algorithm) -> Attr {
-        self.algorithm = Some(algorithm);
-        self
-    }
-
-    pub const fn burst(mut self, burst: u64) -> Attr {
-        self.burst = Some(burst);
-        self
-    }
-
-    pub const fn on_error(mut self, on_error: OnError) -> Attr {
-        self.on_error = Some(on_error);
-        self
-    }
-
-    pub const fn shadow(mut self, shadow: bool) -> Attr {
-        self.shadow = Some(shadow);
-        self
-    }
-
-    /// `mode = wait`, up to one window.
-    pub const fn wait(mut self) -> Attr {
-        self.wait = Some(Wait::Window);
-        self
-    }
-
-    /// `mode = wait, max_wait = ...`.
-    pub const fn max_wait_millis(mut self, millis: u64) -> Attr {
-        self.wait = Some(Wait::Up(Duration::from_millis(millis)));
-        self
-    }
-}
+use crate::decide::{waited, Request};
+use crate::key::StoreKey;
+use crate::{Limiter, RateLimited, Rule};
 
 /// One annotated function: its rule as written on the attribute, and its path (the default key).
 #[derive(Debug)]
@@ -97,47 +17,51 @@ pub struct Site {
     /// The module the function is in: whose defaults apply.
     module: &'static str,
     function: &'static str,
+    /// The rule as resolved by the first limiter to decide a call here (most programs have one), and that
+    /// limiter's id: its resolution is reused for as long as it decides.
+    resolved: OnceLock<(u64, Rule)>,
 }
 
+/// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
+pub type Checked =
+    Either<Ready<Result<(), RateLimited>>, BoxFuture<'static, Result<(), RateLimited>>>;
+
 impl Site {
-    pub const fn new(module: &'static str, function: &'static str, attr: Attr) -> Site {
-        let Attr {
-            prefix,
-            window,
-            max,
-            message,
-            algorithm,
-            burst,
-            wait,
-            on_error,
-            shadow,
-        } = attr;
+    pub const fn new(module: &'static str, function: &'static str, rule: Rule) -> Site {
         Site {
-            rule: Rule::from_parts(
-                prefix, window, max, message, algorithm, burst, wait, on_error, shadow,
-            ),
+            rule,
             module,
             function,
+            resolved: OnceLock::new(),
         }
     }
 
     /// One call of the function, for `key` (its arguments, borrowed), weighing `cost`: decided at once, with the
-    /// limiter borrowed (one look-up of the current limiter), whatever this process can decide (the in-memory
-    /// store, a cached denial, the switch, an open breaker); what is left (a Redis round trip, a slot to wait
+    /// limiter borrowed, whatever this process can decide; what is left (a Redis round trip, a slot to wait
     /// for) is the returned future's, which owns what it needs. The expansion awaits it at once, so deciding
     /// before the first poll changes nothing for the caller. Switched off, nothing is formatted, counted or
     /// asked.
     pub fn check(&'static self, key: fmt::Arguments<'_>, cost: u64) -> Checked {
         Limiter::with_current(|limiter| {
             if !limiter.is_enabled() {
-                return Checked(Step::Now(Some(Ok(()))));
+                return Either::Left(future::ready(Ok(())));
             }
-            Checked(
-                match limiter.enforce_now(&self.rule, self.module, key, cost) {
-                    Decided::Now(result) => Step::Now(result.map(|result| result.map(drop))),
-                    Decided::Later(rest) => Step::Later(rest),
-                },
-            )
+            let rule = self.rule_for(limiter);
+            let key = StoreKey::new(rule.prefix_value(), key);
+            let request = Request {
+                rule: &rule,
+                key: key.parts(),
+                cost,
+            };
+            match limiter.decide(request) {
+                Ok(decision) => waited(limiter.verdict(&rule, key.parts(), decision), drop),
+                Err(pending) => {
+                    let limiter = limiter.clone();
+                    Either::Right(Box::pin(async move {
+                        limiter.enforce_pending(pending, &rule).await.map(drop)
+                    }))
+                }
+            }
         })
     }
 
@@ -145,37 +69,16 @@ impl Site {
     pub fn check_unkeyed(&'static self, cost: u64) -> Checked {
         self.check(format_args!("{}", self.function), cost)
     }
-}
 
-/// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
-#[must_use = "a call is only let through once this is awaited"]
-pub struct Checked(Step);
-
-enum Step {
-    /// Decided (taken when polled).
-    Now(Option<Result<(), RateLimited>>),
-    Later(Pin<Box<dyn Future<Output = Result<Decision, RateLimited>> + Send>>),
-}
-
-impl Future for Checked {
-    type Output = Result<(), RateLimited>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.0 {
-            Step::Now(result) => {
-                Poll::Ready(result.take().expect("`Checked` polled after it completed"))
-            }
-            Step::Later(rest) => rest.as_mut().poll(cx).map(|result| result.map(drop)),
+    /// This site's rule as `limiter` resolves it: kept for the first limiter, resolved again for any other.
+    fn rule_for(&'static self, limiter: &Limiter) -> Cow<'static, Rule> {
+        let resolve = || limiter.inner.defaults.resolve(&self.rule, self.module);
+        let (id, rule) = self.resolved.get_or_init(|| (limiter.inner.id, resolve()));
+        if *id == limiter.inner.id {
+            Cow::Borrowed(rule)
+        } else {
+            Cow::Owned(resolve())
         }
-    }
-}
-
-impl fmt::Debug for Checked {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.0 {
-            Step::Now(_) => "Checked(decided)",
-            Step::Later(_) => "Checked(pending)",
-        })
     }
 }
 

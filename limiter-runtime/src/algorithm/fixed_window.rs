@@ -2,7 +2,7 @@
 //!
 //! Guarantee: at most `max` units admitted per aligned window `[k·window, (k+1)·window)`.
 
-use super::{Outcome, Request};
+use super::{Charge, Outcome};
 
 /// The current window's index and the units admitted in it.
 #[derive(Debug)]
@@ -21,7 +21,7 @@ impl Default for FixedWindow {
 }
 
 impl FixedWindow {
-    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let index = now / req.window;
         let reset_after = (index + 1) * req.window - now;
         let count = if self.index == index { self.count } else { 0 };

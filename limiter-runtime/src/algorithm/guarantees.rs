@@ -7,7 +7,7 @@ use super::leaky_bucket::LeakyBucket;
 use super::sliding_log::SlidingLog;
 use super::sliding_window::SlidingWindow;
 use super::token_bucket::TokenBucket;
-use super::{Outcome, Request};
+use super::{Algorithm, Charge, Outcome, State};
 
 /// A call: how long after the previous one (µs), and its cost.
 type Call = (u64, u64);
@@ -48,8 +48,8 @@ fn run(calls: &[Call], mut decide: impl FnMut(u64, u64) -> Outcome) -> Vec<(u64,
     admitted
 }
 
-fn request(window: u64, max: u64, cost: u64) -> Request {
-    Request {
+fn charge(window: u64, max: u64, cost: u64) -> Charge {
+    Charge {
         window,
         max,
         cost,
@@ -62,7 +62,7 @@ proptest! {
     #[test]
     fn sliding_log_never_admits_more_than_max_in_any_window((window, max) in rule(), calls in schedule(5_000_000)) {
         let mut log = SlidingLog::default();
-        let admitted = run(&calls, |now, cost| log.decide(now, &request(window, max, cost)));
+        let admitted = run(&calls, |now, cost| log.decide(now, &charge(window, max, cost)));
         for &(end, _, _) in &admitted {
             // Every interval of length `window` ending at an admission: (end - window, end].
             let units: u64 = admitted.iter().filter(|(t, _, _)| *t + window > end && *t <= end).map(|(_, c, _)| c).sum();
@@ -73,7 +73,7 @@ proptest! {
     #[test]
     fn fixed_window_never_admits_more_than_max_per_aligned_window((window, max) in rule(), calls in schedule(5_000_000)) {
         let mut state = FixedWindow::default();
-        let admitted = run(&calls, |now, cost| state.decide(now, &request(window, max, cost)));
+        let admitted = run(&calls, |now, cost| state.decide(now, &charge(window, max, cost)));
         for &(at, _, _) in &admitted {
             let units: u64 = admitted.iter().filter(|(t, _, _)| t / window == at / window).map(|(_, c, _)| c).sum();
             prop_assert!(units <= max);
@@ -83,7 +83,7 @@ proptest! {
     #[test]
     fn sliding_window_never_admits_more_than_max_per_aligned_window((window, max) in rule(), calls in schedule(5_000_000)) {
         let mut state = SlidingWindow::default();
-        let admitted = run(&calls, |now, cost| state.decide(now, &request(window, max, cost)));
+        let admitted = run(&calls, |now, cost| state.decide(now, &charge(window, max, cost)));
         for &(at, _, _) in &admitted {
             let units: u64 = admitted.iter().filter(|(t, _, _)| t / window == at / window).map(|(_, c, _)| c).sum();
             prop_assert!(units <= max);
@@ -97,7 +97,7 @@ proptest! {
         calls in schedule(5_000_000),
     ) {
         let mut bucket = TokenBucket::default();
-        let admitted = run(&calls, |now, cost| bucket.decide(now, &Request { burst, ..request(window, max, cost) }));
+        let admitted = run(&calls, |now, cost| bucket.decide(now, &Charge { burst, ..charge(window, max, cost) }));
         for (i, &(start, _, _)) in admitted.iter().enumerate() {
             let mut units = 0u128;
             for &(end, cost, _) in &admitted[i..] {
@@ -119,7 +119,7 @@ proptest! {
     ) {
         let mut bucket = LeakyBucket::default();
         let max_wait = wait_windows * window;
-        let admitted = run(&calls, |now, cost| bucket.decide(now, &Request { max_wait, ..request(window, max, cost) }));
+        let admitted = run(&calls, |now, cost| bucket.decide(now, &Charge { max_wait, ..charge(window, max, cost) }));
         for pair in admitted.windows(2) {
             let ((a, cost, first), (b, _, second)) = (pair[0], pair[1]);
             let (slot_a, slot_b) = (a + first.delay, b + second.delay);
@@ -134,20 +134,12 @@ proptest! {
     fn retry_after_is_exact(
         (window, max) in rule(),
         calls in schedule(5_000_000),
-        algorithm in 0..5usize,
+        algorithm in prop::sample::select(Algorithm::ALL.to_vec()),
     ) {
         // A call made exactly `retry_after` later is admitted, and one made a microsecond earlier is not,
         // when nothing else happened (every algorithm; for the sliding window, exact for its estimate).
-        let decide = |state: &mut Box<dyn FnMut(u64, u64) -> Outcome>, now, cost| state(now, cost);
-        let make = || -> Box<dyn FnMut(u64, u64) -> Outcome> {
-            match algorithm {
-                0 => { let mut s = SlidingLog::default(); Box::new(move |n, c| s.decide(n, &request(window, max, c))) }
-                1 => { let mut s = FixedWindow::default(); Box::new(move |n, c| s.decide(n, &request(window, max, c))) }
-                2 => { let mut s = TokenBucket::default(); Box::new(move |n, c| s.decide(n, &request(window, max, c))) }
-                3 => { let mut s = SlidingWindow::default(); Box::new(move |n, c| s.decide(n, &request(window, max, c))) }
-                _ => { let mut s = LeakyBucket::default(); Box::new(move |n, c| s.decide(n, &request(window, max, c))) }
-            }
-        };
+        let decide = |state: &mut State, now, cost| state.decide(now, &charge(window, max, cost));
+        let make = || State::new(algorithm);
         let mut now = 3_600_000_000;
         let mut history = Vec::new();
         for &(step, cost) in &calls {

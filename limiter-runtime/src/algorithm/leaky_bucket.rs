@@ -3,7 +3,7 @@
 //! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
 //! admitted only if its slot starts within `max_wait`, and is told the delay until then.
 
-use super::{ceil_div, div, narrow, Outcome, Request, Schedule};
+use super::{ceil_div, div, narrow, Charge, Outcome, Schedule};
 
 /// When the next slot is free.
 #[derive(Debug, Default)]
@@ -12,7 +12,7 @@ pub(crate) struct LeakyBucket {
 }
 
 impl LeakyBucket {
-    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // How far ahead the next free slot starts, in µs × max: one slot weighs `window`.
         let queued = self.free_at.ahead(now, req.max);

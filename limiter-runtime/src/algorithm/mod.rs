@@ -1,14 +1,25 @@
 //! The counting algorithms. Each file here is the in-memory twin of `scripts/<algorithm>.lua`: the same
 //! arithmetic on the same integers (microseconds), so the memory and Redis stores decide identically.
 
-pub(crate) mod fixed_window;
-pub(crate) mod leaky_bucket;
-pub(crate) mod sliding_log;
-pub(crate) mod sliding_window;
-pub(crate) mod token_bucket;
+mod fixed_window;
+mod leaky_bucket;
+mod sliding_log;
+mod sliding_window;
+mod token_bucket;
 
 #[cfg(test)]
 mod guarantees;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::LazyLock;
+
+use self::fixed_window::FixedWindow;
+use self::leaky_bucket::LeakyBucket;
+use self::sliding_log::SlidingLog;
+use self::sliding_window::SlidingWindow;
+use self::token_bucket::TokenBucket;
+use crate::error::ParseError;
 
 /// How a limit counts calls.
 ///
@@ -55,9 +66,59 @@ pub enum Algorithm {
     LeakyBucket,
 }
 
-/// One call to decide, in the integers every algorithm computes with.
+impl Algorithm {
+    /// Every algorithm: the one list the runtime, its tests and benchmarks, and the environment's parser use.
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::SlidingLog,
+        Algorithm::FixedWindow,
+        Algorithm::SlidingWindow,
+        Algorithm::TokenBucket,
+        Algorithm::LeakyBucket,
+    ];
+
+    /// Its name as the attribute spells it (`algorithm = token_bucket`), and as `FromStr` reads it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::SlidingLog => "sliding_log",
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::TokenBucket => "token_bucket",
+            Algorithm::LeakyBucket => "leaky_bucket",
+        }
+    }
+
+    /// Every name, for messages: "sliding_log, fixed_window, ... or leaky_bucket".
+    pub(crate) fn expected() -> &'static str {
+        static EXPECTED: LazyLock<String> = LazyLock::new(|| {
+            let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            let (last, rest) = names.split_last().unwrap_or((&"", &[]));
+            format!("{} or {last}", rest.join(", "))
+        });
+        &EXPECTED
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = ParseError;
+
+    /// An algorithm by its [`name`](Algorithm::name).
+    fn from_str(name: &str) -> Result<Algorithm, ParseError> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|algorithm| algorithm.name() == name)
+            .ok_or_else(|| ParseError::new("algorithm", name, Algorithm::expected()))
+    }
+}
+
+/// What one call asks of a limit, in the integers every algorithm computes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Request {
+pub(crate) struct Charge {
     /// Window length, µs (at least 1).
     pub(crate) window: u64,
     /// Admissions (units of cost) per window (at least 1).
@@ -70,11 +131,55 @@ pub(crate) struct Request {
     pub(crate) max_wait: u64,
 }
 
-impl Request {
+impl Charge {
     /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
     /// capacity, never is: its `retry_after` is only nominal).
     pub(crate) fn can_fit(&self, algorithm: Algorithm) -> bool {
         self.cost <= self.max && (algorithm != Algorithm::TokenBucket || self.cost <= self.burst)
+    }
+}
+
+/// The state of one key under one algorithm: what the in-memory store keeps per key.
+#[derive(Debug)]
+pub(crate) enum State {
+    SlidingLog(SlidingLog),
+    FixedWindow(FixedWindow),
+    SlidingWindow(SlidingWindow),
+    TokenBucket(TokenBucket),
+    LeakyBucket(LeakyBucket),
+}
+
+impl State {
+    /// A key no call has charged yet.
+    pub(crate) fn new(algorithm: Algorithm) -> State {
+        match algorithm {
+            Algorithm::SlidingLog => State::SlidingLog(SlidingLog::default()),
+            Algorithm::FixedWindow => State::FixedWindow(FixedWindow::default()),
+            Algorithm::SlidingWindow => State::SlidingWindow(SlidingWindow::default()),
+            Algorithm::TokenBucket => State::TokenBucket(TokenBucket::default()),
+            Algorithm::LeakyBucket => State::LeakyBucket(LeakyBucket::default()),
+        }
+    }
+
+    pub(crate) fn algorithm(&self) -> Algorithm {
+        match self {
+            State::SlidingLog(_) => Algorithm::SlidingLog,
+            State::FixedWindow(_) => Algorithm::FixedWindow,
+            State::SlidingWindow(_) => Algorithm::SlidingWindow,
+            State::TokenBucket(_) => Algorithm::TokenBucket,
+            State::LeakyBucket(_) => Algorithm::LeakyBucket,
+        }
+    }
+
+    /// Decides a call at `now` (µs), charging it if admitted.
+    pub(crate) fn decide(&mut self, now: u64, charge: &Charge) -> Outcome {
+        match self {
+            State::SlidingLog(s) => s.decide(now, charge),
+            State::FixedWindow(s) => s.decide(now, charge),
+            State::SlidingWindow(s) => s.decide(now, charge),
+            State::TokenBucket(s) => s.decide(now, charge),
+            State::LeakyBucket(s) => s.decide(now, charge),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Outcome, Request};
+use super::{Charge, Outcome};
 
 /// The admission times (µs) of one key, oldest first; never more than `max` of them.
 #[derive(Debug, Default)]
@@ -14,7 +14,7 @@ pub(crate) struct SlidingLog {
 }
 
 impl SlidingLog {
-    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         while self
             .admitted
             .front()
@@ -53,8 +53,8 @@ mod tests {
 
     const SECOND: u64 = 1_000_000;
 
-    fn req(max: u64) -> Request {
-        Request {
+    fn req(max: u64) -> Charge {
+        Charge {
             window: 10 * SECOND,
             max,
             cost: 1,
@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn a_cost_above_the_limit_is_rejected_with_the_whole_window() {
         let mut log = SlidingLog::default();
-        let o = log.decide(0, &Request { cost: 6, ..req(5) });
+        let o = log.decide(0, &Charge { cost: 6, ..req(5) });
         assert!(!o.allowed);
         assert_eq!(o.retry_after, 10 * SECOND);
         assert_eq!(o.remaining, 5);

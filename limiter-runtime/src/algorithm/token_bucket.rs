@@ -2,7 +2,7 @@
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 
-use super::{ceil_div, div, narrow, Outcome, Request, Schedule};
+use super::{ceil_div, div, narrow, Charge, Outcome, Schedule};
 
 /// When the bucket is full again (the theoretical arrival time).
 #[derive(Debug, Default)]
@@ -11,7 +11,7 @@ pub(crate) struct TokenBucket {
 }
 
 impl TokenBucket {
-    pub(crate) fn decide(&mut self, now: u64, req: &Request) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // The part of the bucket in use, in µs × max: one token weighs `window`.
         let used = self.full_at.ahead(now, req.max);

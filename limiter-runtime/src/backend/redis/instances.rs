@@ -2,13 +2,15 @@
 //! remembers the last count, which `on_error = local` divides limits by while Redis is down.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::store::redis::LuaScript;
+use super::script::LuaScript;
+use super::RedisBackend;
+use crate::overrides::Overrides;
 
 static HEARTBEAT: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../scripts/instances.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/instances.lua")));
 
 #[derive(Debug)]
 pub(crate) struct Instances {
@@ -53,4 +55,28 @@ impl Instances {
         self.live.store(live.max(1), Ordering::Relaxed);
         Ok(live)
     }
+}
+
+/// Renews this runtime's heartbeat while Redis is healthy and limiting on, as long as the limiter lives.
+pub(crate) fn spawn_heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrides>) {
+    tokio::spawn(async move {
+        loop {
+            let (Some(redis), Some(overrides)) = (redis.upgrade(), overrides.upgrade()) else {
+                return;
+            };
+            if !redis.breaker_open() && overrides.is_enabled() {
+                if let Ok(mut connection) = redis.connection() {
+                    let beat = redis.instances.beat(&mut connection);
+                    match tokio::time::timeout(redis.deadline(), beat).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
+                        Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),
+                    }
+                }
+            }
+            let every = redis.instances.every;
+            drop((redis, overrides));
+            tokio::time::sleep(every).await;
+        }
+    });
 }

@@ -1,11 +1,19 @@
-//! A limit as written by its user: every part optional, the rest inherited from the limiter's defaults.
+//! A limit as written: [`Rule`], every part optional. What a part left out resolves to is `resolve`'s
+//! concern; what a part means, `algorithm`'s and the pipeline's.
+
+mod env;
+mod on_error;
+mod resolve;
 
 use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::algorithm::Request;
-use crate::clock::as_micros;
-use crate::{Algorithm, OnError};
+use crate::Algorithm;
+
+pub(crate) use self::env::{duration, env, parse_env};
+pub(crate) use self::on_error::share;
+pub use self::on_error::OnError;
+pub(crate) use self::resolve::Defaults;
 
 /// What to limit: at most `max` calls per `window`, counted under `prefix` + key.
 ///
@@ -55,17 +63,7 @@ pub(crate) enum Wait {
 impl Rule {
     /// A rule that inherits everything from the limiter's defaults.
     pub const fn new() -> Self {
-        Rule {
-            prefix: None,
-            window: None,
-            max: None,
-            message: None,
-            algorithm: None,
-            burst: None,
-            wait: None,
-            on_error: None,
-            shadow: None,
-        }
+        Rule::from_attribute(None, None)
     }
 
     /// The key namespace: the store key is `prefix` followed by the key.
@@ -134,103 +132,29 @@ impl Rule {
         self
     }
 
-    /// A rule from all its parts at once, in a constant (what `#[rate_limit]` expansions build).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) const fn from_parts(
+    /// A rule with the text an attribute writes, in a constant: what `#[rate_limit]` expansions start from (in
+    /// a `static`), before the other parts' `const` setters.
+    #[doc(hidden)]
+    pub const fn from_attribute(
         prefix: Option<&'static str>,
-        window: Option<Duration>,
-        max: Option<u64>,
         message: Option<&'static str>,
-        algorithm: Option<Algorithm>,
-        burst: Option<u64>,
-        wait: Option<Wait>,
-        on_error: Option<OnError>,
-        shadow: Option<bool>,
     ) -> Self {
-        Rule {
-            prefix: match prefix {
-                Some(prefix) => Some(Cow::Borrowed(prefix)),
+        const fn text(text: Option<&'static str>) -> Option<Cow<'static, str>> {
+            match text {
+                Some(text) => Some(Cow::Borrowed(text)),
                 None => None,
-            },
-            window,
-            max,
-            message: match message {
-                Some(message) => Some(Cow::Borrowed(message)),
-                None => None,
-            },
-            algorithm,
-            burst,
-            wait,
-            on_error,
-            shadow,
+            }
         }
-    }
-}
-
-/// A rule with every part resolved (overrides, then the rule, then module defaults, then crate defaults),
-/// borrowing its text from them.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Resolved<'a> {
-    pub(crate) prefix: &'a str,
-    pub(crate) message: &'a Cow<'static, str>,
-    pub(crate) parts: Parts,
-}
-
-/// The parts of a resolved rule that are plain values: what a [`Limit`](crate::Limit) keeps, resolved once.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Parts {
-    pub(crate) window: Duration,
-    pub(crate) max: u64,
-    pub(crate) algorithm: Algorithm,
-    /// `None`: the bucket holds `max`.
-    pub(crate) burst: Option<u64>,
-    pub(crate) wait: Option<Wait>,
-    pub(crate) on_error: OnError,
-    pub(crate) shadow: bool,
-}
-
-impl Resolved<'_> {
-    /// This resolution as a rule that sets every part itself, so that resolving it again gives it back
-    /// whatever the defaults say.
-    pub(crate) fn to_rule(self) -> Rule {
-        let Parts {
-            window,
-            max,
-            algorithm,
-            burst,
-            wait,
-            on_error,
-            shadow,
-        } = self.parts;
         Rule {
-            prefix: Some(Cow::Owned(self.prefix.to_owned())),
-            window: Some(window),
-            max: Some(max),
-            message: Some(self.message.clone()),
-            algorithm: Some(algorithm),
-            burst,
-            wait,
-            on_error: Some(on_error),
-            shadow: Some(shadow),
-        }
-    }
-}
-
-impl Parts {
-    /// The call to decide, in the integers the algorithms compute with.
-    #[inline]
-    pub(crate) fn request(&self, cost: u64) -> Request {
-        let max_wait = match self.wait {
-            None => Duration::ZERO,
-            Some(Wait::Window) => self.window,
-            Some(Wait::Up(max_wait)) => max_wait,
-        };
-        Request {
-            window: as_micros(self.window).max(1),
-            max: self.max,
-            cost,
-            burst: self.burst.unwrap_or(self.max),
-            max_wait: as_micros(max_wait),
+            prefix: text(prefix),
+            window: None,
+            max: None,
+            message: text(message),
+            algorithm: None,
+            burst: None,
+            wait: None,
+            on_error: None,
+            shadow: None,
         }
     }
 }

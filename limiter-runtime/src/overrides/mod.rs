@@ -1,8 +1,10 @@
-//! Dynamic limits: an operator changes `max` and `window` of a limit at run time, for every node.
+//! What operators change at run time: a limit's `max` and `window` ([`Override`]), and the switch.
 //!
 //! Overrides live in one Redis hash (`limiter:overrides`); every change is announced on a channel of the same
-//! name. Each runtime keeps the whole table in memory, reloads it when told (pub/sub) and every few seconds
-//! anyway (a backstop for a lost message), so a decision never pays an extra round trip to read its limit.
+//! name. Each runtime keeps the whole table in memory and keeps it in step with Redis (`sync`), so a decision
+//! never pays an extra round trip to read its limit.
+
+pub(crate) mod sync;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -11,6 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+
+use crate::Rule;
 
 /// The Redis hash of overrides, and the channel changes are announced on.
 pub(crate) const OVERRIDES: &str = "limiter:overrides";
@@ -33,24 +37,8 @@ pub(crate) const OVERRIDES: &str = "limiter:overrides";
 pub struct Override {
     prefix: String,
     key: Option<String>,
-    limits: Limits,
-}
-
-/// What an override sets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Limits {
-    pub(crate) max: Option<u64>,
-    pub(crate) window: Option<Duration>,
-}
-
-impl Limits {
-    /// `self`, completed by `fallback` where it says nothing.
-    fn or(self, fallback: Limits) -> Limits {
-        Limits {
-            max: self.max.or(fallback.max),
-            window: self.window.or(fallback.window),
-        }
-    }
+    /// What it sets: `max` and `window` only.
+    limits: Rule,
 }
 
 impl Override {
@@ -59,7 +47,7 @@ impl Override {
         Override {
             prefix: prefix.into(),
             key: None,
-            limits: Limits::default(),
+            limits: Rule::new(),
         }
     }
 
@@ -75,13 +63,13 @@ impl Override {
 
     /// The new admissions per window.
     pub fn max(mut self, max: u64) -> Override {
-        self.limits.max = Some(max);
+        self.limits = self.limits.max(max);
         self
     }
 
     /// The new window.
     pub fn window(mut self, window: Duration) -> Override {
-        self.limits.window = Some(window);
+        self.limits = self.limits.window(window);
         self
     }
 
@@ -135,7 +123,7 @@ impl Override {
             "k" => Some(rest[len..].to_owned()),
             _ => return None,
         };
-        let mut limits = Limits::default();
+        let mut limits = Rule::new();
         for part in value.split(';').filter(|p| !p.is_empty()) {
             match part.split_once('=')? {
                 ("max", n) => limits.max = Some(n.parse().ok()?),
@@ -161,8 +149,8 @@ pub(crate) struct Table {
 
 #[derive(Debug, Default)]
 struct PrefixOverrides {
-    all: Option<Limits>,
-    keys: HashMap<String, Limits>,
+    all: Option<Rule>,
+    keys: HashMap<String, Rule>,
 }
 
 impl Table {
@@ -183,18 +171,18 @@ impl Table {
     fn overrides(&self) -> Vec<Override> {
         let mut all = Vec::new();
         for (prefix, entry) in &self.prefixes {
-            if let Some(limits) = entry.all {
+            if let Some(limits) = &entry.all {
                 all.push(Override {
                     prefix: prefix.clone(),
                     key: None,
-                    limits,
+                    limits: limits.clone(),
                 });
             }
             for (key, limits) in &entry.keys {
                 all.push(Override {
                     prefix: prefix.clone(),
                     key: Some(key.clone()),
-                    limits: *limits,
+                    limits: limits.clone(),
                 });
             }
         }
@@ -203,18 +191,40 @@ impl Table {
     }
 }
 
-/// This runtime's copy of the overrides: read on every decision, without a lock.
-#[derive(Debug, Default)]
+/// This runtime's copy of the overrides, and the switch: read on every decision, without a lock.
+#[derive(Debug)]
 pub(crate) struct Overrides {
     table: ArcSwap<Table>,
     /// Whether `table` has any override: without any (the common case), a decision reads only this.
     any: AtomicBool,
+    /// Off: every call goes ahead with no store traffic at all.
+    enabled: AtomicBool,
+}
+
+impl Default for Overrides {
+    fn default() -> Self {
+        Overrides {
+            table: ArcSwap::default(),
+            any: AtomicBool::new(false),
+            enabled: AtomicBool::new(true),
+        }
+    }
 }
 
 impl Overrides {
-    /// The limits overriding `key` under `prefix`, if any: the key's own, completed by its prefix's.
+    /// Whether limiting is on.
     #[inline]
-    pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Limits> {
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_enabled(&self, enabled: bool) {
+        self.enabled.store(enabled, Ordering::Relaxed);
+    }
+
+    /// What overrides `key` under `prefix`, if anything: the key's own override, completed by its prefix's.
+    #[inline]
+    pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Rule> {
         if !self.any.load(Ordering::Acquire) {
             return None;
         }
@@ -222,13 +232,13 @@ impl Overrides {
     }
 
     /// [`lookup`](Overrides::lookup) in the table, once there is one.
-    fn find(&self, prefix: &str, key: &str) -> Option<Limits> {
+    fn find(&self, prefix: &str, key: &str) -> Option<Rule> {
         let table = self.table.load();
         let entry = table.prefixes.get(prefix)?;
-        match (entry.keys.get(key), entry.all) {
-            (Some(own), Some(all)) => Some(own.or(all)),
-            (Some(own), None) => Some(*own),
-            (None, all) => all,
+        match (entry.keys.get(key), &entry.all) {
+            (Some(own), Some(all)) => Some(own.clone().or(all)),
+            (Some(own), None) => Some(own.clone()),
+            (None, all) => all.clone(),
         }
     }
 

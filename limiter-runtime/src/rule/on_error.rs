@@ -1,14 +1,9 @@
-//! Degraded mode: what decides when Redis fails or is too slow, and how the runtime finds its way back.
-//!
-//! - Every Redis decision has a deadline; missing it is a failure, never retried (it may have been applied).
-//! - The [`breaker`] stops calling Redis after repeated failures, so a dead Redis costs no latency, and probes
-//!   for recovery one call at a time.
-//! - [`OnError`] says what decides meanwhile; `local` divides each limit by the live [`instances`] last seen.
+//! A rule's failure policy: what decides its calls when Redis cannot.
 
-pub(crate) mod breaker;
-pub(crate) mod instances;
+use std::fmt;
+use std::str::FromStr;
 
-use std::time::Duration;
+use crate::error::ParseError;
 
 /// What decides a call when the store cannot: Redis failed, missed the deadline, or the breaker is open.
 ///
@@ -28,26 +23,39 @@ pub enum OnError {
     Closed,
     /// Decide in this process, with the same algorithm and rule, and this node's share of the limit:
     /// `ceil(max / live instances)`, the number of runtimes last seen sharing the Redis (see
-    /// [`LimiterBuilder::instance_group`](crate::LimiterBuilder::instance_group)). The articles' "last line of
-    /// defence".
+    /// [`LimiterBuilder::instance_group`](crate::LimiterBuilder::instance_group)): a last line of defence.
     Local,
 }
 
-/// The breaker's thresholds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BreakerConfig {
-    /// Consecutive failures that open the breaker.
-    pub(crate) failures: u32,
-    /// While open, how often one call probes Redis.
-    pub(crate) probe_every: Duration,
+impl OnError {
+    /// Every policy.
+    pub const ALL: [OnError; 3] = [OnError::Open, OnError::Closed, OnError::Local];
+
+    /// Its name as the attribute spells it (`on_error = closed`), and as `FromStr` reads it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            OnError::Open => "open",
+            OnError::Closed => "closed",
+            OnError::Local => "local",
+        }
+    }
 }
 
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        BreakerConfig {
-            failures: 3,
-            probe_every: Duration::from_millis(250),
-        }
+impl fmt::Display for OnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for OnError {
+    type Err = ParseError;
+
+    /// A policy by its [`name`](OnError::name).
+    fn from_str(name: &str) -> Result<OnError, ParseError> {
+        OnError::ALL
+            .into_iter()
+            .find(|policy| policy.name() == name)
+            .ok_or_else(|| ParseError::new("on_error", name, "open, closed or local"))
     }
 }
 

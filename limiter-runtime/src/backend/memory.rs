@@ -5,15 +5,10 @@
 
 use std::sync::Arc;
 
-use crate::algorithm::fixed_window::FixedWindow;
-use crate::algorithm::leaky_bucket::LeakyBucket;
-use crate::algorithm::sliding_log::SlidingLog;
-use crate::algorithm::sliding_window::SlidingWindow;
-use crate::algorithm::token_bucket::TokenBucket;
-use crate::algorithm::{Algorithm, Outcome, Request};
+use super::sharded::{Keys, Sharded};
+use crate::algorithm::{Algorithm, Charge, Outcome, State};
 use crate::clock::Clock;
 use crate::key::KeyRef;
-use crate::sharded::{Keys, Sharded};
 
 const SHARDS: usize = 32;
 /// A shard sweeps its expired keys once per this many decisions.
@@ -42,47 +37,6 @@ struct Entry {
     expires_at: u64,
 }
 
-#[derive(Debug)]
-enum State {
-    SlidingLog(SlidingLog),
-    FixedWindow(FixedWindow),
-    SlidingWindow(SlidingWindow),
-    TokenBucket(TokenBucket),
-    LeakyBucket(LeakyBucket),
-}
-
-impl State {
-    fn new(algorithm: Algorithm) -> State {
-        match algorithm {
-            Algorithm::SlidingLog => State::SlidingLog(SlidingLog::default()),
-            Algorithm::FixedWindow => State::FixedWindow(FixedWindow::default()),
-            Algorithm::SlidingWindow => State::SlidingWindow(SlidingWindow::default()),
-            Algorithm::TokenBucket => State::TokenBucket(TokenBucket::default()),
-            Algorithm::LeakyBucket => State::LeakyBucket(LeakyBucket::default()),
-        }
-    }
-
-    fn algorithm(&self) -> Algorithm {
-        match self {
-            State::SlidingLog(_) => Algorithm::SlidingLog,
-            State::FixedWindow(_) => Algorithm::FixedWindow,
-            State::SlidingWindow(_) => Algorithm::SlidingWindow,
-            State::TokenBucket(_) => Algorithm::TokenBucket,
-            State::LeakyBucket(_) => Algorithm::LeakyBucket,
-        }
-    }
-
-    fn decide(&mut self, now: u64, request: &Request) -> Outcome {
-        match self {
-            State::SlidingLog(s) => s.decide(now, request),
-            State::FixedWindow(s) => s.decide(now, request),
-            State::SlidingWindow(s) => s.decide(now, request),
-            State::TokenBucket(s) => s.decide(now, request),
-            State::LeakyBucket(s) => s.decide(now, request),
-        }
-    }
-}
-
 impl MemoryStore {
     pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
         MemoryStore {
@@ -98,7 +52,7 @@ impl MemoryStore {
         &self,
         algorithm: Algorithm,
         key: KeyRef<'_>,
-        request: &Request,
+        charge: &Charge,
     ) -> (Outcome, u64) {
         // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
         // decision: as a script reads `TIME`, the decisions of one key see time in their order.
@@ -114,7 +68,7 @@ impl MemoryStore {
         if entry.expires_at <= now || entry.state.algorithm() != algorithm {
             entry.state = State::new(algorithm);
         }
-        let outcome = entry.state.decide(now, request);
+        let outcome = entry.state.decide(now, charge);
         // Once the limit is back to its full quota the state says nothing a fresh one would not: the
         // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
         // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
@@ -181,16 +135,16 @@ mod tests {
             10 * second,
             9 * second,
         ]))));
-        let request = Request {
+        let charge = Charge {
             window: 5 * second,
             max: 2,
             cost: 1,
             burst: 2,
             max_wait: 0,
         };
-        let (first, at) = store.decide(Algorithm::SlidingLog, "k".into(), &request);
+        let (first, at) = store.decide(Algorithm::SlidingLog, "k".into(), &charge);
         assert_eq!((first.allowed, at), (true, 10 * second));
-        let (then, at) = store.decide(Algorithm::SlidingLog, "k".into(), &request);
+        let (then, at) = store.decide(Algorithm::SlidingLog, "k".into(), &charge);
         assert_eq!((then.allowed, at), (true, 10 * second));
         // Both admissions at 10 s: the log is in order, and both leave the window together.
         assert_eq!(then.reset_after, 5 * second);
@@ -200,7 +154,7 @@ mod tests {
     fn idle_keys_are_forgotten() {
         let clock = FakeClock::new();
         let store = MemoryStore::new(Arc::new(clock.clone()));
-        let request = Request {
+        let charge = Charge {
             window: 1_000_000,
             max: 1,
             cost: 1,
@@ -211,13 +165,13 @@ mod tests {
             store.decide(
                 Algorithm::SlidingLog,
                 format!("k{i}").as_str().into(),
-                &request,
+                &charge,
             );
         }
         assert_eq!(store.len(), 5_000);
         clock.advance(Duration::from_secs(2));
         for _ in 0..(SWEEP_EVERY as usize * (SHARDS + 1)) {
-            store.decide(Algorithm::SlidingLog, "hot".into(), &request);
+            store.decide(Algorithm::SlidingLog, "hot".into(), &charge);
         }
         assert_eq!(store.len(), 1);
     }
@@ -226,28 +180,21 @@ mod tests {
     /// (`reset_after`), and forgotten then, whatever the algorithm and whether the last call was admitted.
     #[test]
     fn a_key_is_kept_until_its_limit_is_full_again() {
-        let algorithms = [
-            Algorithm::SlidingLog,
-            Algorithm::FixedWindow,
-            Algorithm::SlidingWindow,
-            Algorithm::TokenBucket,
-            Algorithm::LeakyBucket,
-        ];
-        let request = Request {
+        let charge = Charge {
             window: 1_000_000,
             max: 3,
             cost: 1,
             burst: 3,
             max_wait: 1_000_000,
         };
-        for algorithm in algorithms {
+        for algorithm in Algorithm::ALL {
             for calls in [1, 2, 5] {
                 let clock = FakeClock::new();
                 let store = MemoryStore::new(Arc::new(clock.clone()));
                 let mut reset_after = 0;
                 for _ in 0..calls {
                     clock.advance(Duration::from_micros(123_457));
-                    reset_after = store.decide(algorithm, "k".into(), &request).0.reset_after;
+                    reset_after = store.decide(algorithm, "k".into(), &charge).0.reset_after;
                 }
                 let sweep_at = |after: u64| {
                     let clock = clock.clone();

@@ -2,9 +2,25 @@
 //! (one call at a time tries Redis again). The healthy path is one atomic load.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::BreakerConfig;
+/// The breaker's thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BreakerConfig {
+    /// Consecutive failures that open the breaker.
+    pub(crate) failures: u32,
+    /// While open, how often one call probes Redis.
+    pub(crate) probe_every: Duration,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            failures: 3,
+            probe_every: Duration::from_millis(250),
+        }
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Breaker {
@@ -76,7 +92,7 @@ impl Breaker {
         }
     }
 
-    pub(crate) fn probe_every(&self) -> std::time::Duration {
+    pub(crate) fn probe_every(&self) -> Duration {
         self.config.probe_every
     }
 
@@ -122,7 +138,6 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn breaker() -> Breaker {
         Breaker::new(BreakerConfig {

@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hashbrown::hash_table::HashTable;
 
-use crate::key::KeyRef;
+use crate::key::{InlineKey, KeyRef};
 
 /// `S` (a shard's state, holding a [`Keys`] map) times `count` (a power of two), each behind its own mutex.
 #[derive(Debug)]
@@ -98,42 +98,12 @@ impl<V> Slot<V> {
     }
 }
 
-/// Keys up to this many bytes are kept in their slot (a prefix and a user id or an IPv6 address fit).
-const INLINE: usize = 38;
+/// Keys up to this many bytes are kept in their slot (a prefix and a user id or an IPv6 address fit): a
+/// slot's key then takes 40 bytes, its own length and prefix's included.
+const SLOT_INLINE: usize = 37;
 
 /// A key, in its slot when it is short, else in an allocation of its own.
-enum SlotKey {
-    Inline { len: u8, bytes: [u8; INLINE] },
-    Heap(Box<[u8]>),
-}
-
-impl SlotKey {
-    fn new(key: KeyRef<'_>) -> SlotKey {
-        let mut bytes = [0; INLINE];
-        match bytes.get_mut(..key.len()) {
-            Some(to) => {
-                let (prefix, rest) = to.split_at_mut(key.prefix.len());
-                prefix.copy_from_slice(key.prefix.as_bytes());
-                rest.copy_from_slice(key.rest.as_bytes());
-                // `key.len()` is at most INLINE (38): it fits a u8.
-                SlotKey::Inline {
-                    len: key.len() as u8,
-                    bytes,
-                }
-            }
-            None => SlotKey::Heap([key.prefix.as_bytes(), key.rest.as_bytes()].concat().into()),
-        }
-    }
-
-    #[inline]
-    fn is(&self, key: KeyRef<'_>) -> bool {
-        let own: &[u8] = match self {
-            SlotKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            SlotKey::Heap(bytes) => bytes,
-        };
-        key.is(own)
-    }
-}
+type SlotKey = InlineKey<SLOT_INLINE>;
 
 impl<V> Default for Keys<V> {
     fn default() -> Self {
@@ -173,7 +143,7 @@ impl<V> Keys<V> {
                     hash.hash,
                     Slot {
                         hash: hash.hash,
-                        key: SlotKey::new(key),
+                        key: SlotKey::joined(key.prefix, key.rest),
                         value: new(),
                     },
                     |slot| slot.hash,
@@ -219,9 +189,9 @@ mod tests {
     /// hash, so this comparison is checked here directly.)
     #[test]
     fn a_slot_key_is_only_itself() {
-        for len in [0, 1, INLINE - 1, INLINE, INLINE + 1, 300] {
+        for len in [0, 1, SLOT_INLINE - 1, SLOT_INLINE, SLOT_INLINE + 1, 300] {
             let key = "k".repeat(len);
-            let slot = SlotKey::new(whole(&key));
+            let slot = SlotKey::joined("", &key);
             assert!(slot.is(whole(&key)), "{len}");
             assert!(!slot.is(whole(&format!("{key}k"))), "{len}: an extension");
             if len > 0 {
@@ -238,7 +208,7 @@ mod tests {
     #[test]
     fn short_and_long_keys_are_found_and_removed() {
         let sharded: Sharded<Keys<usize>> = Sharded::new(4);
-        let keys: Vec<String> = [0, 1, INLINE - 1, INLINE, INLINE + 1, 300]
+        let keys: Vec<String> = [0, 1, SLOT_INLINE - 1, SLOT_INLINE, SLOT_INLINE + 1, 300]
             .iter()
             .map(|&len| "k".repeat(len))
             .collect();
@@ -270,7 +240,7 @@ mod tests {
     #[test]
     fn a_key_is_the_same_key_in_any_two_pieces() {
         let sharded: Sharded<Keys<usize>> = Sharded::new(4);
-        for (i, len) in [0, 1, 9, INLINE - 1, INLINE, INLINE + 1, 300]
+        for (i, len) in [0, 1, 9, SLOT_INLINE - 1, SLOT_INLINE, SLOT_INLINE + 1, 300]
             .into_iter()
             .enumerate()
         {

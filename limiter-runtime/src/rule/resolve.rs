@@ -1,0 +1,204 @@
+//! What a part left out of a rule resolves to, in one place. The first layer that sets a part wins:
+//!
+//! 1. a run-time override of the key, then of its prefix (`max` and `window`: [`Rule::charge`]);
+//! 2. the rule itself (the attribute's arguments, or the plain API's `Rule`);
+//! 3. the defaults of the innermost enclosing module that sets it ([`Defaults::resolve`]);
+//! 4. the crate-wide defaults (the builder, or the environment: `env.rs`);
+//! 5. the built-in defaults, which the readers below hold.
+//!
+//! Every layer is a [`Rule`]; resolving is [`Rule::or`] from the first layer to the last.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use super::{Rule, Wait};
+use crate::algorithm::Charge;
+use crate::clock::as_micros;
+use crate::{Algorithm, OnError};
+
+/// The built-in prefix and message.
+const PREFIX: &str = "rate_limit:";
+const MESSAGE: Cow<'static, str> = Cow::Borrowed("too many requests, please try again later");
+
+/// The crate-wide defaults, and the defaults of modules.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Defaults {
+    /// Whatever the builder or the environment set.
+    pub(crate) crate_wide: Rule,
+    /// Module path and its defaults, longest path first.
+    modules: Vec<(String, Rule)>,
+}
+
+impl Defaults {
+    pub(crate) fn set_module(&mut self, module: String, defaults: Rule) {
+        self.modules.retain(|(path, _)| *path != module);
+        self.modules.push((module, defaults));
+        self.modules
+            .sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
+    }
+
+    /// `rule` as written in `module`, with every part it leaves out taken from the innermost enclosing module
+    /// that sets it, else from the crate-wide defaults (`a::b` encloses `a::b::c`, not `a::bc`). What none
+    /// sets reads as its built-in default.
+    pub(crate) fn resolve(&self, rule: &Rule, module: &str) -> Rule {
+        let enclosing = self.modules.iter().filter(|(path, _)| {
+            module
+                .strip_prefix(path.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+        });
+        enclosing
+            .fold(rule.clone(), |rule, (_, defaults)| rule.or(defaults))
+            .or(&self.crate_wide)
+    }
+}
+
+impl Rule {
+    /// `self`, with every part it leaves out taken from `fallback`.
+    pub(crate) fn or(self, fallback: &Rule) -> Rule {
+        Rule {
+            prefix: self.prefix.or_else(|| fallback.prefix.clone()),
+            window: self.window.or(fallback.window),
+            max: self.max.or(fallback.max),
+            message: self.message.or_else(|| fallback.message.clone()),
+            algorithm: self.algorithm.or(fallback.algorithm),
+            burst: self.burst.or(fallback.burst),
+            wait: self.wait.or(fallback.wait),
+            on_error: self.on_error.or(fallback.on_error),
+            shadow: self.shadow.or(fallback.shadow),
+        }
+    }
+
+    /// This rule with every part set, the built-in defaults included: resolved again anywhere (under another
+    /// limiter's defaults too), it is itself.
+    pub(crate) fn completed(self) -> Rule {
+        Rule {
+            window: Some(self.window_value()),
+            max: Some(self.max_value()),
+            message: Some(self.message_value().clone()),
+            algorithm: Some(self.algorithm_value()),
+            on_error: Some(self.on_error_value()),
+            shadow: Some(self.shadow_value()),
+            prefix: Some(self.prefix.unwrap_or(Cow::Borrowed(PREFIX))),
+            // Left out, they mean "as `max`" and "never wait", whatever resolves `max`.
+            burst: self.burst,
+            wait: self.wait,
+        }
+    }
+
+    /// The store key's namespace.
+    #[inline]
+    pub(crate) fn prefix_value(&self) -> &str {
+        self.prefix.as_deref().unwrap_or(PREFIX)
+    }
+
+    pub(crate) fn window_value(&self) -> Duration {
+        self.window.unwrap_or(Duration::from_secs(60))
+    }
+
+    pub(crate) fn max_value(&self) -> u64 {
+        self.max.unwrap_or(100)
+    }
+
+    pub(crate) fn message_value(&self) -> &Cow<'static, str> {
+        self.message.as_ref().unwrap_or(&MESSAGE)
+    }
+
+    #[inline]
+    pub(crate) fn algorithm_value(&self) -> Algorithm {
+        self.algorithm.unwrap_or_default()
+    }
+
+    pub(crate) fn on_error_value(&self) -> OnError {
+        self.on_error.unwrap_or_default()
+    }
+
+    #[inline]
+    pub(crate) fn shadow_value(&self) -> bool {
+        self.shadow.unwrap_or(false)
+    }
+
+    /// What one call weighing `cost` asks of this rule's limit, with what `overrides` (the run-time overrides
+    /// of its key) sets winning.
+    #[inline]
+    pub(crate) fn charge(&self, overrides: Option<&Rule>, cost: u64) -> Charge {
+        let max = overrides
+            .and_then(|o| o.max)
+            .unwrap_or_else(|| self.max_value());
+        let window = overrides
+            .and_then(|o| o.window)
+            .unwrap_or_else(|| self.window_value());
+        let max_wait = match self.wait {
+            None => Duration::ZERO,
+            Some(Wait::Window) => window,
+            Some(Wait::Up(max_wait)) => max_wait,
+        };
+        Charge {
+            window: as_micros(window).max(1),
+            max,
+            cost,
+            burst: self.burst.unwrap_or(max),
+            max_wait: as_micros(max_wait),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_longest_matching_module_wins_on_segment_boundaries() {
+        let mut defaults = Defaults::default();
+        defaults.set_module("app".into(), Rule::new().max(1));
+        defaults.set_module("app::billing".into(), Rule::new().max(2).prefix("billing:"));
+        let rule = Rule::new();
+        let max = |rule: &Rule, module| defaults.resolve(rule, module).max_value();
+        assert_eq!(max(&rule, "app::billing::invoices"), 2);
+        assert_eq!(
+            defaults.resolve(&rule, "app::billing").prefix_value(),
+            "billing:"
+        );
+        assert_eq!(max(&rule, "app::billing_v2"), 1);
+        assert_eq!(max(&rule, "app"), 1);
+        assert_eq!(max(&rule, "other"), 100);
+        // What the rule says wins over every default.
+        assert_eq!(max(&Rule::new().max(7), "app::billing"), 7);
+        // What a module leaves out comes from the crate.
+        assert_eq!(
+            defaults.resolve(&rule, "app::billing").window_value(),
+            Duration::from_secs(60)
+        );
+    }
+
+    /// A completed rule sets every part, so the defaults of any limiter leave it as it is.
+    #[test]
+    fn a_completed_rule_resolves_to_itself_anywhere() {
+        let defaults = Defaults {
+            crate_wide: Rule::new().max(7).prefix("p:").on_error(OnError::Local),
+            ..Defaults::default()
+        };
+        let completed = defaults.resolve(&Rule::new().max(3), "").completed();
+        assert_eq!(completed.prefix_value(), "p:");
+        let other = Defaults {
+            crate_wide: Rule::new()
+                .max(50)
+                .window(Duration::from_secs(1))
+                .algorithm(Algorithm::TokenBucket),
+            ..Defaults::default()
+        };
+        assert_eq!(other.resolve(&completed, "m"), completed);
+    }
+
+    /// An override of `max` moves what follows it (a bucket's capacity, unless set), and `mode = wait` waits up
+    /// to the window as overridden.
+    #[test]
+    fn overrides_win_and_carry_what_depends_on_them() {
+        let rule = Rule::new().max(10).window(Duration::from_secs(1)).wait();
+        let overrides = Rule::new().max(4).window(Duration::from_secs(2));
+        let charge = rule.charge(Some(&overrides), 1);
+        assert_eq!((charge.max, charge.burst), (4, 4));
+        assert_eq!((charge.window, charge.max_wait), (2_000_000, 2_000_000));
+        assert_eq!(rule.charge(None, 1).max, 10);
+        assert_eq!(rule.clone().burst(20).charge(Some(&overrides), 1).burst, 20);
+    }
+}
