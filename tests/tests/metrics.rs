@@ -1,5 +1,7 @@
 //! The `metrics` feature: decisions counted by limit (prefix) and outcome, Redis latency recorded, and no
-//! label ever carries a user's key.
+//! label ever carries a user's key. Built with the tests crate's `metrics` feature (`scripts/test` runs the
+//! suite once more with every feature).
+#![cfg(feature = "metrics")]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

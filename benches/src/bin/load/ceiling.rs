@@ -10,7 +10,7 @@ use crate::pinning::Layout;
 
 /// `redis-benchmark` on `PATH`, or where Debian puts it (package `redis-tools`).
 pub(crate) fn binary() -> Option<PathBuf> {
-    crate::redis_server::binary("redis-benchmark")
+    test_support::find("redis-benchmark")
 }
 
 /// Runs `requests` calls of the script whose SHA-1 is `sha` (already loaded) and returns the requests per

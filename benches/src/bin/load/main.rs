@@ -1,6 +1,6 @@
 //! The load benchmark: limiter on Redis under concurrency, side by side with what a user writes without it.
 //!
-//! It starts its own `redis-server` on a free loopback port (see `redis_server`), then, for every
+//! It starts its own `redis-server` on a free loopback port (`test_support`), then, for every
 //! algorithm and concurrency, alternates three contenders over 10 000 random keys, a fresh one each run:
 //!
 //! - the annotated function (`#[rate_limit]`),
@@ -18,7 +18,6 @@
 mod ceiling;
 mod cli;
 mod pinning;
-mod redis_server;
 mod report;
 mod run;
 mod server;
@@ -27,10 +26,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use limiter_runtime::Algorithm;
+use test_support::RedisServer;
 
 use crate::cli::Options;
 use crate::pinning::Layout;
-use crate::redis_server::RedisServer;
 use crate::report::{Abused, Machine, Measured, Report};
 use crate::run::{Caller, Contender, Scenario};
 use crate::server::Counters;
@@ -62,13 +61,12 @@ fn main() {
     };
     let workers = *options.workers.get_or_insert(layout.client_cpus());
     eprintln!("load: {} Tokio workers: {workers}.", layout.describe());
-    let server = match RedisServer::start(&layout) {
-        Ok(server) => Arc::new(Mutex::new(Some(server))),
-        Err(error) => {
-            eprintln!("load: {error}");
-            std::process::exit(2);
-        }
-    };
+    let server = RedisServer::start();
+    if let Err(error) = server.pid().map_or(Ok(()), |pid| layout.pin_redis(pid)) {
+        eprintln!("load: {error}");
+        std::process::exit(2);
+    }
+    let server = Arc::new(Mutex::new(Some(server)));
     watchdog(&options, Arc::clone(&server));
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

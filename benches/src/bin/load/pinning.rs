@@ -52,7 +52,7 @@ impl Layout {
             return Ok(unpinned("Not pinned: `--no-pinned`.".to_owned()));
         }
         let explicit = requested == Some(true);
-        let taskset = crate::redis_server::binary("taskset");
+        let taskset = test_support::find("taskset");
         let obstacle = match (&taskset, cpus.len()) {
             (_, n) if n < 2 => Some(format!(
                 "this process may run on {n} CPU only, and pinning needs 2"
@@ -109,11 +109,12 @@ impl Layout {
             .max(1)
     }
 
-    /// A command that runs `program` on Redis's CPU when pinned (under `taskset -c`), or as is.
-    pub(crate) fn redis_command(&self, program: &Path) -> Command {
-        let mut command = Command::new(self.launcher(program));
-        command.args(self.launcher_args(program, |p| vec![p.redis]));
-        command
+    /// Pins the running redis-server `pid` (every thread of it) to Redis's CPU, when pinned.
+    pub(crate) fn pin_redis(&self, pid: u32) -> Result<(), String> {
+        match &self.pinned {
+            Some(p) => pin(&p.taskset, pid, &[p.redis]),
+            None => Ok(()),
+        }
     }
 
     /// A command that runs `program` on the client CPUs when pinned (under `taskset -c`), or as is.
@@ -169,9 +170,23 @@ impl Layout {
 /// for one call per run; re-executing under `taskset` would put a second process image, its arguments and
 /// its signals in the way. `taskset` is needed anyway for redis-server and redis-benchmark.
 fn pin_self(taskset: &Path, cpus: &[usize]) -> Result<(), String> {
+    pin(taskset, std::process::id(), cpus)?;
+    let now = allowed_cpus();
+    if now != cpus {
+        return Err(format!(
+            "after `taskset -a -p -c {}` this process may run on {}",
+            cpu_list(cpus),
+            cpu_list(&now)
+        ));
+    }
+    Ok(())
+}
+
+/// `taskset -a -p -c <cpus> <pid>`: every thread of process `pid` on `cpus`.
+fn pin(taskset: &Path, pid: u32, cpus: &[usize]) -> Result<(), String> {
     let list = cpu_list(cpus);
     let output = Command::new(taskset)
-        .args(["-a", "-p", "-c", &list, &std::process::id().to_string()])
+        .args(["-a", "-p", "-c", &list, &pid.to_string()])
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run taskset: {e}"))?;
@@ -180,13 +195,6 @@ fn pin_self(taskset: &Path, cpus: &[usize]) -> Result<(), String> {
             "`taskset -a -p -c {list}` failed ({}): {}",
             output.status,
             String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let now = allowed_cpus();
-    if now != cpus {
-        return Err(format!(
-            "after `taskset -a -p -c {list}` this process may run on {}",
-            cpu_list(&now)
         ));
     }
     Ok(())

@@ -1,0 +1,273 @@
+//! Throw-away Redis for the tests and benchmarks: `redis-server` processes on free loopback ports, without
+//! persistence, stopped when dropped.
+//!
+//! Every test that needs Redis starts its own [`RedisServer`] (no persistence, its own port), so tests can
+//! kill, pause and restart Redis freely and run in parallel. The machine's own Redis service is never used.
+//! A test that cannot start `redis-server` fails loudly; it never skips. [`RedisCluster`] and [`RedisSentinel`]
+//! do the same for a Redis Cluster and a Sentinel setup.
+//!
+//! Built with the runtime's default features: what the tests and benchmarks measure is what users get.
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use limiter_runtime::{FakeClock, Limiter};
+
+pub mod cluster;
+pub mod sentinel;
+
+pub use crate::cluster::RedisCluster;
+pub use crate::sentinel::RedisSentinel;
+
+/// How long a test's decision may take before the limiter fails open. Generous: exactness tests run many
+/// concurrent calls on two shared cores, and a fail-open there would be counted as an admission.
+pub const PATIENT: Duration = Duration::from_secs(10);
+
+/// A `redis-server` child process on a free loopback port, killed when dropped.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts a server on a free loopback port and waits until it answers PING.
+    ///
+    /// # Panics
+    ///
+    /// When `redis-server` cannot be found or does not start: tests that need Redis fail, loudly.
+    pub fn start() -> RedisServer {
+        let mut last_error = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut server = RedisServer {
+                child: None,
+                port,
+                dir: std::env::temp_dir()
+                    .join(format!("limiter-redis-{}-{port}", std::process::id())),
+            };
+            match server.spawn() {
+                Ok(()) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("could not start redis-server: {last_error}");
+    }
+
+    /// The URL of this server.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The port this server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's process id (while it runs).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A synchronous connection, to inspect what the limiter left in Redis.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|client| client.get_connection())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot connect to the test redis-server on port {}: {e}",
+                    self.port
+                )
+            })
+    }
+
+    /// How many times this server has run `command` (lower case, e.g. `evalsha`), from `INFO commandstats`.
+    pub fn calls(&self, command: &str) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut self.connection())
+            .expect("INFO");
+        info.lines()
+            .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |calls| calls.parse().expect("a count"))
+    }
+
+    /// The keys of every limit in this server: all keys but the runtimes' own heartbeats (`limiter:*`).
+    pub fn limit_keys(&self) -> Vec<String> {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("*")
+            .query(&mut self.connection())
+            .expect("KEYS");
+        keys.into_iter()
+            .filter(|key| !key.starts_with("limiter:"))
+            .collect()
+    }
+
+    /// A limiter on this server reading Redis's own clock, with a patient deadline.
+    pub fn limiter(&self) -> Limiter {
+        Limiter::builder()
+            .redis(self.url())
+            .deadline(PATIENT)
+            .build()
+            .expect("a valid URL")
+    }
+
+    /// A limiter on this server to which "now" is passed from `clock` (deterministic tests).
+    pub fn limiter_with_clock(&self, clock: &FakeClock) -> Limiter {
+        Limiter::builder()
+            .redis(self.url())
+            .deadline(PATIENT)
+            .clock(clock.clone())
+            .build()
+            .expect("a valid URL")
+    }
+
+    /// Kills the server with SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port (empty: nothing is persisted).
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(error) if Instant::now() > deadline => {
+                    panic!("could not restart redis-server: {error}")
+                }
+                Err(_) => sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    /// Freezes the server (SIGSTOP): it keeps its connections but answers nothing.
+    pub fn pause(&self) {
+        self.signal("STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("the server is running");
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .expect("kill(1) runs");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        let child = spawn_redis(self.port, &self.dir, &[])?;
+        self.child = Some(child);
+        Ok(())
+    }
+}
+
+/// Starts `redis-server` with `launcher` on `port` (loopback only, no persistence, working in `dir`) with
+/// `extra` arguments, and waits until it answers PING.
+pub(crate) fn spawn_redis(port: u16, dir: &Path, extra: &[&str]) -> Result<Child, String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let mut child = Command::new(redis_server_binary())
+        .args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .args(["--daemonize", "no", "--protected-mode", "yes"])
+        .arg("--dir")
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run redis-server: {e}"))?;
+    wait_for_ping(&mut child, port, "redis-server")?;
+    Ok(child)
+}
+
+/// Waits until `child` answers PING on `port`; kills it if it does not within 10 s.
+pub(crate) fn wait_for_ping(child: &mut Child, port: u16, what: &str) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{what} on port {port} exited: {status}"));
+        }
+        if ping(port) {
+            return Ok(());
+        }
+        sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(format!(
+        "{what} on port {port} did not answer PING within 10 s"
+    ))
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.resume();
+        }
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Where `redis-server` is: on `PATH`, or where Debian puts it.
+fn redis_server_binary() -> PathBuf {
+    binary("redis-server")
+}
+
+/// Where the Redis tool `name` (`redis-server`, `redis-cli`) is; panics, saying how to install it, when it is
+/// nowhere to be found.
+pub fn binary(name: &str) -> PathBuf {
+    find(name).unwrap_or_else(|| {
+        panic!(
+            "{name} is not installed, and these tests need a real Redis. Run the test command from \
+             the README (`./scripts/test`), which installs it, or `apt-get install redis-server`."
+        )
+    })
+}
+
+/// Where the program `name` is: on `PATH`, or where Debian puts it.
+pub fn find(name: &str) -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>());
+    on_path
+        .chain(["/usr/bin", "/usr/sbin", "/usr/local/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}
+
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+pub(crate) fn ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect((Ipv4Addr::LOCALHOST, port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
+}
