@@ -7,6 +7,7 @@ use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
 
 mod kw {
     syn::custom_keyword!(prefix);
+    syn::custom_keyword!(name);
     syn::custom_keyword!(key);
     syn::custom_keyword!(window);
     syn::custom_keyword!(max);
@@ -22,7 +23,7 @@ mod kw {
 }
 
 const EXPECTED: &str =
-    "expected one of: `prefix`, `key`, `window`, `max`, `message`, `algorithm`, `burst`, \
+    "expected one of: `prefix`, `key`, `window`, `max`, `message`, `name`, `algorithm`, `burst`, \
                         `cost`, `mode`, `max_wait`, `on_error`, `skip_if`, `shadow`, `crate`";
 
 /// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
@@ -44,6 +45,8 @@ pub(crate) struct Args {
     pub(crate) window: Option<Millis>,
     pub(crate) max: Option<u64>,
     pub(crate) message: Option<LitStr>,
+    /// The policy's name, for HTTP headers and metrics.
+    pub(crate) name: Option<LitStr>,
     /// The algorithm's name as written (one of [`ALGORITHMS`]).
     pub(crate) algorithm: Option<Ident>,
     pub(crate) burst: Option<Spanned<u64>>,
@@ -103,6 +106,10 @@ impl Parse for Args {
                     name.span,
                     string(input, "message")?,
                 )?;
+            } else if lookahead.peek(kw::name) {
+                let name = input.parse::<kw::name>()?;
+                assign(input, "name", name.span, "name = \"employees\"")?;
+                set(&mut args.name, "name", name.span, string(input, "name")?)?;
             } else if lookahead.peek(kw::algorithm) {
                 let name = input.parse::<kw::algorithm>()?;
                 assign(input, "algorithm", name.span, "algorithm = token_bucket")?;
@@ -217,6 +224,13 @@ fn set<T>(slot: &mut Option<T>, name: &str, span: Span, value: T) -> syn::Result
 }
 
 fn string(input: ParseStream<'_>, name: &str) -> syn::Result<LitStr> {
+    if !input.peek(Lit) {
+        let found: proc_macro2::TokenTree = input.parse()?;
+        return Err(syn::Error::new(
+            found.span(),
+            format!("`{name}` takes a string literal, e.g. `{name} = \"...\"`"),
+        ));
+    }
     match input.parse::<Lit>()? {
         Lit::Str(s) => Ok(s),
         other => Err(syn::Error::new(

@@ -85,8 +85,8 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
         Some(text) => quote!(::core::option::Option::Some(#text)),
         None => quote!(::core::option::Option::None),
     };
-    let (prefix, message) = (text(&args.prefix), text(&args.message));
-    let mut rule = quote!(#krate::Rule::from_attribute(#prefix, #message));
+    let (prefix, message, policy) = (text(&args.prefix), text(&args.message), text(&args.name));
+    let mut rule = quote!(#krate::Rule::from_attribute(#prefix, #message, #policy));
     if let Some(window) = &args.window {
         let millis = window.0;
         rule = quote!(#rule.window(::core::time::Duration::from_millis(#millis)));

@@ -163,8 +163,13 @@ impl Limiter {
         if !decision.degraded {
             tracing::debug!(%key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
         }
-        let message = rule.message_value().clone();
-        Err(RateLimited::new(message, key.to_store_key(), decision))
+        let (message, policy) = (rule.message_value().clone(), rule.name_value().clone());
+        Err(RateLimited::new(
+            message,
+            policy,
+            key.to_store_key(),
+            decision,
+        ))
     }
 }
 

@@ -38,6 +38,8 @@ pub struct RateLimited(Box<Rejection>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Rejection {
     message: Cow<'static, str>,
+    /// The limit's policy name.
+    policy: Cow<'static, str>,
     /// The limit's prefix, then the key.
     key: StoreKey,
     decision: Decision,
@@ -60,7 +62,12 @@ pub(crate) const UNAVAILABLE: &str = "rate limiting is unavailable; please try a
 
 impl RateLimited {
     /// The rejection of `decision`: a degraded rejection means the store was unavailable.
-    pub(crate) fn new(message: Cow<'static, str>, key: StoreKey, decision: Decision) -> Self {
+    pub(crate) fn new(
+        message: Cow<'static, str>,
+        policy: Cow<'static, str>,
+        key: StoreKey,
+        decision: Decision,
+    ) -> Self {
         let (message, reason) = if decision.degraded {
             (Cow::Borrowed(UNAVAILABLE), Reason::Unavailable)
         } else {
@@ -68,6 +75,7 @@ impl RateLimited {
         };
         RateLimited(Box::new(Rejection {
             message,
+            policy,
             key,
             decision,
             reason,
@@ -87,6 +95,11 @@ impl RateLimited {
     /// The limit's prefix: the start of [`key`](RateLimited::key), naming the limit (and its HTTP policy).
     pub fn prefix(&self) -> &str {
         self.0.key.parts().prefix
+    }
+
+    /// The name of the limit's policy, as HTTP headers and metrics call it: its `name`, else its prefix.
+    pub fn policy(&self) -> &str {
+        &self.0.policy
     }
 
     /// Admissions per window.

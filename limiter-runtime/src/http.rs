@@ -2,8 +2,9 @@
 //! rejection answers for itself.
 //!
 //! - A reached limit is `429 Too Many Requests` with `Retry-After` (seconds) and the IETF fields of
-//!   draft-ietf-httpapi-ratelimit-headers-09: `RateLimit-Policy: "<prefix>";q=<limit>;w=<window s>` and
-//!   `RateLimit: "<prefix>";r=<remaining>;t=<reset s>`, the policy named after the limit's prefix.
+//!   draft-ietf-httpapi-ratelimit-headers-09: `RateLimit-Policy: "<name>";q=<limit>;w=<window s>` and
+//!   `RateLimit: "<name>";r=<remaining>;t=<reset s>`, the policy named by the limit's `name` (by default,
+//!   its prefix).
 //! - An unavailable limiter (`on_error = closed` while Redis is down) is `503 Service Unavailable` with
 //!   `Retry-After`: not the client's fault.
 //!
@@ -51,7 +52,7 @@ impl RateLimited {
             HeaderValue::from(seconds(self.retry_after()).max(1)),
         );
         if self.reason() == Reason::Limited {
-            let name = policy_name(self.prefix());
+            let name = policy_name(self.policy());
             let policy = format!(
                 "{name};q={};w={}",
                 self.limit(),

@@ -256,3 +256,36 @@ async fn limits_are_per_limiter() {
     b.scope(async { unkeyed("x").await.unwrap() }).await;
     assert!(a.scope(unkeyed("x")).await.is_err());
 }
+
+#[rate_limit(prefix = "emp:", name = "employees", max = 1)]
+async fn named(id: u32) -> Result<u32, RateLimited> {
+    Ok(id)
+}
+
+#[rate_limit(prefix = "emp:unnamed:", max = 1)]
+async fn unnamed(id: u32) -> Result<u32, RateLimited> {
+    Ok(id)
+}
+
+/// A limit's policy is called by its `name`; without one, by its prefix. The plain API's rule likewise.
+#[tokio::test]
+async fn a_rejection_names_its_policy() {
+    let limiter = limiter();
+    limiter
+        .scope(async {
+            named(1).await.unwrap();
+            assert_eq!(named(1).await.unwrap_err().policy(), "employees");
+            unnamed(1).await.unwrap();
+            assert_eq!(unnamed(1).await.unwrap_err().policy(), "emp:unnamed:");
+        })
+        .await;
+    let rule = limiter_runtime::Rule::new()
+        .prefix("plain:")
+        .name("logins")
+        .max(1);
+    limiter.enforce(&rule, "k").await.unwrap();
+    assert_eq!(
+        limiter.enforce(&rule, "k").await.unwrap_err().policy(),
+        "logins"
+    );
+}

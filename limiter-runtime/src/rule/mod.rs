@@ -41,6 +41,7 @@ pub(crate) use self::resolve::Defaults;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rule {
     pub(crate) prefix: Option<Cow<'static, str>>,
+    pub(crate) name: Option<Cow<'static, str>>,
     pub(crate) window: Option<Duration>,
     pub(crate) max: Option<u64>,
     pub(crate) message: Option<Cow<'static, str>>,
@@ -63,12 +64,18 @@ pub(crate) enum Wait {
 impl Rule {
     /// A rule that inherits everything from the limiter's defaults.
     pub const fn new() -> Self {
-        Rule::from_attribute(None, None)
+        Rule::from_attribute(None, None, None)
     }
 
     /// The key namespace: the store key is `prefix` followed by the key.
     pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
         self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// The policy's name: how HTTP headers and metrics call this limit (default: its prefix).
+    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = Some(name.into());
         self
     }
 
@@ -138,6 +145,7 @@ impl Rule {
     pub const fn from_attribute(
         prefix: Option<&'static str>,
         message: Option<&'static str>,
+        name: Option<&'static str>,
     ) -> Self {
         const fn text(text: Option<&'static str>) -> Option<Cow<'static, str>> {
             match text {
@@ -147,6 +155,7 @@ impl Rule {
         }
         Rule {
             prefix: text(prefix),
+            name: text(name),
             window: None,
             max: None,
             message: text(message),
