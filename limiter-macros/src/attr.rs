@@ -20,11 +20,12 @@ mod kw {
     syn::custom_keyword!(on_error);
     syn::custom_keyword!(skip_if);
     syn::custom_keyword!(shadow);
+    syn::custom_keyword!(count);
 }
 
 const EXPECTED: &str =
     "expected one of: `prefix`, `key`, `window`, `max`, `message`, `name`, `algorithm`, `burst`, \
-                        `cost`, `mode`, `max_wait`, `on_error`, `skip_if`, `shadow`, `crate`";
+                        `cost`, `mode`, `max_wait`, `on_error`, `skip_if`, `shadow`, `count`, `crate`";
 
 /// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
 /// see (it generates code for the runtime, and cannot depend on it). A test holds the two lists together.
@@ -59,6 +60,11 @@ pub(crate) struct Args {
     /// A `bool` expression over the arguments: when true, the call is not limited at all.
     pub(crate) skip_if: Option<Expr>,
     pub(crate) shadow: Option<bool>,
+    /// The runtime's `Count` variant, `Failures` or `Successes` (`All` is as if left out), spanned at the
+    /// argument's name.
+    pub(crate) count: Option<Spanned<Ident>>,
+    /// Whether `count` was written (`count = all` leaves `count` empty).
+    pub(crate) counted: bool,
     pub(crate) krate: Option<Path>,
 }
 
@@ -174,6 +180,22 @@ impl Parse for Args {
                     }
                 };
                 set(&mut args.shadow, "shadow", name.span, value)?;
+            } else if lookahead.peek(kw::count) {
+                let name = input.parse::<kw::count>()?;
+                assign(input, "count", name.span, "count = failures")?;
+                let value = counting(input)?;
+                let spanned = value.map(|value| Spanned {
+                    value,
+                    span: name.span,
+                });
+                if args.counted {
+                    return Err(syn::Error::new(
+                        name.span,
+                        "`count` is given more than once",
+                    ));
+                }
+                args.counted = true;
+                args.count = spanned;
             } else if lookahead.peek(Token![crate]) {
                 let name = input.parse::<Token![crate]>()?;
                 assign(input, "crate", name.span, "crate = \"my_app::limiter\"")?;
@@ -330,6 +352,28 @@ fn mode(input: ParseStream<'_>) -> syn::Result<Spanned<bool>> {
         value: wait,
         span: mode.span(),
     })
+}
+
+/// `all`, `failures` or `successes`: the runtime's `Count` variant, none for `all` (spanned at the value).
+fn counting(input: ParseStream<'_>) -> syn::Result<Option<Ident>> {
+    let expected = "`count` is `failures` (charge only calls whose body returns `Err`), `successes` (only `Ok` \
+                    ones) or `all` (the default)";
+    if !input.peek(Ident::peek_any) {
+        return Err(input.error(expected));
+    }
+    let value = input.call(Ident::parse_any)?;
+    let variant = match value.to_string().as_str() {
+        "all" => return Ok(None),
+        "failures" => "Failures",
+        "successes" => "Successes",
+        _ => {
+            return Err(syn::Error::new(
+                value.span(),
+                format!("unknown `count = {value}`: {expected}"),
+            ))
+        }
+    };
+    Ok(Some(Ident::new(variant, value.span())))
 }
 
 /// `open`, `closed` or `local`, as the runtime's `OnError` variant (spanned at the value).

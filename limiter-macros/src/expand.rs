@@ -11,17 +11,16 @@ use syn::{
 
 use crate::attr::Args;
 
-/// Rewrites `item` so that its body runs only when the limit admits the call.
-pub(crate) fn expand(args: Args, mut item: ItemFn) -> syn::Result<TokenStream> {
+/// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
+pub(crate) fn expand(mut limits: Vec<Args>, mut item: ItemFn) -> syn::Result<TokenStream> {
     if item.sig.asyncness.is_some() {
         let ret = result_type(&item)?;
-        let check = check(&args, &item.sig.ident, &ret);
         let body = &item.block;
-        item.block = Box::new(syn::parse_quote!({ #check #body }));
+        item.block = Box::new(guarded(&limits, &item.sig.ident, &ret, body));
         return Ok(item.into_token_stream());
     }
     // `#[async_trait]` ran first: the method is no longer `async` but returns
-    // `Box::pin(async move { ...; let __ret: R = { body }; __ret })`. Check inside that block.
+    // `Box::pin(async move { ...; let __ret: R = { body }; __ret })`. Guard inside that block.
     let has_receiver = item.sig.receiver().is_some();
     let name = item.sig.ident.clone();
     if let Some(inner) = async_trait_block(&mut item.block) {
@@ -30,17 +29,16 @@ pub(crate) fn expand(args: Args, mut item: ItemFn) -> syn::Result<TokenStream> {
             return Err(no_result_type(&item.sig));
         }
         if let Some((ret, body)) = async_trait_body(inner) {
-            let mut args = args;
             if has_receiver {
                 // async-trait moved `self` into `__self` before the body.
-                let expressions = args.key.iter_mut().flatten();
-                for expr in expressions.chain(&mut args.cost).chain(&mut args.skip_if) {
-                    SelfToAsyncTraitSelf.visit_expr_mut(expr);
+                for args in &mut limits {
+                    let expressions = args.key.iter_mut().flatten();
+                    for expr in expressions.chain(&mut args.cost).chain(&mut args.skip_if) {
+                        SelfToAsyncTraitSelf.visit_expr_mut(expr);
+                    }
                 }
             }
-            let check = check(&args, &name, &ret);
-            let original = body.clone();
-            *body = syn::parse_quote!({ #check #original });
+            *body = guarded(&limits, &name, &ret, body);
             return Ok(item.into_token_stream());
         }
     }
@@ -67,10 +65,11 @@ fn no_result_type(sig: &Signature) -> syn::Error {
     )
 }
 
-/// The statements that run before the body: build the key from borrowed arguments, ask the runtime, and
-/// return the rejection if the call is limited.
-fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
-    let krate = match &args.krate {
+/// The body, guarded: each limit's key and cost computed from the borrowed arguments, the runtime asked, and
+/// the rejection returned when the call is limited; then the body. When a limit counts by outcome, the body
+/// runs as a future of its own, and what its outcome does not count is given back once it has returned.
+fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
+    let krate = match limits.iter().find_map(|args| args.krate.as_ref()) {
         Some(path) => path.to_token_stream(),
         None => quote!(::limiter_runtime),
     };
@@ -79,8 +78,126 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
     let site = Ident::new("__limiter_site", Span::mixed_site());
     let checked = Ident::new("__limiter_checked", Span::mixed_site());
     let error = Ident::new("__limiter_rejection", Span::mixed_site());
+    let result = Ident::new("__limiter_result", Span::mixed_site());
+    let function = name.to_string();
+    let count = limits.len();
+    let rules = limits.iter().map(|args| rule(args, &krate));
 
-    // The attribute's arguments as a rule: its text, then a chain of constant setters, one per argument written.
+    // `skip_if`: a `bool` over the arguments (a type error points at the expression); when true, that limit is
+    // not counted, and its key not written out or asked.
+    let skip = |i: usize| Ident::new(&format!("__limiter_skip_{i}"), Span::mixed_site());
+    let skips: Vec<TokenStream> = limits
+        .iter()
+        .enumerate()
+        .filter_map(|(i, args)| {
+            let (skip, expr) = (skip(i), args.skip_if.as_ref()?);
+            Some(quote_spanned!(expr.span()=> let #skip: bool = #expr;))
+        })
+        .collect();
+    let keys = limits.iter().enumerate().map(|(i, args)| {
+        // The cost, like the key, is computed from borrowed arguments; a type that is not an unsigned integer
+        // is reported at the expression.
+        let cost = match &args.cost {
+            Some(cost) => quote_spanned!(cost.span()=> #krate::__private::Cost::units(&(#cost))),
+            None => quote!(1),
+        };
+        let key = match &args.key {
+            Some(parts) if parts.len() == 1 => quote!(::core::format_args!("{}", #(#parts)*)),
+            Some(parts) => {
+                // Each part escaped, so that distinct lists are always distinct keys.
+                let format = vec!["{}"; parts.len()].join(":");
+                quote!(::core::format_args!(#format, #(#krate::__private::Part(&(#parts))),*))
+            }
+            None => quote!(::core::format_args!("{}", #site.path())),
+        };
+        // A single limit with `skip_if` is not even reached when skipped (see below).
+        let skipped = match &args.skip_if {
+            Some(_) if count > 1 => skip(i).into_token_stream(),
+            _ => quote!(false),
+        };
+        quote!((#skipped, #key, #cost))
+    });
+    // The call that turns the rejection into the declared return type carries that type's span, so a return type
+    // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
+    // so a wrong `crate = "..."` is still reported once, at the path.
+    let rejected_fn = Ident::new("__limiter_rejected", Span::mixed_site());
+    let rejected_call = Ident::new("__limiter_rejected", ret.span());
+    let rejected = quote_spanned! {ret.span()=>
+        return #rejected_call(#error);
+    };
+    let counting: Vec<_> = limits
+        .iter()
+        .map(|args| args.count.as_ref().map(|c| &c.value))
+        .collect();
+    let by_outcome = counting.iter().any(Option::is_some);
+    let enforce = if by_outcome {
+        quote!(charge)
+    } else {
+        quote!(check)
+    };
+
+    let site_and_call = quote! {
+        let #site: &'static #krate::__private::Site<#count> = {
+            static SITE: #krate::__private::Site<#count> = #krate::__private::Site::new(
+                ::core::module_path!(),
+                ::core::concat!(::core::module_path!(), "::", #function),
+                [#(#rules),*],
+            );
+            &SITE
+        };
+        // The keys are formatted here, by reference, so the arguments are neither moved nor held across
+        // `.await`; switched off, nothing is formatted, counted or asked. (A `let` of its own: the formatting's
+        // temporaries, `!Send`, end with it, before the `.await`.)
+        let #checked = #site.#enforce([#(#keys),*]);
+    };
+    if by_outcome {
+        let counts = counting.iter().map(|count| {
+            let variant = count.map_or_else(|| Ident::new("All", Span::call_site()), Clone::clone);
+            quote!(#krate::__private::counts(&#result, #krate::__private::Count::#variant))
+        });
+        return syn::parse_quote!({
+            #(#skips)*
+            #site_and_call
+            let #checked = match #checked.await {
+                ::core::result::Result::Ok(admission) => admission,
+                ::core::result::Result::Err(#error) => {
+                    use #krate::__private::rejected as #rejected_fn;
+                    #rejected
+                }
+            };
+            // The body runs as a future of its own, typed as the function returns, so that its `return` and `?`
+            // mean what they meant; then what its outcome does not count is given back.
+            let #result: #ret = #krate::__private::body::<#ret, _>(async move #body).await;
+            #checked.settle([#(#counts),*]).await;
+            #result
+        });
+    }
+    let check = quote! {
+        #site_and_call
+        if let ::core::result::Result::Err(#error) = #checked.await {
+            use #krate::__private::rejected as #rejected_fn;
+            #rejected
+        }
+    };
+    match limits {
+        [Args {
+            skip_if: Some(_), ..
+        }] => {
+            let skip = skip(0);
+            syn::parse_quote!({
+                #(#skips)*
+                if !#skip {
+                    #check
+                }
+                #body
+            })
+        }
+        _ => syn::parse_quote!({ #(#skips)* #check #body }),
+    }
+}
+
+/// One attribute's arguments as a rule: its text, then a chain of constant setters, one per argument written.
+fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     let text = |text: &Option<LitStr>| match text {
         Some(text) => quote!(::core::option::Option::Some(#text)),
         None => quote!(::core::option::Option::None),
@@ -117,63 +234,7 @@ fn check(args: &Args, name: &Ident, ret: &Type) -> TokenStream {
             None => quote!(#rule.wait()),
         };
     }
-    let function = name.to_string();
-
-    // The cost, like the key, is computed from borrowed arguments; a type that is not an unsigned integer is
-    // reported at the expression.
-    let cost = match &args.cost {
-        Some(cost) => quote_spanned!(cost.span()=> #krate::__private::Cost::units(&(#cost))),
-        None => quote!(1),
-    };
-    let check_call = match &args.key {
-        Some(parts) => {
-            let format = vec!["{}"; parts.len()].join(":");
-            quote!(#site.check(::core::format_args!(#format, #(#parts),*), #cost))
-        }
-        None => quote!(#site.check_unkeyed(#cost)),
-    };
-    // The call that turns the rejection into the declared return type carries that type's span, so a return type
-    // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
-    // so a wrong `crate = "..."` is still reported once, at the path.
-    let rejected_fn = Ident::new("__limiter_rejected", Span::mixed_site());
-    let rejected_call = Ident::new("__limiter_rejected", ret.span());
-    let rejected = quote_spanned! {ret.span()=>
-        return #rejected_call(#error);
-    };
-
-    let check = quote! {
-        let #site: &'static #krate::__private::Site = {
-            static SITE: #krate::__private::Site = #krate::__private::Site::new(
-                ::core::module_path!(),
-                ::core::concat!(::core::module_path!(), "::", #function),
-                #rule,
-            );
-            &SITE
-        };
-        // The key is formatted here, by reference, so the arguments are neither moved nor held across `.await`;
-        // switched off, nothing is formatted, counted or asked. (A `let` of its own: the formatting's
-        // temporaries, `!Send`, end with it, before the `.await`.)
-        let #checked = #check_call;
-        if let ::core::result::Result::Err(#error) = #checked.await {
-            use #krate::__private::rejected as #rejected_fn;
-            #rejected
-        }
-    };
-    // `skip_if`: a `bool` over the arguments (a type error points at the expression); when true, nothing is
-    // counted, formatted or asked.
-    match &args.skip_if {
-        Some(skip) => {
-            let skip_ident = Ident::new("__limiter_skip", Span::mixed_site());
-            let skip_value = quote_spanned!(skip.span()=> let #skip_ident: bool = #skip;);
-            quote! {
-                #skip_value
-                if !#skip_ident {
-                    #check
-                }
-            }
-        }
-        None => check,
-    }
+    rule
 }
 
 /// `sliding_log` as the runtime's variant, `SlidingLog`.

@@ -93,14 +93,39 @@ mod valid;
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = syn::parse::<attr::Args>(args).and_then(|args| {
-        valid::validate(&args)?;
-        let function = parse_function(item.clone())?;
-        expand::expand(args, function)
+        let mut function = parse_function(item.clone())?;
+        let limits = stacked(args, &mut function)?;
+        valid::validate(&limits)?;
+        expand::expand(limits, function)
     });
     match expanded {
         Ok(tokens) => tokens.into(),
         Err(error) => with_error(item, error),
     }
+}
+
+/// This attribute's limit and those of the `#[rate_limit]` attributes written below it, top first: they are
+/// one decision, so the first expands them all (and takes them off the function).
+fn stacked(first: attr::Args, function: &mut syn::ItemFn) -> syn::Result<Vec<attr::Args>> {
+    let mut limits = vec![first];
+    let mut kept = Vec::with_capacity(function.attrs.len());
+    for attribute in std::mem::take(&mut function.attrs) {
+        let is_ours = attribute
+            .path()
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "rate_limit");
+        if !is_ours {
+            kept.push(attribute);
+            continue;
+        }
+        limits.push(match &attribute.meta {
+            syn::Meta::Path(_) => attr::Args::default(),
+            _ => attribute.parse_args()?,
+        });
+    }
+    function.attrs = kept;
+    Ok(limits)
 }
 
 /// The annotated item, which must be a function with a body. Anything else is refused at its first token, a

@@ -2,7 +2,36 @@
 
 use crate::attr::Args;
 
-pub(crate) fn validate(args: &Args) -> syn::Result<()> {
+/// Each limit's arguments fit together, and stacked limits count in buckets of their own.
+pub(crate) fn validate(limits: &[Args]) -> syn::Result<()> {
+    for (i, args) in limits.iter().enumerate() {
+        validate_one(args)?;
+        if i == 0 {
+            continue;
+        }
+        if let Some(krate) = &args.krate {
+            return Err(syn::Error::new_spanned(
+                krate,
+                "`crate` goes on the first `#[rate_limit]` of a function: it applies to all of them",
+            ));
+        }
+        let prefix = |args: &Args| args.prefix.as_ref().map(|prefix| prefix.value());
+        if limits[..i]
+            .iter()
+            .any(|above| prefix(above) == prefix(args))
+        {
+            let message = "stacked limits need a prefix each: this `#[rate_limit]` has the same prefix as one \
+                           above it, so both would count in one bucket; give each its own `prefix`";
+            return Err(match &args.prefix {
+                Some(prefix) => syn::Error::new(prefix.span(), message),
+                None => syn::Error::new(proc_macro2::Span::call_site(), message),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn validate_one(args: &Args) -> syn::Result<()> {
     let algorithm = args.algorithm.as_ref().map(ToString::to_string);
     // "add `algorithm = x`" when none is written, "not `algorithm = y`" when another one is.
     let fix = |needed: &str| match &algorithm {

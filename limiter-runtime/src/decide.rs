@@ -1,13 +1,14 @@
-//! The pipeline: every decision goes through here, from the plain API, a [`Limit`](crate::Limit) and the
-//! attribute alike.
+//! The pipeline: every call goes through here, from the plain API, a [`Limit`](crate::Limit) and the
+//! attribute alike, as a batch of its limits (one, or several stacked), decided as one.
 //!
 //! 1. The switch: off, every call is admitted, with no store traffic at all.
-//! 2. The rule, resolved against the limiter's defaults by the caller, meets the overrides in force for its
-//!    key ([`Rule::charge`]).
-//! 3. The backend decides: in memory at once; with Redis, at once what this process knows (a denial Redis
+//! 2. Each limit's rule, resolved against the limiter's defaults by the caller, meets the overrides in force
+//!    for its key ([`Rule::charge`]); a limit that admits nothing, or one the call skips, is decided here.
+//! 3. The backend decides the call: admitted when every limit that vetoes admits it, then charged to each,
+//!    else charged to none. In memory at once; with Redis, at once what this process knows (a denial Redis
 //!    already gave, the breaker open), else one script call within the deadline, degraded by `on_error`.
-//! 4. For an enforced call, the verdict: a rejection becomes [`RateLimited`] (a shadow rule only reports
-//!    it), and an admitted call first waits for its slot.
+//! 4. For an enforced call, the verdict: a rejection names the first limit that refused (a shadow limit only
+//!    reports), and an admitted call first waits for its slot.
 //!
 //! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
 //! slot to wait for is left to await.
@@ -19,14 +20,14 @@ use std::time::Duration;
 use futures_util::future::{self, BoxFuture, Either, Ready};
 
 use crate::algorithm::Outcome;
-use crate::backend::redis::Question;
-use crate::backend::{Backend, RedisBackend};
+use crate::backend::redis::{call_key, Question, Refund};
+use crate::backend::{admitted, Answer, Ask, Backend, Charged, RedisBackend};
 use crate::key::KeyRef;
 use crate::{Decision, Limiter, RateLimited, Rule};
 
 /// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
 /// should not weigh on every call's future.
-pub(crate) type Decided<'a, T> = Either<Ready<T>, BoxFuture<'a, T>>;
+pub(crate) type Deciding<'a, T> = Either<Ready<T>, BoxFuture<'a, T>>;
 
 /// One limit of one call: its rule resolved against the limiter's defaults, the store key, and what the
 /// call weighs.
@@ -35,164 +36,305 @@ pub(crate) struct Request<'r, 'k> {
     pub(crate) rule: &'r Rule,
     pub(crate) key: KeyRef<'k>,
     pub(crate) cost: u64,
+    /// The call skips this limit (its `skip_if` held): admitted, and counted nowhere.
+    pub(crate) skip: bool,
 }
 
-/// What only Redis can decide: the question, and the backend to ask.
-pub(crate) struct Pending {
+/// What was decided of one call: each limit's answer, and whether the call goes ahead.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Decided<const N: usize> {
+    pub(crate) answers: [Answer; N],
+    pub(crate) admitted: bool,
+}
+
+/// What only Redis can decide of a call: the question, and the backend to ask.
+pub(crate) struct Pending<const N: usize> {
     redis: Arc<RedisBackend>,
-    question: Box<Question>,
+    question: Box<Question<N>>,
 }
 
-/// An enforced call's verdict: the decision and how long to wait for its slot, or the rejection.
-pub(crate) type Verdict = Result<(Decision, Duration), RateLimited>;
+impl<'r, 'k> Request<'r, 'k> {
+    /// One limit of a call that weighs `cost`.
+    pub(crate) fn new(rule: &'r Rule, key: KeyRef<'k>, cost: u64) -> Self {
+        Request {
+            rule,
+            key,
+            cost,
+            skip: false,
+        }
+    }
+}
 
 impl Limiter {
-    /// Decides `request` as far as this process can: the decision, or what Redis must answer. Always inlined:
-    /// a decision made at once is then built in the caller's future, not built here and copied there.
+    /// Decides a call's limits as far as this process can: what was decided, or what Redis must answer.
+    /// Always inlined: a decision made at once is then built in the caller's future, not built here and
+    /// copied there.
     #[inline(always)]
-    pub(crate) fn decide(&self, request: Request<'_, '_>) -> Result<Decision, Pending> {
+    pub(crate) fn decide<const N: usize>(
+        &self,
+        batch: &[Request<'_, '_>; N],
+    ) -> Result<Decided<N>, Pending<N>> {
         let inner = &*self.inner;
-        let Request { rule, key, cost } = request;
-        let overrides = inner.overrides.lookup(key.prefix, key.rest);
-        let charge = rule.charge(overrides.as_ref(), cost);
-        if !inner.overrides.is_enabled() {
+        let asks = batch.each_ref().map(|request| self.ask_of(request));
+        let answers = if !inner.overrides.is_enabled() {
             let now = inner.clock.now_micros();
-            return Ok(Decision::new(
-                &charge,
-                Outcome::admit(charge.max),
-                now,
-                false,
-            ));
-        }
-        if charge.max == 0 {
-            // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
+            asks.map(|ask| {
+                Answer::uncharged(Decision::new(
+                    &ask.charge,
+                    Outcome::admit(ask.charge.max),
+                    now,
+                    false,
+                ))
+            })
+        } else if asks.iter().all(|ask| ask.preset.is_some()) {
             let now = inner.clock.now_micros();
-            let decision = Decision::new(&charge, Outcome::denied(0, charge.window, 0), now, false);
-            inner.metrics.decision(key.prefix, &decision);
-            return Ok(decision);
-        }
-        let algorithm = rule.algorithm_value();
-        let decided = match &inner.backend {
-            Backend::Memory(memory) => {
-                let (outcome, at) = memory.decide(algorithm, key, &charge);
-                Ok(Decision::new(&charge, outcome, at, false))
+            asks.map(|ask| {
+                let outcome = ask.preset.unwrap_or(Outcome::admit(ask.charge.max));
+                Answer::uncharged(Decision::new(&ask.charge, outcome, now, false))
+            })
+        } else {
+            match &inner.backend {
+                Backend::Memory(memory) => {
+                    let (outcomes, at) = memory.decide(&asks);
+                    let admitted = admitted(&asks, |i| outcomes[i].allowed);
+                    std::array::from_fn(|i| {
+                        let (ask, outcome) = (&asks[i], outcomes[i]);
+                        let charged = admitted && outcome.allowed && ask.preset.is_none();
+                        Answer {
+                            decision: Decision::new(&ask.charge, outcome, at, false),
+                            receipt: outcome.receipt,
+                            charged: if charged {
+                                Charged::Store
+                            } else {
+                                Charged::Nothing
+                            },
+                        }
+                    })
+                }
+                Backend::Redis(redis) => match redis.try_answer(&asks) {
+                    Ok(answers) => answers,
+                    Err(question) => {
+                        return Err(Pending {
+                            redis: Arc::clone(redis),
+                            question,
+                        })
+                    }
+                },
             }
-            Backend::Redis(redis) => redis
-                .try_answer(algorithm, key, charge, rule.on_error_value())
-                .map_err(|question| Pending {
-                    redis: Arc::clone(redis),
-                    question,
-                }),
         };
-        if let Ok(decision) = &decided {
-            inner.metrics.decision(key.prefix, decision);
+        for (request, answer) in batch.iter().zip(&answers) {
+            inner.metrics.decision(request.key.prefix, &answer.decision);
         }
-        decided
+        let admitted = admitted(&asks, |i| answers[i].decision.allowed);
+        Ok(Decided { answers, admitted })
+    }
+
+    /// What one limit of a call asks of the backend: its charge, with the overrides in force for its key.
+    #[inline(always)]
+    fn ask_of<'k>(&self, request: &Request<'_, 'k>) -> Ask<'k> {
+        let Request {
+            rule,
+            key,
+            cost,
+            skip,
+        } = *request;
+        let overrides = self.inner.overrides.lookup(key.prefix, key.rest);
+        let charge = rule.charge(overrides.as_ref(), cost);
+        let preset = if skip {
+            Some(Outcome::admit(charge.max))
+        } else if charge.max == 0 {
+            // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
+            Some(Outcome::denied(0, charge.window, 0))
+        } else {
+            None
+        };
+        Ask {
+            algorithm: rule.algorithm_value(),
+            key,
+            charge,
+            vetoes: !rule.shadow_value(),
+            on_error: rule.on_error_value(),
+            preset,
+        }
     }
 
     /// What Redis answers to `pending` (degraded when it cannot), counted.
-    pub(crate) async fn ask(&self, pending: &Pending) -> Decision {
+    pub(crate) async fn ask<const N: usize>(&self, pending: &Pending<N>) -> Decided<N> {
         let inner = &*self.inner;
         inner
             .background
             .call_once(|| self.spawn_background(&pending.redis));
         let timer = crate::observe::Timer::start();
-        let decision = pending.redis.ask(&pending.question).await;
-        let prefix = pending.question.key.parts().prefix;
-        inner.metrics.redis(prefix, timer);
-        inner.metrics.decision(prefix, &decision);
-        decision
+        let (answers, admitted) = pending.redis.ask(&pending.question).await;
+        let keys = pending.question.keys();
+        inner
+            .metrics
+            .redis(keys.iter().map(|key| key.prefix), timer);
+        for (key, answer) in keys.iter().zip(&answers) {
+            inner.metrics.decision(key.prefix, &answer.decision);
+        }
+        Decided { answers, admitted }
     }
 
-    /// [`decide`](Limiter::decide), ready at once or with the round trip left to await.
+    /// [`decide`](Limiter::decide), as `done` makes of it, ready at once or with the round trip left to
+    /// await.
     #[inline(always)]
-    pub(crate) fn check_request<'a>(&'a self, request: Request<'_, '_>) -> Decided<'a, Decision> {
-        match self.decide(request) {
-            Ok(decision) => Either::Left(future::ready(decision)),
-            Err(pending) => Either::Right(Box::pin(async move { self.ask(&pending).await })),
+    pub(crate) fn check_batch<'a, const N: usize, T: Send + 'a>(
+        &'a self,
+        batch: &[Request<'_, '_>; N],
+        done: fn(Decided<N>) -> T,
+    ) -> Deciding<'a, T> {
+        match self.decide(batch) {
+            Ok(decided) => Either::Left(future::ready(done(decided))),
+            Err(pending) => Either::Right(Box::pin(async move { done(self.ask(&pending).await) })),
         }
     }
 
-    /// [`decide`](Limiter::decide) for an enforced call: its verdict, ready at once or with the round trip
-    /// (and the slot) left to await.
-    pub(crate) fn enforce_request<'a>(
+    /// [`decide`](Limiter::decide) for an enforced call: its verdict (see [`verdict`](Limiter::verdict)), as
+    /// `done` makes of an admission, ready at once or with the round trip (and the slot) left to await.
+    pub(crate) fn enforce_batch<'a, const N: usize, T: Send + 'a>(
         &'a self,
-        request: Request<'a, '_>,
-    ) -> Decided<'a, Result<Decision, RateLimited>> {
-        match self.decide(request) {
-            Ok(decision) => waited(self.verdict(request.rule, request.key, decision), |d| d),
-            Err(pending) => Either::Right(Box::pin(self.enforce_pending(pending, request.rule))),
+        batch: &[Request<'a, '_>; N],
+        done: fn(Decided<N>) -> T,
+    ) -> Deciding<'a, Result<T, RateLimited>> {
+        let rules = batch.each_ref().map(|request| request.rule);
+        match self.decide(batch) {
+            Ok(decided) => {
+                let keys = batch.each_ref().map(|request| request.key);
+                match self.verdict(&rules, &keys, &decided) {
+                    Ok(wait) if !wait.is_zero() => {
+                        Either::Right(Box::pin(after(wait, Ok(done(decided)))))
+                    }
+                    verdict => Either::Left(future::ready(verdict.map(|_| done(decided)))),
+                }
+            }
+            Err(pending) => Either::Right(Box::pin(async move {
+                self.enforce_pending(pending, rules).await.map(done)
+            })),
         }
     }
 
     /// The rest of an enforced call that Redis must decide: asked, judged, and, admitted, held until its
     /// slot.
-    pub(crate) async fn enforce_pending(
+    pub(crate) async fn enforce_pending<const N: usize>(
         &self,
-        pending: Pending,
-        rule: &Rule,
-    ) -> Result<Decision, RateLimited> {
-        let decision = self.ask(&pending).await;
-        let (decision, wait) = self.verdict(rule, pending.question.key.parts(), decision)?;
-        Ok(after(wait, decision).await)
+        pending: Pending<N>,
+        rules: [&Rule; N],
+    ) -> Result<Decided<N>, RateLimited> {
+        let decided = self.ask(&pending).await;
+        let wait = self.verdict(&rules, &pending.question.keys(), &decided)?;
+        Ok(after(wait, decided).await)
     }
 
-    /// What `decision` means for the call: a rejection becomes [`RateLimited`], unless the rule is a shadow
-    /// (then it is only reported, and the call goes ahead); an admitted call waits for its slot first (a
-    /// shadow rule never holds a call).
-    pub(crate) fn verdict(&self, rule: &Rule, key: KeyRef<'_>, decision: Decision) -> Verdict {
-        let shadow = rule.shadow_value();
-        if decision.allowed {
-            let wait = if shadow {
-                Duration::ZERO
-            } else {
-                decision.delay
-            };
-            return Ok((decision, wait));
+    /// What a call's decisions mean for it: a rejection ([`RateLimited`], naming the first limit that
+    /// refused; the others' states beside it), or how long an admitted call waits for its slot first. A shadow
+    /// limit never rejects or holds a call: what it would have rejected is reported.
+    pub(crate) fn verdict<const N: usize>(
+        &self,
+        rules: &[&Rule; N],
+        keys: &[KeyRef<'_>; N],
+        decided: &Decided<N>,
+    ) -> Result<Duration, RateLimited> {
+        let mut wait = Duration::ZERO;
+        let mut refused = None;
+        for (i, ((rule, key), answer)) in rules.iter().zip(keys).zip(&decided.answers).enumerate() {
+            let (decision, shadow) = (&answer.decision, rule.shadow_value());
+            if decision.allowed && !shadow {
+                wait = wait.max(decision.delay);
+            } else if !decision.allowed && shadow && decided.admitted {
+                self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
+                self.inner.metrics.shadow_rejection(key.prefix);
+                tracing::info!(
+                    key = %key,
+                    limit = decision.limit,
+                    "rate limiter: would have limited (shadow mode)"
+                );
+            } else if !decision.allowed && !shadow && refused.is_none() {
+                refused = Some(i);
+            }
         }
-        if shadow {
-            self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
-            self.inner.metrics.shadow_rejection(key.prefix);
-            tracing::info!(
-                %key,
-                limit = decision.limit,
-                "rate limiter: would have limited (shadow mode)"
-            );
-            return Ok((decision, Duration::ZERO));
-        }
+        let Some(refused) = refused.filter(|_| !decided.admitted) else {
+            return Ok(wait);
+        };
+        let (rule, key, decision) = (
+            rules[refused],
+            keys[refused],
+            decided.answers[refused].decision,
+        );
         if !decision.degraded {
             tracing::debug!(%key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
         }
-        let (message, policy) = (rule.message_value().clone(), rule.name_value().clone());
+        // Each limit's state, when there are several (one is the rejection's own).
+        let limits = match N {
+            1 => Vec::new(),
+            _ => rules
+                .iter()
+                .zip(&decided.answers)
+                .map(|(rule, answer)| (rule.name_value().clone(), answer.decision))
+                .collect(),
+        };
         Err(RateLimited::new(
-            message,
-            policy,
+            rule.message_value().clone(),
+            rule.name_value().clone(),
             key.to_store_key(),
             decision,
+            limits,
         ))
     }
-}
 
-/// A verdict made at once, as `done` of the decision: ready, unless the call must first wait for its slot.
-pub(crate) fn waited<'a, T: Send + 'a>(
-    verdict: Verdict,
-    done: fn(Decision) -> T,
-) -> Decided<'a, Result<T, RateLimited>> {
-    match verdict {
-        Ok((decision, wait)) if !wait.is_zero() => {
-            Either::Right(Box::pin(
-                async move { Ok(done(after(wait, decision).await)) },
-            ))
+    /// Gives back `units` of what each limit of an admitted call charged, now: exactly, unless a charge has
+    /// left its limit already (then nothing), never more. In memory at once; with Redis, one script call.
+    pub(crate) fn refund<'a, const N: usize>(
+        &'a self,
+        batch: &[Request<'_, '_>; N],
+        decided: &Decided<N>,
+        units: [u64; N],
+    ) -> Deciding<'a, ()> {
+        let asks = batch.each_ref().map(|request| self.ask_of(request));
+        let mut in_redis = Vec::new();
+        for ((ask, answer), units) in asks.iter().zip(&decided.answers).zip(units) {
+            let units = units.min(ask.charge.cost);
+            match (&self.inner.backend, answer.charged) {
+                (_, Charged::Nothing) => {}
+                (Backend::Memory(memory), _) => memory.refund(ask, units, &answer.receipt),
+                (Backend::Redis(redis), Charged::Local) => {
+                    redis.refund_local(ask, units, &answer.receipt)
+                }
+                (Backend::Redis(_), Charged::Store) => {
+                    in_redis.push(Refund::new(ask, units, answer.receipt))
+                }
+            }
         }
-        verdict => Either::Left(future::ready(verdict.map(|(decision, _)| done(decision)))),
+        match &self.inner.backend {
+            Backend::Redis(redis) if !in_redis.is_empty() => {
+                let call = call_key(&asks);
+                Either::Right(Box::pin(redis.refund(in_redis, call)))
+            }
+            _ => Either::Left(future::ready(())),
+        }
     }
 }
 
-/// `decision`, once `wait` (an admitted call's slot, leaky bucket) has passed.
-async fn after(wait: Duration, decision: Decision) -> Decision {
+impl<const N: usize> Decided<N> {
+    /// Each limit's decision.
+    pub(crate) fn decisions(self) -> [Decision; N] {
+        self.answers.map(|answer| answer.decision)
+    }
+}
+
+impl Decided<1> {
+    /// The one limit's decision.
+    pub(crate) fn decision(self) -> Decision {
+        let [answer] = self.answers;
+        answer.decision
+    }
+}
+
+/// `value`, once `wait` (an admitted call's slot, leaky bucket) has passed.
+pub(crate) async fn after<T>(wait: Duration, value: T) -> T {
     if !wait.is_zero() {
         // Boxed, as the Redis round trip is: a timer is large, and rarely needed.
         Box::pin(tokio::time::sleep(wait)).await;
     }
-    decision
+    value
 }

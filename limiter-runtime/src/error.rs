@@ -40,6 +40,8 @@ struct Rejection {
     message: Cow<'static, str>,
     /// The limit's policy name.
     policy: Cow<'static, str>,
+    /// When the call had several limits: each one's policy and decision, in the order written.
+    limits: Vec<(Cow<'static, str>, Decision)>,
     /// The limit's prefix, then the key.
     key: StoreKey,
     decision: Decision,
@@ -67,6 +69,7 @@ impl RateLimited {
         policy: Cow<'static, str>,
         key: StoreKey,
         decision: Decision,
+        limits: Vec<(Cow<'static, str>, Decision)>,
     ) -> Self {
         let (message, reason) = if decision.degraded {
             (Cow::Borrowed(UNAVAILABLE), Reason::Unavailable)
@@ -76,6 +79,7 @@ impl RateLimited {
         RateLimited(Box::new(Rejection {
             message,
             policy,
+            limits,
             key,
             decision,
             reason,
@@ -100,6 +104,22 @@ impl RateLimited {
     /// The name of the limit's policy, as HTTP headers and metrics call it: its `name`, else its prefix.
     pub fn policy(&self) -> &str {
         &self.0.policy
+    }
+
+    /// Every limit of the call, in the order written, with its state: the one that refused it (this
+    /// rejection's own) and those that did not (which charged nothing either). One for a call with one limit.
+    pub fn limits(&self) -> impl Iterator<Item = (&str, &Decision)> {
+        let own = self
+            .0
+            .limits
+            .is_empty()
+            .then_some((&*self.0.policy, &self.0.decision));
+        own.into_iter().chain(
+            self.0
+                .limits
+                .iter()
+                .map(|(policy, decision)| (&**policy, decision)),
+        )
     }
 
     /// Admissions per window.

@@ -275,6 +275,31 @@ impl fmt::Display for KeyRef<'_> {
     }
 }
 
+/// Writes `part` into `out` with `%` and `:` escaped (`%25`, `%3A`): one part of a key list, whose parts are
+/// then joined with `:`. Any text escapes to one that holds no `:`, and the escaped text tells the original
+/// back, so lists of parts joined this way are distinct whenever the lists are.
+pub(crate) fn escaped(out: &mut dyn fmt::Write, part: fmt::Arguments<'_>) -> fmt::Result {
+    struct Escape<'a>(&'a mut dyn fmt::Write);
+
+    impl fmt::Write for Escape<'_> {
+        fn write_str(&mut self, text: &str) -> fmt::Result {
+            let mut rest = text;
+            while let Some(at) = rest.find([':', '%']) {
+                self.0.write_str(&rest[..at])?;
+                self.0.write_str(if rest.as_bytes()[at] == b':' {
+                    "%3A"
+                } else {
+                    "%25"
+                })?;
+                rest = &rest[at + 1..];
+            }
+            self.0.write_str(rest)
+        }
+    }
+
+    Escape(out).write_fmt(part)
+}
+
 fn digest_tail(out: &mut String, start: usize) {
     let digest = sha1_smol::Sha1::from(&out.as_bytes()[start..])
         .digest()

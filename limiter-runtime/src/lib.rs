@@ -62,6 +62,7 @@ mod limit;
 mod limiter;
 mod observe;
 mod overrides;
+mod reservation;
 mod rule;
 
 #[doc(hidden)]
@@ -77,6 +78,7 @@ pub use crate::error::{Error, ParseError, RateLimited, Reason};
 pub use crate::limit::Limit;
 pub use crate::limiter::{Limiter, Stats, DEFAULT_DEADLINE};
 pub use crate::overrides::Override;
+pub use crate::reservation::Reservation;
 pub use crate::rule::{OnError, Rule};
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.

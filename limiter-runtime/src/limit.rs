@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::Future;
 
-use crate::decide::Request;
+use crate::decide::{Decided, Request};
 use crate::key::KeyRef;
 use crate::{Decision, Limiter, RateLimited, Rule};
 
@@ -72,12 +72,8 @@ impl Limit {
     ) -> impl Future<Output = Decision> + use<'a> {
         let mut digested = None;
         let key = KeyRef::of_str(self.rule.prefix_value(), key, &mut digested);
-        let request = Request {
-            rule: &self.rule,
-            key,
-            cost,
-        };
-        self.limiter.check_request(request)
+        let request = Request::new(&self.rule, key, cost);
+        self.limiter.check_batch(&[request], Decided::decision)
     }
 
     /// Like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
@@ -107,12 +103,8 @@ impl Limit {
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
         let mut digested = None;
         let key = KeyRef::of_str(self.rule.prefix_value(), key, &mut digested);
-        let request = Request {
-            rule: &self.rule,
-            key,
-            cost,
-        };
-        self.limiter.enforce_request(request)
+        let request = Request::new(&self.rule, key, cost);
+        self.limiter.enforce_batch(&[request], Decided::decision)
     }
 }
 

@@ -1,5 +1,6 @@
 //! [`Limiter`]: the handle every decision is asked of, and its public methods.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,10 +9,11 @@ use std::time::Duration;
 
 use crate::backend::redis::spawn_heartbeat;
 use crate::backend::{Backend, MemoryStore, RedisBackend};
-use crate::decide::Request;
+use crate::decide::{Decided, Request};
 use crate::key::StoreKey;
 use crate::observe::Metrics;
 use crate::overrides::{self, Overrides};
+use crate::reservation::{Held, Reservation};
 use crate::rule::Defaults;
 use crate::{
     Clock, Decision, Error, Limit, LimiterBuilder, Override, RateLimited, Rule, SystemClock,
@@ -148,12 +150,44 @@ impl Limiter {
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
         let rule = self.inner.defaults.resolve(rule, "");
         let key = StoreKey::new(rule.prefix_value(), format_args!("{key}"));
-        let request = Request {
-            rule: &rule,
-            key: key.parts(),
-            cost,
-        };
-        self.check_request(request).await
+        let request = Request::new(&rule, key.parts(), cost);
+        self.check_batch(&[request], Decided::decision).await
+    }
+
+    /// Decides one call under several limits at once, each `(rule, key)`: admitted only when every limit
+    /// admits it, and then counted by each; else counted by none. Each limit's decision, in the order given.
+    /// (Stacked `#[rate_limit]` attributes are this.)
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let burst = Rule::new().prefix("burst:").max(2).window(Duration::from_secs(1));
+    /// let quota = Rule::new().prefix("quota:").max(3).window(Duration::from_secs(3_600));
+    /// for _ in 0..2 {
+    ///     let decisions = limiter.check_all([(&burst, "alice"), (&quota, "alice")]).await;
+    ///     assert!(decisions.iter().all(|d| d.allowed));
+    /// }
+    /// // The burst is spent: the call is refused, and the hourly quota keeps its third unit.
+    /// let [burst_decision, quota_decision] = limiter.check_all([(&burst, "alice"), (&quota, "alice")]).await;
+    /// assert!(!burst_decision.allowed);
+    /// assert_eq!(quota_decision.remaining, 1);
+    /// # }
+    /// ```
+    pub async fn check_all<K: fmt::Display, const N: usize>(
+        &self,
+        limits: [(&Rule, K); N],
+    ) -> [Decision; N] {
+        let rules = limits
+            .each_ref()
+            .map(|(rule, _)| self.inner.defaults.resolve(rule, ""));
+        let keys = std::array::from_fn::<StoreKey, N, _>(|i| {
+            StoreKey::new(rules[i].prefix_value(), format_args!("{}", limits[i].1))
+        });
+        let batch = std::array::from_fn(|i| Request::new(&rules[i], keys[i].parts(), 1));
+        self.check_batch(&batch, Decided::decisions).await
     }
 
     /// What an annotated function does: like [`check`](Limiter::check), but a rejection is the
@@ -188,12 +222,47 @@ impl Limiter {
     ) -> Result<Decision, RateLimited> {
         let rule = self.inner.defaults.resolve(rule, "");
         let key = StoreKey::new(rule.prefix_value(), format_args!("{key}"));
-        let request = Request {
-            rule: &rule,
-            key: key.parts(),
-            cost,
-        };
-        self.enforce_request(request).await
+        let request = Request::new(&rule, key.parts(), cost);
+        self.enforce_batch(&[request], Decided::decision).await
+    }
+
+    /// [`check_all`](Limiter::check_all), enforced: a refusal is the [`RateLimited`] error (naming the first
+    /// limit that refused, with every limit's state), and an admitted call that must wait for a slot sleeps
+    /// until then.
+    pub async fn enforce_all<K: fmt::Display, const N: usize>(
+        &self,
+        limits: [(&Rule, K); N],
+    ) -> Result<[Decision; N], RateLimited> {
+        let rules = limits
+            .each_ref()
+            .map(|(rule, _)| self.inner.defaults.resolve(rule, ""));
+        let keys = std::array::from_fn::<StoreKey, N, _>(|i| {
+            StoreKey::new(rules[i].prefix_value(), format_args!("{}", limits[i].1))
+        });
+        let batch = std::array::from_fn(|i| Request::new(&rules[i], keys[i].parts(), 1));
+        self.enforce_batch(&batch, Decided::decisions).await
+    }
+
+    /// Admits a call of an estimated cost, to settle to its actual cost once it is known (see
+    /// [`Reservation`]): the estimate is charged now, or the call is refused with [`RateLimited`].
+    pub async fn reserve(
+        &self,
+        rule: &Rule,
+        key: impl fmt::Display,
+        estimate: u64,
+    ) -> Result<Reservation, RateLimited> {
+        let rule = self.inner.defaults.resolve(rule, "");
+        let key = StoreKey::new(rule.prefix_value(), format_args!("{key}"));
+        let request = Request::new(&rule, key.parts(), estimate);
+        let decided = self.enforce_batch(&[request], |decided| decided).await?;
+        Ok(Reservation(Held {
+            limiter: self.clone(),
+            rules: Cow::Owned([rule]),
+            keys: [key],
+            costs: [estimate],
+            skipped: [false],
+            decided,
+        }))
     }
 
     /// `rule`, resolved once, to check keys against without resolving it again: see [`Limit`].

@@ -91,15 +91,18 @@ impl Metrics {
         let _ = prefix;
     }
 
-    /// Records how long one Redis decision took, from `timer`.
+    /// Records how long one Redis decision took, from `timer`, under each of its limits' prefixes.
     #[inline]
-    pub(crate) fn redis(&self, prefix: &str, timer: Timer) {
+    pub(crate) fn redis<'a>(&self, prefixes: impl Iterator<Item = &'a str>, timer: Timer) {
         #[cfg(feature = "metrics")]
-        self.with(prefix, |h| {
-            h.redis.record(timer.started.elapsed().as_secs_f64())
-        });
+        {
+            let seconds = timer.started.elapsed().as_secs_f64();
+            for prefix in prefixes {
+                self.with(prefix, |h| h.redis.record(seconds));
+            }
+        }
         #[cfg(not(feature = "metrics"))]
-        let _ = (prefix, timer);
+        let _ = (prefixes, timer);
     }
 }
 

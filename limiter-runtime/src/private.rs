@@ -6,79 +6,216 @@ use std::sync::OnceLock;
 
 use futures_util::future::{self, BoxFuture, Either, Ready};
 
-use crate::decide::{waited, Request};
+use crate::decide::{after, Request};
 use crate::key::StoreKey;
+use crate::reservation::Held;
 use crate::{Limiter, RateLimited, Rule};
 
-/// One annotated function: its rule as written on the attribute, and its path (the default key).
+/// One annotated function: its limits as written on its attributes (top first), and its path (the default
+/// key).
 #[derive(Debug)]
-pub struct Site {
-    rule: Rule,
+pub struct Site<const N: usize> {
+    rules: [Rule; N],
     /// The module the function is in: whose defaults apply.
     module: &'static str,
     function: &'static str,
-    /// The rule as resolved by the first limiter to decide a call here (most programs have one), and that
+    /// The rules as resolved by the first limiter to decide a call here (most programs have one), and that
     /// limiter's id: its resolution is reused for as long as it decides.
-    resolved: OnceLock<(u64, Rule)>,
+    resolved: OnceLock<(u64, [Rule; N])>,
 }
 
-/// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
-pub type Checked =
-    Either<Ready<Result<(), RateLimited>>, BoxFuture<'static, Result<(), RateLimited>>>;
+/// One limit of one call, as the expansion hands it over: whether the call skips it (`skip_if`), its key
+/// (the arguments, borrowed, written out only if needed) and its cost.
+pub type Key<'a> = (bool, fmt::Arguments<'a>, u64);
 
-impl Site {
-    pub const fn new(module: &'static str, function: &'static str, rule: Rule) -> Site {
+/// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
+pub type Checked = Verdict<()>;
+
+/// [`Site::charge`]'s future.
+pub type Charging<const N: usize> = Verdict<Admission<N>>;
+
+/// A call's verdict, ready at once or still to await.
+type Verdict<T> = Either<Ready<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
+
+/// A verdict still to await.
+fn later<T>(
+    rest: impl std::future::Future<Output = Result<T, RateLimited>> + Send + 'static,
+) -> Verdict<T> {
+    Either::Right(Box::pin(rest))
+}
+
+/// What a call of a function with `count = failures | successes` was charged, held while its body runs.
+pub struct Admission<const N: usize>(Option<Box<Held<N>>>);
+
+/// What an admitted call keeps of its admission: nothing (`count = all`), or what it charged.
+trait Kept<const N: usize>: Send + 'static {
+    /// A call decided without the limiter (switched off, or every limit skipped): nothing was charged.
+    fn nothing() -> Self;
+    /// An admitted call, `held` what it charged.
+    fn kept(held: impl FnOnce() -> Held<N>) -> Self;
+}
+
+impl<const N: usize> Kept<N> for () {
+    fn nothing() {}
+    fn kept(_: impl FnOnce() -> Held<N>) {}
+}
+
+impl<const N: usize> Kept<N> for Admission<N> {
+    fn nothing() -> Self {
+        Admission(None)
+    }
+    fn kept(held: impl FnOnce() -> Held<N>) -> Self {
+        Admission(Some(Box::new(held())))
+    }
+}
+
+/// Which outcomes of the body a limit counts (`count = ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    All,
+    Failures,
+    Successes,
+}
+
+impl<const N: usize> Site<N> {
+    pub const fn new(module: &'static str, function: &'static str, rules: [Rule; N]) -> Self {
         Site {
-            rule,
+            rules,
             module,
             function,
             resolved: OnceLock::new(),
         }
     }
 
-    /// One call of the function, for `key` (its arguments, borrowed), weighing `cost`: decided at once, with the
+    /// The function's path: the key of a limit written without one.
+    pub fn path(&self) -> &'static str {
+        self.function
+    }
+
+    /// One call of the function, its limits' keys and costs from its arguments: decided at once, with the
     /// limiter borrowed, whatever this process can decide; what is left (a Redis round trip, a slot to wait
     /// for) is the returned future's, which owns what it needs. The expansion awaits it at once, so deciding
-    /// before the first poll changes nothing for the caller. Switched off, nothing is formatted, counted or
+    /// before the first poll changes nothing for the caller. Switched off, nothing is written out, counted or
     /// asked.
-    pub fn check(&'static self, key: fmt::Arguments<'_>, cost: u64) -> Checked {
+    pub fn check(&'static self, keys: [Key<'_>; N]) -> Checked {
+        self.enforce(keys)
+    }
+
+    /// [`check`](Site::check) for a function whose limits count by outcome: the admission is held, to be
+    /// [`settle`](Admission::settle)d once the body has returned.
+    pub fn charge(&'static self, keys: [Key<'_>; N]) -> Charging<N> {
+        self.enforce(keys)
+    }
+
+    /// The call's verdict, and, admitted, what `T` keeps of it.
+    fn enforce<T: Kept<N>>(&'static self, keys: [Key<'_>; N]) -> Verdict<T> {
+        if keys.iter().all(|(skip, _, _)| *skip) {
+            return Either::Left(future::ready(Ok(T::nothing())));
+        }
         Limiter::with_current(|limiter| {
             if !limiter.is_enabled() {
-                return Either::Left(future::ready(Ok(())));
+                return Either::Left(future::ready(Ok(T::nothing())));
             }
-            let rule = self.rule_for(limiter);
-            let key = StoreKey::new(rule.prefix_value(), key);
-            let request = Request {
-                rule: &rule,
-                key: key.parts(),
-                cost,
-            };
-            match limiter.decide(request) {
-                Ok(decision) => waited(limiter.verdict(&rule, key.parts(), decision), drop),
+            let rules = self.rules_for(limiter);
+            let written: [StoreKey; N] = std::array::from_fn(|i| match keys[i] {
+                // A skipped limit's key is never written out.
+                (true, _, _) => StoreKey::joined("", ""),
+                (false, key, _) => StoreKey::new(rules[i].prefix_value(), key),
+            });
+            let costs = keys.map(|(_, _, cost)| cost);
+            let skipped = keys.map(|(skip, _, _)| skip);
+            let batch = std::array::from_fn(|i| Request {
+                rule: &rules[i],
+                key: written[i].parts(),
+                cost: costs[i],
+                skip: skipped[i],
+            });
+            match limiter.decide(&batch) {
+                Ok(decided) => {
+                    let parts = batch.each_ref().map(|request| request.key);
+                    let verdict = limiter.verdict(&rules.each_ref(), &parts, &decided);
+                    let kept = || {
+                        T::kept(|| Held {
+                            limiter: limiter.clone(),
+                            rules: rules.clone(),
+                            keys: written.clone(),
+                            costs,
+                            skipped,
+                            decided,
+                        })
+                    };
+                    match verdict {
+                        Ok(wait) if !wait.is_zero() => later(after(wait, Ok(kept()))),
+                        verdict => Either::Left(future::ready(verdict.map(|_| kept()))),
+                    }
+                }
                 Err(pending) => {
                     let limiter = limiter.clone();
-                    Either::Right(Box::pin(async move {
-                        limiter.enforce_pending(pending, &rule).await.map(drop)
-                    }))
+                    later(async move {
+                        let decided = limiter.enforce_pending(pending, rules.each_ref()).await?;
+                        Ok(T::kept(|| Held {
+                            limiter,
+                            rules,
+                            keys: written,
+                            costs,
+                            skipped,
+                            decided,
+                        }))
+                    })
                 }
             }
         })
     }
 
-    /// [`check`](Site::check) for a function without a key: its path is the key.
-    pub fn check_unkeyed(&'static self, cost: u64) -> Checked {
-        self.check(format_args!("{}", self.function), cost)
-    }
-
-    /// This site's rule as `limiter` resolves it: kept for the first limiter, resolved again for any other.
-    fn rule_for(&'static self, limiter: &Limiter) -> Cow<'static, Rule> {
-        let resolve = || limiter.inner.defaults.resolve(&self.rule, self.module);
-        let (id, rule) = self.resolved.get_or_init(|| (limiter.inner.id, resolve()));
+    /// This site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
+    fn rules_for(&'static self, limiter: &Limiter) -> Cow<'static, [Rule; N]> {
+        let resolve = || {
+            self.rules
+                .each_ref()
+                .map(|rule| limiter.inner.defaults.resolve(rule, self.module))
+        };
+        let (id, rules) = self.resolved.get_or_init(|| (limiter.inner.id, resolve()));
         if *id == limiter.inner.id {
-            Cow::Borrowed(rule)
+            Cow::Borrowed(rules)
         } else {
             Cow::Owned(resolve())
         }
+    }
+}
+
+impl<const N: usize> Admission<N> {
+    /// Once the body has returned: gives back the charge of each limit that does not count the outcome.
+    pub async fn settle(self, counted: [bool; N]) {
+        if let Some(held) = self.0 {
+            let units = std::array::from_fn(|i| if counted[i] { 0 } else { held.costs[i] });
+            held.give_back(units).await;
+        }
+    }
+}
+
+/// Whether the outcome `result` counts for a limit with `count`.
+#[inline]
+pub fn counts<T, E>(result: &Result<T, E>, count: Count) -> bool {
+    match count {
+        Count::All => true,
+        Count::Failures => result.is_err(),
+        Count::Successes => result.is_ok(),
+    }
+}
+
+/// The body's future, its output fixed to the function's return type (so that `?` in it converts to it).
+#[inline]
+pub fn body<R, F: std::future::Future<Output = R>>(body: F) -> F {
+    body
+}
+
+/// One part of a key list (`key = (tenant, user)`), written with `%` and `:` escaped (`%25`, `%3A`), so that
+/// the parts joined with `:` tell where each ends: distinct lists are always distinct keys.
+pub struct Part<'a, T: ?Sized>(pub &'a T);
+
+impl<T: fmt::Display + ?Sized> fmt::Display for Part<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::key::escaped(f, format_args!("{}", self.0))
     }
 }
 

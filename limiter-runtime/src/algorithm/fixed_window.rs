@@ -1,8 +1,8 @@
-//! Fixed window: the twin of `scripts/fixed_window.lua`.
+//! Fixed window: the twin of `decide[2]` in `scripts/limiter.lua`.
 //!
 //! Guarantee: at most `max` units admitted per aligned window `[k·window, (k+1)·window)`.
 
-use super::{Charge, Outcome};
+use super::{Charge, Outcome, Receipt};
 
 /// The current window's index and the units admitted in it.
 #[derive(Debug)]
@@ -37,6 +37,11 @@ impl FixedWindow {
                 retry_after: 0,
                 reset_after,
                 delay: 0,
+                receipt: Receipt {
+                    at: now,
+                    mark: index,
+                    ..Receipt::default()
+                },
             };
         }
         let retry_after = if req.cost > req.max {
@@ -45,5 +50,12 @@ impl FixedWindow {
             reset_after
         };
         Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
+    }
+
+    /// Takes `units` off the window charged, if it is still the current one.
+    pub(crate) fn refund(&mut self, units: u64, receipt: &Receipt) {
+        if self.index == receipt.mark {
+            self.count = self.count.saturating_sub(units);
+        }
     }
 }

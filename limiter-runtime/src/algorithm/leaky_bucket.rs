@@ -1,26 +1,26 @@
-//! Leaky bucket, for shaping: the twin of `scripts/leaky_bucket.lua`.
+//! Leaky bucket, for shaping: the twin of `decide[5]` in `scripts/limiter.lua`.
 //!
 //! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
 //! admitted only if its slot starts within `max_wait`, and is told the delay until then.
 
-use super::{ceil_div, div, narrow, Charge, Outcome, Schedule};
+use super::{ceil_div, div, narrow, Charge, Outcome, Queue, Receipt};
 
 /// When the next slot is free.
 #[derive(Debug, Default)]
 pub(crate) struct LeakyBucket {
-    free_at: Schedule,
+    free_at: Queue,
 }
 
 impl LeakyBucket {
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // How far ahead the next free slot starts, in µs × max: one slot weighs `window`.
-        let queued = self.free_at.ahead(now, req.max);
+        let queued = self.free_at.used(now, req.max);
         let limit = u128::from(req.max_wait) * max;
 
         if req.cost <= req.max && queued <= limit {
             let after = queued + u128::from(req.cost) * w;
-            self.free_at = Schedule::at(now, after, req.max);
+            let receipt = self.free_at.charge(now, after, req.max);
             let remaining = if after <= limit {
                 (div(limit - after, w) + 1).min(max)
             } else {
@@ -32,6 +32,7 @@ impl LeakyBucket {
                 retry_after: 0,
                 reset_after: narrow(ceil_div(after, max)),
                 delay: narrow(ceil_div(queued, max)),
+                receipt,
             };
         }
         let retry_after = if req.cost > req.max {
@@ -40,5 +41,10 @@ impl LeakyBucket {
             ceil_div(queued - limit, max)
         };
         Outcome::denied(0, narrow(retry_after), narrow(ceil_div(queued, max)))
+    }
+
+    /// Gives back `units` of what a charge left in the queue (see [`Queue::refund`]).
+    pub(crate) fn refund(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+        self.free_at.refund(now, req, units, receipt);
     }
 }

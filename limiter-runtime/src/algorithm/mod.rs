@@ -1,4 +1,4 @@
-//! The counting algorithms. Each file here is the in-memory twin of `scripts/<algorithm>.lua`: the same
+//! The counting algorithms. Each file here is the in-memory twin of one algorithm of `scripts/limiter.lua`: the same
 //! arithmetic on the same integers (microseconds), so the memory and Redis stores decide identically.
 
 mod fixed_window;
@@ -9,6 +9,8 @@ mod token_bucket;
 
 #[cfg(test)]
 mod guarantees;
+#[cfg(test)]
+mod refunds;
 
 use std::fmt;
 use std::str::FromStr;
@@ -181,6 +183,18 @@ impl State {
             State::LeakyBucket(s) => s.decide(now, charge),
         }
     }
+
+    /// Gives back, at `now`, `units` of what an admission of `charge` charged (`receipt`): exactly what it
+    /// added, unless that has already left the limit (then nothing); never more.
+    pub(crate) fn refund(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
+        match self {
+            State::SlidingLog(s) => s.refund(now, charge, units, receipt),
+            State::FixedWindow(s) => s.refund(units, receipt),
+            State::SlidingWindow(s) => s.refund(units, receipt),
+            State::TokenBucket(s) => s.refund(now, charge, units, receipt),
+            State::LeakyBucket(s) => s.refund(now, charge, units, receipt),
+        }
+    }
 }
 
 /// What an algorithm decided, in µs.
@@ -191,6 +205,24 @@ pub(crate) struct Outcome {
     pub(crate) retry_after: u64,
     pub(crate) reset_after: u64,
     pub(crate) delay: u64,
+    /// What an admission charged (empty when nothing was).
+    pub(crate) receipt: Receipt,
+}
+
+/// What an admission charged, so that it can be given back exactly: see each algorithm's `refund`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Receipt {
+    /// When, on the store's clock (µs).
+    pub(crate) at: u64,
+    /// The windows: the index of the window charged. The buckets: the whole µs of when the charge ended
+    /// (`fraction` the rest, in 1/max µs). The sliding log in Redis: the call's nonce, which names its
+    /// members.
+    pub(crate) mark: u64,
+    pub(crate) fraction: u64,
+    /// The buckets: since when they had been charged without a pause, and what had been given back since
+    /// then (µs × max), when the charge was made (see [`Queue`]).
+    pub(crate) since: u64,
+    pub(crate) given: u64,
 }
 
 impl Outcome {
@@ -202,6 +234,7 @@ impl Outcome {
             retry_after: 0,
             reset_after: 0,
             delay: 0,
+            receipt: Receipt::default(),
         }
     }
 
@@ -212,6 +245,7 @@ impl Outcome {
             retry_after,
             reset_after,
             delay: 0,
+            receipt: Receipt::default(),
         }
     }
 }
@@ -241,6 +275,68 @@ impl Schedule {
             micros: now.saturating_add(narrow(whole)),
             fraction: narrow(ahead - whole * u128::from(max)),
         }
+    }
+}
+
+/// A bucket's queue of charges (the token and leaky buckets' state): when the charges in it have all left
+/// (the bucket full again, the queue empty), since when it has held charges without a pause, and what has
+/// been given back since then.
+///
+/// A charge is given back by moving the end back by what is left of it, at most the units given back
+/// ([`refund`](Queue::refund)). Where a charge ended is known from its receipt; charges given back since may
+/// have moved it earlier (those queued before it), by at most their total, so that total is taken off: the
+/// queue never gives back more than the charge's absence would have, so never more than the limit allows. It
+/// gives back exactly the charge when nothing else was given back meanwhile and nothing queued after it (a
+/// charge given back from the end of the queue moves no other, and is not counted as given back).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Queue {
+    end: Schedule,
+    since: u64,
+    given: u64,
+}
+
+impl Queue {
+    /// How far the queue reaches past `now`, in µs × max (zero once empty).
+    pub(crate) fn used(&self, now: u64, max: u64) -> u128 {
+        self.end.ahead(now, max)
+    }
+
+    /// Charges the queue, at `now`, up to `used` (µs × max), and says what it charged.
+    pub(crate) fn charge(&mut self, now: u64, used: u128, max: u64) -> Receipt {
+        if self.used(now, max) == 0 {
+            // Empty: a new run of charges, with nothing given back yet.
+            self.since = now;
+            self.given = 0;
+        }
+        self.end = Schedule::at(now, used, max);
+        Receipt {
+            at: now,
+            mark: self.end.micros,
+            fraction: self.end.fraction,
+            since: self.since,
+            given: self.given,
+        }
+    }
+
+    /// Gives back, at `now`, `units` of the charge of `charge` that `receipt` names (see [`Queue`]); nothing
+    /// once the queue has been empty since (the charge has left).
+    pub(crate) fn refund(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
+        let used = self.used(now, charge.max);
+        if used == 0 || receipt.since != self.since {
+            return;
+        }
+        let ended = Schedule {
+            micros: receipt.mark,
+            fraction: receipt.fraction,
+        };
+        let moved = u128::from(self.given.saturating_sub(receipt.given));
+        let left = ended.ahead(now, charge.max).saturating_sub(moved);
+        let back = left.min(u128::from(units) * u128::from(charge.window));
+        if ended != self.end {
+            // Charges queued after it move earlier: their receipts are to know it.
+            self.given = self.given.saturating_add(narrow(back));
+        }
+        self.end = Schedule::at(now, used - back.min(used), charge.max);
     }
 }
 

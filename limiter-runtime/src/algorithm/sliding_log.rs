@@ -1,11 +1,11 @@
-//! Sliding-window log: the twin of `scripts/sliding_log.lua`.
+//! Sliding-window log: the twin of `decide[1]` in `scripts/limiter.lua`.
 //!
 //! Guarantee: at most `max` units admitted in any interval of length `window`. An admission at time `s`
 //! counts while `s > now - window`.
 
 use std::collections::VecDeque;
 
-use super::{Charge, Outcome};
+use super::{Charge, Outcome, Receipt};
 
 /// The admission times (µs) of one key, oldest first; never more than `max` of them.
 #[derive(Debug, Default)]
@@ -32,6 +32,10 @@ impl SlidingLog {
                 retry_after: 0,
                 reset_after: req.window,
                 delay: 0,
+                receipt: Receipt {
+                    at: now,
+                    ..Receipt::default()
+                },
             };
         }
 
@@ -44,6 +48,21 @@ impl SlidingLog {
         };
         let reset_after = self.admitted.back().map_or(0, |&s| s + req.window - now);
         Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
+    }
+
+    /// Removes `units` of the admissions made at the receipt's time, while they are in the window (those of
+    /// one microsecond count alike, whichever call made them).
+    pub(crate) fn refund(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+        if receipt.at.saturating_add(req.window) <= now {
+            return;
+        }
+        // The log is in time order: the admissions of that microsecond are one run.
+        let start = self.admitted.partition_point(|&s| s < receipt.at);
+        let end = self.admitted.partition_point(|&s| s <= receipt.at);
+        let units = usize::try_from(units)
+            .unwrap_or(usize::MAX)
+            .min(end - start);
+        self.admitted.drain(end - units..end);
     }
 }
 

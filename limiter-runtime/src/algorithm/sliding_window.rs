@@ -1,9 +1,9 @@
-//! Sliding window counter: the twin of `scripts/sliding_window.lua`.
+//! Sliding window counter: the twin of `decide[3]` in `scripts/limiter.lua`.
 //!
 //! Guarantee: the weighted estimate `previous · (window - elapsed) / window + current` never exceeds `max`
 //! after an admission; hence never more than `max` per aligned window.
 
-use super::{div, narrow, Charge, Outcome};
+use super::{div, narrow, Charge, Outcome, Receipt};
 
 /// The current aligned window's index, its count and the previous window's count.
 #[derive(Debug)]
@@ -53,6 +53,11 @@ impl SlidingWindow {
                 retry_after: 0,
                 reset_after: narrow(2 * w - elapsed),
                 delay: 0,
+                receipt: Receipt {
+                    at: now,
+                    mark: index,
+                    ..Receipt::default()
+                },
             };
         }
 
@@ -77,5 +82,14 @@ impl SlidingWindow {
             narrow(retry_after),
             narrow(reset_after),
         )
+    }
+
+    /// Takes `units` off the window charged, while it counts: as the current window, or as the previous.
+    pub(crate) fn refund(&mut self, units: u64, receipt: &Receipt) {
+        if self.index == receipt.mark {
+            self.current = self.current.saturating_sub(units);
+        } else if self.index == receipt.mark.wrapping_add(1) {
+            self.previous = self.previous.saturating_sub(units);
+        }
     }
 }

@@ -1,32 +1,33 @@
-//! Token bucket as GCRA: the twin of `scripts/token_bucket.lua`.
+//! Token bucket as GCRA: the twin of `decide[4]` in `scripts/limiter.lua`.
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 
-use super::{ceil_div, div, narrow, Charge, Outcome, Schedule};
+use super::{ceil_div, div, narrow, Charge, Outcome, Queue, Receipt};
 
 /// When the bucket is full again (the theoretical arrival time).
 #[derive(Debug, Default)]
 pub(crate) struct TokenBucket {
-    full_at: Schedule,
+    full_at: Queue,
 }
 
 impl TokenBucket {
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // The part of the bucket in use, in µs × max: one token weighs `window`.
-        let used = self.full_at.ahead(now, req.max);
+        let used = self.full_at.used(now, req.max);
         let capacity = u128::from(req.burst) * w;
         let need = u128::from(req.cost) * w;
 
         if req.cost <= req.burst && used + need <= capacity {
             let used = used + need;
-            self.full_at = Schedule::at(now, used, req.max);
+            let receipt = self.full_at.charge(now, used, req.max);
             return Outcome {
                 allowed: true,
                 remaining: narrow(div(capacity - used, w)),
                 retry_after: 0,
                 reset_after: narrow(ceil_div(used, max)),
                 delay: 0,
+                receipt,
             };
         }
         let retry_after = if req.cost > req.burst {
@@ -39,5 +40,10 @@ impl TokenBucket {
             narrow(retry_after),
             narrow(ceil_div(used, max)),
         )
+    }
+
+    /// Gives back `units` of what a charge left in the queue (see [`Queue::refund`]).
+    pub(crate) fn refund(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+        self.full_at.refund(now, req, units, receipt);
     }
 }

@@ -5,10 +5,12 @@
 
 use std::sync::Arc;
 
-use super::sharded::{Keys, Sharded};
-use crate::algorithm::{Algorithm, Charge, Outcome, State};
+use std::sync::MutexGuard;
+
+use super::sharded::{KeyHash, Keys, Sharded};
+use super::{admitted, Ask};
+use crate::algorithm::{Outcome, Receipt, State};
 use crate::clock::Clock;
-use crate::key::KeyRef;
 
 const SHARDS: usize = 32;
 /// A shard sweeps its expired keys once per this many decisions.
@@ -45,52 +47,85 @@ impl MemoryStore {
         }
     }
 
-    /// Decides, and says when on this store's clock (µs). Inlined: the limiter then reads the outcome where
-    /// it builds the decision, not copied out through memory.
+    /// Decides the limits of one call as one, and says when on this store's clock (µs): under the locks of
+    /// every shard they live in, each limit decides (and charges) in turn; when one that vetoes denies, what
+    /// the others charged is given back at once, exactly, before the locks are released. A limit given back
+    /// reports its remaining quota as the call left it. Inlined: the caller then reads the outcomes where it
+    /// builds its decisions, not copied out through memory.
     #[inline]
-    pub(crate) fn decide(
-        &self,
-        algorithm: Algorithm,
-        key: KeyRef<'_>,
-        charge: &Charge,
-    ) -> (Outcome, u64) {
-        // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
+    pub(crate) fn decide<const N: usize>(&self, asks: &[Ask<'_>; N]) -> ([Outcome; N], u64) {
+        // Read before the locks (its latency overlaps the hashing), then never behind any shard's latest
         // decision: as a script reads `TIME`, the decisions of one key see time in their order.
         let read = self.clock.now_micros();
-        let (mut shard, hash) = self.shards.lock(key);
+        let hashes = asks.each_ref().map(|ask| self.shards.hash(ask.key));
+        // Shards are locked in their order, each once, so that two calls never wait for each other; limits
+        // in one shard keep the order written.
+        let mut order: [usize; N] = std::array::from_fn(|i| i);
+        order.sort_by_key(|&i| hashes[i].shard);
+        let mut held: [Option<(usize, MutexGuard<'_, Shard>)>; N] = std::array::from_fn(|_| None);
+        let mut now = read;
+        let mut runs = 0;
+        for (k, &i) in order.iter().enumerate() {
+            if k == 0 || hashes[order[k - 1]].shard != hashes[i].shard {
+                let shard = self.shards.lock_shard(hashes[i].shard);
+                now = now.max(shard.latest);
+                held[runs] = Some((hashes[i].shard, shard));
+                runs += 1;
+            }
+        }
+        let mut outcomes = asks
+            .each_ref()
+            .map(|ask| ask.preset.unwrap_or(Outcome::denied(0, 0, 0)));
+        let mut asked = order.iter().copied().peekable();
+        for (index, shard) in held.iter_mut().flatten() {
+            shard.latest = now;
+            while let Some(i) = asked.next_if(|&i| hashes[i].shard == *index) {
+                if asks[i].preset.is_none() {
+                    outcomes[i] = shard.decide(hashes[i], &asks[i], now);
+                }
+            }
+        }
+        if !admitted(asks, |i| outcomes[i].allowed) {
+            let mut refunded = order.iter().copied().peekable();
+            for (index, shard) in held.iter_mut().flatten() {
+                while let Some(i) = refunded.next_if(|&i| hashes[i].shard == *index) {
+                    let outcome = &mut outcomes[i];
+                    if outcome.allowed && asks[i].preset.is_none() {
+                        let ask = &asks[i];
+                        shard.refund(hashes[i], ask, now, ask.charge.cost, &outcome.receipt);
+                        outcome.remaining += ask.charge.cost;
+                    }
+                }
+            }
+        }
+        for (index, shard) in held.iter_mut().flatten() {
+            self.forget_idle(*index, shard, now);
+        }
+        (outcomes, now)
+    }
+
+    /// Gives back `units` of what `ask`'s admission charged (`receipt`), now.
+    pub(crate) fn refund(&self, ask: &Ask<'_>, units: u64, receipt: &Receipt) {
+        let read = self.clock.now_micros();
+        let (mut shard, hash) = self.shards.lock(ask.key);
         let now = read.max(shard.latest);
         shard.latest = now;
-        let (entry, _) = shard.entries.get_or_insert_with(hash, key, || Entry {
-            state: State::new(algorithm),
-            expires_at: 0,
-        });
-        // An expired entry, or one kept by another algorithm under the same key, starts afresh.
-        if entry.expires_at <= now || entry.state.algorithm() != algorithm {
-            entry.state = State::new(algorithm);
-        }
-        let outcome = entry.state.decide(now, charge);
-        // Once the limit is back to its full quota the state says nothing a fresh one would not: the
-        // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
-        // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
-        // cores' caches at every call.
-        let expires_at = now.saturating_add(outcome.reset_after);
-        if entry.expires_at != expires_at {
-            entry.expires_at = expires_at;
-        }
+        shard.refund(hash, ask, now, units, receipt);
+    }
 
-        // Forget idle keys now and then: after the decision, so the key just used is never among them.
+    /// Forgets idle keys now and then: after a decision, so the keys just used are never among them.
+    fn forget_idle(&self, index: usize, shard: &mut Shard, now: u64) {
         shard.decisions = shard.decisions.wrapping_add(1);
         if shard.decisions.is_multiple_of(SWEEP_EVERY) {
             shard.sweep(now);
             shard.next_to_sweep = (shard.next_to_sweep + 1) % SHARDS;
-            if shard.next_to_sweep != hash.shard {
+            if shard.next_to_sweep != index {
                 // Never wait for another shard while holding this one.
                 if let Some(mut other) = self.shards.try_lock_shard(shard.next_to_sweep) {
                     other.sweep(now);
                 }
             }
         }
-        (outcome, now)
     }
 
     #[cfg(test)]
@@ -102,6 +137,40 @@ impl MemoryStore {
 }
 
 impl Shard {
+    /// Decides `ask` at `now`, charging it if admitted.
+    #[inline]
+    fn decide(&mut self, hash: KeyHash, ask: &Ask<'_>, now: u64) -> Outcome {
+        let algorithm = ask.algorithm;
+        let (entry, _) = self.entries.get_or_insert_with(hash, ask.key, || Entry {
+            state: State::new(algorithm),
+            expires_at: 0,
+        });
+        // An expired entry, or one kept by another algorithm under the same key, starts afresh.
+        if entry.expires_at <= now || entry.state.algorithm() != algorithm {
+            entry.state = State::new(algorithm);
+        }
+        let outcome = entry.state.decide(now, &ask.charge);
+        // Once the limit is back to its full quota the state says nothing a fresh one would not: the
+        // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
+        // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
+        // cores' caches at every call.
+        let expires_at = now.saturating_add(outcome.reset_after);
+        if entry.expires_at != expires_at {
+            entry.expires_at = expires_at;
+        }
+        outcome
+    }
+
+    /// Gives back `units` of what `ask`'s admission charged, while its state lives (a state that expired, or
+    /// was replaced, holds none of it). Its expiry stays: the limit is full again no later than before.
+    fn refund(&mut self, hash: KeyHash, ask: &Ask<'_>, now: u64, units: u64, receipt: &Receipt) {
+        if let Some(entry) = self.entries.get_mut(hash, ask.key) {
+            if entry.expires_at > now && entry.state.algorithm() == ask.algorithm {
+                entry.state.refund(now, &ask.charge, units, receipt);
+            }
+        }
+    }
+
     fn sweep(&mut self, now: u64) {
         self.entries.retain(|entry| entry.expires_at > now);
     }
@@ -110,9 +179,33 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::{Algorithm, Charge};
     use crate::clock::as_micros;
-    use crate::FakeClock;
+    use crate::key::KeyRef;
+    use crate::{FakeClock, OnError};
     use std::time::Duration;
+
+    fn ask<'a>(algorithm: Algorithm, key: &'a str, charge: &Charge) -> Ask<'a> {
+        Ask {
+            algorithm,
+            key: KeyRef::from(key),
+            charge: *charge,
+            vetoes: true,
+            on_error: OnError::Open,
+            preset: None,
+        }
+    }
+
+    /// One limit's decision.
+    fn decide(
+        store: &MemoryStore,
+        algorithm: Algorithm,
+        key: &str,
+        charge: &Charge,
+    ) -> (Outcome, u64) {
+        let ([outcome], at) = store.decide(&[ask(algorithm, key, charge)]);
+        (outcome, at)
+    }
 
     /// The times a clock was read at, in the order the reads were made, whichever call's lock is taken first.
     #[derive(Debug)]
@@ -142,9 +235,9 @@ mod tests {
             burst: 2,
             max_wait: 0,
         };
-        let (first, at) = store.decide(Algorithm::SlidingLog, "k".into(), &charge);
+        let (first, at) = decide(&store, Algorithm::SlidingLog, "k", &charge);
         assert_eq!((first.allowed, at), (true, 10 * second));
-        let (then, at) = store.decide(Algorithm::SlidingLog, "k".into(), &charge);
+        let (then, at) = decide(&store, Algorithm::SlidingLog, "k", &charge);
         assert_eq!((then.allowed, at), (true, 10 * second));
         // Both admissions at 10 s: the log is in order, and both leave the window together.
         assert_eq!(then.reset_after, 5 * second);
@@ -162,16 +255,12 @@ mod tests {
             max_wait: 0,
         };
         for i in 0..5_000 {
-            store.decide(
-                Algorithm::SlidingLog,
-                format!("k{i}").as_str().into(),
-                &charge,
-            );
+            decide(&store, Algorithm::SlidingLog, &format!("k{i}"), &charge);
         }
         assert_eq!(store.len(), 5_000);
         clock.advance(Duration::from_secs(2));
         for _ in 0..(SWEEP_EVERY as usize * (SHARDS + 1)) {
-            store.decide(Algorithm::SlidingLog, "hot".into(), &charge);
+            decide(&store, Algorithm::SlidingLog, "hot", &charge);
         }
         assert_eq!(store.len(), 1);
     }
@@ -194,7 +283,7 @@ mod tests {
                 let mut reset_after = 0;
                 for _ in 0..calls {
                     clock.advance(Duration::from_micros(123_457));
-                    reset_after = store.decide(algorithm, "k".into(), &charge).0.reset_after;
+                    reset_after = decide(&store, algorithm, "k", &charge).0.reset_after;
                 }
                 let sweep_at = |after: u64| {
                     let clock = clock.clone();
@@ -209,6 +298,71 @@ mod tests {
                 assert!(reset_after > 0, "{name}");
                 assert_eq!(sweep_at(reset_after - 1), 1, "{name}: forgotten too early");
                 assert_eq!(sweep_at(1), 0, "{name}: kept after its reset");
+            }
+        }
+    }
+
+    /// Limits decided as one: a call one of them denies is charged to none, wherever they live; a shadow
+    /// limit's denial denies nothing.
+    #[test]
+    fn a_call_one_limit_denies_is_charged_to_none() {
+        let store = MemoryStore::new(Arc::new(FakeClock::new()));
+        let once = Charge {
+            window: 10_000_000,
+            max: 1,
+            cost: 1,
+            burst: 1,
+            max_wait: 0,
+        };
+        let twice = Charge {
+            max: 2,
+            burst: 2,
+            ..once
+        };
+        // Pairs of keys in the same shard and in others. (The leaky bucket shapes rather than counts: the
+        // differential test checks its stacked calls against Redis.)
+        let counting = Algorithm::ALL
+            .into_iter()
+            .filter(|a| *a != Algorithm::LeakyBucket);
+        for algorithm in counting {
+            for other in 0..64 {
+                let tag = |key: &str| format!("{algorithm}:{key}");
+                let (first, second) = (tag(&format!("first:{other}")), tag(&format!("k{other}")));
+                let both = |store: &MemoryStore| {
+                    store.decide(&[
+                        ask(algorithm, &first, &twice),
+                        ask(algorithm, &second, &once),
+                    ])
+                };
+                let ([a, b], _) = both(&store);
+                assert!(a.allowed && b.allowed, "{algorithm}");
+                let ([a, b], _) = both(&store);
+                assert!(
+                    a.allowed && !b.allowed,
+                    "{algorithm}: the second limit is spent"
+                );
+                assert_eq!(a.remaining, 1, "{algorithm}: the first was given back");
+                // So the first still has room for one call of its own.
+                assert!(
+                    decide(&store, algorithm, &first, &twice).0.allowed,
+                    "{algorithm}"
+                );
+                assert!(
+                    !decide(&store, algorithm, &first, &twice).0.allowed,
+                    "{algorithm}"
+                );
+                // A shadow limit that denies lets the others charge.
+                let shadow = Ask {
+                    vetoes: false,
+                    ..ask(algorithm, &second, &once)
+                };
+                let fresh = tag(&format!("fresh:{other}"));
+                let ([a, b], _) = store.decide(&[ask(algorithm, &fresh, &once), shadow]);
+                assert!(a.allowed && !b.allowed, "{algorithm}");
+                assert!(
+                    !decide(&store, algorithm, &fresh, &once).0.allowed,
+                    "{algorithm}: charged"
+                );
             }
         }
     }

@@ -10,8 +10,68 @@ mod sharded;
 
 use std::sync::Arc;
 
+use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
+use crate::key::KeyRef;
+use crate::{Decision, OnError};
+
 pub(crate) use self::memory::MemoryStore;
 pub(crate) use self::redis::RedisBackend;
+
+/// One limit of a call, as a backend is asked about it. A call's limits are decided as one: admitted when
+/// every limit that vetoes admits it, and then charged to each; else charged to none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ask<'a> {
+    pub(crate) algorithm: Algorithm,
+    pub(crate) key: KeyRef<'a>,
+    pub(crate) charge: Charge,
+    /// Whether its denial denies the call (a shadow limit's does not).
+    pub(crate) vetoes: bool,
+    /// What decides it when Redis cannot.
+    pub(crate) on_error: OnError,
+    /// Its outcome when it is decided before any store is asked (a limit that admits nothing, or one the
+    /// call skips): then no store hears of it.
+    pub(crate) preset: Option<Outcome>,
+}
+
+/// What a backend answered for one limit of a call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Answer {
+    pub(crate) decision: Decision,
+    /// What an admission charged, for giving it back.
+    pub(crate) receipt: Receipt,
+    /// Where it charged it.
+    pub(crate) charged: Charged,
+}
+
+/// Where an answer charged the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Charged {
+    /// Nowhere: a denial, a call another limit denied, or one admitted without counting.
+    Nothing,
+    /// The backend's store: this process's memory, or Redis.
+    Store,
+    /// This process's memory, deciding for Redis in degraded mode (`on_error = local`).
+    Local,
+}
+
+impl Answer {
+    /// A decision that charged nothing.
+    pub(crate) fn uncharged(decision: Decision) -> Answer {
+        Answer {
+            decision,
+            receipt: Receipt::default(),
+            charged: Charged::Nothing,
+        }
+    }
+}
+
+/// Whether a call is admitted, its limits' answers told by `allowed`: no limit that vetoes denied it.
+pub(crate) fn admitted<const N: usize>(
+    asks: &[Ask<'_>; N],
+    allowed: impl Fn(usize) -> bool,
+) -> bool {
+    (0..N).all(|i| allowed(i) || !asks[i].vetoes)
+}
 
 /// The backend of one limiter.
 #[derive(Debug)]

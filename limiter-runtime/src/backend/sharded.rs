@@ -47,6 +47,13 @@ impl<S: Default> Sharded<S> {
 impl<S> Sharded<S> {
     /// The shard of `key`, locked, and the key's hash (for the shard's [`Keys`]).
     pub(crate) fn lock(&self, key: KeyRef<'_>) -> (MutexGuard<'_, S>, KeyHash) {
+        let hash = self.hash(key);
+        (self.lock_shard(hash.shard), hash)
+    }
+
+    /// `key`'s hash, and so its shard.
+    #[inline]
+    pub(crate) fn hash(&self, key: KeyRef<'_>) -> KeyHash {
         // A `str`'s hash, written piece by piece (SipHash reads its input as one stream): the same for every
         // split of the same key.
         let mut hasher = self.hasher.build_hasher();
@@ -57,7 +64,7 @@ impl<S> Sharded<S> {
         // The slot within a shard comes from the hash's low bits and its tag from the top ones: the shard
         // takes bits of its own.
         let shard = (hash >> 32) as usize & (self.shards.len() - 1);
-        (self.lock_shard(shard), KeyHash { hash, shard })
+        KeyHash { hash, shard }
     }
 
     /// Shard `index`, locked. A panic elsewhere cannot leave a shard half-updated (every update of its users

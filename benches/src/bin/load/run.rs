@@ -91,19 +91,19 @@ impl Contender {
 pub(crate) fn script_source(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::SlidingLog => {
-            include_str!("../../../../limiter-runtime/scripts/sliding_log.lua")
+            include_str!("baseline/sliding_log.lua")
         }
         Algorithm::FixedWindow => {
-            include_str!("../../../../limiter-runtime/scripts/fixed_window.lua")
+            include_str!("baseline/fixed_window.lua")
         }
         Algorithm::SlidingWindow => {
-            include_str!("../../../../limiter-runtime/scripts/sliding_window.lua")
+            include_str!("baseline/sliding_window.lua")
         }
         Algorithm::TokenBucket => {
-            include_str!("../../../../limiter-runtime/scripts/token_bucket.lua")
+            include_str!("baseline/token_bucket.lua")
         }
         Algorithm::LeakyBucket => {
-            include_str!("../../../../limiter-runtime/scripts/leaky_bucket.lua")
+            include_str!("baseline/leaky_bucket.lua")
         }
         other => panic!("no script for {other:?}"),
     }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::Slot;
 use redis::sentinel::{SentinelClient, SentinelServerType};
 use redis::{Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
@@ -171,6 +172,28 @@ pub(crate) enum Connection {
     Server(ConnectionManager),
     Cluster(ClusterConnection),
     Sentinel(SentinelConnection),
+}
+
+impl Connection {
+    /// When `keys` cannot go in one script call (a cluster, and keys in several slots): their indices grouped
+    /// by slot, each group in the order of its first key. `None`: all in one call.
+    pub(crate) fn slots_apart(&self, keys: &[&str]) -> Option<Vec<Vec<usize>>> {
+        let Connection::Cluster(_) = self else {
+            return None;
+        };
+        let slots: Vec<Slot> = keys.iter().map(Slot::for_key).collect();
+        if slots.iter().all(|slot| *slot == slots[0]) {
+            return None;
+        }
+        let mut groups: Vec<(Slot, Vec<usize>)> = Vec::new();
+        for (index, slot) in slots.into_iter().enumerate() {
+            match groups.iter_mut().find(|(known, _)| *known == slot) {
+                Some((_, group)) => group.push(index),
+                None => groups.push((slot, vec![index])),
+            }
+        }
+        Some(groups.into_iter().map(|(_, group)| group).collect())
+    }
 }
 
 impl ConnectionLike for Connection {

@@ -1,10 +1,13 @@
-//! The deny cache: once Redis says a key is limited for `retry_after`, this node answers further calls of that
-//! key (of the same cost) itself until then, with no round trip.
+//! The deny cache: once Redis says a call is limited for `retry_after`, this node answers further calls of
+//! the same limits and keys (of the same costs) itself until then, with no round trip.
 //!
 //! Exact for every algorithm: `retry_after` is when a call of that cost would first be admitted if nothing else
-//! happened, and nothing another node does can make it earlier (admissions only add); the only thing that can,
-//! an override, clears the cache. The deadline runs from when the request was *sent*, never later than Redis
-//! decided, so the cache can only under-deny (send a call Redis will deny), never deny one Redis would admit.
+//! happened, and nothing another node admits can make it earlier (admissions only add); an override, which
+//! can, clears the cache, and so does a charge this node gives back. A call with several limits is denied
+//! until the last of its refusing limits would admit it. The deadline runs from when the request was *sent*,
+//! never later than Redis decided, so the cache can only under-deny (send a call Redis will deny), never deny
+//! one Redis would admit. (A charge another node gives back can end a denial early: this node then denies
+//! until the `retry_after` it was told, never longer.)
 //!
 //! When a denial runs out, one call per node at a time re-asks Redis (the key's room is filled call by call,
 //! so no more than the limit is ever admitted); calls that come meanwhile are denied with a `retry_after` of
@@ -24,23 +27,23 @@ use crate::key::KeyRef;
 use crate::Decision;
 
 const SHARDS: usize = 16;
-/// Keys held at most, per shard: an abusive key is what this is for, not every key ever denied.
+/// Calls held at most, per shard: an abusive key is what this is for, not every key ever denied.
 const CAPACITY: usize = 4_096;
 
 #[derive(Debug)]
 pub(crate) struct DenyCache {
-    /// Denials by store key.
+    /// Denials by the call's key: the store key of its one limit, or its limits' keys joined.
     shards: Sharded<Keys<Denial>>,
     /// Denials held, in every shard: while there are none (the usual case) nothing is locked or hashed.
     held: AtomicUsize,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Denial {
     until: Duration,
-    /// The cost denied: a call of another cost has another `retry_after` (a smaller one may even fit).
-    cost: u64,
-    decision: Decision,
+    /// Each limit's cost, and what Redis said of it: a call of other costs has another `retry_after` (a
+    /// smaller one may even fit).
+    limits: Box<[(u64, Decision)]>,
     /// When the denied request was sent.
     sent: Duration,
     /// Until when a call re-asking Redis about this expired denial may still answer (zero: none is). A probe
@@ -48,13 +51,13 @@ struct Denial {
     probing_until: Duration,
 }
 
-/// What the cache knows of a call.
+/// What the cache knows of a call of `N` limits.
 #[derive(Debug)]
-pub(crate) enum Lookup {
+pub(crate) enum Lookup<const N: usize> {
     /// Nothing: ask Redis.
     Miss,
-    /// Redis said no, and it still holds.
-    Denied(Decision),
+    /// Redis said no, and it still holds: each limit's decision.
+    Denied([Decision; N]),
     /// The denial ran out: this call re-asks Redis, and must report back with [`DenyCache::answered`].
     Probe,
 }
@@ -69,54 +72,68 @@ impl Default for DenyCache {
 }
 
 impl DenyCache {
-    /// What is known of a call of `cost` to `key` at `now`; a probe it starts may take up to `deadline`.
-    pub(crate) fn get(
+    /// Whether the cache holds no denial: then nothing is worth looking up.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.held.load(Ordering::Relaxed) == 0
+    }
+
+    /// What is known of a call of `costs` to the limits that `key` names, at `now`; a probe it starts may take
+    /// up to `deadline`.
+    pub(crate) fn get<const N: usize>(
         &self,
         key: KeyRef<'_>,
-        cost: u64,
+        costs: [u64; N],
         now: Duration,
         deadline: Duration,
-    ) -> Lookup {
-        if self.held.load(Ordering::Relaxed) == 0 {
+    ) -> Lookup<N> {
+        if self.is_empty() {
             return Lookup::Miss;
         }
         let (mut shard, hash) = self.shards.lock(key);
-        let Some(denial) = shard
-            .get_mut(hash, key)
-            .filter(|denial| denial.cost == cost)
-        else {
-            // Another cost has another `retry_after` (a smaller one may even fit).
+        let Some(denial) = shard.get_mut(hash, key).filter(|denial| {
+            denial.limits.len() == N && denial.limits.iter().zip(costs).all(|(l, c)| l.0 == c)
+        }) else {
+            // Other costs have another `retry_after` (smaller ones may even fit).
             return Lookup::Miss;
         };
-        let mut decision = denial.decision;
-        if now < denial.until {
+        let decisions = |denial: &Denial, retry_after: &dyn Fn(&Decision) -> Duration| {
             // Another call may have stored this denial after `now` was read: never below zero.
             let elapsed = now.saturating_sub(denial.sent);
-            decision.retry_after = denial.until - now;
-            decision.reset_after = decision.reset_after.saturating_sub(elapsed);
-            decision.decided_at += elapsed;
-            return Lookup::Denied(decision);
+            std::array::from_fn(|i| {
+                let mut decision = denial.limits[i].1;
+                decision.retry_after = retry_after(&decision);
+                decision.reset_after = decision.reset_after.saturating_sub(elapsed);
+                decision.decided_at += elapsed;
+                decision
+            })
+        };
+        if now < denial.until {
+            let sent = denial.sent;
+            return Lookup::Denied(decisions(denial, &|decision| {
+                (sent + decision.retry_after).saturating_sub(now)
+            }));
         }
         if now < denial.probing_until {
-            decision.retry_after = Duration::ZERO;
-            return Lookup::Denied(decision);
+            return Lookup::Denied(decisions(denial, &|_| Duration::ZERO));
         }
         denial.probing_until = now + deadline;
         Lookup::Probe
     }
 
-    /// Records Redis's answer to a call of `cost` to `key`, sent at `sent`, after a [`Lookup::Probe`] (`probe`)
-    /// or a [`Lookup::Miss`].
-    pub(crate) fn answered(
+    /// Records Redis's answer to a call of `costs` to the limits `key` names, sent at `sent`, after a
+    /// [`Lookup::Probe`] (`probe`) or a [`Lookup::Miss`]: each limit's decision, and whether the call was
+    /// `admitted`.
+    pub(crate) fn answered<const N: usize>(
         &self,
         key: KeyRef<'_>,
-        cost: u64,
-        decision: &Decision,
+        costs: [u64; N],
+        decisions: &[Decision; N],
+        admitted: bool,
         sent: Duration,
         probe: bool,
     ) {
-        if !decision.allowed {
-            self.insert(key, cost, decision, sent);
+        if !admitted {
+            self.insert(key, costs, decisions, sent);
         } else if probe {
             // Admitted: the next call re-asks, one at a time, until the room is filled.
             let (mut shard, hash) = self.shards.lock(key);
@@ -124,17 +141,26 @@ impl DenyCache {
                 denial.probing_until = Duration::ZERO;
             }
         } else {
-            // This node saw the key admit a call: its count changed.
+            // This node saw the call admitted: its limits' counts changed.
             self.remove(key);
         }
     }
 
-    /// Remembers Redis's denial of a call of `cost` to `key`, sent at `sent`.
-    fn insert(&self, key: KeyRef<'_>, cost: u64, decision: &Decision, sent: Duration) {
-        if decision.degraded || decision.retry_after.is_zero() {
+    /// Remembers Redis's denial of a call, sent at `sent`: until the last of its refusing limits would admit
+    /// it.
+    fn insert<const N: usize>(
+        &self,
+        key: KeyRef<'_>,
+        costs: [u64; N],
+        decisions: &[Decision; N],
+        sent: Duration,
+    ) {
+        let retry_after = decisions.iter().map(|d| d.retry_after).max();
+        let degraded = decisions.iter().any(|d| d.degraded);
+        let Some(retry_after) = retry_after.filter(|r| !r.is_zero() && !degraded) else {
             self.remove(key);
             return;
-        }
+        };
         let (mut shard, hash) = self.shards.lock(key);
         if shard.len() >= CAPACITY {
             let removed = shard.retain(|denial| denial.until > sent);
@@ -143,23 +169,23 @@ impl DenyCache {
                 return;
             }
         }
-        let denial = Denial {
-            until: sent + decision.retry_after,
-            cost,
-            decision: *decision,
+        let denial = || Denial {
+            until: sent + retry_after,
+            limits: costs.into_iter().zip(decisions.iter().copied()).collect(),
             sent,
             probing_until: Duration::ZERO,
         };
-        let (known, new) = shard.get_or_insert_with(hash, key, || denial);
-        *known = denial;
+        let (known, new) = shard.get_or_insert_with(hash, key, denial);
         if new {
             self.held.fetch_add(1, Ordering::Relaxed);
+        } else {
+            *known = denial();
         }
     }
 
-    /// Forgets `key`'s denial.
-    fn remove(&self, key: KeyRef<'_>) {
-        if self.held.load(Ordering::Relaxed) == 0 {
+    /// Forgets the denial of the call `key` names.
+    pub(crate) fn remove(&self, key: KeyRef<'_>) {
+        if self.is_empty() {
             return;
         }
         let (mut shard, hash) = self.shards.lock(key);
@@ -200,25 +226,44 @@ mod tests {
 
     const DEADLINE: Duration = Duration::from_millis(50);
 
-    fn get(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Lookup {
-        cache.get(key.into(), cost, now, DEADLINE)
+    fn get(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Lookup<1> {
+        cache.get(key.into(), [cost], now, DEADLINE)
     }
 
     fn denied_now(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Option<Decision> {
         match get(cache, key, cost, now) {
-            Lookup::Denied(decision) => Some(decision),
+            Lookup::Denied([decision]) => Some(decision),
             _ => None,
         }
+    }
+
+    fn answered(
+        cache: &DenyCache,
+        key: &str,
+        cost: u64,
+        decision: Decision,
+        sent: Duration,
+        probe: bool,
+    ) {
+        cache.answered(
+            key.into(),
+            [cost],
+            &[decision],
+            decision.allowed,
+            sent,
+            probe,
+        );
     }
 
     #[test]
     fn answers_until_retry_after_from_the_send() {
         let cache = DenyCache::default();
         let sent = T0;
-        cache.answered(
-            "k".into(),
+        answered(
+            &cache,
+            "k",
             2,
-            &denied(Duration::from_millis(500)),
+            denied(Duration::from_millis(500)),
             sent,
             false,
         );
@@ -236,10 +281,11 @@ mod tests {
     #[test]
     fn once_expired_one_call_at_a_time_re_asks() {
         let cache = DenyCache::default();
-        cache.answered(
-            "k".into(),
+        answered(
+            &cache,
+            "k",
             1,
-            &denied(Duration::from_millis(500)),
+            denied(Duration::from_millis(500)),
             T0,
             false,
         );
@@ -253,10 +299,11 @@ mod tests {
             Lookup::Probe
         ));
         // The probe was admitted: the next call probes in turn.
-        cache.answered(
-            "k".into(),
+        answered(
+            &cache,
+            "k",
             1,
-            &Decision {
+            Decision {
                 allowed: true,
                 ..denied(Duration::ZERO)
             },
@@ -265,19 +312,21 @@ mod tests {
         );
         assert!(matches!(get(&cache, "k", 1, expired), Lookup::Probe));
         // That one was denied again: a fresh denial.
-        cache.answered(
-            "k".into(),
+        answered(
+            &cache,
+            "k",
             1,
-            &denied(Duration::from_millis(100)),
+            denied(Duration::from_millis(100)),
             expired,
             true,
         );
         assert!(denied_now(&cache, "k", 1, expired + Duration::from_millis(50)).is_some());
         // An admission seen outside a probe forgets the key.
-        cache.answered(
-            "k".into(),
+        answered(
+            &cache,
+            "k",
             1,
-            &Decision {
+            Decision {
                 allowed: true,
                 ..denied(Duration::ZERO)
             },
@@ -292,10 +341,45 @@ mod tests {
         let cache = DenyCache::default();
         let mut degraded = denied(Duration::from_secs(1));
         degraded.degraded = true;
-        cache.answered("a".into(), 1, &degraded, T0, false);
+        answered(&cache, "a", 1, degraded, T0, false);
         assert!(matches!(get(&cache, "a", 1, T0), Lookup::Miss));
-        cache.answered("c".into(), 1, &denied(Duration::from_secs(1)), T0, false);
+        answered(&cache, "c", 1, denied(Duration::from_secs(1)), T0, false);
         cache.clear();
         assert!(matches!(get(&cache, "c", 1, T0), Lookup::Miss));
+    }
+
+    /// A call of several limits is denied until the last of its refusing limits would admit it, and only a
+    /// call of the same costs is answered.
+    #[test]
+    fn a_call_of_several_limits_is_denied_until_the_last_would_admit_it() {
+        let cache = DenyCache::default();
+        let admitted = Decision {
+            allowed: true,
+            ..denied(Duration::ZERO)
+        };
+        let decisions = [
+            denied(Duration::from_millis(200)),
+            admitted,
+            denied(Duration::from_millis(500)),
+        ];
+        cache.answered("call".into(), [1, 2, 1], &decisions, false, T0, false);
+        let later = T0 + Duration::from_millis(300);
+        match cache.get("call".into(), [1, 2, 1], later, DEADLINE) {
+            Lookup::Denied([a, b, c]) => {
+                assert_eq!(a.retry_after, Duration::ZERO);
+                assert!(b.allowed && b.retry_after.is_zero());
+                assert_eq!(c.retry_after, Duration::from_millis(200));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            cache.get("call".into(), [1, 1, 1], later, DEADLINE),
+            Lookup::Miss
+        ));
+        let expired = T0 + Duration::from_millis(500);
+        assert!(matches!(
+            cache.get("call".into(), [1, 2, 1], expired, DEADLINE),
+            Lookup::Probe
+        ));
     }
 }

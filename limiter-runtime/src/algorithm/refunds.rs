@@ -1,0 +1,140 @@
+//! Property tests of giving a charge back: exact at once, never more than the limit later, nothing once the
+//! charge has left.
+
+use proptest::prelude::*;
+
+use super::{Algorithm, Charge, Outcome, State};
+
+/// A call: how long after the previous one (µs), its cost, and how much of it to give back (when admitted)
+/// and after how many further calls (0: at once).
+type Call = (u64, u64, u64, usize);
+
+fn schedule(window: u64) -> impl Strategy<Value = Vec<Call>> {
+    let step = prop_oneof![3 => Just(0u64), 4 => 0..=window / 4, 1 => 0..=3 * window];
+    let cost = prop_oneof![6 => Just(1u64), 2 => 0..=3u64, 1 => 0..=12u64];
+    let later = prop_oneof![2 => Just(0usize), 1 => 1..20usize];
+    prop::collection::vec((step, cost, 0..=12u64, later), 1..200)
+}
+
+fn limits() -> impl Strategy<Value = (Algorithm, u64, u64, u64, u64)> {
+    (
+        prop::sample::select(Algorithm::ALL.to_vec()),
+        prop_oneof![Just(1_000_000u64), Just(3_333_333), 1..=5_000_000u64],
+        1..=10u64,
+        1..=20u64,
+        0..=3u64,
+    )
+}
+
+fn charge(window: u64, max: u64, burst: u64, wait_windows: u64, cost: u64) -> Charge {
+    Charge {
+        window,
+        max,
+        cost,
+        burst,
+        max_wait: wait_windows * window,
+    }
+}
+
+proptest! {
+    /// A charge given back at once (partly or wholly) leaves the limit as if the call had weighed only what it
+    /// kept: every later decision is the same.
+    #[test]
+    fn a_refund_at_once_is_as_if_the_call_weighed_less(
+        (algorithm, window, max, burst, waits) in limits(),
+        calls in schedule(5_000_000),
+    ) {
+        let (mut refunded, mut lighter) = (State::new(algorithm), State::new(algorithm));
+        let mut now = 3_600_000_000;
+        for (i, &(step, cost, back, _)) in calls.iter().enumerate() {
+            now += step;
+            let full = charge(window, max, burst, waits, cost);
+            let outcome = refunded.decide(now, &full);
+            let back = if outcome.allowed { back.min(cost) } else { 0 };
+            refunded.refund(now, &full, back, &outcome.receipt);
+            let kept = lighter.decide(now, &charge(window, max, burst, waits, cost - back));
+            prop_assert_eq!(outcome.allowed, kept.allowed, "call {}", i);
+            // What both say of the next call decides whether they are the same limit.
+            let (probe, twin) = (refunded.decide(now, &full), lighter.decide(now, &full));
+            prop_assert_eq!(probe.allowed, twin.allowed, "after call {}", i);
+            prop_assert_eq!(probe.retry_after, twin.retry_after, "after call {}", i);
+            refunded.refund(now, &full, cost, &probe.receipt);
+            lighter.refund(now, &full, cost, &twin.receipt);
+        }
+    }
+
+    /// Charges given back later never let more through than the limit allows: counting each admission at
+    /// what it kept, the algorithm's guarantee still holds.
+    #[test]
+    fn later_refunds_never_admit_more_than_the_limit(
+        (algorithm, window, max, burst, waits) in limits(),
+        calls in schedule(5_000_000),
+    ) {
+        let mut state = State::new(algorithm);
+        let mut now = 3_600_000_000;
+        // (admitted at, units kept, its outcome), and refunds due: (at call index, admission index, units).
+        let mut admitted: Vec<(u64, u64, Outcome)> = Vec::new();
+        let mut due: Vec<(usize, usize, u64)> = Vec::new();
+        for (i, &(step, cost, back, later)) in calls.iter().enumerate() {
+            now += step;
+            for &(_, which, units) in due.iter().filter(|(at, _, _)| *at == i) {
+                let (_, cost, outcome) = admitted[which];
+                state.refund(now, &charge(window, max, burst, waits, cost), units, &outcome.receipt);
+                admitted[which].1 -= units;
+            }
+            let outcome = state.decide(now, &charge(window, max, burst, waits, cost));
+            if outcome.allowed {
+                due.push((i + later.max(1), admitted.len(), back.min(cost)));
+                admitted.push((now, cost, outcome));
+            }
+        }
+        let admitted: Vec<(u64, u64, Outcome)> = admitted.into_iter().collect();
+        let (w, m, b) = (u128::from(window), u128::from(max), u128::from(burst));
+        for (i, &(start, _, _)) in admitted.iter().enumerate() {
+            let mut units = 0u128;
+            for &(end, kept, ref outcome) in &admitted[i..] {
+                units += u128::from(kept);
+                let span = u128::from(end - start);
+                match algorithm {
+                    Algorithm::SlidingLog if span < w => prop_assert!(units <= m, "{} units in {} µs", units, span),
+                    Algorithm::FixedWindow | Algorithm::SlidingWindow if end / window == start / window => {
+                        prop_assert!(units <= m, "{} units in one window", units)
+                    }
+                    Algorithm::TokenBucket => prop_assert!(units * w <= b * w + m * span, "{} units in {} µs", units, span),
+                    Algorithm::LeakyBucket => prop_assert!(outcome.delay <= waits * window),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// A charge given back once it has left the limit (the window passed, the bucket refilled) changes
+    /// nothing.
+    #[test]
+    fn a_refund_of_a_charge_that_has_left_is_nothing(
+        (algorithm, window, max, burst, waits) in limits(),
+        calls in schedule(5_000_000),
+    ) {
+        let (mut refunded, mut untouched) = (State::new(algorithm), State::new(algorithm));
+        let mut now = 3_600_000_000;
+        let mut first = None;
+        for (i, &(step, cost, _, _)) in calls.iter().enumerate() {
+            now += step;
+            let full = charge(window, max, burst, waits, cost);
+            let outcome = refunded.decide(now, &full);
+            prop_assert_eq!(outcome, untouched.decide(now, &full), "call {}", i);
+            if outcome.allowed && cost > 0 && first.is_none() {
+                first = Some((full, outcome.receipt));
+            }
+            if let Some((charged, receipt)) = first {
+                // Gone: two windows later (the sliding window counts the previous one too), and a bucket
+                // long since full again (its charge never outlasts `burst` and `max_wait` windows).
+                let gone = receipt.at + (2 + burst + waits) * window;
+                if now >= gone && now / window >= receipt.at / window + 2 {
+                    refunded.refund(now, &charged, charged.cost, &receipt);
+                    first = None;
+                }
+            }
+        }
+    }
+}
