@@ -180,13 +180,23 @@ impl Limiter {
         &self,
         limits: [(&Rule, K); N],
     ) -> [Decision; N] {
+        self.check_all_cost(limits.map(|(rule, key)| (rule, key, 1)))
+            .await
+    }
+
+    /// [`check_all`](Limiter::check_all) for a call that weighs `cost` units under each limit: `(rule, key,
+    /// cost)`.
+    pub async fn check_all_cost<K: fmt::Display, const N: usize>(
+        &self,
+        limits: [(&Rule, K, u64); N],
+    ) -> [Decision; N] {
         let rules = limits
             .each_ref()
-            .map(|(rule, _)| self.inner.defaults.resolve(rule, ""));
+            .map(|(rule, _, _)| self.inner.defaults.resolve(rule, ""));
         let keys = std::array::from_fn::<StoreKey, N, _>(|i| {
             StoreKey::new(rules[i].prefix_value(), format_args!("{}", limits[i].1))
         });
-        let batch = std::array::from_fn(|i| Request::new(&rules[i], keys[i].parts(), 1));
+        let batch = std::array::from_fn(|i| Request::new(&rules[i], keys[i].parts(), limits[i].2));
         self.check_batch(&batch, Decided::decisions).await
     }
 
@@ -233,13 +243,23 @@ impl Limiter {
         &self,
         limits: [(&Rule, K); N],
     ) -> Result<[Decision; N], RateLimited> {
+        self.enforce_all_cost(limits.map(|(rule, key)| (rule, key, 1)))
+            .await
+    }
+
+    /// [`enforce_all`](Limiter::enforce_all) for a call that weighs `cost` units under each limit: `(rule,
+    /// key, cost)`.
+    pub async fn enforce_all_cost<K: fmt::Display, const N: usize>(
+        &self,
+        limits: [(&Rule, K, u64); N],
+    ) -> Result<[Decision; N], RateLimited> {
         let rules = limits
             .each_ref()
-            .map(|(rule, _)| self.inner.defaults.resolve(rule, ""));
+            .map(|(rule, _, _)| self.inner.defaults.resolve(rule, ""));
         let keys = std::array::from_fn::<StoreKey, N, _>(|i| {
             StoreKey::new(rules[i].prefix_value(), format_args!("{}", limits[i].1))
         });
-        let batch = std::array::from_fn(|i| Request::new(&rules[i], keys[i].parts(), 1));
+        let batch = std::array::from_fn(|i| Request::new(&rules[i], keys[i].parts(), limits[i].2));
         self.enforce_batch(&batch, Decided::decisions).await
     }
 

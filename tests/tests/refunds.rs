@@ -1,0 +1,272 @@
+//! Charges that depend on the outcome (`count = failures | successes`) and reserve-then-settle: the check
+//! comes first, the unit is taken up front, and what the outcome does not count is given back exactly, in
+//! memory and on Redis.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use limiter_runtime::{rate_limit, Algorithm, FakeClock, Limiter, RateLimited, Rule};
+use tests::{RedisServer, ALGORITHMS};
+
+#[derive(Debug)]
+enum LoginError {
+    WrongPassword,
+    Limited(RateLimited),
+}
+
+impl From<RateLimited> for LoginError {
+    fn from(e: RateLimited) -> Self {
+        LoginError::Limited(e)
+    }
+}
+
+/// Three failed attempts per user an hour; successes are free.
+#[rate_limit(prefix = "login:", key = user, max = 3, window = 3600, count = failures)]
+async fn login(user: &str, password: &str, runs: &AtomicUsize) -> Result<(), LoginError> {
+    runs.fetch_add(1, Ordering::SeqCst);
+    if password == "secret" {
+        Ok(())
+    } else {
+        Err(LoginError::WrongPassword)
+    }
+}
+
+async fn failures_only(limiter: &Limiter) {
+    let runs = AtomicUsize::new(0);
+    limiter
+        .scope(async {
+            // Successes never count: a hundred of them leave the three attempts.
+            for _ in 0..100 {
+                login("alice", "secret", &runs).await.unwrap();
+            }
+            for _ in 0..3 {
+                assert!(matches!(
+                    login("alice", "guess", &runs).await,
+                    Err(LoginError::WrongPassword)
+                ));
+            }
+            // Past the limit the body does not run, whatever the password.
+            let before = runs.load(Ordering::SeqCst);
+            assert!(matches!(
+                login("alice", "secret", &runs).await,
+                Err(LoginError::Limited(_))
+            ));
+            assert!(matches!(
+                login("alice", "guess", &runs).await,
+                Err(LoginError::Limited(_))
+            ));
+            assert_eq!(runs.load(Ordering::SeqCst), before);
+            // Another user is another bucket.
+            assert!(login("bob", "secret", &runs).await.is_ok());
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn count_failures_charges_only_failures_in_memory() {
+    failures_only(&Limiter::in_memory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_failures_charges_only_failures_on_redis() {
+    let server = RedisServer::start();
+    failures_only(&server.limiter()).await;
+}
+
+/// Concurrent attempts cannot overshoot: each takes its unit before its body runs, so at most `max` bodies
+/// run at once, whatever their outcome turns out to be.
+#[rate_limit(prefix = "slow:", max = 3, window = 3600, count = failures)]
+async fn slow_failure(running: &AtomicUsize, peak: &AtomicUsize) -> Result<(), LoginError> {
+    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+    peak.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    running.fetch_sub(1, Ordering::SeqCst);
+    Err(LoginError::WrongPassword)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_attempts_cannot_overshoot() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let (running, peak) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    limiter
+        .scope(async {
+            let calls = (0..20).map(|_| slow_failure(&running, &peak));
+            let outcomes = futures::future::join_all(calls).await;
+            let limited = outcomes
+                .iter()
+                .filter(|o| matches!(o, Err(LoginError::Limited(_))))
+                .count();
+            assert_eq!(limited, 17);
+        })
+        .await;
+    assert!(peak.load(Ordering::SeqCst) <= 3);
+}
+
+#[rate_limit(prefix = "orders:", key = user, max = 2, window = 3600, count = successes)]
+#[rate_limit(prefix = "attempts:", key = user, max = 4, window = 3600)]
+async fn order(user: &str, in_stock: bool) -> Result<(), LoginError> {
+    if in_stock {
+        Ok(())
+    } else {
+        Err(LoginError::WrongPassword)
+    }
+}
+
+/// `count = successes` charges only `Ok` outcomes, stacked with a limit that counts every call.
+#[tokio::test]
+async fn count_successes_in_a_stack_with_a_limit_that_counts_all() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    limiter
+        .scope(async {
+            assert!(order("u", false).await.is_err());
+            assert!(order("u", true).await.is_ok());
+            assert!(order("u", true).await.is_ok());
+            // Two orders placed: the third is refused by the orders limit...
+            let Err(LoginError::Limited(refused)) = order("u", true).await else {
+                panic!("the orders limit refuses");
+            };
+            assert_eq!(refused.prefix(), "orders:");
+            // ...and three attempts were counted (the refused one charged nothing).
+            let attempts = Rule::new()
+                .prefix("attempts:")
+                .max(4)
+                .window(Duration::from_secs(3_600));
+            assert_eq!(limiter.check_cost(&attempts, "u", 0).await.remaining, 1);
+        })
+        .await;
+}
+
+/// Reserve an estimate, settle to the actual cost: exactly the actual cost stays charged, for every
+/// algorithm, in memory and on Redis (driven by the same fake time).
+#[tokio::test]
+async fn reserve_then_settle_charges_what_was_used() {
+    let server = RedisServer::start();
+    for algorithm in ALGORITHMS {
+        let rule = Rule::new()
+            .prefix(format!("llm:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(10_000)
+            .window(Duration::from_secs(60));
+        let rule = match algorithm {
+            Algorithm::LeakyBucket => rule.max_wait(Duration::from_secs(60)),
+            _ => rule,
+        };
+        let clock = FakeClock::new();
+        let memory = Limiter::builder().clock(clock.clone()).build().unwrap();
+        let redis = server.limiter_with_clock(&clock);
+        for limiter in [&memory, &redis] {
+            let reservation = limiter.reserve(&rule, "tenant", 1_000).await.unwrap();
+            let estimated = reservation.decision().remaining;
+            reservation.settle(250).await;
+            let now = limiter.check_cost(&rule, "tenant", 0).await;
+            // 750 given back: the same limit as after a call of 250.
+            let reference = Limiter::builder().clock(clock.clone()).build().unwrap();
+            let expected = reference.check_cost(&rule, "tenant", 250).await;
+            let expected_now = reference.check_cost(&rule, "tenant", 0).await;
+            assert_eq!(now.remaining, expected_now.remaining, "{algorithm}");
+            assert!(
+                estimated < expected.remaining || algorithm == Algorithm::LeakyBucket,
+                "{algorithm}"
+            );
+            // Cancelled, a reservation gives everything back.
+            let before = limiter.check_cost(&rule, "tenant", 0).await.remaining;
+            limiter
+                .reserve(&rule, "tenant", 400)
+                .await
+                .unwrap()
+                .cancel()
+                .await;
+            assert_eq!(
+                limiter.check_cost(&rule, "tenant", 0).await.remaining,
+                before,
+                "{algorithm}"
+            );
+        }
+    }
+}
+
+/// What a refund removes from Redis: a sliding log's own members (not a newer call's), and only from the
+/// window charged; nothing once the charge has left.
+#[tokio::test]
+async fn a_refund_removes_its_own_members_and_nothing_once_gone() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let limiter = server.limiter_with_clock(&clock);
+    let log = Rule::new()
+        .prefix("log:")
+        .max(10)
+        .window(Duration::from_secs(10));
+    let members = || -> Vec<String> {
+        redis::cmd("ZRANGE")
+            .arg("log:k")
+            .arg(0)
+            .arg(-1)
+            .query(&mut server.connection())
+            .unwrap()
+    };
+    let first = limiter.reserve(&log, "k", 2).await.unwrap();
+    let older = members();
+    clock.advance(Duration::from_secs(1));
+    let second = limiter.reserve(&log, "k", 3).await.unwrap();
+    let all = members();
+    assert_eq!(all.len(), 5);
+    // The second gives back two of its three: the first's stay, one of the second's.
+    second.settle(1).await;
+    let left = members();
+    assert_eq!(left.len(), 3);
+    assert!(
+        older.iter().all(|m| left.contains(m)),
+        "{left:?} lost one of {older:?}"
+    );
+    // Once its charge has left the window, giving back the first changes nothing.
+    clock.advance(Duration::from_secs(10));
+    let third = limiter.reserve(&log, "k", 1).await.unwrap();
+    first.cancel().await;
+    assert_eq!(limiter.check_cost(&log, "k", 0).await.remaining, 9);
+    drop(third);
+
+    // A fixed window: a refund after the window turned leaves the new window alone.
+    let window = Rule::new()
+        .prefix("fixed:")
+        .algorithm(Algorithm::FixedWindow)
+        .max(5)
+        .window(Duration::from_secs(10));
+    let old = limiter.reserve(&window, "k", 3).await.unwrap();
+    clock.advance(Duration::from_secs(10));
+    let _new = limiter.reserve(&window, "k", 2).await.unwrap();
+    old.cancel().await;
+    assert_eq!(limiter.check_cost(&window, "k", 0).await.remaining, 3);
+}
+
+/// A bucket is never filled past its capacity by giving back, and a charge given back twice is given back
+/// once.
+#[tokio::test]
+async fn a_bucket_is_never_fuller_than_full() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    for limiter in [
+        Limiter::builder().clock(clock.clone()).build().unwrap(),
+        server.limiter_with_clock(&clock),
+    ] {
+        for algorithm in [Algorithm::TokenBucket, Algorithm::LeakyBucket] {
+            let rule = Rule::new()
+                .prefix(format!("bucket:{algorithm}:"))
+                .algorithm(algorithm)
+                .max(10)
+                .window(Duration::from_secs(10))
+                .max_wait(Duration::from_secs(10));
+            let first = limiter.reserve(&rule, "k", 4).await.unwrap();
+            clock.advance(Duration::from_secs(3));
+            // Three seconds refilled three of the four: only one is left to give back.
+            first.cancel().await;
+            let full = limiter.check_cost(&rule, "k", 0).await;
+            assert_eq!(
+                full.reset_after,
+                Duration::ZERO,
+                "{algorithm}: full again, not fuller"
+            );
+        }
+    }
+}
