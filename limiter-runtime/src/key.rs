@@ -413,4 +413,65 @@ mod tests {
         let k = store_key("", &"é".repeat(64));
         assert_eq!(k, "é".repeat(64));
     }
+
+    /// Key lists escape each part, so that distinct lists are distinct keys whatever the parts hold
+    /// (colons, percent signs, empty parts, parts past the length kept verbatim), before the key is bounded and
+    /// after.
+    mod lists {
+        use std::collections::HashMap;
+
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::__private::Part;
+
+        fn part() -> impl Strategy<Value = String> {
+            prop_oneof![
+                4 => "[a:%3A]{0,6}",
+                1 => "[ab:%]{120,140}",
+                1 => Just(String::new()),
+            ]
+        }
+
+        fn written(parts: &[String]) -> String {
+            let key = match parts {
+                [a, b] => StoreKey::new("p:", format_args!("{}:{}", Part(a), Part(b))),
+                [a, b, c] => {
+                    StoreKey::new("p:", format_args!("{}:{}:{}", Part(a), Part(b), Part(c)))
+                }
+                _ => unreachable!("lists of two or three"),
+            };
+            key.into_string()
+        }
+
+        proptest! {
+            #[test]
+            fn distinct_lists_are_distinct_keys(
+                lists in prop::collection::vec(prop::collection::vec(part(), 2..=3), 2..64),
+            ) {
+                let mut seen: HashMap<String, Vec<String>> = HashMap::new();
+                for list in lists {
+                    let key = written(&list);
+                    prop_assert!(key.len() <= 2 + MAX_VERBATIM + 41, "not bounded: {}", key.len());
+                    if let Some(other) = seen.insert(key.clone(), list.clone()) {
+                        prop_assert_eq!(&other, &list, "two lists, one key {:?}", key);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn the_classic_collisions_are_gone() {
+            let lists = [["a", "b:c"], ["a:b", "c"], ["a%3Ab", "c"], ["a", "b%3Ac"]];
+            let keys: Vec<String> = lists
+                .iter()
+                .map(|l| written(&l.map(str::to_owned)))
+                .collect();
+            for (i, key) in keys.iter().enumerate() {
+                assert!(!keys[..i].contains(key), "{key}");
+            }
+            // A list of plain parts reads as before.
+            assert_eq!(written(&["tenant".into(), "42".into()]), "p:tenant:42");
+        }
+    }
 }
