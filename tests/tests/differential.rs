@@ -138,3 +138,170 @@ async fn token_bucket() {
 async fn leaky_bucket() {
     differential(Algorithm::LeakyBucket).await;
 }
+
+/// One random limit of a stacked schedule.
+fn random_rule(rng: &mut Rng, name: &str) -> Rule {
+    let algorithm = *rng.pick(&Algorithm::ALL);
+    let window = Duration::from_micros(*rng.pick(&[1_000_000, 1_500_000, 10_000_000, 3_333_333]));
+    let max = *rng.pick(&[2, 3, 5]);
+    let mut rule = Rule::new()
+        .prefix(format!("{name}:"))
+        .algorithm(algorithm)
+        .window(window)
+        .max(max);
+    if algorithm == Algorithm::TokenBucket {
+        rule = rule.burst(*rng.pick(&[1, max, 2 * max + 1]));
+    }
+    if algorithm == Algorithm::LeakyBucket {
+        rule = rule.max_wait(*rng.pick(&[Duration::ZERO, window, window / 3]));
+    }
+    rule
+}
+
+/// Stacked calls (two or three limits of random algorithms) and reservations settled or cancelled later, the
+/// same seeded schedule in memory and in Redis: identical decisions, call by call.
+///
+/// With the deny cache, a cached answer of a call reports its other limits as Redis last did (another call
+/// sharing one of their keys may have charged it since) and a charge given back by another call can end a
+/// denial early: so that run makes no reservations, and compares whether each call is admitted, which stays
+/// exact.
+async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
+    let mut rng = Rng::new(seed);
+    let tag = format!("stacked:{seed}:{deny_cache}");
+    let rules = [
+        random_rule(&mut rng, &format!("{tag}:a")),
+        random_rule(&mut rng, &format!("{tag}:b")),
+        random_rule(&mut rng, &format!("{tag}:c")),
+    ];
+    let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
+    let memory = Limiter::builder()
+        .clock(memory_clock.clone())
+        .build()
+        .unwrap();
+    let redis = Limiter::builder()
+        .redis(server.url())
+        .deadline(tests::PATIENT)
+        .clock(redis_clock.clone())
+        .deny_cache(deny_cache)
+        .build()
+        .unwrap();
+    let compared = |d: &limiter_runtime::Decision| {
+        (
+            d.allowed,
+            d.retry_after,
+            d.limit,
+            d.reset_after,
+            d.remaining,
+            d.delay,
+        )
+    };
+    // With the deny cache, only whether the call is admitted: every part of it the same.
+    let verdicts = |in_memory: &[limiter_runtime::Decision],
+                    in_redis: &[limiter_runtime::Decision]| {
+        let seen = |decisions: &[limiter_runtime::Decision]| -> Vec<_> {
+            match deny_cache {
+                true => {
+                    let admitted = decisions.iter().all(|d| d.allowed);
+                    vec![(
+                        admitted,
+                        Duration::ZERO,
+                        0,
+                        Duration::ZERO,
+                        0,
+                        Duration::ZERO,
+                    )]
+                }
+                false => decisions.iter().map(compared).collect(),
+            }
+        };
+        (seen(in_memory), seen(in_redis))
+    };
+    let mut held = Vec::new();
+    let (mut admitted, mut refused, mut settled) = (0, 0, 0);
+    for call in 0..1_500 {
+        let step = match rng.below(10) {
+            0..=5 => 0,
+            6..=8 => rng.below(300_000),
+            _ => rng.below(3_000_000),
+        };
+        memory_clock.advance(Duration::from_micros(step));
+        redis_clock.advance(Duration::from_micros(step));
+        let key = |rng: &mut Rng| format!("k{}", rng.below(2));
+        let cost = |rng: &mut Rng| *rng.pick(&[1, 1, 1, 2, 3, 0]);
+        let context = format!("seed {seed}, deny cache {deny_cache}, call {call}, rules {rules:?}");
+        match rng.below(10) {
+            0..=4 => {
+                let (i, j) = *rng.pick(&[(0, 1), (1, 2), (2, 0)]);
+                let limits = [
+                    (&rules[i], key(&mut rng), cost(&mut rng)),
+                    (&rules[j], key(&mut rng), cost(&mut rng)),
+                ];
+                let in_memory = memory.check_all_cost(limits.clone()).await;
+                let in_redis = redis.check_all_cost(limits.clone()).await;
+                let (m, r) = verdicts(&in_memory, &in_redis);
+                assert_eq!(
+                    m, r,
+                    "{context}: {limits:?}\n memory {in_memory:?}\n redis {in_redis:?}"
+                );
+                let all = in_memory.iter().all(|d| d.allowed);
+                admitted += usize::from(all);
+                refused += usize::from(!all);
+            }
+            5 => {
+                let limits = [0, 1, 2].map(|i| (&rules[i], key(&mut rng), cost(&mut rng)));
+                let in_memory = memory.check_all_cost(limits.clone()).await;
+                let in_redis = redis.check_all_cost(limits.clone()).await;
+                let (m, r) = verdicts(&in_memory, &in_redis);
+                assert_eq!(
+                    m, r,
+                    "{context}: {limits:?}\n memory {in_memory:?}\n redis {in_redis:?}"
+                );
+            }
+            6..=7 if !deny_cache => {
+                let (rule, key, estimate) = (rng.pick(&rules), key(&mut rng), cost(&mut rng) * 2);
+                let in_memory = memory.reserve(rule, &key, estimate).await;
+                let in_redis = redis.reserve(rule, &key, estimate).await;
+                match (in_memory, in_redis) {
+                    (Ok(m), Ok(r)) => {
+                        assert_eq!(
+                            compared(m.decision()),
+                            compared(r.decision()),
+                            "{context}: reserve {key}"
+                        );
+                        held.push((m, r, estimate));
+                    }
+                    (Err(m), Err(r)) => {
+                        assert_eq!(
+                            compared(m.decision()),
+                            compared(r.decision()),
+                            "{context}: reserve {key}"
+                        )
+                    }
+                    (m, r) => panic!("{context}: reserve {key}: memory {m:?}, Redis {r:?}"),
+                }
+            }
+            8..=9 if !held.is_empty() => {
+                let (m, r, estimate) = held.swap_remove(rng.below(held.len() as u64) as usize);
+                let used = rng.below(estimate + 1);
+                m.settle(used).await;
+                r.settle(used).await;
+                settled += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        admitted > 50 && refused > 50,
+        "{admitted} admitted, {refused} refused"
+    );
+    assert!(deny_cache || settled > 50, "{settled} settled");
+}
+
+#[tokio::test]
+async fn stacked_calls_and_refunds() {
+    let server = RedisServer::start();
+    for seed in 1..=6 {
+        replay_stacked(seed, &server, false).await;
+        replay_stacked(seed, &server, true).await;
+    }
+}
