@@ -7,7 +7,8 @@
 //!   admission. We demand at least 297 (within 1%).
 //!
 //! And two processes whose own clocks are 5 s apart still share one exact window, because every decision
-//! reads Redis `TIME`; the same two clocks passed into the scripts break it.
+//! reads Redis `TIME`; the same two clocks passed into the scripts break it. And with every call charged to a
+//! stacked pair (the same limit and a token bucket), both limits' guarantees hold together.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -38,6 +39,11 @@ struct Run {
 /// Runs one `hammer` process per entry of `skews_ms` (its own clock's skew), each with 50 tasks for
 /// `millis`, all on `key` of `target`, started together.
 fn hammer(target: &str, key: &str, skews_ms: &[i64], millis: u64) -> Run {
+    hammer_with(target, key, skews_ms, millis, false)
+}
+
+/// [`hammer`], every call charged to the stacked pair when `stacked`.
+fn hammer_with(target: &str, key: &str, skews_ms: &[i64], millis: u64, stacked: bool) -> Run {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut children: Vec<_> = skews_ms
         .iter()
@@ -45,6 +51,7 @@ fn hammer(target: &str, key: &str, skews_ms: &[i64], millis: u64) -> Run {
             Command::new(env!("CARGO_BIN_EXE_hammer"))
                 .args([target, key, "50", &millis.to_string()])
                 .env("HAMMER_CLOCK_SKEW_MS", skew.to_string())
+                .env("HAMMER_STACKED", if stacked { "1" } else { "0" })
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .spawn()
@@ -155,6 +162,38 @@ fn four_processes_admit_exactly_the_limit_on_a_cluster() {
     assert_eq!(run.degraded, 0, "every decision was made in Redis");
     assert_never_too_many(&run);
     assert_never_too_few(&run, 3);
+}
+
+/// Four processes charging every call to a stacked pair: the sliding log (100 per 2 s) and a token bucket
+/// (`burst` 120, 60 per 6 s) decided as one. No interval breaks either guarantee, and a refused call is charged
+/// to neither: the bucket admits its whole allowance, no less than a bucket alone would.
+#[test]
+fn four_processes_keep_both_limits_of_a_stacked_pair() {
+    let server = RedisServer::start();
+    let run = hammer_with(&server.url(), "stacked", &[0; 4], 6_000, true);
+    assert_eq!(run.degraded, 0, "every decision was made in Redis");
+    assert_never_too_many(&run);
+    let t = &run.admissions;
+    // Token bucket: at most burst + max · span / window units over any span between two admissions.
+    let (burst, max, window) = (120u64, 60u64, 6_000_000u64);
+    for i in 0..t.len() {
+        for j in i..t.len() {
+            let units = (j - i + 1) as u64;
+            assert!(
+                units * window <= burst * window + max * (t[j] - t[i]),
+                "{units} admissions in {} µs",
+                t[j] - t[i]
+            );
+        }
+    }
+    // The bucket's allowance over the run, less 1%: refused calls took none of it.
+    let span = t[t.len() - 1] - t[0];
+    let allowance = burst + max * span / window;
+    assert!(
+        t.len() as u64 * 100 >= allowance * 99,
+        "{} admitted of the bucket's {allowance}",
+        t.len()
+    );
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //!
 //! `hammer <target> <key> <tasks> <millis>`, where `<target>` is a Redis URL, or `cluster:` followed by
 //! comma-separated seed URLs. With `HAMMER_CLOCK_SKEW_MS=<n>` (may be negative) this process's own clock runs
-//! `n` ms off; Redis decisions still read Redis `TIME`.
+//! `n` ms off; Redis decisions still read Redis `TIME`. With `HAMMER_STACKED=1` every call is also charged to
+//! a second limit, a token bucket (`burst` 120, 60 per 6 s), decided with the first as one.
 //!
 //! It makes one decision on another key, then prints `ready <own clock µs> <Redis time µs>`: its own clock is
 //! read from a decision with the switch off, which is decided in-process. Then it waits for a `go` line on
@@ -12,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use limiter_runtime::{Clock, Limiter, Rule, SystemClock};
+use limiter_runtime::{Algorithm, Clock, Limiter, Rule, SystemClock};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const USAGE: &str = "usage: hammer <redis-url | cluster:url,url,...> <key> <tasks> <millis>";
@@ -80,14 +81,33 @@ async fn main() {
     }
 
     let rule = Arc::new(Rule::new().max(100).window(Duration::from_secs(2)));
+    let quota = Arc::new(
+        Rule::new()
+            .prefix("quota:")
+            .algorithm(Algorithm::TokenBucket)
+            .max(60)
+            .burst(120)
+            .window(Duration::from_secs(6)),
+    );
+    let stacked = std::env::var("HAMMER_STACKED").is_ok_and(|v| v == "1");
     let started = Instant::now();
     let workers: Vec<_> = (0..tasks)
         .map(|_| {
-            let (limiter, rule, key) = (limiter.clone(), rule.clone(), key.clone());
+            let (limiter, rule, quota, key) =
+                (limiter.clone(), rule.clone(), quota.clone(), key.clone());
             tokio::spawn(async move {
                 let (mut admitted, mut calls, mut degraded) = (Vec::new(), 0u64, 0u64);
                 while started.elapsed() < run_for {
-                    let decision = limiter.check(&rule, &key).await;
+                    let decision = match stacked {
+                        false => limiter.check(&rule, &key).await,
+                        true => {
+                            let [mut first, second] =
+                                limiter.check_all([(&*rule, &key), (&*quota, &key)]).await;
+                            first.allowed &= second.allowed;
+                            first.degraded |= second.degraded;
+                            first
+                        }
+                    };
                     calls += 1;
                     degraded += u64::from(decision.degraded);
                     if decision.allowed {
