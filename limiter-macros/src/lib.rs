@@ -32,8 +32,9 @@ mod valid;
 ///
 /// - `key = <expr>` — any expression over the arguments (`self` and pattern bindings included), evaluated
 ///   once, before the body, by reference: it never moves an argument. Its value implements `Display`.
-///   `key = (tenant, user.id)` joins the parts with `:`. Without a key, the function's path is the key: one
-///   bucket for every call.
+///   `key = (tenant, user.id)` joins the parts with `:`, each part's `:` and `%` escaped (`%3A`, `%25`), so that
+///   distinct lists are distinct keys. Without a key, the function's path is the key: one bucket for every
+///   call.
 ///
 ///   ```
 ///   # use limiter_runtime::{rate_limit, RateLimited};
@@ -83,7 +84,36 @@ mod valid;
 ///   counted or asked), e.g. `skip_if = user.is_admin()`.
 /// - `shadow = true` — count and report calls the limit would reject ("would have limited", at info level and
 ///   in the limiter's `Stats`), but never reject or delay one: for rolling out a new limit safely.
-/// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name.
+/// - `count = failures | successes` — charge only calls whose body returns `Err` (or `Ok`): a limiter of failed
+///   logins. The check still comes first, and the unit is taken before the body runs (so concurrent attempts
+///   cannot overshoot); once the body has returned, the unit is given back if the outcome does not count.
+///   Default `all`.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited};
+///   # #[derive(Debug)] enum LoginError { WrongPassword, Limited(RateLimited) }
+///   # impl From<RateLimited> for LoginError { fn from(e: RateLimited) -> Self { LoginError::Limited(e) } }
+///   #[rate_limit(prefix = "failed_logins:", key = user, max = 5, window = "15m", count = failures)]
+///   async fn login(user: &str, password: &str) -> Result<(), LoginError> {
+///       if password == "hunter2" { Ok(()) } else { Err(LoginError::WrongPassword) }
+///   }
+///   ```
+/// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name (on the
+///   first attribute of a stack).
+///
+/// # Several limits
+///
+/// Attributes stacked on one function are one decision: checked top first, the body runs only when every
+/// limit admits the call, and a refused call is charged to none of them. Each needs its own `prefix`.
+///
+/// ```
+/// # use limiter_runtime::{rate_limit, RateLimited};
+/// #[rate_limit(prefix = "burst:", key = user, max = 10, window = 1)]
+/// #[rate_limit(prefix = "quota:", key = user, max = 1000, window = "1h")]
+/// async fn search(user: &str, query: &str) -> Result<Vec<String>, RateLimited> {
+///     Ok(Vec::new())
+/// }
+/// ```
 ///
 /// Every misuse is a compile error pointing at the offending token.
 ///

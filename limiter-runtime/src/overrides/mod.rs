@@ -4,6 +4,7 @@
 //! name. Each runtime keeps the whole table in memory and keeps it in step with Redis (`sync`), so a decision
 //! never pays an extra round trip to read its limit.
 
+mod operator;
 pub(crate) mod sync;
 
 use std::collections::HashMap;

@@ -13,28 +13,27 @@
 //! never more).
 
 mod breaker;
+mod call;
 mod connection;
 mod degraded;
 mod deny_cache;
 mod instances;
 mod script;
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use self::breaker::{Breaker, Permit, Transition};
+use self::call::{joined, nonce, Owned};
 use self::deny_cache::{DenyCache, Lookup};
-use self::script::{nonce_text, Limit};
-use super::{admitted, Answer, Ask, Charged, MemoryStore};
-use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
+use super::{admitted, Answer, Ask, MemoryStore};
 use crate::clock::{as_micros, Clock};
 use crate::error::BackendError;
-use crate::key::{KeyRef, StoreKey};
-use crate::{Decision, OnError};
 
 pub(crate) use self::breaker::BreakerConfig;
+pub(crate) use self::call::{call_key, Question, Refund};
 pub(crate) use self::connection::{Connection, Topology};
 pub(crate) use self::instances::{spawn_heartbeat, Instances};
 pub(crate) use self::script::LuaScript;
@@ -64,61 +63,6 @@ pub(crate) struct RedisBackend {
     denied: Option<DenyCache>,
     /// Calls decided in degraded mode.
     degraded: AtomicU64,
-}
-
-/// What a call Redis must decide settled before asking. Owned, so that asking can outlive the borrows of the
-/// call it was settled for.
-pub(crate) struct Question<const N: usize> {
-    limits: [Owned; N],
-    /// Names the call in the deny cache: its one limit's key, or its limits' keys joined.
-    call: StoreKey,
-    /// Names the call's sliding-log members.
-    nonce: u64,
-    permit: Permit,
-    /// Whether the deny cache is to hear what Redis answers (it may hold this call's denial).
-    cached: bool,
-    sent: Duration,
-    /// This call re-asks Redis for a call whose cached denial ran out.
-    probe: bool,
-}
-
-/// One limit of a [`Question`].
-struct Owned {
-    algorithm: Algorithm,
-    key: StoreKey,
-    charge: Charge,
-    vetoes: bool,
-    on_error: OnError,
-    preset: Option<Outcome>,
-}
-
-impl Owned {
-    fn ask(&self) -> Ask<'_> {
-        Ask {
-            algorithm: self.algorithm,
-            key: self.key.parts(),
-            charge: self.charge,
-            vetoes: self.vetoes,
-            on_error: self.on_error,
-            preset: self.preset,
-        }
-    }
-
-    fn limit(&self) -> Limit<'_> {
-        Limit {
-            algorithm: self.algorithm,
-            key: &self.key,
-            charge: &self.charge,
-            vetoes: self.vetoes,
-        }
-    }
-}
-
-impl<const N: usize> Question<N> {
-    /// The store key of each limit.
-    pub(crate) fn keys(&self) -> [KeyRef<'_>; N] {
-        self.limits.each_ref().map(|owned| owned.key.parts())
-    }
 }
 
 impl RedisBackend {
@@ -267,196 +211,6 @@ impl RedisBackend {
         }
         (answers, admitted)
     }
-
-    /// Decides `question` in Redis: one script call, or, on a cluster whose slots split the call's keys, one
-    /// per slot, giving back what the admitting slots charged when another's limits deny the call.
-    async fn decide<const N: usize>(
-        &self,
-        question: &Question<N>,
-    ) -> Result<[Answer; N], BackendError> {
-        let mut connection = self.connection()?;
-        let test_now = self.test_now();
-        let nonce = nonce_text(question.nonce);
-        // The limits Redis is asked about (not those decided before it was).
-        let asked: Vec<usize> = (0..N)
-            .filter(|&i| question.limits[i].preset.is_none())
-            .collect();
-        let keys: Vec<&str> = asked.iter().map(|&i| &*question.limits[i].key).collect();
-        let groups = connection
-            .slots_apart(&keys)
-            .unwrap_or_else(|| vec![(0..asked.len()).collect()]);
-        let mut outcomes = question
-            .limits
-            .each_ref()
-            .map(|l| l.preset.unwrap_or(Outcome::admit(l.charge.max)));
-        let mut now = 0;
-        let mut charged_groups = Vec::new();
-        let mut admitted = true;
-        for group in &groups {
-            let limits: Vec<Limit<'_>> = group
-                .iter()
-                .map(|&g| question.limits[asked[g]].limit())
-                .collect();
-            let (group_admitted, group_outcomes, at) =
-                script::decide(&mut connection, &limits, &nonce, test_now).await?;
-            now = now.max(at);
-            for (&g, outcome) in group.iter().zip(group_outcomes) {
-                outcomes[asked[g]] = outcome;
-            }
-            admitted &= group_admitted;
-            if group_admitted {
-                charged_groups.push(group);
-            }
-        }
-        if !admitted && groups.len() > 1 {
-            // The slots that admitted the call give back what it charged them, before it returns.
-            for group in charged_groups {
-                let charged: Vec<(Limit<'_>, u64, Receipt)> = group
-                    .iter()
-                    .map(|&g| asked[g])
-                    .filter(|&i| outcomes[i].allowed)
-                    .map(|i| {
-                        (
-                            question.limits[i].limit(),
-                            question.limits[i].charge.cost,
-                            outcomes[i].receipt,
-                        )
-                    })
-                    .collect();
-                script::refund(&mut connection, &charged, test_now).await?;
-                for &g in group {
-                    let i = asked[g];
-                    if outcomes[i].allowed {
-                        outcomes[i].remaining += question.limits[i].charge.cost;
-                    }
-                }
-            }
-        }
-        let decided = |i: usize| {
-            let (limit, outcome) = (&question.limits[i], outcomes[i]);
-            let charged = if admitted && outcome.allowed && limit.preset.is_none() {
-                Charged::Store
-            } else {
-                Charged::Nothing
-            };
-            Answer {
-                decision: Decision::new(&limit.charge, outcome, now, false),
-                receipt: outcome.receipt,
-                charged,
-            }
-        };
-        Ok(std::array::from_fn(decided))
-    }
-
-    /// Gives back what `refunds` say, the charges of the call `call` names: one script call (per slot on a
-    /// cluster), within the deadline. A refund that fails is dropped (the limit then keeps the charge: it
-    /// admits less, never more), and logged.
-    pub(crate) async fn refund(&self, refunds: Vec<Refund>, call: StoreKey) {
-        let limits: Vec<(Limit<'_>, u64, Receipt)> = refunds.iter().map(Refund::limit).collect();
-        let test_now = self.test_now();
-        let given = async {
-            let mut connection = self.connection()?;
-            let keys: Vec<&str> = limits.iter().map(|(limit, _, _)| limit.key).collect();
-            match connection.slots_apart(&keys) {
-                None => script::refund(&mut connection, &limits, test_now).await,
-                Some(groups) => {
-                    for group in groups {
-                        let part: Vec<_> = group.iter().map(|&i| limits[i].clone()).collect();
-                        script::refund(&mut connection, &part, test_now).await?;
-                    }
-                    Ok(())
-                }
-            }
-        };
-        match tokio::time::timeout(self.deadline, given).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::debug!(%error, "rate limiter: a charge could not be given back")
-            }
-            Err(_) => tracing::debug!("rate limiter: giving a charge back timed out"),
-        }
-        if let Some(cache) = &self.denied {
-            // The call's limits have room again: what Redis said of it before no longer holds.
-            cache.remove(call.parts());
-        }
-    }
-
-    /// Gives back what a degraded `on_error = local` decision charged this process.
-    pub(crate) fn refund_local(&self, ask: &Ask<'_>, units: u64, receipt: &Receipt) {
-        self.local.refund(ask, units, receipt);
-    }
-}
-
-/// A charge to give back, owned: its limit, how many units, and what the admission charged.
-pub(crate) struct Refund {
-    algorithm: Algorithm,
-    key: StoreKey,
-    charge: Charge,
-    units: u64,
-    receipt: Receipt,
-}
-
-impl Refund {
-    pub(crate) fn new(ask: &Ask<'_>, units: u64, receipt: Receipt) -> Refund {
-        Refund {
-            algorithm: ask.algorithm,
-            key: ask.key.to_store_key(),
-            charge: ask.charge,
-            units,
-            receipt,
-        }
-    }
-
-    fn limit(&self) -> (Limit<'_>, u64, Receipt) {
-        let limit = Limit {
-            algorithm: self.algorithm,
-            key: &self.key,
-            charge: &self.charge,
-            vetoes: true,
-        };
-        (limit, self.units, self.receipt)
-    }
-}
-
-/// What names a call in the deny cache: its one limit's store key, or its limits' keys joined.
-pub(crate) fn call_key<const N: usize>(asks: &[Ask<'_>; N]) -> StoreKey {
-    match asks.as_slice() {
-        [one] => one.key.to_store_key(),
-        _ => joined(asks),
-    }
-}
-
-/// The deny cache's key of a call of several limits: each limit's store key, length first, so that no two
-/// calls share one; `-` for a limit decided before any store was asked.
-fn joined<const N: usize>(asks: &[Ask<'_>; N]) -> StoreKey {
-    let mut key = StoreKey::new("", format_args!(""));
-    for ask in asks {
-        // Writing into a key cannot fail.
-        let _ = match ask.preset {
-            Some(_) => key.write_str("-|"),
-            None => write!(key, "{}:{}|", ask.key.len(), ask.key),
-        };
-    }
-    key
-}
-
-/// A number no other call of this process (nor, but by a chance of 2^-64, of another) is given: it names the
-/// call's sliding-log members, so that they can be given back.
-fn nonce() -> u64 {
-    use std::cell::Cell;
-    use std::hash::{BuildHasher, RandomState};
-    thread_local! {
-        static NEXT: Cell<u64> = Cell::new(RandomState::new().hash_one(std::thread::current().id()));
-    }
-    // A bijection of a counter (SplitMix64's finaliser): distinct counters, distinct nonces.
-    let mut z = NEXT.with(|next| {
-        let n = next.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
-        next.set(n);
-        n
-    });
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl fmt::Debug for RedisBackend {
