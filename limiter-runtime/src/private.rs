@@ -219,6 +219,11 @@ impl<T: fmt::Display + ?Sized> fmt::Display for Part<'_, T> {
     }
 }
 
+/// The store key `key` is written to under `prefix`, bounded as every store key is (for the fuzz targets).
+pub fn store_key(prefix: &str, key: fmt::Arguments<'_>) -> String {
+    StoreKey::new(prefix, key).into_string()
+}
+
 /// The types `cost = <expr>` accepts: unsigned integers.
 #[diagnostic::on_unimplemented(
     message = "`cost` must be an unsigned integer, not `{Self}`",
