@@ -42,13 +42,6 @@ use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
 const KEYS: usize = 100_000;
 /// Admissions per second per key, for every contender.
 const PER_SECOND: u32 = 1_000;
-const ALGORITHMS: [(&str, Algorithm); 5] = [
-    ("token_bucket", Algorithm::TokenBucket),
-    ("sliding_log", Algorithm::SlidingLog),
-    ("fixed_window", Algorithm::FixedWindow),
-    ("sliding_window", Algorithm::SlidingWindow),
-    ("leaky_bucket", Algorithm::LeakyBucket),
-];
 /// The plain API's contenders (the library's other contenders are `Limit`s).
 const PLAIN_API: [(&str, Algorithm); 2] = [
     ("plain_api_token_bucket", Algorithm::TokenBucket),
@@ -165,7 +158,8 @@ fn contenders() -> Vec<(String, Decide)> {
             .algorithm(algorithm)
     };
     let mut contenders: Vec<(String, Decide)> = Vec::new();
-    for (name, algorithm) in ALGORITHMS {
+    for algorithm in Algorithm::ALL {
+        let name = algorithm.name();
         let limit = Limiter::in_memory().limit(&rule(algorithm));
         let decide = move |key: &String| {
             limit

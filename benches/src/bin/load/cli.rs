@@ -55,20 +55,9 @@ pub(crate) struct Options {
     pub(crate) smoke: bool,
 }
 
-pub(crate) const ALGORITHMS: [(&str, Algorithm); 5] = [
-    ("sliding_log", Algorithm::SlidingLog),
-    ("fixed_window", Algorithm::FixedWindow),
-    ("sliding_window", Algorithm::SlidingWindow),
-    ("token_bucket", Algorithm::TokenBucket),
-    ("leaky_bucket", Algorithm::LeakyBucket),
-];
-
 /// The name of `algorithm`, as the attribute spells it.
 pub(crate) fn name(algorithm: Algorithm) -> &'static str {
-    ALGORITHMS
-        .iter()
-        .find(|(_, a)| *a == algorithm)
-        .map_or("?", |(name, _)| name)
+    algorithm.name()
 }
 
 impl Default for Options {
@@ -78,7 +67,7 @@ impl Default for Options {
             warmup: Duration::from_millis(300),
             rounds: 3,
             concurrency: vec![1, 16, 64, 256],
-            algorithms: ALGORITHMS.iter().map(|(_, a)| *a).collect(),
+            algorithms: Algorithm::ALL.to_vec(),
             keys: 10_000,
             abuse_duration: Duration::from_secs(3),
             workers: None,
@@ -170,9 +159,6 @@ fn number(text: &str) -> Result<usize, String> {
 }
 
 fn algorithm(text: &str) -> Result<Algorithm, String> {
-    ALGORITHMS
-        .iter()
-        .find(|(name, _)| *name == text)
-        .map(|(_, a)| *a)
-        .ok_or_else(|| format!("unknown algorithm {text:?}"))
+    text.parse()
+        .map_err(|error: limiter_runtime::ParseError| error.to_string())
 }
