@@ -21,7 +21,7 @@ use futures_util::future::{self, BoxFuture, Either, Ready};
 
 use crate::algorithm::Outcome;
 use crate::backend::redis::{call_key, Question, Refund};
-use crate::backend::{admitted, Answer, Ask, Backend, Charged, RedisBackend};
+use crate::backend::{admitted, Answer, Ask, Backend, Charged, Preset, RedisBackend};
 use crate::key::KeyRef;
 use crate::{Decision, Limiter, RateLimited, Rule};
 
@@ -75,6 +75,30 @@ impl Limiter {
         batch: &[Request<'_, '_>; N],
     ) -> Result<Decided<N>, Pending<N>> {
         let inner = &*self.inner;
+        if let ([request], Backend::Memory(memory), true) = (
+            batch.as_slice(),
+            &inner.backend,
+            inner.overrides.is_enabled(),
+        ) {
+            // A call of one limit in memory (the common call): built in place.
+            let ask = self.ask_of(request);
+            let (outcome, at) = memory.decide_one(&ask);
+            let charged = match outcome.allowed && ask.preset.is_none() {
+                true => Charged::Store,
+                false => Charged::Nothing,
+            };
+            let answer = Answer {
+                decision: Decision::new(&ask.charge, outcome, at, false),
+                receipt: outcome.receipt,
+                charged,
+            };
+            inner.metrics.decision(request.key.prefix, &answer.decision);
+            let admitted = outcome.allowed || !ask.vetoes;
+            return Ok(Decided {
+                answers: [answer; N],
+                admitted,
+            });
+        }
         let asks = batch.each_ref().map(|request| self.ask_of(request));
         let answers = if !inner.overrides.is_enabled() {
             let now = inner.clock.now_micros();
@@ -86,10 +110,12 @@ impl Limiter {
                     false,
                 ))
             })
-        } else if asks.iter().all(|ask| ask.preset.is_some()) {
+        } else if all_preset(&asks) {
             let now = inner.clock.now_micros();
             asks.map(|ask| {
-                let outcome = ask.preset.unwrap_or(Outcome::admit(ask.charge.max));
+                let outcome = ask.preset.map_or(Outcome::admit(ask.charge.max), |preset| {
+                    preset.outcome(&ask.charge)
+                });
                 Answer::uncharged(Decision::new(&ask.charge, outcome, now, false))
             })
         } else {
@@ -141,10 +167,9 @@ impl Limiter {
         let overrides = self.inner.overrides.lookup(key.prefix, key.rest);
         let charge = rule.charge(overrides.as_ref(), cost);
         let preset = if skip {
-            Some(Outcome::admit(charge.max))
+            Some(Preset::Skipped)
         } else if charge.max == 0 {
-            // Nothing is ever admitted: no need to ask (and no algorithm divides by zero).
-            Some(Outcome::denied(0, charge.window, 0))
+            Some(Preset::Closed)
         } else {
             None
         };
@@ -313,6 +338,17 @@ impl Limiter {
             _ => Either::Left(future::ready(())),
         }
     }
+}
+
+/// Whether every limit of a call was decided before any store was asked.
+#[inline(always)]
+fn all_preset<const N: usize>(asks: &[Ask<'_>; N]) -> bool {
+    for ask in asks {
+        if ask.preset.is_none() {
+            return false;
+        }
+    }
+    true
 }
 
 impl<const N: usize> Decided<N> {

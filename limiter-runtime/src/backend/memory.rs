@@ -52,11 +52,41 @@ impl MemoryStore {
     /// the others charged is given back at once, exactly, before the locks are released. A limit given back
     /// reports its remaining quota as the call left it. Inlined: the caller then reads the outcomes where it
     /// builds its decisions, not copied out through memory.
-    #[inline]
     pub(crate) fn decide<const N: usize>(&self, asks: &[Ask<'_>; N]) -> ([Outcome; N], u64) {
-        // Read before the locks (its latency overlaps the hashing), then never behind any shard's latest
+        match asks.as_slice() {
+            [ask] => {
+                let (outcome, at) = self.decide_one(ask);
+                ([outcome; N], at)
+            }
+            _ => self.decide_together(asks, self.clock.now_micros()),
+        }
+    }
+
+    /// [`decide`](MemoryStore::decide) for a call of one limit: one shard, and nothing to give back (a denial
+    /// charges nothing). Inlined: the caller reads the outcome where it builds its decision.
+    #[inline(always)]
+    pub(crate) fn decide_one(&self, ask: &Ask<'_>) -> (Outcome, u64) {
+        // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
         // decision: as a script reads `TIME`, the decisions of one key see time in their order.
         let read = self.clock.now_micros();
+        let (mut shard, hash) = self.shards.lock(ask.key);
+        let now = read.max(shard.latest);
+        shard.latest = now;
+        let outcome = match ask.preset {
+            Some(preset) => preset.outcome(&ask.charge),
+            None => shard.decide(hash, ask, now),
+        };
+        self.forget_idle(hash.shard, &mut shard, now);
+        (outcome, now)
+    }
+
+    /// [`decide`](MemoryStore::decide) for a call of several limits, the clock read at `read` (before the
+    /// locks, then never behind any shard's latest decision, as for one).
+    fn decide_together<const N: usize>(
+        &self,
+        asks: &[Ask<'_>; N],
+        read: u64,
+    ) -> ([Outcome; N], u64) {
         let hashes = asks.each_ref().map(|ask| self.shards.hash(ask.key));
         // Shards are locked in their order, each once, so that two calls never wait for each other; limits
         // in one shard keep the order written.
@@ -73,9 +103,11 @@ impl MemoryStore {
                 runs += 1;
             }
         }
-        let mut outcomes = asks
-            .each_ref()
-            .map(|ask| ask.preset.unwrap_or(Outcome::denied(0, 0, 0)));
+        let mut outcomes = asks.each_ref().map(|ask| {
+            ask.preset.map_or(Outcome::denied(0, 0, 0), |preset| {
+                preset.outcome(&ask.charge)
+            })
+        });
         let mut asked = order.iter().copied().peekable();
         for (index, shard) in held.iter_mut().flatten() {
             shard.latest = now;
@@ -114,6 +146,7 @@ impl MemoryStore {
     }
 
     /// Forgets idle keys now and then: after a decision, so the keys just used are never among them.
+    #[inline]
     fn forget_idle(&self, index: usize, shard: &mut Shard, now: u64) {
         shard.decisions = shard.decisions.wrapping_add(1);
         if shard.decisions.is_multiple_of(SWEEP_EVERY) {
@@ -138,7 +171,7 @@ impl MemoryStore {
 
 impl Shard {
     /// Decides `ask` at `now`, charging it if admitted.
-    #[inline]
+    #[inline(always)]
     fn decide(&mut self, hash: KeyHash, ask: &Ask<'_>, now: u64) -> Outcome {
         let algorithm = ask.algorithm;
         let (entry, _) = self.entries.get_or_insert_with(hash, ask.key, || Entry {

@@ -28,9 +28,27 @@ pub(crate) struct Ask<'a> {
     pub(crate) vetoes: bool,
     /// What decides it when Redis cannot.
     pub(crate) on_error: OnError,
-    /// Its outcome when it is decided before any store is asked (a limit that admits nothing, or one the
-    /// call skips): then no store hears of it.
-    pub(crate) preset: Option<Outcome>,
+    /// Set when it is decided before any store is asked: then no store hears of it.
+    pub(crate) preset: Option<Preset>,
+}
+
+/// A limit of a call decided before any store is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Preset {
+    /// The call skips it (its `skip_if` held): admitted, counted nowhere.
+    Skipped,
+    /// It admits nothing (`max = 0`; no algorithm divides by zero).
+    Closed,
+}
+
+impl Preset {
+    /// What it decides of a call of `charge`.
+    pub(crate) fn outcome(self, charge: &Charge) -> Outcome {
+        match self {
+            Preset::Skipped => Outcome::admit(charge.max),
+            Preset::Closed => Outcome::denied(0, charge.window, 0),
+        }
+    }
 }
 
 /// What a backend answered for one limit of a call.

@@ -8,7 +8,7 @@ use super::breaker::Permit;
 use super::script::{self, nonce_text, Limit};
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
-use crate::backend::{Answer, Ask, Charged};
+use crate::backend::{Answer, Ask, Charged, Preset};
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
 use crate::{Decision, OnError};
@@ -36,7 +36,7 @@ pub(super) struct Owned {
     pub(super) charge: Charge,
     pub(super) vetoes: bool,
     pub(super) on_error: OnError,
-    pub(super) preset: Option<Outcome>,
+    pub(super) preset: Option<Preset>,
 }
 
 impl Owned {
@@ -86,10 +86,11 @@ impl RedisBackend {
         let groups = connection
             .slots_apart(&keys)
             .unwrap_or_else(|| vec![(0..asked.len()).collect()]);
-        let mut outcomes = question
-            .limits
-            .each_ref()
-            .map(|l| l.preset.unwrap_or(Outcome::admit(l.charge.max)));
+        let mut outcomes = question.limits.each_ref().map(|l| {
+            l.preset.map_or(Outcome::admit(l.charge.max), |preset| {
+                preset.outcome(&l.charge)
+            })
+        });
         let mut now = 0;
         let mut charged_groups = Vec::new();
         let mut admitted = true;

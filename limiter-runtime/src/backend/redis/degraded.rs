@@ -37,7 +37,8 @@ impl RedisBackend {
         let mut answers = asks.each_ref().map(|ask| {
             let (charge, outcome) = match (ask.preset, ask.on_error) {
                 (Some(preset), _) => {
-                    return Answer::uncharged(Decision::new(&ask.charge, preset, now, false))
+                    let outcome = preset.outcome(&ask.charge);
+                    return Answer::uncharged(Decision::new(&ask.charge, outcome, now, false));
                 }
                 (None, OnError::Open) => (ask.charge, Outcome::admit(ask.charge.max)),
                 (None, OnError::Closed) => {
