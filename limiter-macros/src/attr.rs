@@ -2,7 +2,7 @@
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
-use syn::parse::{Parse, ParseStream};
+use syn::parse::{discouraged::Speculative, Parse, ParseStream};
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
 
 mod kw {
@@ -94,7 +94,8 @@ impl Parse for Args {
             } else if lookahead.peek(kw::key) {
                 let name = input.parse::<kw::key>()?;
                 assign(input, "key", name.span, "key = id")?;
-                set(&mut args.key, "key", name.span, key_parts(input.parse()?)?)?;
+                let key = key_parts(expression(input, "key", name.span)?)?;
+                set(&mut args.key, "key", name.span, key)?;
             } else if lookahead.peek(kw::window) {
                 let name = input.parse::<kw::window>()?;
                 assign(input, "window", name.span, "window = 10")?;
@@ -141,7 +142,8 @@ impl Parse for Args {
             } else if lookahead.peek(kw::cost) {
                 let name = input.parse::<kw::cost>()?;
                 assign(input, "cost", name.span, "cost = items.len()")?;
-                set(&mut args.cost, "cost", name.span, input.parse()?)?;
+                let cost = expression(input, "cost", name.span)?;
+                set(&mut args.cost, "cost", name.span, cost)?;
             } else if lookahead.peek(kw::mode) {
                 let name = input.parse::<kw::mode>()?;
                 assign(input, "mode", name.span, "mode = wait")?;
@@ -166,7 +168,8 @@ impl Parse for Args {
             } else if lookahead.peek(kw::skip_if) {
                 let name = input.parse::<kw::skip_if>()?;
                 assign(input, "skip_if", name.span, "skip_if = user.is_admin()")?;
-                set(&mut args.skip_if, "skip_if", name.span, input.parse()?)?;
+                let skip = expression(input, "skip_if", name.span)?;
+                set(&mut args.skip_if, "skip_if", name.span, skip)?;
             } else if lookahead.peek(kw::shadow) {
                 let name = input.parse::<kw::shadow>()?;
                 assign(input, "shadow", name.span, "shadow = true")?;
@@ -231,6 +234,23 @@ fn assign(input: ParseStream<'_>, name: &str, span: Span, example: &str) -> syn:
         return Err(missing());
     }
     Ok(())
+}
+
+/// An expression argument's value. One cut short by the end of the arguments is reported at the argument's
+/// name (syn would point at the whole attribute): `key = user.` says "`key`'s expression is incomplete".
+fn expression(input: ParseStream<'_>, name: &str, span: Span) -> syn::Result<Expr> {
+    let fork = input.fork();
+    match fork.parse::<Expr>() {
+        Ok(expr) => {
+            input.advance_to(&fork);
+            Ok(expr)
+        }
+        Err(error) if fork.is_empty() => Err(syn::Error::new(
+            span,
+            format!("`{name}`'s expression is incomplete: {error}"),
+        )),
+        Err(error) => Err(error),
+    }
 }
 
 /// Stores an argument, refusing a second occurrence (the error points at the second one).
