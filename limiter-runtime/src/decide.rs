@@ -83,17 +83,9 @@ impl Limiter {
             // A call of one limit in memory (the common call): built in place.
             let ask = self.ask_of(request);
             let (outcome, at) = memory.decide_one(&ask);
-            let charged = match outcome.allowed && ask.preset.is_none() {
-                true => Charged::Store,
-                false => Charged::Nothing,
-            };
-            let answer = Answer {
-                decision: Decision::new(&ask.charge, outcome, at, false),
-                receipt: outcome.receipt,
-                charged,
-            };
-            inner.metrics.decision(request.key.prefix, &answer.decision);
             let admitted = outcome.allowed || !ask.vetoes;
+            let answer = Answer::of(&ask, outcome, at, admitted);
+            inner.metrics.decision(request.key.prefix, &answer.decision);
             return Ok(Decided {
                 answers: [answer; N],
                 admitted,
@@ -123,19 +115,7 @@ impl Limiter {
                 Backend::Memory(memory) => {
                     let (outcomes, at) = memory.decide(&asks);
                     let admitted = admitted(&asks, |i| outcomes[i].allowed);
-                    std::array::from_fn(|i| {
-                        let (ask, outcome) = (&asks[i], outcomes[i]);
-                        let charged = admitted && outcome.allowed && ask.preset.is_none();
-                        Answer {
-                            decision: Decision::new(&ask.charge, outcome, at, false),
-                            receipt: outcome.receipt,
-                            charged: if charged {
-                                Charged::Store
-                            } else {
-                                Charged::Nothing
-                            },
-                        }
-                    })
+                    std::array::from_fn(|i| Answer::of(&asks[i], outcomes[i], at, admitted))
                 }
                 Backend::Redis(redis) => match redis.try_answer(&asks) {
                     Ok(answers) => answers,

@@ -73,6 +73,22 @@ pub(crate) enum Charged {
 }
 
 impl Answer {
+    /// What `outcome`, decided at `at` (µs), says of `ask` in a call that was (`call_admitted`) or was not
+    /// admitted: charged to the store when the call was admitted and this limit counted it.
+    #[inline(always)]
+    pub(crate) fn of(ask: &Ask<'_>, outcome: Outcome, at: u64, call_admitted: bool) -> Answer {
+        let charged = call_admitted && outcome.allowed && ask.preset.is_none();
+        Answer {
+            decision: Decision::new(&ask.charge, outcome, at, false),
+            receipt: outcome.receipt,
+            charged: if charged {
+                Charged::Store
+            } else {
+                Charged::Nothing
+            },
+        }
+    }
+
     /// A decision that charged nothing.
     pub(crate) fn uncharged(decision: Decision) -> Answer {
         Answer {

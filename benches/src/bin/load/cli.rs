@@ -30,6 +30,7 @@ Measures limiter on Redis against a hand-written redis::Script baseline, and pri
   --ablation            add two variants of the baseline, each with one thing the library does per call
                         (a tokio timeout; a connection clone), to see what the library's overhead is made of
   --out <file>          also write the report to this file
+  --plot <file.png>     draw decisions/s and p99 against tasks for the annotated fn, the plain API and the baseline
   --smoke               a quick check that everything runs (CI): tiny durations, 1 round,
                         concurrency 1,64; fails if any run made no decision or met an error
   --help";
@@ -52,6 +53,8 @@ pub(crate) struct Options {
     pub(crate) abuse: bool,
     pub(crate) ablation: bool,
     pub(crate) out: Option<PathBuf>,
+    /// Where to draw the plot (PNG).
+    pub(crate) plot: Option<PathBuf>,
     pub(crate) smoke: bool,
 }
 
@@ -76,6 +79,7 @@ impl Default for Options {
             abuse: true,
             ablation: false,
             out: None,
+            plot: None,
             smoke: false,
         }
     }
@@ -123,6 +127,7 @@ impl Options {
                 "--no-abuse" => options.abuse = false,
                 "--ablation" => options.ablation = true,
                 "--out" => options.out = Some(PathBuf::from(value("a file")?)),
+                "--plot" => options.plot = Some(PathBuf::from(value("a file")?)),
                 "--smoke" => options.smoke = true,
                 // `cargo bench` passes --bench to every benchmark binary.
                 "--bench" => {}

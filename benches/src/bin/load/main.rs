@@ -18,6 +18,7 @@
 mod ceiling;
 mod cli;
 mod pinning;
+mod plot;
 mod report;
 mod run;
 mod server;
@@ -98,6 +99,12 @@ fn main() {
     if let Some(path) = &options.out {
         if let Err(error) = std::fs::write(path, &text) {
             eprintln!("load: cannot write {}: {error}", path.display());
+        }
+    }
+    if let Some(path) = &options.plot {
+        match plot::draw(&report, path) {
+            Ok(()) => eprintln!("load: plot in {}", path.display()),
+            Err(error) => eprintln!("load: no plot: {error}"),
         }
     }
     let problems = report.problems();

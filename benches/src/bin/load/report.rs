@@ -31,6 +31,11 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
+    /// One line: CPU, cores, Redis.
+    pub(crate) fn summary(&self) -> String {
+        format!("{}, {} cores, {}", self.cpu, self.cores, self.redis)
+    }
+
     pub(crate) fn probe(
         connection: &mut redis::Connection,
         options: &Options,
@@ -298,6 +303,24 @@ fn verdict(met: Option<bool>) -> &'static str {
 }
 
 impl Report {
+    /// For the plot: `metric(decisions/s, p99 µs)` of `contender` on `algorithm`, its median over rounds at
+    /// each number of tasks.
+    pub(crate) fn medians(
+        &self,
+        contender: Contender,
+        algorithm: Algorithm,
+        metric: fn(f64, f64) -> f64,
+    ) -> Vec<(f64, f64)> {
+        crate::plot::medians(
+            self.measured
+                .iter()
+                .filter(|m| {
+                    m.contender == contender && m.algorithm == algorithm && m.error.is_none()
+                })
+                .map(|m| (m.concurrency, metric(m.rps, m.p99_us))),
+        )
+    }
+
     fn runs(
         &self,
         algorithm: Algorithm,

@@ -8,10 +8,10 @@ use super::breaker::Permit;
 use super::script::{self, nonce_text, Limit};
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
-use crate::backend::{Answer, Ask, Charged, Preset};
+use crate::backend::{Answer, Ask, Preset};
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
-use crate::{Decision, OnError};
+use crate::OnError;
 
 /// What a call Redis must decide settled before asking. Owned, so that asking can outlive the borrows of the
 /// call it was settled for.
@@ -134,19 +134,7 @@ impl RedisBackend {
                 }
             }
         }
-        let decided = |i: usize| {
-            let (limit, outcome) = (&question.limits[i], outcomes[i]);
-            let charged = if admitted && outcome.allowed && limit.preset.is_none() {
-                Charged::Store
-            } else {
-                Charged::Nothing
-            };
-            Answer {
-                decision: Decision::new(&limit.charge, outcome, now, false),
-                receipt: outcome.receipt,
-                charged,
-            }
-        };
+        let decided = |i: usize| Answer::of(&question.limits[i].ask(), outcomes[i], now, admitted);
         Ok(std::array::from_fn(decided))
     }
 
