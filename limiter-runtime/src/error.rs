@@ -224,6 +224,7 @@ pub(crate) enum BackendError {
     Timeout(Duration),
     #[error("Redis failed: {0}")]
     Redis(#[from] redis::RedisError),
-    #[error("Redis answered {0:?}, which is not a decision")]
-    Reply(Vec<i64>),
+    /// What Redis answered, written out.
+    #[error("Redis answered {0}, which is not a decision")]
+    Reply(String),
 }

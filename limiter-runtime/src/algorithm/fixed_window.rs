@@ -1,4 +1,4 @@
-//! Fixed window: the twin of `decide[2]` in `scripts/limiter.lua`.
+//! Fixed window: the twin of its branch of `scripts/limiter.lua`.
 //!
 //! Guarantee: at most `max` units admitted per aligned window `[k·window, (k+1)·window)`.
 

@@ -1,4 +1,4 @@
-//! Sliding-window log: the twin of `decide[1]` in `scripts/limiter.lua`.
+//! Sliding-window log: the twin of its branch of `scripts/limiter.lua`.
 //!
 //! Guarantee: at most `max` units admitted in any interval of length `window`. An admission at time `s`
 //! counts while `s > now - window`.

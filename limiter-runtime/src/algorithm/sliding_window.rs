@@ -1,4 +1,4 @@
-//! Sliding window counter: the twin of `decide[3]` in `scripts/limiter.lua`.
+//! Sliding window counter: the twin of its branch of `scripts/limiter.lua`.
 //!
 //! Guarantee: the weighted estimate `previous · (window - elapsed) / window + current` never exceeds `max`
 //! after an admission; hence never more than `max` per aligned window.

@@ -1,4 +1,4 @@
-//! Token bucket as GCRA: the twin of `decide[4]` in `scripts/limiter.lua`.
+//! Token bucket as GCRA: the twin of its branch of `scripts/limiter.lua`.
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 

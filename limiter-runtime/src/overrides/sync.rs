@@ -46,7 +46,7 @@ fn change_failed(error: BackendError) -> Error {
         BackendError::Reply(reply) => Error::Redis(redis::RedisError::from((
             redis::ErrorKind::UnexpectedReturnType,
             "unexpected reply",
-            format!("{reply:?}"),
+            reply,
         ))),
     }
 }

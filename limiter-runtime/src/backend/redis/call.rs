@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::breaker::Permit;
-use super::script::{self, nonce_text, Limit};
+use super::script::{self, Limit};
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::backend::{Answer, Ask, Preset};
@@ -77,7 +77,6 @@ impl RedisBackend {
     ) -> Result<[Answer; N], BackendError> {
         let mut connection = self.connection()?;
         let test_now = self.test_now();
-        let nonce = nonce_text(question.nonce);
         // The limits Redis is asked about (not those decided before it was).
         let asked: Vec<usize> = (0..N)
             .filter(|&i| question.limits[i].preset.is_none())
@@ -100,7 +99,7 @@ impl RedisBackend {
                 .map(|&g| question.limits[asked[g]].limit())
                 .collect();
             let (group_admitted, group_outcomes, at) =
-                script::decide(&mut connection, &limits, &nonce, test_now).await?;
+                script::decide(&mut connection, &limits, question.nonce, test_now).await?;
             now = now.max(at);
             for (&g, outcome) in group.iter().zip(group_outcomes) {
                 outcomes[asked[g]] = outcome;

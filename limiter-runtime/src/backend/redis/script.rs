@@ -1,9 +1,10 @@
-//! The Lua scripts of `scripts/`: one per algorithm, each one atomic decision on one key in one round trip.
+//! The Lua scripts of `scripts/` and how they are called: the limiter's (every algorithm, one atomic script call
+//! for all the limits of a call), the instances' heartbeat and the overrides'.
 
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, ToRedisArgs};
+use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, ToRedisArgs, Value};
 
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::error::BackendError;
@@ -68,27 +69,6 @@ impl LuaScript {
 static LIMITER: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/limiter.lua")));
 
-/// The integers the script answers for each limit of a call.
-const ANSWER: usize = 9;
-
-/// One argument of the limiter's script.
-enum Arg<'a> {
-    Int(u64),
-    Text(&'a str),
-}
-
-/// Writes `args` into `cmd`.
-fn write<'a>(args: &'a [Arg<'a>]) -> impl Fn(&mut Cmd) + 'a {
-    move |cmd| {
-        for arg in args {
-            match arg {
-                Arg::Int(n) => cmd.arg(*n),
-                Arg::Text(text) => cmd.arg(*text),
-            };
-        }
-    }
-}
-
 /// One limit of a call, as the script is told it.
 #[derive(Clone)]
 pub(crate) struct Limit<'a> {
@@ -98,79 +78,162 @@ pub(crate) struct Limit<'a> {
     pub(crate) vetoes: bool,
 }
 
-/// The script's number for `algorithm`.
-fn code(algorithm: Algorithm) -> u64 {
-    match algorithm {
-        Algorithm::SlidingLog => 1,
-        Algorithm::FixedWindow => 2,
-        Algorithm::SlidingWindow => 3,
-        Algorithm::TokenBucket => 4,
-        Algorithm::LeakyBucket => 5,
+impl Limit<'_> {
+    /// The script's number for the algorithm: its place in [`Algorithm::ALL`], from 1.
+    fn code(&self) -> i64 {
+        let place = Algorithm::ALL.iter().position(|a| *a == self.algorithm);
+        place.map_or(0, |place| place as i64 + 1)
+    }
+
+    /// How deep the limit's bucket is: the token bucket's burst, the leaky bucket's max wait (µs).
+    fn depth(&self) -> u64 {
+        match self.algorithm {
+            Algorithm::TokenBucket => self.charge.burst,
+            Algorithm::LeakyBucket => self.charge.max_wait,
+            _ => 0,
+        }
+    }
+
+    /// How many values the script answers for this limit: allowed, remaining, retry_after and reset_after,
+    /// then the leaky bucket's delay, then the buckets' receipt.
+    fn answer_len(&self) -> usize {
+        match self.algorithm {
+            Algorithm::TokenBucket => 5,
+            Algorithm::LeakyBucket => 6,
+            _ => 4,
+        }
+    }
+
+    /// The outcome the script's `answer` for this limit says, for a call decided `now` and named by `nonce`;
+    /// `None` if the answer is not one.
+    fn outcome(&self, answer: &[Value], now: u64, nonce: u64) -> Option<Outcome> {
+        let int = |i: usize| match answer.get(i) {
+            Some(Value::Int(n)) => Some(non_negative(*n)),
+            _ => None,
+        };
+        let allowed = int(0)? == 1;
+        let receipt = match self.algorithm {
+            Algorithm::SlidingLog => Receipt {
+                mark: nonce,
+                ..Receipt::default()
+            },
+            Algorithm::TokenBucket | Algorithm::LeakyBucket => match answer.last() {
+                Some(Value::BulkString(queue)) if allowed => parse_queue(queue)?,
+                _ => Receipt::default(),
+            },
+            // The window's index, as the script computes it (in floating point, as Lua does).
+            _ => Receipt {
+                mark: (now as f64 / self.charge.window as f64).floor() as u64,
+                ..Receipt::default()
+            },
+        };
+        Some(Outcome {
+            allowed,
+            remaining: int(1)?,
+            retry_after: int(2)?,
+            reset_after: int(3)?,
+            delay: match self.algorithm {
+                Algorithm::LeakyBucket => int(4)?,
+                _ => 0,
+            },
+            receipt: Receipt {
+                at: if allowed { now } else { 0 },
+                ..receipt
+            },
+        })
+    }
+
+    /// The script's mark of what `receipt` charged: the nonce, the window's index, or the queue it left.
+    fn mark(&self, receipt: &Receipt) -> String {
+        match self.algorithm {
+            Algorithm::SlidingLog => nonce_text(receipt.mark).as_str().to_owned(),
+            Algorithm::TokenBucket | Algorithm::LeakyBucket => format!(
+                "{}:{}:{}:{}",
+                receipt.mark, receipt.fraction, receipt.since, receipt.given
+            ),
+            _ => receipt.mark.to_string(),
+        }
     }
 }
 
-/// The header every call of the script starts with: the operation, "now" (tests) and the minimum TTL.
-fn header(op: &'static str, test_now: Option<u64>) -> [Arg<'static>; 3] {
+/// A bucket's receipt: the queue as the script wrote it, `<end µs>:<fraction>:<since>:<given>`.
+fn parse_queue(queue: &[u8]) -> Option<Receipt> {
+    let text = std::str::from_utf8(queue).ok()?;
+    let mut parts = text.split(':').map(|part| part.parse::<u64>().ok());
+    let mut next = || parts.next().flatten();
+    let receipt = Receipt {
+        at: 0,
+        mark: next()?,
+        fraction: next()?,
+        since: next()?,
+        given: next()?,
+    };
+    parts.next().is_none().then_some(receipt)
+}
+
+/// The script's first argument: the operation, and, when a test passes "now" in, it and the minimum TTL.
+fn operation(op: &'static str, test_now: Option<u64>) -> String {
     match test_now {
-        Some(now) => [Arg::Text(op), Arg::Int(now), Arg::Int(TEST_MIN_TTL_MILLIS)],
-        None => [Arg::Text(op), Arg::Text(""), Arg::Int(0)],
+        Some(now) => format!("{op} {now} {TEST_MIN_TTL_MILLIS}"),
+        None => op.to_owned(),
     }
 }
 
 /// Decides one call on `limits` as one, in one script call: whether it was admitted, and each limit's
 /// outcome, when on Redis's clock (µs since the Unix epoch, or `test_now` when a test passes "now" in). The
-/// call's `nonce` (16 hex digits) names its sliding-log members.
+/// call's `nonce` names its sliding-log members.
 pub(crate) async fn decide(
     connection: &mut impl ConnectionLike,
     limits: &[Limit<'_>],
-    nonce: &str,
+    nonce: u64,
     test_now: Option<u64>,
 ) -> Result<(bool, Vec<Outcome>, u64), BackendError> {
     let keys: Vec<&str> = limits.iter().map(|limit| limit.key).collect();
-    let mut args: Vec<Arg<'_>> = header("decide", test_now).into();
-    for limit in limits {
-        let Charge {
-            window,
-            max,
-            burst,
-            max_wait,
-            ..
-        } = *limit.charge;
-        let vetoes = u64::from(limit.vetoes);
-        let each = [code(limit.algorithm), window, max, burst, max_wait, vetoes];
-        args.extend(each.map(Arg::Int));
-    }
-    for limit in limits {
-        args.extend([Arg::Int(limit.charge.cost), Arg::Text(nonce)]);
-    }
-    let reply: Vec<i64> = LIMITER.run(connection, &keys, write(&args)).await?;
-    let nonce = u64::from_str_radix(nonce, 16).unwrap_or(0);
-    match &reply[..] {
-        [now, admitted, answers @ ..] if answers.len() == ANSWER * limits.len() => {
-            let now = non_negative(*now);
-            let outcomes = answers.chunks_exact(ANSWER).zip(limits).map(|(answer, limit)| {
-                let [allowed, remaining, retry_after, reset_after, delay, mark, fraction, since, given] =
-                    std::array::from_fn(|i| non_negative(answer[i]));
-                let sliding_log = limit.algorithm == Algorithm::SlidingLog;
-                Outcome {
-                    allowed: allowed == 1,
-                    remaining,
-                    retry_after,
-                    reset_after,
-                    delay,
-                    receipt: Receipt {
-                        at: if allowed == 1 { now } else { 0 },
-                        mark: if sliding_log { nonce } else { mark },
-                        fraction,
-                        since,
-                        given,
-                    },
-                }
-            });
-            Ok((*admitted == 1, outcomes.collect(), now))
+    let op = operation("decide", test_now);
+    let logs = limits.iter().any(|l| l.algorithm == Algorithm::SlidingLog);
+    let nonce_arg = if logs {
+        nonce_text(nonce)
+    } else {
+        NonceText::EMPTY
+    };
+    let args = |cmd: &mut Cmd| {
+        cmd.arg(&op);
+        for limit in limits {
+            let code = if limit.vetoes {
+                limit.code()
+            } else {
+                -limit.code()
+            };
+            let charge = limit.charge;
+            cmd.arg(code)
+                .arg(charge.window)
+                .arg(charge.max)
+                .arg(limit.depth());
         }
-        _ => Err(BackendError::Reply(reply)),
+        cmd.arg(nonce_arg.as_str());
+        for limit in limits {
+            cmd.arg(limit.charge.cost);
+        }
+    };
+    let reply: Vec<Value> = LIMITER.run(connection, &keys, args).await?;
+    let unexpected = || BackendError::Reply(format!("{reply:?}"));
+    let expected = 1 + limits.iter().map(Limit::answer_len).sum::<usize>();
+    let (Some(Value::Int(now)), true) = (reply.first(), reply.len() == expected) else {
+        return Err(unexpected());
+    };
+    let now = non_negative(*now);
+    let mut rest = &reply[1..];
+    let mut outcomes = Vec::with_capacity(limits.len());
+    for limit in limits {
+        let (answer, after) = rest.split_at(limit.answer_len());
+        rest = after;
+        outcomes.push(limit.outcome(answer, now, nonce).ok_or_else(unexpected)?);
     }
+    let admitted = limits
+        .iter()
+        .zip(&outcomes)
+        .all(|(l, o)| o.allowed || !l.vetoes);
+    Ok((admitted, outcomes, now))
 }
 
 /// Gives back `units` of what each admission charged (its limit, and its receipt), in one script call.
@@ -180,37 +243,51 @@ pub(crate) async fn refund(
     test_now: Option<u64>,
 ) -> Result<(), BackendError> {
     let keys: Vec<&str> = charged.iter().map(|(limit, _, _)| limit.key).collect();
+    let op = operation("refund", test_now);
     let marks: Vec<String> = charged
         .iter()
-        .map(|(limit, _, receipt)| match limit.algorithm {
-            Algorithm::SlidingLog => nonce_text(receipt.mark),
-            _ => receipt.mark.to_string(),
-        })
+        .map(|(l, _, receipt)| l.mark(receipt))
         .collect();
-    let mut args: Vec<Arg<'_>> = header("refund", test_now).into();
-    for ((limit, units, receipt), mark) in charged.iter().zip(&marks) {
-        let charge = limit.charge;
-        args.extend(
-            [
-                code(limit.algorithm),
-                charge.window,
-                charge.max,
-                *units,
-                charge.cost,
-                receipt.at,
-            ]
-            .map(Arg::Int),
-        );
-        args.push(Arg::Text(mark));
-        args.extend([receipt.fraction, receipt.since, receipt.given].map(Arg::Int));
-    }
-    let _: Vec<i64> = LIMITER.run(connection, &keys, write(&args)).await?;
+    let args = |cmd: &mut Cmd| {
+        cmd.arg(&op);
+        for ((limit, units, receipt), mark) in charged.iter().zip(&marks) {
+            let charge = limit.charge;
+            cmd.arg(limit.code())
+                .arg(charge.window)
+                .arg(charge.max)
+                .arg(*units)
+                .arg(charge.cost)
+                .arg(receipt.at)
+                .arg(mark);
+        }
+    };
+    let _: Vec<i64> = LIMITER.run(connection, &keys, args).await?;
     Ok(())
 }
 
-/// A nonce as the script names members with it: 16 hex digits.
-pub(crate) fn nonce_text(nonce: u64) -> String {
-    format!("{nonce:016x}")
+/// A nonce as the script names members with it: 16 hex digits (or none), on the stack.
+pub(crate) struct NonceText {
+    digits: [u8; 16],
+    len: usize,
+}
+
+impl NonceText {
+    const EMPTY: NonceText = NonceText {
+        digits: [0; 16],
+        len: 0,
+    };
+
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII hex digits are ever written.
+        std::str::from_utf8(&self.digits[..self.len]).unwrap_or_default()
+    }
+}
+
+/// `nonce` as the script names members with it: 16 hex digits.
+pub(crate) fn nonce_text(nonce: u64) -> NonceText {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = std::array::from_fn(|i| HEX[(nonce >> (60 - 4 * i)) as usize & 0xf]);
+    NonceText { digits, len: 16 }
 }
 
 fn non_negative(n: i64) -> u64 {
