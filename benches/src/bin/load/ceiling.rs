@@ -1,5 +1,5 @@
-//! Redis's own ceiling for a script: `redis-benchmark` calling it with `EVALSHA`, 50 connections, 16 commands
-//! pipelined per connection, over the same number of random keys and the same arguments. With `--pinned` it
+//! Redis's own ceiling for the library's script: `redis-benchmark` calling it with `EVALSHA`, 50 connections,
+//! 16 commands pipelined per connection, over the same number of random keys and the same arguments. With `--pinned` it
 //! runs on the client CPUs (under `taskset -c`), as the load binary does, never on Redis's.
 
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ pub(crate) async fn run(
     sha: &str,
     prefix: &str,
     keys: u32,
-    args: [u64; 5],
+    args: &[String],
     requests: u64,
 ) -> Result<f64, String> {
     let mut command = layout.client_command(binary);
@@ -32,7 +32,7 @@ pub(crate) async fn run(
         .args(["-c", "50", "-P", "16", "--csv"])
         .args(["-n", &requests.to_string(), "-r", &keys.to_string()])
         .args(["EVALSHA", sha, "1", &format!("{prefix}__rand_int__")])
-        .args(args.map(|a| a.to_string()))
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -342,10 +342,10 @@ async fn measure_ceiling(
 ) -> Measured {
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")
-        .arg(run::script_source(algorithm))
+        .arg(run::LIBRARY_SCRIPT)
         .query(connection)
         .expect("SCRIPT LOAD answers");
-    let args = Scenario::Spread.script_args();
+    let args = Scenario::Spread.library_args(algorithm);
     // About one run's duration at ~150 000 calls/s.
     let requests = ((options.duration.as_secs_f64() * 150_000.0) as u64).max(10_000);
     // Warm, then measure from an empty Redis, like the other contenders.
@@ -358,7 +358,7 @@ async fn measure_ceiling(
             &sha,
             "bench:ceil:",
             options.keys,
-            args,
+            &args,
             requests,
         )
     };

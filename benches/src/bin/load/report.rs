@@ -10,12 +10,12 @@ use crate::pinning::Layout;
 use crate::run::{Contender, Scenario, Tally, ABUSE_MAX, ABUSE_WINDOW};
 use crate::server::{self, Counters};
 
-/// Targets of issue 7 (ratios, same run).
+/// The targets the report judges (ratios measured in the same run).
 const MIN_THROUGHPUT_RATIO: f64 = 0.95;
 const MAX_P99_RATIO: f64 = 1.10;
 const MIN_CEILING_RATIO: f64 = 0.90;
 const MIN_ABUSE_RATIO: f64 = 20.0;
-/// "A few" denied calls reaching Redis per retry period, per node: the issue gives no number; this is ours.
+/// "A few" denied calls reaching Redis per retry period, per node: a number of our own.
 const MAX_DENIED_CALLS_PER_PERIOD: f64 = 5.0;
 
 /// The machine, as far as the benchmark can see it.

@@ -39,10 +39,32 @@ impl Scenario {
         }
     }
 
-    /// The script's arguments, as the library sends them: window µs, max, cost, burst (= max), max wait µs.
+    /// The baseline script's arguments: window µs, max, cost, burst (= max), max wait µs.
     pub(crate) fn script_args(self) -> [u64; 5] {
         let window = u64::try_from(self.window().as_micros()).expect("a window in µs fits");
         [window, self.max(), 1, self.max(), 0]
+    }
+
+    /// The library's script's arguments for one call of one limit (see its header), for `redis-benchmark`:
+    /// the nonce that names a sliding log's members is a random number of the benchmark's.
+    pub(crate) fn library_args(self, algorithm: Algorithm) -> Vec<String> {
+        let [window, max, cost, burst, max_wait] = self.script_args();
+        // The script numbers the algorithms in `Algorithm::ALL`'s order, from 1.
+        let code = Algorithm::ALL
+            .iter()
+            .position(|a| *a == algorithm)
+            .unwrap_or(0)
+            + 1;
+        let (depth, nonce) = match algorithm {
+            Algorithm::TokenBucket => (burst, ""),
+            Algorithm::LeakyBucket => (max_wait, ""),
+            Algorithm::SlidingLog => (0, "__rand_int__"),
+            _ => (0, ""),
+        };
+        let mut args = vec!["decide".to_owned()];
+        args.extend([code as u64, window, max, depth].map(|n| n.to_string()));
+        args.extend([nonce.to_owned(), cost.to_string()]);
+        args
     }
 
     fn prefix(self, who: &str) -> String {
@@ -65,7 +87,7 @@ pub(crate) enum Contender {
     /// What a user writes without the library: `redis::Script` (the library's own Lua file) on a
     /// `ConnectionManager`.
     Baseline,
-    /// `redis-benchmark` calling the same script (not a task-based contender: see `ceiling`).
+    /// `redis-benchmark` calling the library's script (not a task-based contender: see `ceiling`).
     Ceiling,
     /// Ablation (`--ablation`): the baseline, each call bounded by `tokio::time::timeout`, as the library's are.
     BaselineTimeout,
@@ -80,14 +102,19 @@ impl Contender {
             Contender::Plain => "plain API",
             Contender::PlainNoCache => "plain API, deny cache off",
             Contender::Baseline => "baseline (redis::Script)",
-            Contender::Ceiling => "redis-benchmark -P 16",
+            Contender::Ceiling => "redis-benchmark -P 16 (library script)",
             Contender::BaselineTimeout => "baseline + timeout per call",
             Contender::BaselineClone => "baseline + connection clone per call",
         }
     }
 }
 
-/// The source of each algorithm's script, as the library ships it.
+/// The library's script.
+pub(crate) const LIBRARY_SCRIPT: &str =
+    include_str!("../../../../limiter-runtime/scripts/limiter.lua");
+
+/// The baseline's script of each algorithm: one hand-written script per algorithm, as a user would write it
+/// (the library's own, before its algorithms became one script).
 pub(crate) fn script_source(algorithm: Algorithm) -> &'static str {
     match algorithm {
         Algorithm::SlidingLog => {
