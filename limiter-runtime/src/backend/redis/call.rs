@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::breaker::Permit;
+use super::connection::Connection;
 use super::script::{self, Limit};
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
@@ -70,71 +71,109 @@ impl<const N: usize> Question<N> {
 
 impl RedisBackend {
     /// Decides `question` in Redis: one script call, or, on a cluster whose slots split the call's keys, one
-    /// per slot, giving back what the admitting slots charged when another's limits deny the call.
+    /// per slot.
     pub(super) async fn decide<const N: usize>(
         &self,
         question: &Question<N>,
     ) -> Result<[Answer; N], BackendError> {
         let mut connection = self.connection()?;
-        let test_now = self.test_now();
-        // The limits Redis is asked about (not those decided before it was).
-        let asked: Vec<usize> = (0..N)
-            .filter(|&i| question.limits[i].preset.is_none())
-            .collect();
-        let keys: Vec<&str> = asked.iter().map(|&i| &*question.limits[i].key).collect();
-        let groups = connection
-            .slots_apart(&keys)
-            .unwrap_or_else(|| vec![(0..asked.len()).collect()]);
         let mut outcomes = question.limits.each_ref().map(|l| {
             l.preset.map_or(Outcome::admit(l.charge.max), |preset| {
                 preset.outcome(&l.charge)
             })
         });
-        let mut now = 0;
-        let mut charged_groups = Vec::new();
-        let mut admitted = true;
-        for group in &groups {
-            let limits: Vec<Limit<'_>> = group
-                .iter()
-                .map(|&g| question.limits[asked[g]].limit())
-                .collect();
-            let (group_admitted, group_outcomes, at) =
-                script::decide(&mut connection, &limits, question.nonce, test_now).await?;
-            now = now.max(at);
-            for (&g, outcome) in group.iter().zip(group_outcomes) {
-                outcomes[asked[g]] = outcome;
+        // The limits Redis is asked about (not those decided before it was).
+        let mut asked = [0; N];
+        let mut count = 0;
+        for (i, limit) in question.limits.iter().enumerate() {
+            if limit.preset.is_none() {
+                asked[count] = i;
+                count += 1;
             }
+        }
+        let asked = &asked[..count];
+        let keys: [&str; N] = std::array::from_fn(|j| match asked.get(j) {
+            Some(&i) => &*question.limits[i].key,
+            None => "",
+        });
+        let (admitted, now) = match connection.slots_apart(&keys[..count]) {
+            None => {
+                self.decide_in_one(&mut connection, question, asked, &mut outcomes)
+                    .await?
+            }
+            Some(groups) => {
+                let groups = groups
+                    .into_iter()
+                    .map(|group| group.into_iter().map(|j| asked[j]).collect())
+                    .collect();
+                self.decide_across_slots(&mut connection, question, groups, &mut outcomes)
+                    .await?
+            }
+        };
+        let decided = |i: usize| Answer::of(&question.limits[i].ask(), outcomes[i], now, admitted);
+        Ok(std::array::from_fn(decided))
+    }
+
+    /// Decides the limits `group` of `question` names in one script call, into `outcomes`: whether they
+    /// admit the call, and when.
+    async fn decide_in_one<const N: usize>(
+        &self,
+        connection: &mut Connection,
+        question: &Question<N>,
+        group: &[usize],
+        outcomes: &mut [Outcome; N],
+    ) -> Result<(bool, u64), BackendError> {
+        let limits: Vec<Limit<'_>> = group.iter().map(|&i| question.limits[i].limit()).collect();
+        let (admitted, decided, now) =
+            script::decide(connection, &limits, question.nonce, self.test_now()).await?;
+        for (&i, outcome) in group.iter().zip(decided) {
+            outcomes[i] = outcome;
+        }
+        Ok((admitted, now))
+    }
+
+    /// Decides `question` one slot's `groups` of limits at a time, giving back what the admitting slots
+    /// charged when another's limits deny the call.
+    async fn decide_across_slots<const N: usize>(
+        &self,
+        connection: &mut Connection,
+        question: &Question<N>,
+        groups: Vec<Vec<usize>>,
+        outcomes: &mut [Outcome; N],
+    ) -> Result<(bool, u64), BackendError> {
+        let mut now = 0;
+        let mut admitted = true;
+        let mut charged_groups = Vec::new();
+        for group in &groups {
+            let (group_admitted, at) = self
+                .decide_in_one(connection, question, group, outcomes)
+                .await?;
+            now = now.max(at);
             admitted &= group_admitted;
             if group_admitted {
                 charged_groups.push(group);
             }
         }
-        if !admitted && groups.len() > 1 {
+        if !admitted {
             // The slots that admitted the call give back what it charged them, before it returns.
             for group in charged_groups {
                 let charged: Vec<(Limit<'_>, u64, Receipt)> = group
                     .iter()
-                    .map(|&g| asked[g])
-                    .filter(|&i| outcomes[i].allowed)
-                    .map(|i| {
-                        (
-                            question.limits[i].limit(),
-                            question.limits[i].charge.cost,
-                            outcomes[i].receipt,
-                        )
+                    .filter(|&&i| outcomes[i].allowed)
+                    .map(|&i| {
+                        let limit = &question.limits[i];
+                        (limit.limit(), limit.charge.cost, outcomes[i].receipt)
                     })
                     .collect();
-                script::refund(&mut connection, &charged, test_now).await?;
-                for &g in group {
-                    let i = asked[g];
+                script::refund(connection, &charged, self.test_now()).await?;
+                for &i in group {
                     if outcomes[i].allowed {
                         outcomes[i].remaining += question.limits[i].charge.cost;
                     }
                 }
             }
         }
-        let decided = |i: usize| Answer::of(&question.limits[i].ask(), outcomes[i], now, admitted);
-        Ok(std::array::from_fn(decided))
+        Ok((admitted, now))
     }
 
     /// Gives back what `refunds` say, the charges of the call `call` names: one script call (per slot on a

@@ -1,6 +1,7 @@
 //! The Lua scripts of `scripts/` and how they are called: the limiter's (every algorithm, one atomic script call
 //! for all the limits of a call), the instances' heartbeat and the overrides'.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
@@ -172,10 +173,10 @@ fn parse_queue(queue: &[u8]) -> Option<Receipt> {
 }
 
 /// The script's first argument: the operation, and, when a test passes "now" in, it and the minimum TTL.
-fn operation(op: &'static str, test_now: Option<u64>) -> String {
+fn operation(op: &'static str, test_now: Option<u64>) -> Cow<'static, str> {
     match test_now {
-        Some(now) => format!("{op} {now} {TEST_MIN_TTL_MILLIS}"),
-        None => op.to_owned(),
+        Some(now) => Cow::Owned(format!("{op} {now} {TEST_MIN_TTL_MILLIS}")),
+        None => Cow::Borrowed(op),
     }
 }
 
@@ -197,7 +198,7 @@ pub(crate) async fn decide(
         NonceText::EMPTY
     };
     let args = |cmd: &mut Cmd| {
-        cmd.arg(&op);
+        cmd.arg(&*op);
         for limit in limits {
             let code = if limit.vetoes {
                 limit.code()
@@ -249,7 +250,7 @@ pub(crate) async fn refund(
         .map(|(l, _, receipt)| l.mark(receipt))
         .collect();
     let args = |cmd: &mut Cmd| {
-        cmd.arg(&op);
+        cmd.arg(&*op);
         for ((limit, units, receipt), mark) in charged.iter().zip(&marks) {
             let charge = limit.charge;
             cmd.arg(limit.code())
