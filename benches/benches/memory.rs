@@ -20,12 +20,10 @@
 //! once the same way.
 //!
 //! Times are wall-clock, split over the threads: with 2 threads, ns per decision is the wall time divided by
-//! every decision of both threads. After criterion's own report come summary tables (markdown): each
-//! benchmark's mean ns per decision over every sample criterion took; then the store against governor again,
-//! interleaved (rotating rounds, medians of per-round ratios: less sensitive to drift than benchmarks run one
-//! after another), which is what the targets are judged on; then the parts.
+//! every decision of both threads. After criterion's own report comes one table (markdown): the store against
+//! governor again, interleaved (rotating rounds, medians of per-round ratios: less sensitive to drift than
+//! benchmarks run one after another), which is what the targets are judged on.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -48,17 +46,6 @@ const PLAIN_API: [(&str, Algorithm); 2] = [
     ("plain_api_sliding_log", Algorithm::SlidingLog),
 ];
 const GOVERNOR: &str = "governor";
-
-/// Every timed call criterion made, per benchmark: (iterations, wall time).
-static SAMPLES: Mutex<BTreeMap<String, (u64, Duration)>> = Mutex::new(BTreeMap::new());
-
-fn record(id: &str, iters: u64, elapsed: Duration) -> Duration {
-    let mut samples = SAMPLES.lock().unwrap();
-    let entry = samples.entry(id.to_owned()).or_default();
-    entry.0 += iters;
-    entry.1 += elapsed;
-    elapsed
-}
 
 /// Drives a future that completes on its first poll: polls it once, in place (as `.await` polls the future it
 /// awaits), with a waker that does nothing.
@@ -194,9 +181,8 @@ fn in_memory(c: &mut Criterion) {
         for threads in [1, 2] {
             let mut group = c.benchmark_group(format!("in_memory/{scenario}/{threads}t"));
             for (name, decide) in contenders() {
-                let id = format!("in_memory/{scenario}/{threads}t/{name}");
                 group.bench_function(&name, |b| {
-                    b.iter_custom(|iters| record(&id, iters, run(iters, threads, keys, &*decide)))
+                    b.iter_custom(|iters| run(iters, threads, keys, &*decide))
                 });
             }
             group.finish();
@@ -279,24 +265,17 @@ fn attribute(c: &mut Criterion) {
             }
             .poll_once("an in-memory decision completes on its first poll")
         };
-        let id = |name: &str| format!("attribute/{threads}t/{name}");
-        let (a, b, c2, d) = (
-            id("unannotated"),
-            id("annotated_disabled"),
-            id("annotated_in_memory"),
-            id("plain_api_in_memory"),
-        );
         group.bench_function("unannotated", |bench| {
-            bench.iter_custom(|iters| record(&a, iters, on_threads(iters, threads, &unannotated_)))
+            bench.iter_custom(|iters| on_threads(iters, threads, &unannotated_))
         });
         group.bench_function("annotated_disabled", |bench| {
-            bench.iter_custom(|iters| record(&b, iters, on_threads(iters, threads, &disabled)))
+            bench.iter_custom(|iters| on_threads(iters, threads, &disabled))
         });
         group.bench_function("annotated_in_memory", |bench| {
-            bench.iter_custom(|iters| record(&c2, iters, on_threads(iters, threads, &annotated_on)))
+            bench.iter_custom(|iters| on_threads(iters, threads, &annotated_on))
         });
         group.bench_function("plain_api_in_memory", |bench| {
-            bench.iter_custom(|iters| record(&d, iters, on_threads(iters, threads, &plain_on)))
+            bench.iter_custom(|iters| on_threads(iters, threads, &plain_on))
         });
         group.finish();
     }
@@ -434,124 +413,11 @@ fn parts(c: &mut Criterion) {
         }),
     ];
     for (name, threads, f) in cases {
-        let id = format!("parts/{threads}t/{name}");
         group.bench_function(format!("{threads}t/{name}"), |b| {
-            b.iter_custom(|iters| {
-                record(&id, iters, on_threads(iters, threads, &|_, n| timed(n, f)))
-            })
+            b.iter_custom(|iters| on_threads(iters, threads, &|_, n| timed(n, f)))
         });
     }
     group.finish();
-}
-
-/// Mean ns per decision of benchmark `id` over every sample criterion took (warm-up included: the same code).
-fn ns(samples: &BTreeMap<String, (u64, Duration)>, id: &str) -> Option<f64> {
-    let (iters, elapsed) = samples.get(id)?;
-    (*iters > 0).then(|| elapsed.as_nanos() as f64 / *iters as f64)
-}
-
-fn cell(ns: Option<f64>) -> String {
-    ns.map_or_else(|| "—".to_owned(), |ns| format!("{ns:.1}"))
-}
-
-fn summary() {
-    let samples = SAMPLES.lock().unwrap();
-    if samples.is_empty() {
-        return;
-    }
-    println!();
-    println!("## In-memory store: ns per decision (lower is better)");
-    println!();
-    println!(
-        "Mean over every criterion sample of this run, each benchmark in turn (the ratios to governor are in the \
-         interleaved table below, which is less sensitive to drift)."
-    );
-    println!();
-    let names: Vec<String> = contenders()
-        .into_iter()
-        .map(|(name, _)| name)
-        .filter(|name| name != GOVERNOR)
-        .collect();
-    println!("| scenario | threads | {} | governor |", names.join(" | "));
-    println!("|---|---|{}---|", "---|".repeat(names.len()));
-    for scenario in ["hot_key", "100k_keys"] {
-        for threads in [1, 2] {
-            let prefix = format!("in_memory/{scenario}/{threads}t");
-            let mut row: Vec<Option<f64>> = names
-                .iter()
-                .map(|name| ns(&samples, &format!("{prefix}/{name}")))
-                .collect();
-            row.push(ns(&samples, &format!("{prefix}/{GOVERNOR}")));
-            if row.iter().all(Option::is_none) {
-                continue;
-            }
-            println!(
-                "| {scenario} | {threads} | {} |",
-                row.iter().map(|&n| cell(n)).collect::<Vec<_>>().join(" | ")
-            );
-        }
-    }
-    let diff = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => format!("{:+.1}", a - b),
-        _ => "—".to_owned(),
-    };
-    let mut header = false;
-    for threads in [1, 2] {
-        let attribute = |name: &str| ns(&samples, &format!("attribute/{threads}t/{name}"));
-        let (plain_fn, off) = (attribute("unannotated"), attribute("annotated_disabled"));
-        let (on, api) = (
-            attribute("annotated_in_memory"),
-            attribute("plain_api_in_memory"),
-        );
-        if [plain_fn, off, on, api].iter().all(Option::is_none) {
-            continue;
-        }
-        if !header {
-            header = true;
-            println!();
-            println!("## The attribute's own cost: ns per call");
-            println!();
-            println!("| threads | function | ns per call | the attribute's cost |");
-            println!("|---|---|---|---|");
-        }
-        println!(
-            "| {threads} | unannotated `async fn` | {} | |",
-            cell(plain_fn)
-        );
-        println!(
-            "| {threads} | `#[rate_limit]`, limiter switched off | {} | {} |",
-            cell(off),
-            diff(off, plain_fn)
-        );
-        println!(
-            "| {threads} | plain API `check`, in memory, 100k keys | {} | |",
-            cell(api)
-        );
-        println!(
-            "| {threads} | `#[rate_limit]`, in memory, 100k keys | {} | {} (vs the plain API) |",
-            cell(on),
-            diff(on, api)
-        );
-    }
-}
-
-fn parts_summary(samples: &BTreeMap<String, (u64, Duration)>) {
-    let rows: Vec<(&String, f64)> = samples
-        .keys()
-        .filter(|id| id.starts_with("parts/"))
-        .filter_map(|id| Some((id, ns(samples, id)?)))
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    println!();
-    println!("## What the parts of a decision cost on this machine (ns, the same loop as above)");
-    println!();
-    println!("| part | ns |");
-    println!("|---|---|");
-    for (id, ns) in rows {
-        println!("| {} | {ns:.1} |", id.trim_start_matches("parts/"));
-    }
 }
 
 fn main() {
@@ -564,14 +430,9 @@ fn main() {
     attribute(&mut criterion);
     parts(&mut criterion);
     criterion.final_summary();
-    summary();
-    let ran_in_memory = SAMPLES
-        .lock()
-        .unwrap()
-        .keys()
-        .any(|id| id.starts_with("in_memory/"));
-    if ran_in_memory {
+    // The ratios to governor, on a table less sensitive to drift than benchmarks run one after another (not
+    // when criterion only lists or tests the benchmarks).
+    if !std::env::args().any(|arg| arg == "--list" || arg == "--test") {
         interleaved();
     }
-    parts_summary(&SAMPLES.lock().unwrap());
 }
