@@ -113,58 +113,67 @@ impl<const N: usize> Site<N> {
             return Either::Left(future::ready(Ok(T::nothing())));
         }
         Limiter::with_current(|limiter| {
-            if !limiter.is_enabled() {
-                return Either::Left(future::ready(Ok(T::nothing())));
-            }
-            let rules = self.rules_for(limiter);
-            let written: [StoreKey; N] = std::array::from_fn(|i| match keys[i] {
-                // A skipped limit's key is never written out.
-                (true, _, _) => StoreKey::joined("", ""),
-                (false, key, _) => StoreKey::new(rules[i].prefix_value(), key),
-            });
-            let costs = keys.map(|(_, _, cost)| cost);
-            let skipped = keys.map(|(skip, _, _)| skip);
-            let batch = std::array::from_fn(|i| Request {
-                rule: &rules[i],
-                key: written[i].parts(),
-                cost: costs[i],
-                skip: skipped[i],
-            });
-            match limiter.decide(&batch) {
-                Ok(decided) => {
-                    let parts = batch.each_ref().map(|request| request.key);
-                    let verdict = limiter.verdict(&rules.each_ref(), &parts, &decided);
-                    let kept = || {
-                        T::kept(|| Held {
-                            limiter: limiter.clone(),
-                            rules: rules.clone(),
-                            keys: written.clone(),
-                            costs,
-                            skipped,
-                            decided,
-                        })
-                    };
-                    match verdict {
-                        Ok(wait) if !wait.is_zero() => later(after(wait, Ok(kept()))),
-                        verdict => Either::Left(future::ready(verdict.map(|_| kept()))),
-                    }
-                }
-                Err(pending) => {
-                    let limiter = limiter.clone();
-                    later(async move {
-                        let decided = limiter.enforce_pending(pending, rules.each_ref()).await?;
-                        Ok(T::kept(|| Held {
-                            limiter,
-                            rules,
-                            keys: written,
-                            costs,
-                            skipped,
-                            decided,
-                        }))
-                    })
-                }
+            if limiter.is_enabled() {
+                self.decide_on(limiter, keys)
+            } else {
+                Either::Left(future::ready(Ok(T::nothing())))
             }
         })
+    }
+
+    /// The call's verdict from `limiter`, switched on. Never inlined, so that the closure above stays small
+    /// enough to be inlined itself: a switched-off call's verdict is then written once, where the caller
+    /// reads it, instead of being returned through the closure and copied.
+    #[inline(never)]
+    fn decide_on<T: Kept<N>>(&'static self, limiter: &Limiter, keys: [Key<'_>; N]) -> Verdict<T> {
+        let rules = self.rules_for(limiter);
+        let written: [StoreKey; N] = std::array::from_fn(|i| match keys[i] {
+            // A skipped limit's key is never written out.
+            (true, _, _) => StoreKey::joined("", ""),
+            (false, key, _) => StoreKey::new(rules[i].prefix_value(), key),
+        });
+        let costs = keys.map(|(_, _, cost)| cost);
+        let skipped = keys.map(|(skip, _, _)| skip);
+        let batch = std::array::from_fn(|i| Request {
+            rule: &rules[i],
+            key: written[i].parts(),
+            cost: costs[i],
+            skip: skipped[i],
+        });
+        match limiter.decide(&batch) {
+            Ok(decided) => {
+                let parts = batch.each_ref().map(|request| request.key);
+                let verdict = limiter.verdict(&rules.each_ref(), &parts, &decided);
+                let kept = || {
+                    T::kept(|| Held {
+                        limiter: limiter.clone(),
+                        rules: rules.clone(),
+                        keys: written.clone(),
+                        costs,
+                        skipped,
+                        decided,
+                    })
+                };
+                match verdict {
+                    Ok(wait) if !wait.is_zero() => later(after(wait, Ok(kept()))),
+                    verdict => Either::Left(future::ready(verdict.map(|_| kept()))),
+                }
+            }
+            Err(pending) => {
+                let limiter = limiter.clone();
+                later(async move {
+                    let decided = limiter.enforce_pending(pending, rules.each_ref()).await?;
+                    Ok(T::kept(|| Held {
+                        limiter,
+                        rules,
+                        keys: written,
+                        costs,
+                        skipped,
+                        decided,
+                    }))
+                })
+            }
+        }
     }
 
     /// This site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
