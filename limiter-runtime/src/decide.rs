@@ -23,7 +23,7 @@ use crate::algorithm::Outcome;
 use crate::backend::redis::{call_key, Question, Refund};
 use crate::backend::{admitted, Answer, Ask, Backend, Charged, Preset, RedisBackend};
 use crate::key::KeyRef;
-use crate::{Decision, Limiter, RateLimited, Rule};
+use crate::{Decision, Limiter, OnError, RateLimited, Reason, Rule};
 
 /// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
 /// should not weigh on every call's future.
@@ -278,12 +278,20 @@ impl Limiter {
                 .map(|(rule, answer)| (rule.name_value().clone(), answer.decision))
                 .collect(),
         };
+        // Only a limit that fails closed answers "unavailable": a local decision over this node's share is a
+        // limit like any other, with its message and quota.
+        let reason = if decision.degraded && rule.on_error_value() == OnError::Closed {
+            Reason::Unavailable
+        } else {
+            Reason::Limited
+        };
         Err(RateLimited::new(
             rule.message_value().clone(),
             rule.name_value().clone(),
             key.to_store_key(),
             decision,
             limits,
+            reason,
         ))
     }
 

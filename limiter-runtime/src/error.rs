@@ -52,7 +52,9 @@ struct Rejection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {
-    /// The limit was reached (HTTP 429).
+    /// The limit was reached (HTTP 429): Redis said so, or, while it could not decide, this node's share of
+    /// the limit ([`OnError::Local`](crate::OnError::Local); the decision is
+    /// [`degraded`](crate::Decision::degraded)).
     Limited,
     /// The store could not decide and the rule fails closed ([`OnError::Closed`](crate::OnError::Closed)):
     /// not the caller's fault (HTTP 503).
@@ -63,18 +65,19 @@ pub enum Reason {
 pub(crate) const UNAVAILABLE: &str = "rate limiting is unavailable; please try again later";
 
 impl RateLimited {
-    /// The rejection of `decision`: a degraded rejection means the store was unavailable.
+    /// The rejection of `decision`, for `reason`: an unavailable limiter answers with its own message, not the
+    /// limit's.
     pub(crate) fn new(
         message: Cow<'static, str>,
         policy: Cow<'static, str>,
         key: StoreKey,
         decision: Decision,
         limits: Vec<(Cow<'static, str>, Decision)>,
+        reason: Reason,
     ) -> Self {
-        let (message, reason) = if decision.degraded {
-            (Cow::Borrowed(UNAVAILABLE), Reason::Unavailable)
-        } else {
-            (message, Reason::Limited)
+        let message = match reason {
+            Reason::Unavailable => Cow::Borrowed(UNAVAILABLE),
+            Reason::Limited => message,
         };
         RateLimited(Box::new(Rejection {
             message,

@@ -129,6 +129,41 @@ async fn on_error_on_the_attribute_wins_over_the_limiter() {
         .await;
 }
 
+#[rate_limit(key = id, max = 2, window = 60, on_error = local, message = "slow down", name = "per-id")]
+async fn shared(id: u32) -> Result<u32, RateLimited> {
+    Ok(id)
+}
+
+#[tokio::test]
+async fn a_local_decision_over_the_share_is_a_reached_limit_not_an_outage() {
+    let mut server = RedisServer::start();
+    let limiter = limiter(&server, OnError::Open);
+    limiter
+        .scope(async {
+            assert!(shared(1).await.is_ok());
+            server.kill();
+            // This node alone is live: its share is the whole limit, counted in this process from now on.
+            let admitted = [shared(2).await, shared(2).await];
+            assert!(admitted.iter().all(Result::is_ok), "{admitted:?}");
+            let error = shared(2).await.unwrap_err();
+            assert!(error.decision().degraded, "decided without Redis");
+            assert_eq!(error.reason(), Reason::Limited, "a limit, not an outage");
+            assert_eq!(error.to_string(), "slow down", "the limit's own message");
+            assert_eq!(error.policy(), "per-id");
+            assert_eq!((error.limit(), error.remaining()), (2, 0));
+            assert!(error.retry_after() > Duration::ZERO);
+            assert_eq!(error.status(), axum::http::StatusCode::TOO_MANY_REQUESTS);
+            let headers = error.headers();
+            for header in ["ratelimit-policy", "ratelimit", "retry-after"] {
+                assert!(
+                    headers.contains_key(header),
+                    "{header} missing: {headers:?}"
+                );
+            }
+        })
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_redis_costs_one_deadline_then_the_breaker_opens_and_closes() {
     let server = RedisServer::start();

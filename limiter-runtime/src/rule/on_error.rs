@@ -24,6 +24,8 @@ pub enum OnError {
     /// Decide in this process, with the same algorithm and rule, and this node's share of the limit:
     /// `ceil(max / live instances)`, the number of runtimes last seen sharing the Redis (see
     /// [`LimiterBuilder::instance_group`](crate::LimiterBuilder::instance_group)): a last line of defence.
+    /// A call over the share is rejected as a reached limit ([`Reason::Limited`](crate::Reason::Limited),
+    /// with the limit's message; HTTP 429).
     Local,
 }
 
