@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use limiter_runtime::{rate_limit, Decision, Limiter, OnError, RateLimited, Reason, Rule};
+use limiter_runtime::{
+    rate_limit, Algorithm, Decision, Limiter, OnError, RateLimited, Reason, Rule,
+};
 use redis::Commands;
 use tests::{until_redis_decides, RedisServer};
 
@@ -127,6 +129,50 @@ async fn on_error_on_the_attribute_wins_over_the_limiter() {
             assert!(relaxed(1).await.is_ok());
         })
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_lets_every_call_through_once_a_cached_denial_runs_out_while_redis_is_down() {
+    let window = Duration::from_millis(200);
+    let rule = |algorithm: Algorithm| {
+        Rule::new()
+            .prefix(format!("open:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(1)
+            .window(window)
+    };
+    for frozen in [false, true] {
+        let mut server = RedisServer::start();
+        let limiter = limiter(&server, OnError::Open);
+        for algorithm in Algorithm::ALL {
+            assert!(limiter.check(&rule(algorithm), "k").await.allowed);
+            let denied = limiter.check(&rule(algorithm), "k").await;
+            assert!(
+                !denied.allowed && !denied.degraded,
+                "{algorithm}: Redis said no"
+            );
+        }
+        if frozen {
+            server.pause();
+        } else {
+            server.kill();
+        }
+        // Every denial ran out (the sliding window's estimate within two windows).
+        tokio::time::sleep(2 * window + Duration::from_millis(50)).await;
+        for algorithm in Algorithm::ALL {
+            for call in 0..20 {
+                let decision = limiter.check(&rule(algorithm), "k").await;
+                assert!(
+                    decision.allowed && decision.degraded,
+                    "{algorithm}, call {call}, Redis {}: {decision:?}",
+                    if frozen { "frozen" } else { "dead" }
+                );
+            }
+        }
+        if frozen {
+            server.resume();
+        }
+    }
 }
 
 #[rate_limit(key = id, max = 2, window = 60, on_error = local, message = "slow down", name = "per-id")]

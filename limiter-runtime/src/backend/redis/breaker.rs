@@ -100,6 +100,11 @@ impl Breaker {
         self.open_until.load(Ordering::Acquire) != 0
     }
 
+    /// Whether Redis is failing: from a failure until the next success.
+    pub(crate) fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn succeeded(&self, permit: Permit) -> Transition {
         if self.consecutive_failures.load(Ordering::Relaxed) != 0 {
             self.consecutive_failures.store(0, Ordering::Relaxed);

@@ -12,7 +12,8 @@
 //! When a denial runs out, one call per node at a time re-asks Redis (the key's room is filled call by call,
 //! so no more than the limit is ever admitted); calls that come meanwhile are denied with a `retry_after` of
 //! zero, "ask again now", instead of all rushing to Redis at once. Under an abusive key, this node sends Redis
-//! a few calls per retry period.
+//! a few calls per retry period. Not while Redis fails: then a denial that ran out answers nothing, and the
+//! failure policy decides (`open` lets the call through).
 //!
 //! Times are read from the limiter's clock (monotonic; a test's fake clock in test mode). A cached answer's
 //! `remaining` and `reset_after` are as Redis last reported them; whether the call is denied, and its
@@ -78,13 +79,15 @@ impl DenyCache {
     }
 
     /// What is known of a call of `costs` to the limits that `key` names, at `now`; a probe it starts may take
-    /// up to `deadline`.
+    /// up to `deadline`. While Redis `fails`, a denial that ran out is no longer known: no probe holds other
+    /// calls back, and the failure policy decides them (a denial still running holds: it is exact).
     pub(crate) fn get<const N: usize>(
         &self,
         key: KeyRef<'_>,
         costs: [u64; N],
         now: Duration,
         deadline: Duration,
+        fails: bool,
     ) -> Lookup<N> {
         if self.is_empty() {
             return Lookup::Miss;
@@ -112,6 +115,9 @@ impl DenyCache {
             return Lookup::Denied(decisions(denial, &|decision| {
                 (sent + decision.retry_after).saturating_sub(now)
             }));
+        }
+        if fails {
+            return Lookup::Miss;
         }
         if now < denial.probing_until {
             return Lookup::Denied(decisions(denial, &|_| Duration::ZERO));
@@ -227,7 +233,7 @@ mod tests {
     const DEADLINE: Duration = Duration::from_millis(50);
 
     fn get(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Lookup<1> {
-        cache.get(key.into(), [cost], now, DEADLINE)
+        cache.get(key.into(), [cost], now, DEADLINE, false)
     }
 
     fn denied_now(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Option<Decision> {
@@ -276,6 +282,29 @@ mod tests {
             "another cost: ask Redis"
         );
         assert!(matches!(get(&cache, "other", 2, later), Lookup::Miss));
+    }
+
+    #[test]
+    fn while_redis_fails_a_denial_that_ran_out_holds_nothing_back() {
+        let cache = DenyCache::default();
+        answered(
+            &cache,
+            "k",
+            1,
+            denied(Duration::from_millis(500)),
+            T0,
+            false,
+        );
+        let fails = |now| cache.get("k".into(), [1], now, DEADLINE, true);
+        assert!(
+            matches!(fails(T0 + Duration::from_millis(499)), Lookup::Denied(_)),
+            "a denial still running is exact"
+        );
+        let expired = T0 + Duration::from_millis(500);
+        assert!(matches!(get(&cache, "k", 1, expired), Lookup::Probe));
+        // A probe is out, and Redis fails: no call is held back by it.
+        assert!(matches!(fails(expired), Lookup::Miss));
+        assert!(matches!(fails(expired + DEADLINE), Lookup::Miss));
     }
 
     #[test]
@@ -364,7 +393,7 @@ mod tests {
         ];
         cache.answered("call".into(), [1, 2, 1], &decisions, false, T0, false);
         let later = T0 + Duration::from_millis(300);
-        match cache.get("call".into(), [1, 2, 1], later, DEADLINE) {
+        match cache.get("call".into(), [1, 2, 1], later, DEADLINE, false) {
             Lookup::Denied([a, b, c]) => {
                 assert_eq!(a.retry_after, Duration::ZERO);
                 assert!(b.allowed && b.retry_after.is_zero());
@@ -373,12 +402,12 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            cache.get("call".into(), [1, 1, 1], later, DEADLINE),
+            cache.get("call".into(), [1, 1, 1], later, DEADLINE, false),
             Lookup::Miss
         ));
         let expired = T0 + Duration::from_millis(500);
         assert!(matches!(
-            cache.get("call".into(), [1, 2, 1], expired, DEADLINE),
+            cache.get("call".into(), [1, 2, 1], expired, DEADLINE, false),
             Lookup::Probe
         ));
     }

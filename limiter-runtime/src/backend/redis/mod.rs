@@ -138,9 +138,10 @@ impl RedisBackend {
         let cache = self.denied.as_ref().filter(|_| fits);
         let mut lookup = Lookup::Miss;
         if let Some(cache) = cache.filter(|cache| !cache.is_empty()) {
+            let fails = self.breaker.is_failing();
             lookup = match asks.as_slice() {
-                [one] => cache.get(one.key, costs, sent, self.deadline),
-                _ => cache.get(joined(asks).parts(), costs, sent, self.deadline),
+                [one] => cache.get(one.key, costs, sent, self.deadline, fails),
+                _ => cache.get(joined(asks).parts(), costs, sent, self.deadline, fails),
             };
         }
         if let Lookup::Denied(decisions) = lookup {
