@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::redis::{connect_timeout, BreakerConfig, Instances, Topology};
-use crate::backend::{Backend, MemoryStore, RedisBackend};
+use crate::backend::{Backend, MemoryStore, RedisBackend, DEFAULT_MAX_KEYS};
 use crate::clock::{Clock, SystemClock};
 use crate::rule::{duration, env, parse_env, Defaults};
 use crate::{Error, Limiter, OnError, Rule, DEFAULT_DEADLINE, REDIS_URL_ENV};
@@ -43,6 +43,7 @@ pub struct LimiterBuilder {
     group: Option<String>,
     heartbeat_every: Option<Duration>,
     no_deny_cache: bool,
+    max_keys: Option<usize>,
 }
 
 /// Where the builder was told Redis is.
@@ -236,6 +237,18 @@ impl LimiterBuilder {
         self
     }
 
+    /// The most keys this process keeps in memory (default 1,000,000: about 250 MB of short keys with small
+    /// limits; a sliding log takes 8 bytes more per admission in its window): the in-memory store's, or, on
+    /// Redis, the `local` fallback's. Keys are chosen by callers, so without a
+    /// bound a flood of distinct keys would take the process's memory. A store at its bound forgets its
+    /// expired keys, then the keys closest to their expiry (they hold the least): such a key starts afresh
+    /// when it comes back, so its limit may admit up to `max` more once. Counted in
+    /// [`Stats::evicted`](crate::Stats::evicted) (and the `metrics` feature's `limiter_evicted_keys_total`).
+    pub fn max_keys(mut self, keys: usize) -> Self {
+        self.max_keys = Some(keys);
+        self
+    }
+
     /// The clock decisions read.
     ///
     /// In memory, it replaces the system clock. With Redis, setting a clock makes the client pass "now" to
@@ -262,8 +275,9 @@ impl LimiterBuilder {
             Some(clock) => clock.clone(),
             None => Arc::new(SystemClock::new()),
         };
+        let max_keys = self.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
         let backend = match self.redis {
-            None => Backend::Memory(MemoryStore::new(clock.clone())),
+            None => Backend::Memory(MemoryStore::new(clock.clone(), max_keys)),
             Some(redis) => {
                 let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
                 let timeout = connect_timeout(deadline);
@@ -282,7 +296,7 @@ impl LimiterBuilder {
                     topology,
                     deadline,
                     self.clock,
-                    clock.clone(),
+                    MemoryStore::new(clock.clone(), max_keys),
                     self.breaker,
                     instances,
                     !self.no_deny_cache,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use crate::backend::redis::spawn_heartbeat;
-use crate::backend::{Backend, MemoryStore, RedisBackend};
+use crate::backend::{Backend, MemoryStore, RedisBackend, DEFAULT_MAX_KEYS};
 use crate::decide::{Decided, Request};
 use crate::key::StoreKey;
 use crate::observe::Metrics;
@@ -79,6 +79,11 @@ pub struct Stats {
     pub instances: u64,
     /// Calls a shadow rule would have rejected (and let through).
     pub shadowed: u64,
+    /// Keys held in this process's memory: the in-memory store's, or the `local` fallback's.
+    pub keys: u64,
+    /// Keys this process's memory forgot before their expiry, to stay within
+    /// [`max_keys`](crate::LimiterBuilder::max_keys).
+    pub evicted: u64,
 }
 
 impl Limiter {
@@ -107,7 +112,7 @@ impl Limiter {
     /// Its limits are per process: each node counts alone. Use Redis for one count shared by every node.
     pub fn in_memory() -> Limiter {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let memory = MemoryStore::new(clock.clone());
+        let memory = MemoryStore::new(clock.clone(), DEFAULT_MAX_KEYS);
         Limiter::new(Backend::Memory(memory), Defaults::default(), clock)
     }
 
@@ -304,17 +309,21 @@ impl Limiter {
     pub fn stats(&self) -> Stats {
         let shadowed = self.inner.shadowed.load(Ordering::Relaxed);
         match &self.inner.backend {
-            Backend::Memory(_) => Stats {
+            Backend::Memory(memory) => Stats {
                 degraded: 0,
                 breaker_open: false,
                 instances: 1,
                 shadowed,
+                keys: memory.keys(),
+                evicted: memory.evicted(),
             },
             Backend::Redis(redis) => Stats {
                 degraded: redis.degraded_count(),
                 breaker_open: redis.breaker_open(),
                 instances: redis.instances.live(),
                 shadowed,
+                keys: redis.local.keys(),
+                evicted: redis.local.evicted(),
             },
         }
     }

@@ -6,6 +6,7 @@
 //! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded` |
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow rule would have rejected |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
+//! | `limiter_evicted_keys_total` | counter | none: in-memory keys forgotten before their expiry, to stay within `max_keys` |
 //!
 //! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
 //! then allocates nothing. (Install the `metrics` recorder before the first decision.)
@@ -104,6 +105,15 @@ impl Metrics {
         #[cfg(not(feature = "metrics"))]
         let _ = (prefixes, timer);
     }
+}
+
+/// Counts in-memory keys forgotten before their expiry (rare: a shard at its bound, under a flood of keys).
+#[inline]
+pub(crate) fn evicted(keys: u64) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("limiter_evicted_keys_total").increment(keys);
+    #[cfg(not(feature = "metrics"))]
+    let _ = keys;
 }
 
 /// Times one Redis decision (nothing without the feature).

@@ -1,7 +1,14 @@
 //! The in-process store: the embedded default, with the same semantics as the Redis scripts.
 //!
 //! Keys are spread over mutex-guarded shards, each a hash table; one hash of the key picks both the shard and
-//! the slot. Each shard forgets idle keys as it goes, so idle limits leave nothing behind.
+//! the slot. Each shard forgets idle keys as it goes, so idle limits leave nothing behind, and gives memory
+//! back once mostly empty.
+//!
+//! Live keys are bounded ([`LimiterBuilder::max_keys`](crate::LimiterBuilder::max_keys)), so keys a caller
+//! chooses cannot take the process's memory: a shard at its share of the bound forgets its expired keys, then,
+//! if still full, the eighth of its keys closest to their expiry, the ones that hold the least (a key
+//! forgotten early starts afresh, so its limit may admit more than `max` once). A flood pays that scan once
+//! per many new keys.
 
 use std::sync::Arc;
 
@@ -16,10 +23,15 @@ const SHARDS: usize = 32;
 /// A shard sweeps its expired keys once per this many decisions.
 const SWEEP_EVERY: u32 = 1024;
 
+/// Live keys held at most by default (see [`LimiterBuilder::max_keys`](crate::LimiterBuilder::max_keys)).
+pub(crate) const DEFAULT_MAX_KEYS: usize = 1_000_000;
+
 #[derive(Debug)]
 pub(crate) struct MemoryStore {
     shards: Sharded<Shard>,
     clock: Arc<dyn Clock>,
+    /// Keys one shard holds at most.
+    per_shard: usize,
 }
 
 #[derive(Debug, Default)]
@@ -30,6 +42,8 @@ struct Shard {
     latest: u64,
     /// The other shard this one sweeps next, so that shards with no traffic of their own are swept too.
     next_to_sweep: usize,
+    /// Keys forgotten before their expiry, to stay within the bound.
+    evicted: u64,
 }
 
 /// The state of one key and when it can be forgotten (µs): when its limit is back to its full quota.
@@ -40,11 +54,32 @@ struct Entry {
 }
 
 impl MemoryStore {
-    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
+    /// A store on `clock` holding at most about `max_keys` live keys (at least one per shard).
+    pub(crate) fn new(clock: Arc<dyn Clock>, max_keys: usize) -> Self {
         MemoryStore {
             shards: Sharded::new(SHARDS),
             clock,
+            per_shard: max_keys.div_ceil(SHARDS).max(1),
         }
+    }
+
+    /// The clock this store decides on.
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Live keys held now.
+    pub(crate) fn keys(&self) -> u64 {
+        (0..self.shards.count())
+            .map(|i| self.shards.lock_shard(i).entries.len() as u64)
+            .sum()
+    }
+
+    /// Keys forgotten before their expiry so far, to stay within the bound.
+    pub(crate) fn evicted(&self) -> u64 {
+        (0..self.shards.count())
+            .map(|i| self.shards.lock_shard(i).evicted)
+            .sum()
     }
 
     /// Decides the limits of one call as one, and says when on this store's clock (µs): under the locks of
@@ -74,7 +109,7 @@ impl MemoryStore {
         shard.latest = now;
         let outcome = match ask.preset {
             Some(preset) => preset.outcome(&ask.charge),
-            None => shard.decide(hash, ask, now),
+            None => shard.decide(hash, ask, now, self.per_shard),
         };
         self.forget_idle(hash.shard, &mut shard, now);
         (outcome, now)
@@ -113,7 +148,7 @@ impl MemoryStore {
             shard.latest = now;
             while let Some(i) = asked.next_if(|&i| hashes[i].shard == *index) {
                 if asks[i].preset.is_none() {
-                    outcomes[i] = shard.decide(hashes[i], &asks[i], now);
+                    outcomes[i] = shard.decide(hashes[i], &asks[i], now, self.per_shard);
                 }
             }
         }
@@ -160,19 +195,15 @@ impl MemoryStore {
             }
         }
     }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        (0..self.shards.count())
-            .map(|i| self.shards.lock_shard(i).entries.len())
-            .sum()
-    }
 }
 
 impl Shard {
-    /// Decides `ask` at `now`, charging it if admitted.
+    /// Decides `ask` at `now`, charging it if admitted; a shard holding `most` keys makes room first.
     #[inline(always)]
-    fn decide(&mut self, hash: KeyHash, ask: &Ask<'_>, now: u64) -> Outcome {
+    fn decide(&mut self, hash: KeyHash, ask: &Ask<'_>, now: u64, most: usize) -> Outcome {
+        if self.entries.len() >= most {
+            self.make_room(now, most);
+        }
         let algorithm = ask.algorithm;
         let (entry, _) = self.entries.get_or_insert_with(hash, ask.key, || Entry {
             state: State::new(algorithm),
@@ -206,6 +237,40 @@ impl Shard {
 
     fn sweep(&mut self, now: u64) {
         self.entries.retain(|entry| entry.expires_at > now);
+        self.entries.shrink_when_mostly_empty();
+    }
+
+    /// Below `most` keys: the expired ones forgotten, then, if that is not enough, the eighth of `most`
+    /// closest to their expiry (see the module's docs).
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, now: u64, most: usize) {
+        self.sweep(now);
+        let len = self.entries.len();
+        if len < most {
+            return;
+        }
+        let forget = len - most + 1 + most / 8;
+        let mut expiries: Vec<u64> = self
+            .entries
+            .values()
+            .map(|entry| entry.expires_at)
+            .collect();
+        let last = *expiries.select_nth_unstable(forget - 1).1;
+        // Those before the last expiry forgotten, then as many at it as the count needs.
+        let mut at_last = forget - expiries.iter().filter(|&&at| at < last).count();
+        let forgotten = self.entries.retain(|entry| {
+            if entry.expires_at < last {
+                false
+            } else if entry.expires_at == last && at_last > 0 {
+                at_last -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        self.evicted += forgotten as u64;
+        crate::observe::evicted(forgotten as u64);
     }
 }
 
@@ -257,10 +322,10 @@ mod tests {
     #[test]
     fn a_decision_is_never_made_before_the_one_before_it() {
         let second = 1_000_000;
-        let store = MemoryStore::new(Arc::new(Reads(std::sync::Mutex::new(vec![
-            10 * second,
-            9 * second,
-        ]))));
+        let store = MemoryStore::new(
+            Arc::new(Reads(std::sync::Mutex::new(vec![10 * second, 9 * second]))),
+            DEFAULT_MAX_KEYS,
+        );
         let charge = Charge {
             window: 5 * second,
             max: 2,
@@ -279,7 +344,7 @@ mod tests {
     #[test]
     fn idle_keys_are_forgotten() {
         let clock = FakeClock::new();
-        let store = MemoryStore::new(Arc::new(clock.clone()));
+        let store = MemoryStore::new(Arc::new(clock.clone()), DEFAULT_MAX_KEYS);
         let charge = Charge {
             window: 1_000_000,
             max: 1,
@@ -290,12 +355,12 @@ mod tests {
         for i in 0..5_000 {
             decide(&store, Algorithm::SlidingLog, &format!("k{i}"), &charge);
         }
-        assert_eq!(store.len(), 5_000);
+        assert_eq!(store.keys() as usize, 5_000);
         clock.advance(Duration::from_secs(2));
         for _ in 0..(SWEEP_EVERY as usize * (SHARDS + 1)) {
             decide(&store, Algorithm::SlidingLog, "hot", &charge);
         }
-        assert_eq!(store.len(), 1);
+        assert_eq!(store.keys() as usize, 1);
     }
 
     /// A key is kept exactly as long as its state matters: until its limit is back to its full quota
@@ -312,7 +377,7 @@ mod tests {
         for algorithm in Algorithm::ALL {
             for calls in [1, 2, 5] {
                 let clock = FakeClock::new();
-                let store = MemoryStore::new(Arc::new(clock.clone()));
+                let store = MemoryStore::new(Arc::new(clock.clone()), DEFAULT_MAX_KEYS);
                 let mut reset_after = 0;
                 for _ in 0..calls {
                     clock.advance(Duration::from_micros(123_457));
@@ -325,7 +390,7 @@ mod tests {
                     let (mut shard, _) = store.shards.lock("k".into());
                     shard.sweep(now);
                     drop(shard);
-                    store.len()
+                    store.keys() as usize
                 };
                 let name = format!("{algorithm:?} after {calls} calls");
                 assert!(reset_after > 0, "{name}");
@@ -339,7 +404,7 @@ mod tests {
     /// limit's denial denies nothing.
     #[test]
     fn a_call_one_limit_denies_is_charged_to_none() {
-        let store = MemoryStore::new(Arc::new(FakeClock::new()));
+        let store = MemoryStore::new(Arc::new(FakeClock::new()), DEFAULT_MAX_KEYS);
         let once = Charge {
             window: 10_000_000,
             max: 1,

@@ -14,7 +14,7 @@ use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::key::KeyRef;
 use crate::{Decision, OnError};
 
-pub(crate) use self::memory::MemoryStore;
+pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
 pub(crate) use self::redis::RedisBackend;
 
 /// One limit of a call, as a backend is asked about it. A call's limits are decided as one: admitted when

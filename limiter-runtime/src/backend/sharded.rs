@@ -178,6 +178,21 @@ impl<V> Keys<V> {
         self.table.len()
     }
 
+    /// Every value, in no particular order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.table.iter().map(|slot| &slot.value)
+    }
+
+    /// Gives memory back once the table is mostly empty (a quarter full or less, past a small size): after a
+    /// flood of keys, the table does not stay at its peak.
+    pub(crate) fn shrink_when_mostly_empty(&mut self) {
+        const SMALL: usize = 1024;
+        let (len, capacity) = (self.table.len(), self.table.capacity());
+        if capacity > SMALL && capacity / 4 >= len {
+            self.table.shrink_to(len * 2, |slot| slot.hash);
+        }
+    }
+
     pub(crate) fn clear(&mut self) {
         self.table.clear();
     }

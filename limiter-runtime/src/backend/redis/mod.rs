@@ -56,8 +56,8 @@ pub(crate) struct RedisBackend {
     /// This process's clock: the time of the decisions made without Redis.
     clock: Arc<dyn Clock>,
     breaker: Breaker,
-    /// The in-process limiter of `on_error = local`.
-    local: MemoryStore,
+    /// The in-process limiter of `on_error = local` (on this process's clock).
+    pub(crate) local: MemoryStore,
     pub(crate) instances: Instances,
     /// Calls Redis said are limited, answered here until their `retry_after` (unless switched off).
     denied: Option<DenyCache>,
@@ -70,7 +70,7 @@ impl RedisBackend {
         topology: Topology,
         deadline: Duration,
         test_clock: Option<Arc<dyn Clock>>,
-        clock: Arc<dyn Clock>,
+        local: MemoryStore,
         breaker: BreakerConfig,
         instances: Instances,
         deny_cache: bool,
@@ -80,8 +80,8 @@ impl RedisBackend {
             connection: OnceLock::new(),
             deadline,
             test_clock,
-            local: MemoryStore::new(clock.clone()),
-            clock,
+            clock: Arc::clone(local.clock()),
+            local,
             breaker: Breaker::new(breaker),
             instances,
             denied: deny_cache.then(DenyCache::default),
