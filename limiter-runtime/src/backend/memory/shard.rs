@@ -1,0 +1,115 @@
+//! One shard of the in-memory store: its keys' states, decided and given back under the shard's lock, and
+//! forgotten when idle or, at the bound, closest to their expiry first.
+
+use crate::algorithm::{Outcome, Receipt, State};
+use crate::backend::sharded::{KeyHash, Keys};
+use crate::backend::Ask;
+
+#[derive(Debug, Default)]
+pub(super) struct Shard {
+    pub(super) entries: Keys<Entry>,
+    pub(super) decisions: u32,
+    /// The time of this shard's latest decision (µs): no decision here is made at an earlier one.
+    pub(super) latest: u64,
+    /// The other shard this one sweeps next, so that shards with no traffic of their own are swept too.
+    pub(super) next_to_sweep: usize,
+    /// Keys forgotten before their expiry, to stay within the bound.
+    pub(super) evicted: u64,
+}
+
+/// The state of one key and when it can be forgotten (µs): when its limit is back to its full quota.
+#[derive(Debug)]
+pub(super) struct Entry {
+    state: State,
+    expires_at: u64,
+}
+
+impl Shard {
+    /// Decides `ask` at `now`, charging it if admitted; a shard holding `most` keys makes room first.
+    #[inline(always)]
+    pub(super) fn decide(
+        &mut self,
+        hash: KeyHash,
+        ask: &Ask<'_>,
+        now: u64,
+        most: usize,
+    ) -> Outcome {
+        if self.entries.len() >= most {
+            self.make_room(now, most);
+        }
+        let algorithm = ask.algorithm;
+        let (entry, _) = self.entries.get_or_insert_with(hash, ask.key, || Entry {
+            state: State::new(algorithm),
+            expires_at: 0,
+        });
+        // An expired entry, or one kept by another algorithm under the same key, starts afresh.
+        if entry.expires_at <= now || entry.state.algorithm() != algorithm {
+            entry.state = State::new(algorithm);
+        }
+        let outcome = entry.state.decide(now, &ask.charge);
+        // Once the limit is back to its full quota the state says nothing a fresh one would not: the
+        // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
+        // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
+        // cores' caches at every call.
+        let expires_at = now.saturating_add(outcome.reset_after);
+        if entry.expires_at != expires_at {
+            entry.expires_at = expires_at;
+        }
+        outcome
+    }
+
+    /// Gives back `units` of what `ask`'s admission charged, while its state lives (a state that expired, or
+    /// was replaced, holds none of it). Its expiry stays: the limit is full again no later than before.
+    pub(super) fn refund(
+        &mut self,
+        hash: KeyHash,
+        ask: &Ask<'_>,
+        now: u64,
+        units: u64,
+        receipt: &Receipt,
+    ) {
+        if let Some(entry) = self.entries.get_mut(hash, ask.key) {
+            if entry.expires_at > now && entry.state.algorithm() == ask.algorithm {
+                entry.state.refund(now, &ask.charge, units, receipt);
+            }
+        }
+    }
+
+    pub(super) fn sweep(&mut self, now: u64) {
+        self.entries.retain(|entry| entry.expires_at > now);
+        self.entries.shrink_when_mostly_empty();
+    }
+
+    /// Below `most` keys: the expired ones forgotten, then, if that is not enough, the eighth of `most`
+    /// closest to their expiry (see the module's docs).
+    #[cold]
+    #[inline(never)]
+    fn make_room(&mut self, now: u64, most: usize) {
+        self.sweep(now);
+        let len = self.entries.len();
+        if len < most {
+            return;
+        }
+        let forget = len - most + 1 + most / 8;
+        let mut expiries: Vec<u64> = self
+            .entries
+            .values()
+            .map(|entry| entry.expires_at)
+            .collect();
+        let last = *expiries.select_nth_unstable(forget - 1).1;
+        // Those before the last expiry forgotten, then as many at it as the count needs.
+        let mut at_last = forget - expiries.iter().filter(|&&at| at < last).count();
+        let forgotten = self.entries.retain(|entry| {
+            if entry.expires_at < last {
+                false
+            } else if entry.expires_at == last && at_last > 0 {
+                at_last -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        self.evicted += forgotten as u64;
+        crate::observe::evicted(forgotten as u64);
+    }
+}
