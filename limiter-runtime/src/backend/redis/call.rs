@@ -123,9 +123,14 @@ impl RedisBackend {
         group: &[usize],
         outcomes: &mut [Outcome; N],
     ) -> Result<(bool, u64), BackendError> {
-        let limits: Vec<Limit<'_>> = group.iter().map(|&i| question.limits[i].limit()).collect();
+        // On the stack: a call has at most N limits (the places past the group's repeat its first, unread).
+        let limits: [Limit<'_>; N] = std::array::from_fn(|j| {
+            let i = group.get(j).or(group.first()).copied().unwrap_or(j);
+            question.limits[i].limit()
+        });
+        let limits = &limits[..group.len()];
         let (admitted, decided, now) =
-            script::decide(connection, &limits, question.nonce, self.test_now()).await?;
+            script::decide(connection, limits, question.nonce, self.test_now()).await?;
         for (&i, outcome) in group.iter().zip(decided) {
             outcomes[i] = outcome;
         }
