@@ -52,15 +52,18 @@ impl MemoryStore {
 
     /// Live keys held now.
     pub(crate) fn keys(&self) -> u64 {
-        (0..self.shards.count())
-            .map(|i| self.shards.lock_shard(i).entries.len() as u64)
-            .sum()
+        self.sum(|shard| shard.entries.len() as u64)
     }
 
     /// Keys forgotten before their expiry so far, to stay within the bound.
     pub(crate) fn evicted(&self) -> u64 {
+        self.sum(|shard| shard.evicted)
+    }
+
+    /// `count` of every shard, added up (each shard locked in turn).
+    fn sum(&self, count: impl Fn(&Shard) -> u64) -> u64 {
         (0..self.shards.count())
-            .map(|i| self.shards.lock_shard(i).evicted)
+            .map(|i| count(&self.shards.lock_shard(i)))
             .sum()
     }
 
