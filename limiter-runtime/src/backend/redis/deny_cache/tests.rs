@@ -31,6 +31,19 @@ fn denied_now(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Option<
     }
 }
 
+/// An admission, as Redis reports it.
+fn admitted() -> Decision {
+    Decision {
+        allowed: true,
+        ..denied(Duration::ZERO)
+    }
+}
+
+/// Redis denied a call of cost 1 on `k`, sent at `T0`, for 500 ms.
+fn denied_for_500ms(cache: &DenyCache) {
+    answered(cache, "k", 1, denied(Duration::from_millis(500)), T0, false);
+}
+
 fn answered(
     cache: &DenyCache,
     key: &str,
@@ -75,14 +88,7 @@ fn answers_until_retry_after_from_the_send() {
 #[test]
 fn while_redis_fails_a_denial_that_ran_out_holds_nothing_back() {
     let cache = DenyCache::default();
-    answered(
-        &cache,
-        "k",
-        1,
-        denied(Duration::from_millis(500)),
-        T0,
-        false,
-    );
+    denied_for_500ms(&cache);
     let fails = |now| cache.get("k".into(), [1], now, DEADLINE, true);
     assert!(
         matches!(fails(T0 + Duration::from_millis(499)), Lookup::Denied(_)),
@@ -98,14 +104,7 @@ fn while_redis_fails_a_denial_that_ran_out_holds_nothing_back() {
 #[test]
 fn once_expired_one_call_at_a_time_re_asks() {
     let cache = DenyCache::default();
-    answered(
-        &cache,
-        "k",
-        1,
-        denied(Duration::from_millis(500)),
-        T0,
-        false,
-    );
+    denied_for_500ms(&cache);
     let expired = T0 + Duration::from_millis(500);
     assert!(matches!(get(&cache, "k", 1, expired), Lookup::Probe));
     let meanwhile = denied_now(&cache, "k", 1, expired).expect("denied while the probe is out");
@@ -116,17 +115,7 @@ fn once_expired_one_call_at_a_time_re_asks() {
         Lookup::Probe
     ));
     // The probe was admitted: the next call probes in turn.
-    answered(
-        &cache,
-        "k",
-        1,
-        Decision {
-            allowed: true,
-            ..denied(Duration::ZERO)
-        },
-        expired,
-        true,
-    );
+    answered(&cache, "k", 1, admitted(), expired, true);
     assert!(matches!(get(&cache, "k", 1, expired), Lookup::Probe));
     // That one was denied again: a fresh denial.
     answered(
@@ -139,17 +128,7 @@ fn once_expired_one_call_at_a_time_re_asks() {
     );
     assert!(denied_now(&cache, "k", 1, expired + Duration::from_millis(50)).is_some());
     // An admission seen outside a probe forgets the key.
-    answered(
-        &cache,
-        "k",
-        1,
-        Decision {
-            allowed: true,
-            ..denied(Duration::ZERO)
-        },
-        expired,
-        false,
-    );
+    answered(&cache, "k", 1, admitted(), expired, false);
     assert!(matches!(get(&cache, "k", 1, expired), Lookup::Miss));
 }
 
