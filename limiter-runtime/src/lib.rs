@@ -64,6 +64,7 @@ mod observe;
 mod overrides;
 mod reservation;
 mod rule;
+mod sharded;
 
 #[doc(hidden)]
 #[path = "private.rs"]

@@ -6,7 +6,6 @@
 
 mod memory;
 pub(crate) mod redis;
-mod sharded;
 
 use std::sync::Arc;
 

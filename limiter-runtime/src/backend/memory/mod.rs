@@ -15,10 +15,10 @@ mod shard;
 use std::sync::{Arc, MutexGuard};
 
 use self::shard::Shard;
-use super::sharded::Sharded;
 use super::{admitted, Ask};
 use crate::algorithm::{Outcome, Receipt};
 use crate::clock::Clock;
+use crate::sharded::Sharded;
 
 const SHARDS: usize = 32;
 /// A shard sweeps its expired keys once per this many decisions.

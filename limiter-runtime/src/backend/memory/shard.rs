@@ -2,8 +2,8 @@
 //! forgotten when idle or, at the bound, closest to their expiry first.
 
 use crate::algorithm::{Outcome, Receipt, State};
-use crate::backend::sharded::{KeyHash, Keys};
 use crate::backend::Ask;
+use crate::sharded::{KeyHash, Keys};
 
 #[derive(Debug, Default)]
 pub(super) struct Shard {

@@ -23,8 +23,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::backend::sharded::{Keys, Sharded};
 use crate::key::KeyRef;
+use crate::sharded::{Keys, Sharded};
 use crate::Decision;
 
 const SHARDS: usize = 16;

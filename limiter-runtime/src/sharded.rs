@@ -1,4 +1,5 @@
-//! Store keys spread over mutex-guarded shards: the maps of the in-memory store and of the deny cache.
+//! Store keys spread over mutex-guarded shards: the maps of the in-memory store and of the deny
+//! cache; any part of the crate may keep keys this way.
 //!
 //! One SipHash of the key (std's `RandomState`, with this process's random keys: callers choose the keys, and
 //! must not be able to choose colliding ones) picks both the shard and the slot within it, and is kept with
@@ -181,6 +182,13 @@ impl<V> Keys<V> {
     /// Every value, in no particular order.
     pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
         self.table.iter().map(|slot| &slot.value)
+    }
+
+    /// Every key and its value, in no particular order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, &V)> {
+        self.table
+            .iter()
+            .map(|slot| (slot.key.as_str(), &slot.value))
     }
 
     /// Gives memory back once the table is mostly empty (a quarter full or less, past a small size): after a
