@@ -145,7 +145,7 @@ impl Limiter {
             skip,
         } = *request;
         let overrides = self.inner.overrides.lookup(key.prefix, key.rest);
-        let charge = rule.charge(overrides.as_ref(), cost);
+        let charge = rule.charge(overrides, cost);
         let preset = if skip {
             Some(Preset::Skipped)
         } else if charge.max == 0 {

@@ -84,6 +84,8 @@ pub struct Stats {
     /// Keys this process's memory forgot before their expiry, to stay within
     /// [`max_keys`](crate::LimiterBuilder::max_keys).
     pub evicted: u64,
+    /// Run-time overrides in force, as this runtime last saw them ([`Limiter::set_override`]).
+    pub overrides: u64,
 }
 
 impl Limiter {
@@ -308,6 +310,7 @@ impl Limiter {
     /// What this limiter has seen so far.
     pub fn stats(&self) -> Stats {
         let shadowed = self.inner.shadowed.load(Ordering::Relaxed);
+        let overrides = self.inner.overrides.len() as u64;
         match &self.inner.backend {
             Backend::Memory(memory) => Stats {
                 degraded: 0,
@@ -316,6 +319,7 @@ impl Limiter {
                 shadowed,
                 keys: memory.keys(),
                 evicted: memory.evicted(),
+                overrides,
             },
             Backend::Redis(redis) => Stats {
                 degraded: redis.degraded_count(),
@@ -324,6 +328,7 @@ impl Limiter {
                 shadowed,
                 keys: redis.local.keys(),
                 evicted: redis.local.evicted(),
+                overrides,
             },
         }
     }

@@ -1,5 +1,5 @@
-//! Store keys spread over mutex-guarded shards: the maps of the in-memory store and of the deny
-//! cache; any part of the crate may keep keys this way.
+//! Store keys spread over mutex-guarded shards: the maps of the in-memory store, the deny cache and the
+//! per-key overrides.
 //!
 //! One SipHash of the key (std's `RandomState`, with this process's random keys: callers choose the keys, and
 //! must not be able to choose colliding ones) picks both the shard and the slot within it, and is kept with

@@ -17,11 +17,20 @@ async fn admitted(limiter: &Limiter, rule: &Rule, key: &str, calls: usize) -> us
 
 /// Waits until `seen` holds on `limiter`, and says how long it took.
 async fn until(limiter: &Limiter, seen: impl Fn(&[Override]) -> bool) -> Duration {
+    until_within(Duration::from_secs(5), limiter, seen).await
+}
+
+/// [`until`], failing after `bound`.
+async fn until_within(
+    bound: Duration,
+    limiter: &Limiter,
+    seen: impl Fn(&[Override]) -> bool,
+) -> Duration {
     let started = Instant::now();
     while !seen(&limiter.overrides()) {
         assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "not seen after 5 s: {:?}",
+            started.elapsed() < bound,
+            "not seen after {bound:?}: {:?}",
             limiter.overrides()
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -89,6 +98,69 @@ async fn an_override_made_on_one_runtime_reaches_another_within_a_second() {
         late.check(&rule, "1004").await.allowed,
         "the overridden window applies"
     );
+}
+
+/// Writes an override into the hash and counts it in the version, as the operators' script does, but
+/// announces nothing: a change whose message was lost.
+fn change_without_announcing(server: &RedisServer, prefix: &str, key: &str, max: u64) {
+    let mut redis = server.connection();
+    let field = format!("k:{}:{prefix}{key}", prefix.len());
+    let _: () = redis
+        .hset("limiter:overrides", field, format!("max={max}"))
+        .unwrap();
+    let _: u64 = redis.hincr("limiter:overrides", "version", 1).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_arrive_as_themselves_and_a_missed_one_is_caught_up() {
+    let server = RedisServer::start();
+    let (a, b) = (server.limiter(), server.limiter());
+    let rule = Rule::new()
+        .prefix("plan:")
+        .max(5)
+        .window(Duration::from_secs(60));
+    assert!(a.check(&rule, "warm").await.allowed && b.check(&rule, "warm").await.allowed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    // Each change reaches the other runtime as itself: none makes it read the whole table again.
+    let reloads = server.calls("hgetall");
+    for customer in 0..200_u64 {
+        a.set_override(Override::key("plan:", customer).max(customer + 1))
+            .await
+            .unwrap();
+    }
+    until(&b, |o| o.len() == 200).await;
+    assert_eq!(b.stats().overrides, 200);
+    assert_eq!(
+        server.calls("hgetall") - reloads,
+        0,
+        "a runtime reloaded the table for a change it was told of"
+    );
+    assert_eq!(b.check(&rule, "199").await.limit, 200);
+
+    // A change whose announcement was lost: the next one's version shows the gap, and the runtime reloads.
+    change_without_announcing(&server, "plan:", "lost", 1);
+    a.set_override(Override::key("plan:", "next").max(2))
+        .await
+        .unwrap();
+    for target in [&b, &a] {
+        let took = until(target, |o| {
+            o.iter().any(|o| o.target_key() == Some("lost"))
+                && o.iter().any(|o| o.target_key() == Some("next"))
+        })
+        .await;
+        assert!(took < Duration::from_secs(1), "caught up after {took:?}");
+    }
+    assert_eq!(b.check(&rule, "lost").await.limit, 1);
+
+    // A lost change with none after it: the periodic look at the version finds it.
+    change_without_announcing(&server, "plan:", "quiet", 3);
+    until_within(Duration::from_secs(8), &b, |o| {
+        o.iter().any(|o| o.target_key() == Some("quiet"))
+    })
+    .await;
+    assert_eq!(b.check(&rule, "quiet").await.limit, 3);
+    assert_eq!(b.stats().overrides, 203);
 }
 
 #[tokio::test]

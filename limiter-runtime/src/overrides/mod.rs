@@ -1,21 +1,21 @@
 //! What operators change at run time: a limit's `max` and `window` ([`Override`]), and the switch.
 //!
-//! Overrides live in one Redis hash (`limiter:overrides`); every change is announced on a channel of the same
-//! name. Each runtime keeps the whole table in memory and keeps it in step with Redis (`sync`), so a decision
-//! never pays an extra round trip to read its limit.
+//! Overrides live in one Redis hash (`limiter:overrides`), with a version that counts the changes; every
+//! change is announced on a channel of the same name, with its version. Each runtime keeps every override in
+//! memory ([`Table`]) and applies each change as it is announced (`sync`), so a decision never pays an extra
+//! round trip to read its limit, and neither a decision nor a change pays for the number of overrides. A
+//! version that skips tells a runtime it missed a change: it then reloads the whole hash.
 
 mod operator;
 pub(crate) mod sync;
+mod table;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
-
-use crate::Rule;
+use self::table::Table;
 
 /// The Redis hash of overrides, and the channel changes are announced on.
 pub(crate) const OVERRIDES: &str = "limiter:overrides";
@@ -38,8 +38,7 @@ pub(crate) const OVERRIDES: &str = "limiter:overrides";
 pub struct Override {
     prefix: String,
     key: Option<String>,
-    /// What it sets: `max` and `window` only.
-    limits: Rule,
+    limits: Limits,
 }
 
 impl Override {
@@ -48,7 +47,7 @@ impl Override {
         Override {
             prefix: prefix.into(),
             key: None,
-            limits: Rule::new(),
+            limits: Limits::default(),
         }
     }
 
@@ -64,14 +63,22 @@ impl Override {
 
     /// The new admissions per window.
     pub fn max(mut self, max: u64) -> Override {
-        self.limits = self.limits.max(max);
+        self.limits.max = Some(max);
         self
     }
 
     /// The new window.
     pub fn window(mut self, window: Duration) -> Override {
-        self.limits = self.limits.window(window);
+        self.limits.window = Some(window);
         self
+    }
+
+    pub(crate) fn with(prefix: String, key: Option<String>, limits: Limits) -> Override {
+        Override {
+            prefix,
+            key,
+            limits,
+        }
     }
 
     /// The prefix of the limits overridden.
@@ -124,7 +131,7 @@ impl Override {
             "k" => Some(rest[len..].to_owned()),
             _ => return None,
         };
-        let mut limits = Rule::new();
+        let mut limits = Limits::default();
         for part in value.split(';').filter(|p| !p.is_empty()) {
             match part.split_once('=')? {
                 ("max", n) => limits.max = Some(n.parse().ok()?),
@@ -142,71 +149,43 @@ impl Override {
     }
 }
 
-/// The overrides of every prefix, as this runtime last saw them.
-#[derive(Debug, Default)]
-pub(crate) struct Table {
-    prefixes: HashMap<String, PrefixOverrides>,
+/// What an override sets: `max` and `window`, each if it does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) max: Option<u64>,
+    pub(crate) window: Option<Duration>,
 }
 
-#[derive(Debug, Default)]
-struct PrefixOverrides {
-    all: Option<Rule>,
-    keys: HashMap<String, Rule>,
-}
-
-impl Table {
-    pub(crate) fn from_overrides(overrides: impl IntoIterator<Item = Override>) -> Table {
-        let mut table = Table::default();
-        for o in overrides {
-            let entry = table.prefixes.entry(o.prefix).or_default();
-            match o.key {
-                None => entry.all = Some(o.limits),
-                Some(key) => {
-                    entry.keys.insert(key, o.limits);
-                }
-            }
+impl Limits {
+    /// These limits, completed by `fallback` where they set nothing.
+    fn or(self, fallback: Limits) -> Limits {
+        Limits {
+            max: self.max.or(fallback.max),
+            window: self.window.or(fallback.window),
         }
-        table
-    }
-
-    fn overrides(&self) -> Vec<Override> {
-        let mut all = Vec::new();
-        for (prefix, entry) in &self.prefixes {
-            if let Some(limits) = &entry.all {
-                all.push(Override {
-                    prefix: prefix.clone(),
-                    key: None,
-                    limits: limits.clone(),
-                });
-            }
-            for (key, limits) in &entry.keys {
-                all.push(Override {
-                    prefix: prefix.clone(),
-                    key: Some(key.clone()),
-                    limits: limits.clone(),
-                });
-            }
-        }
-        all.sort_by(|a, b| (&a.prefix, &a.key).cmp(&(&b.prefix, &b.key)));
-        all
     }
 }
 
 /// This runtime's copy of the overrides, and the switch: read on every decision, without a lock.
 #[derive(Debug)]
 pub(crate) struct Overrides {
-    table: ArcSwap<Table>,
-    /// Whether `table` has any override: without any (the common case), a decision reads only this.
-    any: AtomicBool,
+    table: Table,
+    /// The version of the Redis hash the table holds (0 before any change): changes are applied one at a
+    /// time, under this lock.
+    version: Mutex<u64>,
     /// Off: every call goes ahead with no store traffic at all.
     enabled: AtomicBool,
 }
 
+/// An announced change came after one this runtime has not seen: the whole table must be read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MissedChanges;
+
 impl Default for Overrides {
     fn default() -> Self {
         Overrides {
-            table: ArcSwap::default(),
-            any: AtomicBool::new(false),
+            table: Table::default(),
+            version: Mutex::new(0),
             enabled: AtomicBool::new(true),
         }
     }
@@ -225,51 +204,69 @@ impl Overrides {
 
     /// What overrides `key` under `prefix`, if anything: the key's own override, completed by its prefix's.
     #[inline]
-    pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Rule> {
-        if !self.any.load(Ordering::Acquire) {
-            return None;
-        }
-        self.find(prefix, key)
+    pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Limits> {
+        self.table.lookup(prefix, key)
     }
 
-    /// [`lookup`](Overrides::lookup) in the table, once there is one.
-    fn find(&self, prefix: &str, key: &str) -> Option<Rule> {
-        let table = self.table.load();
-        let entry = table.prefixes.get(prefix)?;
-        match (entry.keys.get(key), &entry.all) {
-            (Some(own), Some(all)) => Some(own.clone().or(all)),
-            (Some(own), None) => Some(own.clone()),
-            (None, all) => all.clone(),
+    /// Applies a change made by this runtime, at once: `version` is the one Redis gave it, if it went through
+    /// Redis. The table takes that version only if it follows the table's own; otherwise the announcements
+    /// in between are still to come and will bring it there.
+    pub(crate) fn apply(&self, change: &Override, set: bool, version: Option<u64>) {
+        let mut current = self.lock_version();
+        self.table.change(change, set);
+        if version == Some(*current + 1) {
+            *current += 1;
         }
     }
 
-    /// Installs `table`; says whether it differs from the one it replaces.
-    pub(crate) fn replace(&self, table: Table) -> bool {
-        let changed = self.table.load().overrides() != table.overrides();
-        if changed {
-            let any = !table.prefixes.is_empty();
-            self.table.store(Arc::new(table));
-            self.any.store(any, Ordering::Release);
+    /// Applies a change announced as `version`: says whether it was new (a change already applied is
+    /// announced again to the runtime that made it); [`MissedChanges`] if one came in between unseen.
+    pub(crate) fn announced(
+        &self,
+        change: &Override,
+        set: bool,
+        version: u64,
+    ) -> Result<bool, MissedChanges> {
+        let mut current = self.lock_version();
+        if version <= *current {
+            return Ok(false);
         }
-        changed
+        if version > *current + 1 {
+            return Err(MissedChanges);
+        }
+        self.table.change(change, set);
+        *current = version;
+        Ok(true)
     }
 
-    /// Applies one change to this copy (what a runtime without Redis does, and what the one that made the
-    /// change does at once).
-    pub(crate) fn apply(&self, change: &Override, set: bool) {
-        let mut all: Vec<Override> = self
-            .list()
-            .into_iter()
-            .filter(|o| o.field() != change.field())
-            .collect();
-        if set {
-            all.push(change.clone());
-        }
-        self.replace(Table::from_overrides(all));
+    /// Installs every override as read from Redis at `version`; says whether that version differs from the
+    /// table's.
+    pub(crate) fn install(&self, overrides: Vec<Override>, version: u64) -> bool {
+        let mut current = self.lock_version();
+        self.table.replace(overrides);
+        let moved = *current != version;
+        *current = version;
+        moved
+    }
+
+    /// The version of the Redis hash the table holds.
+    pub(crate) fn version(&self) -> u64 {
+        *self.lock_version()
+    }
+
+    /// How many overrides are in force.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
     }
 
     pub(crate) fn list(&self) -> Vec<Override> {
-        self.table.load().overrides()
+        self.table.list()
+    }
+
+    /// The version's lock. It guards a number and the table's single-step changes, so a poisoned lock is
+    /// taken as is.
+    fn lock_version(&self) -> std::sync::MutexGuard<'_, u64> {
+        self.version.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -295,25 +292,38 @@ mod tests {
         assert_eq!(Override::parse("p:1:a", "max=x"), None);
     }
 
+    /// Announced changes apply in order; one already applied is not applied again; a gap asks for a reload.
     #[test]
-    fn a_key_override_wins_over_its_prefix_and_is_completed_by_it() {
+    fn versions_tell_a_new_change_from_a_seen_one_and_from_a_gap() {
         let overrides = Overrides::default();
-        overrides.apply(
-            &Override::prefix("p:")
-                .max(10)
-                .window(Duration::from_secs(5)),
-            true,
-        );
-        overrides.apply(&Override::key("p:", "vip").max(100), true);
-        assert_eq!(overrides.lookup("p:", "anyone").unwrap().max, Some(10));
-        let vip = overrides.lookup("p:", "vip").unwrap();
+        let one = Override::key("p:", "a").max(1);
+        assert_eq!(overrides.announced(&one, true, 1), Ok(true));
+        assert_eq!(overrides.announced(&one, true, 1), Ok(false));
         assert_eq!(
-            (vip.max, vip.window),
-            (Some(100), Some(Duration::from_secs(5)))
+            overrides.announced(&one, false, 3),
+            Err(MissedChanges),
+            "version 2 was missed"
         );
-        assert_eq!(overrides.lookup("q:", "vip"), None);
-        overrides.apply(&Override::prefix("p:"), false);
-        assert_eq!(overrides.lookup("p:", "anyone"), None);
-        assert_eq!(overrides.list().len(), 1);
+        assert_eq!(overrides.lookup("p:", "a").unwrap().max, Some(1));
+        // This runtime's own change, version 2, applies at once; its announcement is then not new.
+        overrides.apply(&Override::key("p:", "b").max(2), true, Some(2));
+        assert_eq!(overrides.version(), 2);
+        assert_eq!(
+            overrides.announced(&Override::key("p:", "b").max(2), true, 2),
+            Ok(false)
+        );
+        // Its own change at version 4 while 3 is still on its way: applied, but the version waits for 3.
+        overrides.apply(&Override::key("p:", "d").max(4), true, Some(4));
+        assert_eq!(overrides.version(), 2);
+        assert_eq!(overrides.lookup("p:", "d").unwrap().max, Some(4));
+        assert_eq!(overrides.announced(&one, false, 3), Ok(true));
+        assert_eq!(
+            overrides.announced(&Override::key("p:", "d").max(4), true, 4),
+            Ok(true)
+        );
+        assert_eq!((overrides.version(), overrides.len()), (4, 2));
+        assert!(overrides.install(Vec::new(), 9));
+        assert!(!overrides.install(Vec::new(), 9));
+        assert_eq!((overrides.version(), overrides.len()), (9, 0));
     }
 }

@@ -38,13 +38,14 @@ impl Limiter {
     }
 
     async fn change_override(&self, change: Override, set: bool) -> Result<(), Error> {
+        let version = match &self.inner.backend {
+            Backend::Redis(redis) => Some(sync::publish(redis, &change, set).await?),
+            Backend::Memory(_) => None,
+        };
+        self.inner.overrides.apply(&change, set, version);
         if let Backend::Redis(redis) = &self.inner.backend {
-            sync::publish(redis, &change, set).await?;
-        }
-        self.inner.overrides.apply(&change, set);
-        if let Backend::Redis(redis) = &self.inner.backend {
-            // What Redis said under the old limits no longer holds.
-            redis.forget_denials();
+            // What Redis said under the old limit no longer holds.
+            redis.forget_denials_of(&change);
         }
         Ok(())
     }

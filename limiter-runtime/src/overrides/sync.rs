@@ -1,42 +1,46 @@
-//! Overrides shared through Redis: a change is written to the hash and announced on the channel in one
-//! script; every runtime reloads the table when a change is announced, and every few seconds anyway (a
-//! backstop for a lost message).
+//! Overrides shared through Redis: a change is written to the hash, counted in its version and announced on
+//! the channel with that version, in one script. Every runtime applies each announced change to its own
+//! table; it reloads the whole hash only when it subscribes and when a version shows it missed a change (a
+//! message lost while its connection was down). Every few seconds it reads the version alone, a backstop
+//! that costs one field whatever the number of overrides.
 
 use std::sync::{LazyLock, Weak};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::{Override, Overrides, Table, OVERRIDES};
+use super::{MissedChanges, Override, Overrides, OVERRIDES};
 use crate::backend::redis::LuaScript;
 use crate::backend::RedisBackend;
 use crate::error::{BackendError, Error};
 
-/// How often a runtime reloads the overrides even without being told: a backstop for a lost message.
+/// How often a runtime reads the version even without being told of a change: a backstop for a lost message.
 const BACKSTOP: Duration = Duration::from_secs(5);
 /// The bound on an operator's change (an override) reaching Redis.
 const CHANGE_DEADLINE: Duration = Duration::from_secs(5);
+/// The hash's field that counts the changes made to it.
+const VERSION: &str = "version";
 
 static CHANGE: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../scripts/overrides.lua")));
 
-/// Sets (`set`) or clears `change` in Redis and announces it, within [`CHANGE_DEADLINE`].
+/// Sets (`set`) or clears `change` in Redis and announces it, within [`CHANGE_DEADLINE`]; returns the
+/// version Redis gave it.
 pub(crate) async fn publish(
     redis: &RedisBackend,
     change: &Override,
     set: bool,
-) -> Result<(), Error> {
+) -> Result<u64, Error> {
     let mut connection = redis.connection().map_err(change_failed)?;
     let op = if set { "set" } else { "clear" };
     let args = (op, change.field(), change.value(), OVERRIDES);
     tokio::time::timeout(
         CHANGE_DEADLINE,
-        CHANGE.invoke::<i64>(&mut connection, OVERRIDES, args),
+        CHANGE.invoke::<u64>(&mut connection, OVERRIDES, args),
     )
     .await
     .map_err(|_| Error::Timeout(CHANGE_DEADLINE))?
-    .map_err(Error::Redis)?;
-    Ok(())
+    .map_err(Error::Redis)
 }
 
 fn change_failed(error: BackendError) -> Error {
@@ -51,8 +55,44 @@ fn change_failed(error: BackendError) -> Error {
     }
 }
 
-/// Keeps `overrides` in step with Redis while the limiter lives: subscribes to the channel, reloads the table
-/// whenever a change is announced, and every few seconds anyway.
+/// A change as the script announces it: `<version>\n<set|clear>\n<value>\n<field>`.
+#[derive(Debug, PartialEq)]
+struct Announcement {
+    version: u64,
+    change: Override,
+    set: bool,
+}
+
+impl Announcement {
+    /// `None` for a message this version cannot read (one from an older runtime, which names only the field).
+    fn parse(message: &str) -> Option<Announcement> {
+        let mut parts = message.splitn(4, '\n');
+        let version = parts.next()?.parse().ok()?;
+        let set = match parts.next()? {
+            "set" => true,
+            "clear" => false,
+            _ => return None,
+        };
+        let value = parts.next()?;
+        let change = Override::parse(parts.next()?, value)?;
+        Some(Announcement {
+            version,
+            change,
+            set,
+        })
+    }
+}
+
+/// What woke the sync up.
+enum Event {
+    /// A message on the channel.
+    Message(redis::Msg),
+    /// Nothing for [`BACKSTOP`]: time to read the version.
+    Quiet,
+}
+
+/// Keeps `overrides` in step with Redis while the limiter lives: subscribes to the channel, loads the whole
+/// table, then applies each change as it is announced.
 pub(crate) fn spawn(overrides: Weak<Overrides>, redis: Weak<RedisBackend>) {
     tokio::spawn(async move {
         for attempt in 0.. {
@@ -75,11 +115,15 @@ pub(crate) fn spawn(overrides: Weak<Overrides>, redis: Weak<RedisBackend>) {
             if !reload(&overrides, &redis).await {
                 return;
             }
-            let mut changes = pubsub.on_message();
-            // Until the subscription's connection is gone (then subscribe again): reload when a change is
-            // announced, or when it is time to look anyway.
-            while let Ok(Some(_)) | Err(_) = tokio::time::timeout(BACKSTOP, changes.next()).await {
-                if !reload(&overrides, &redis).await {
+            let mut messages = pubsub.on_message();
+            // Until the subscription's connection is gone (then subscribe again).
+            loop {
+                let event = match tokio::time::timeout(BACKSTOP, messages.next()).await {
+                    Ok(Some(message)) => Event::Message(message),
+                    Ok(None) => break,
+                    Err(_) => Event::Quiet,
+                };
+                if !follow(&overrides, &redis, event).await {
                     return;
                 }
             }
@@ -87,7 +131,59 @@ pub(crate) fn spawn(overrides: Weak<Overrides>, redis: Weak<RedisBackend>) {
     });
 }
 
-/// Loads every override from Redis; `false` once the limiter is gone.
+/// Brings `overrides` up to date after `event`; `false` once the limiter is gone.
+async fn follow(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>, event: Event) -> bool {
+    let (Some(table), Some(backend)) = (overrides.upgrade(), redis.upgrade()) else {
+        return false;
+    };
+    let up_to_date = match event {
+        Event::Message(message) => {
+            let announcement = message
+                .get_payload::<String>()
+                .ok()
+                .and_then(|payload| Announcement::parse(&payload));
+            match announcement {
+                Some(Announcement {
+                    version,
+                    change,
+                    set,
+                }) => match table.announced(&change, set, version) {
+                    Ok(new) => {
+                        if new {
+                            // What Redis said under the old limit no longer holds.
+                            backend.forget_denials_of(&change);
+                        }
+                        true
+                    }
+                    Err(MissedChanges) => false,
+                },
+                None => false,
+            }
+        }
+        Event::Quiet => read_version(&table, &backend).await,
+    };
+    drop((table, backend));
+    up_to_date || reload(overrides, redis).await
+}
+
+/// Whether the hash's version is the table's (also when Redis cannot say: the next look will tell).
+async fn read_version(overrides: &Overrides, redis: &RedisBackend) -> bool {
+    if redis.breaker_open() || !overrides.is_enabled() {
+        return true;
+    }
+    let Ok(mut connection) = redis.connection() else {
+        return true;
+    };
+    let mut read = redis::cmd("HGET");
+    read.arg(OVERRIDES).arg(VERSION);
+    let version = read.query_async::<Option<u64>>(&mut connection);
+    match tokio::time::timeout(CHANGE_DEADLINE, version).await {
+        Ok(Ok(version)) => version.unwrap_or(0) == overrides.version(),
+        _ => true,
+    }
+}
+
+/// Loads every override from Redis, and the version they are at; `false` once the limiter is gone.
 async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool {
     let (Some(overrides), Some(redis)) = (overrides.upgrade(), redis.upgrade()) else {
         return false;
@@ -103,18 +199,22 @@ async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool
     let fields = read.query_async::<Vec<(String, String)>>(&mut connection);
     match tokio::time::timeout(CHANGE_DEADLINE, fields).await {
         Ok(Ok(fields)) => {
-            let table = Table::from_overrides(fields.iter().filter_map(|(field, value)| {
-                let parsed = Override::parse(field, value);
-                if parsed.is_none() {
+            let mut version = 0;
+            let mut all = Vec::with_capacity(fields.len());
+            for (field, value) in &fields {
+                if field == VERSION {
+                    version = value.parse().unwrap_or(0);
+                } else if let Some(o) = Override::parse(field, value) {
+                    all.push(o);
+                } else {
                     tracing::warn!(
                         field,
                         value,
                         "rate limiter: ignoring an override this version cannot read"
                     );
                 }
-                parsed
-            }));
-            if overrides.replace(table) {
+            }
+            if overrides.install(all, version) {
                 redis.forget_denials();
             }
         }
@@ -122,4 +222,29 @@ async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool
         Err(_) => tracing::debug!("rate limiter: loading the overrides timed out"),
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_announcement_reads_back_whatever_its_field_holds() {
+        let change = Override::key("p:", "a\nb:c").max(3);
+        let message = format!("7\nset\n{}\n{}", change.value(), change.field());
+        assert_eq!(
+            Announcement::parse(&message),
+            Some(Announcement {
+                version: 7,
+                change: change.clone(),
+                set: true
+            })
+        );
+        let message = format!("8\nclear\n\n{}", change.field());
+        assert!(Announcement::parse(&message)
+            .is_some_and(|a| !a.set && a.change.field() == change.field()));
+        // An older runtime's announcement (the field alone) is not read as a change.
+        assert_eq!(Announcement::parse(&change.field()), None);
+        assert_eq!(Announcement::parse("x\nset\n\np:1:a"), None);
+    }
 }

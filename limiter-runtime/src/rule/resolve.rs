@@ -14,6 +14,7 @@ use std::time::Duration;
 use super::{Rule, Wait};
 use crate::algorithm::Charge;
 use crate::clock::as_micros;
+use crate::overrides::Limits;
 use crate::{Algorithm, OnError};
 
 /// The built-in prefix and message.
@@ -131,7 +132,7 @@ impl Rule {
     /// What one call weighing `cost` asks of this rule's limit, with what `overrides` (the run-time overrides
     /// of its key) sets winning.
     #[inline]
-    pub(crate) fn charge(&self, overrides: Option<&Rule>, cost: u64) -> Charge {
+    pub(crate) fn charge(&self, overrides: Option<Limits>, cost: u64) -> Charge {
         let max = overrides
             .and_then(|o| o.max)
             .unwrap_or_else(|| self.max_value());
@@ -205,11 +206,14 @@ mod tests {
     #[test]
     fn overrides_win_and_carry_what_depends_on_them() {
         let rule = Rule::new().max(10).window(Duration::from_secs(1)).wait();
-        let overrides = Rule::new().max(4).window(Duration::from_secs(2));
-        let charge = rule.charge(Some(&overrides), 1);
+        let overrides = Limits {
+            max: Some(4),
+            window: Some(Duration::from_secs(2)),
+        };
+        let charge = rule.charge(Some(overrides), 1);
         assert_eq!((charge.max, charge.burst), (4, 4));
         assert_eq!((charge.window, charge.max_wait), (2_000_000, 2_000_000));
         assert_eq!(rule.charge(None, 1).max, 10);
-        assert_eq!(rule.clone().burst(20).charge(Some(&overrides), 1).burst, 20);
+        assert_eq!(rule.clone().burst(20).charge(Some(overrides), 1).burst, 20);
     }
 }

@@ -31,6 +31,8 @@ use self::deny_cache::{DenyCache, Lookup};
 use super::{admitted, Answer, Ask, MemoryStore};
 use crate::clock::{as_micros, Clock};
 use crate::error::BackendError;
+use crate::key::KeyRef;
+use crate::Override;
 
 pub(crate) use self::breaker::BreakerConfig;
 pub(crate) use self::call::{call_key, Question, Refund};
@@ -117,6 +119,19 @@ impl RedisBackend {
     pub(crate) fn forget_denials(&self) {
         if let Some(cache) = &self.denied {
             cache.clear();
+        }
+    }
+
+    /// `change`'s limit changed: what Redis said of it no longer holds (of one key, or of every key under a
+    /// prefix).
+    pub(crate) fn forget_denials_of(&self, change: &Override) {
+        let Some(cache) = &self.denied else { return };
+        match change.target_key() {
+            Some(key) => cache.remove(KeyRef {
+                prefix: change.target_prefix(),
+                rest: key,
+            }),
+            None => cache.clear(),
         }
     }
 
