@@ -10,7 +10,7 @@
 //!   keyed limiter has its quota fixed when built and is handed its keys), and the plain API (`check`: the rule
 //!   resolved and the key formatted on every call) for the token bucket and the sliding log.
 //! - `attribute/<n>t/*`: the same `async fn` with and without `#[rate_limit]`, the limiter switched off
-//!   (`set_enabled(false)`): what the attribute costs when it does nothing. Then the annotated function and the
+//!   (`set_enabled_here(false)`): what the attribute costs when it does nothing. Then the annotated function and the
 //!   plain API with the limiter on (in memory), to show what the attribute adds to a real decision.
 //! - `parts/*`: a formatted `String`, a clock read, a SipHash, a mutex, an `Arc` clone: to read the rest.
 //!
@@ -205,7 +205,7 @@ fn attribute(c: &mut Criterion) {
     let spread = &spread;
     // Off: the attribute's own cost, with nothing to decide.
     let off = Limiter::in_memory();
-    off.set_enabled(false);
+    off.set_enabled_here(false);
     // On, in memory, 100 000 keys: the attribute against the plain API, same rule, same keys.
     let on = Limiter::in_memory();
     let plain = Limiter::in_memory();

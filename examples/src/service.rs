@@ -6,7 +6,7 @@
 //! | `GET /employees/{id}` | 5 per 10 s per employee, with its own message |
 //! | `GET /whoami` | 100 per minute per client IP |
 //! | `POST /limit/update?prefix=..&key=..&threshold=..&window=..` | an operator's override (`key`, `window` optional; no `threshold` and no `window` clears it) |
-//! | `POST /limit/enabled?enabled=false` | switches limiting off (and `true` on again) |
+//! | `POST /limit/enabled?enabled=false` | switches limiting off on every instance (and `true` on again); `&scope=here` on this one alone |
 //!
 //! A rejection is the `RateLimited` error itself: 429 with `Retry-After` and the IETF `RateLimit` headers (503
 //! when Redis is down and a limit fails closed).
@@ -96,16 +96,28 @@ async fn update_limit(
     }
 }
 
-/// `POST /limit/enabled?enabled=false`: the switch for a Redis under pressure.
+/// `POST /limit/enabled?enabled=false`: the switch of every instance sharing the Redis, for a Redis under
+/// pressure or an incident; with `&scope=here`, this instance's own switch, for when Redis itself is the
+/// problem.
 async fn set_enabled(
     State(limiter): State<Limiter>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {
-    match params.get("enabled").map(|v| v.parse::<bool>()) {
-        Some(Ok(enabled)) => {
-            limiter.set_enabled(enabled);
-            Json(json!({ "enabled": enabled })).into_response()
+    let Some(Ok(enabled)) = params.get("enabled").map(|v| v.parse::<bool>()) else {
+        return (StatusCode::BAD_REQUEST, "`enabled` is true or false").into_response();
+    };
+    let result = match params.get("scope").map(String::as_str) {
+        None | Some("everywhere") => limiter.set_enabled(enabled).await,
+        Some("here") => {
+            limiter.set_enabled_here(enabled);
+            Ok(())
         }
-        _ => (StatusCode::BAD_REQUEST, "`enabled` is true or false").into_response(),
+        Some(_) => {
+            return (StatusCode::BAD_REQUEST, "`scope` is everywhere or here").into_response()
+        }
+    };
+    match result {
+        Ok(()) => Json(json!({ "enabled": limiter.is_enabled() })).into_response(),
+        Err(error) => (StatusCode::SERVICE_UNAVAILABLE, error.to_string()).into_response(),
     }
 }

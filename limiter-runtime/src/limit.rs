@@ -15,7 +15,8 @@ use crate::{Decision, Limiter, RateLimited, Rule};
 /// prefix (in memory, a key of up to 128 bytes is copied only when the store starts keeping it): for a hot
 /// path, such as an in-memory limit in front of every request. Its decisions are otherwise the same, in the
 /// same counts: a `Limit` and `Limiter::check` with the same rule and key share one count, and run-time
-/// [overrides](crate::Override) and [`set_enabled`](Limiter::set_enabled) apply to both, on every call.
+/// [overrides](crate::Override) and the switches ([`set_enabled`](Limiter::set_enabled)) apply to both, on
+/// every call.
 ///
 /// A `Limit` decides when it is called: the future it returns is already complete when the decision needed
 /// nothing but this process (in memory, a cached denial, the switch off, the breaker open), and awaits only a

@@ -110,7 +110,7 @@ fn the_attribute_allocates_nothing() {
     };
     run(&limiter);
     assert_eq!(allocations(|| run(&limiter)), 0, "no allocation per call");
-    limiter.set_enabled(false);
+    limiter.set_enabled_here(false);
     assert_eq!(
         allocations(|| run(&limiter)),
         0,

@@ -74,12 +74,12 @@ async fn switched_off_the_key_is_not_even_formatted() {
     let limiter = limiter();
     limiter
         .scope(async {
-            limiter.set_enabled(false);
+            limiter.set_enabled_here(false);
             for _ in 0..3 {
                 keyed_by_display(&formats).await.unwrap();
             }
             assert_eq!(formats.load(Ordering::SeqCst), 0, "switched off");
-            limiter.set_enabled(true);
+            limiter.set_enabled_here(true);
             assert!(keyed_by_display(&formats).await.is_ok());
             assert!(keyed_by_display(&formats).await.is_err());
         })

@@ -66,9 +66,9 @@ async fn behaves_like_one_server(a: &Limiter, b: &Limiter, evalsha: impl Fn() ->
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // Off: every call goes ahead with no Redis traffic at all, heartbeats included.
-    a.set_enabled(false);
-    b.set_enabled(false);
+    // Off here: every call goes ahead with no Redis traffic at all, heartbeats included.
+    a.set_enabled_here(false);
+    b.set_enabled_here(false);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = evalsha();
     let rule = Rule::new().max(1).prefix("switch:");
@@ -80,8 +80,8 @@ async fn behaves_like_one_server(a: &Limiter, b: &Limiter, evalsha: impl Fn() ->
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(evalsha(), before, "no script ran while the switch was off");
-    a.set_enabled(true);
-    b.set_enabled(true);
+    a.set_enabled_here(true);
+    b.set_enabled_here(true);
     assert!(a.check(&rule, "k").await.allowed);
     let decision = b.check(&rule, "k").await;
     assert!(

@@ -404,7 +404,7 @@ async fn switched_off_the_limiter_sends_nothing_to_redis() {
         .scope(async {
             assert!(switched(1).await.is_ok());
             assert!(switched(1).await.is_err());
-            limiter.set_enabled(false);
+            limiter.set_enabled_here(false);
             let before = server.calls("evalsha");
             for _ in 0..50 {
                 assert_eq!(switched(1).await.unwrap(), 1);
@@ -415,7 +415,7 @@ async fn switched_off_the_limiter_sends_nothing_to_redis() {
                 before,
                 "no Redis command while switched off"
             );
-            limiter.set_enabled(true);
+            limiter.set_enabled_here(true);
             assert!(switched(1).await.is_err());
             assert!(switched(2).await.is_ok() && switched(2).await.is_err());
             assert!(server.calls("evalsha") > before);

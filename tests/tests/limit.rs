@@ -119,9 +119,9 @@ async fn overrides_and_the_switch_apply_to_a_limit_made_before_them() {
     assert_eq!(admitted, 5);
     assert_eq!(limit.check("other").await.limit, 3);
 
-    limiter.set_enabled(false);
+    limiter.set_enabled_here(false);
     assert!(limit.check("vip").await.allowed);
-    limiter.set_enabled(true);
+    limiter.set_enabled_here(true);
     assert!(!limit.check("vip").await.allowed);
 }
 

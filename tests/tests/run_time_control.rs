@@ -1,5 +1,6 @@
-//! Run-time control against a real Redis: overrides reach every runtime within a second without costing a
-//! decision any round trip; defaults resolve by module; shadow mode counts but never rejects.
+//! Run-time control against a real Redis: overrides and the switch reach every runtime within a second
+//! without costing a decision any round trip; defaults resolve by module; shadow mode counts but never
+//! rejects.
 
 use std::time::{Duration, Instant};
 
@@ -161,6 +162,56 @@ async fn changes_arrive_as_themselves_and_a_missed_one_is_caught_up() {
     .await;
     assert_eq!(b.check(&rule, "quiet").await.limit, 3);
     assert_eq!(b.stats().overrides, 203);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_switch_of_every_runtime_reaches_each_within_a_second() {
+    let server = RedisServer::start();
+    let (a, b) = (server.limiter(), server.limiter());
+    let rule = Rule::new()
+        .prefix("switch:")
+        .max(1)
+        .window(Duration::from_secs(60));
+    assert!(a.check(&rule, "warm").await.allowed && b.check(&rule, "other").await.allowed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    a.set_enabled(false).await.unwrap();
+    assert!(!a.is_enabled(), "the runtime that turned it is off at once");
+    let started = Instant::now();
+    while b.is_enabled() {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "not off after 1 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let before = server.calls("evalsha");
+    for runtime in [&a, &b] {
+        assert_eq!(admitted(runtime, &rule, "k", 5).await, 5);
+    }
+    assert_eq!(server.calls("evalsha"), before, "no decision reached Redis");
+
+    // Kept in Redis: a runtime started later finds it off.
+    let late = server.limiter();
+    late.check(&rule, "late").await;
+    let started = Instant::now();
+    while late.is_enabled() {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the late runtime is still on"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // This runtime's own switch: off here while every runtime's is on again, and only here.
+    b.set_enabled(true).await.unwrap();
+    a.set_enabled_here(false);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!a.is_enabled() && b.is_enabled() && late.is_enabled());
+    assert_eq!(admitted(&a, &rule, "k", 3).await, 3);
+    assert_eq!(admitted(&b, &rule, "k", 3).await, 1);
+    a.set_enabled_here(true);
+    assert!(!a.check(&rule, "k").await.allowed, "one count again");
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! The example service end to end, over real HTTP, against a real Redis: 429 with correct headers, counts
 //! shared by two instances, an override through the admin endpoint reaching the other instance within a
-//! second, the switch stopping all Redis traffic, and 503 when Redis is down and the limiter fails closed.
+//! second, the switch turned on one instance stopping every instance's Redis traffic, and 503 when Redis is
+//! down and the limiter fails closed.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -131,41 +132,48 @@ async fn two_instances_share_counts_and_an_override_reaches_the_other_within_a_s
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn switched_off_through_the_endpoint_the_service_sends_nothing_to_redis() {
+async fn switched_off_through_one_instance_every_instance_sends_nothing_to_redis() {
     let server = RedisServer::start();
-    let service = serve(server.limiter()).await;
-    assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
-    assert_eq!(
-        request(service, "POST", "/limit/enabled?enabled=false")
-            .await
-            .status,
-        200
-    );
-    let before = server.calls("evalsha");
-    for _ in 0..20 {
+    let (a, b) = (serve(server.limiter()).await, serve(server.limiter()).await);
+    for service in [a, b] {
         assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
+    }
+    let off = request(a, "POST", "/limit/enabled?enabled=false").await;
+    assert_eq!(off.status, 200, "{off:?}");
+    // The other instance hears of it within a second.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let before = server.calls("evalsha");
+    for service in [a, b] {
+        for _ in 0..10 {
+            assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
+        }
     }
     assert_eq!(
         server.calls("evalsha"),
         before,
-        "no Redis command while switched off"
+        "no decision reached Redis while switched off"
     );
-    assert_eq!(
-        request(service, "POST", "/limit/enabled?enabled=true")
-            .await
-            .status,
-        200
-    );
-    for _ in 0..4 {
+    let on = request(b, "POST", "/limit/enabled?enabled=true").await;
+    assert_eq!(on.status, 200, "{on:?}");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    // Both count again, in one count: 2 calls so far, 3 more, then the limit.
+    for service in [a, b, a] {
         assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
     }
-    assert_eq!(request(service, "GET", "/employees/1").await.status, 429);
-    assert_eq!(
-        request(service, "POST", "/limit/enabled?enabled=maybe")
-            .await
-            .status,
-        400
-    );
+    for service in [a, b] {
+        assert_eq!(request(service, "GET", "/employees/1").await.status, 429);
+    }
+
+    // This instance alone: the other still limits.
+    let here = request(a, "POST", "/limit/enabled?enabled=false&scope=here").await;
+    assert_eq!(here.status, 200, "{here:?}");
+    assert_eq!(request(a, "GET", "/employees/1").await.status, 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(request(b, "GET", "/employees/1").await.status, 429);
+    for bad in ["enabled=maybe", "enabled=false&scope=there"] {
+        let answer = request(a, "POST", &format!("/limit/enabled?{bad}")).await;
+        assert_eq!(answer.status, 400, "{bad}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

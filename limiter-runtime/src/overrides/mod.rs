@@ -6,148 +6,22 @@
 //! round trip to read its limit, and neither a decision nor a change pays for the number of overrides. A
 //! version that skips tells a runtime it missed a change: it then reloads the whole hash.
 
+mod change;
 mod operator;
+mod switch;
 pub(crate) mod sync;
 mod table;
 
-use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+pub use self::change::Override;
+pub(crate) use self::change::{Change, SWITCH};
+use self::switch::Switch;
 use self::table::Table;
 
 /// The Redis hash of overrides, and the channel changes are announced on.
 pub(crate) const OVERRIDES: &str = "limiter:overrides";
-
-/// A run-time change to a limit: every limit under `prefix`, or one key of it.
-///
-/// What an override sets wins over everything else (see the crate's resolution order); what it leaves out
-/// is resolved as usual. A key's own override wins over its prefix's.
-///
-/// ```
-/// use limiter_runtime::Override;
-/// use std::time::Duration;
-///
-/// // Every employee: 10 lookups per 5 s.
-/// let all = Override::prefix("rate_limit:emp:").max(10).window(Duration::from_secs(5));
-/// // Employee 1001 alone: 1 per window.
-/// let one = Override::key("rate_limit:emp:", "1001").max(1);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Override {
-    prefix: String,
-    key: Option<String>,
-    limits: Limits,
-}
-
-impl Override {
-    /// An override of every limit whose prefix is `prefix`.
-    pub fn prefix(prefix: impl Into<String>) -> Override {
-        Override {
-            prefix: prefix.into(),
-            key: None,
-            limits: Limits::default(),
-        }
-    }
-
-    /// An override of the limit of one key under `prefix` (the key as the attribute formats it: the parts of
-    /// a key list joined with `:`).
-    pub fn key(prefix: impl Into<String>, key: impl fmt::Display) -> Override {
-        Override {
-            // Bounded as store keys are, so that a long key's override finds its limit.
-            key: Some(crate::key::StoreKey::new("", format_args!("{key}")).into_string()),
-            ..Override::prefix(prefix)
-        }
-    }
-
-    /// The new admissions per window.
-    pub fn max(mut self, max: u64) -> Override {
-        self.limits.max = Some(max);
-        self
-    }
-
-    /// The new window.
-    pub fn window(mut self, window: Duration) -> Override {
-        self.limits.window = Some(window);
-        self
-    }
-
-    pub(crate) fn with(prefix: String, key: Option<String>, limits: Limits) -> Override {
-        Override {
-            prefix,
-            key,
-            limits,
-        }
-    }
-
-    /// The prefix of the limits overridden.
-    pub fn target_prefix(&self) -> &str {
-        &self.prefix
-    }
-
-    /// The key overridden, if only one.
-    pub fn target_key(&self) -> Option<&str> {
-        self.key.as_deref()
-    }
-
-    /// The admissions per window it sets, if it does.
-    pub fn max_value(&self) -> Option<u64> {
-        self.limits.max
-    }
-
-    /// The window it sets, if it does.
-    pub fn window_value(&self) -> Option<Duration> {
-        self.limits.window
-    }
-
-    /// The hash field of this override's target: unambiguous for any prefix and key text.
-    pub(crate) fn field(&self) -> String {
-        match &self.key {
-            None => format!("p:{}:{}", self.prefix.len(), self.prefix),
-            Some(key) => format!("k:{}:{}{}", self.prefix.len(), self.prefix, key),
-        }
-    }
-
-    pub(crate) fn value(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(max) = self.limits.max {
-            parts.push(format!("max={max}"));
-        }
-        if let Some(window) = self.limits.window {
-            parts.push(format!("window={}", window.as_micros()));
-        }
-        parts.join(";")
-    }
-
-    /// Reads an override back from its field and value; `None` if either was not written by this crate.
-    pub(crate) fn parse(field: &str, value: &str) -> Option<Override> {
-        let (kind, rest) = field.split_once(':')?;
-        let (len, rest) = rest.split_once(':')?;
-        let len: usize = len.parse().ok()?;
-        let prefix = rest.get(..len)?.to_owned();
-        let key = match kind {
-            "p" if rest.len() == len => None,
-            "k" => Some(rest[len..].to_owned()),
-            _ => return None,
-        };
-        let mut limits = Limits::default();
-        for part in value.split(';').filter(|p| !p.is_empty()) {
-            match part.split_once('=')? {
-                ("max", n) => limits.max = Some(n.parse().ok()?),
-                ("window", micros) => {
-                    limits.window = Some(Duration::from_micros(micros.parse().ok()?))
-                }
-                _ => return None,
-            }
-        }
-        Some(Override {
-            prefix,
-            key,
-            limits,
-        })
-    }
-}
 
 /// What an override sets: `max` and `window`, each if it does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -174,7 +48,7 @@ pub(crate) struct Overrides {
     /// time, under this lock.
     version: Mutex<u64>,
     /// Off: every call goes ahead with no store traffic at all.
-    enabled: AtomicBool,
+    switch: Switch,
 }
 
 /// An announced change came after one this runtime has not seen: the whole table must be read again.
@@ -186,20 +60,26 @@ impl Default for Overrides {
         Overrides {
             table: Table::default(),
             version: Mutex::new(0),
-            enabled: AtomicBool::new(true),
+            switch: Switch::default(),
         }
     }
 }
 
 impl Overrides {
-    /// Whether limiting is on.
+    /// Whether limiting is on: this runtime's switch and the one of every runtime both are.
     #[inline]
     pub(crate) fn is_enabled(&self) -> bool {
-        self.enabled.load(Ordering::Relaxed)
+        self.switch.is_on()
     }
 
-    pub(crate) fn set_enabled(&self, enabled: bool) {
-        self.enabled.store(enabled, Ordering::Relaxed);
+    /// Whether this runtime's own switch is on: while it is off, nothing is sent to Redis, not even in the
+    /// background.
+    pub(crate) fn is_enabled_here(&self) -> bool {
+        self.switch.is_on_here()
+    }
+
+    pub(crate) fn set_enabled_here(&self, enabled: bool) {
+        self.switch.turn_here(enabled);
     }
 
     /// What overrides `key` under `prefix`, if anything: the key's own override, completed by its prefix's.
@@ -211,9 +91,9 @@ impl Overrides {
     /// Applies a change made by this runtime, at once: `version` is the one Redis gave it, if it went through
     /// Redis. The table takes that version only if it follows the table's own; otherwise the announcements
     /// in between are still to come and will bring it there.
-    pub(crate) fn apply(&self, change: &Override, set: bool, version: Option<u64>) {
+    pub(crate) fn apply(&self, change: &Change, version: Option<u64>) {
         let mut current = self.lock_version();
-        self.table.change(change, set);
+        self.change(change);
         if version == Some(*current + 1) {
             *current += 1;
         }
@@ -221,12 +101,7 @@ impl Overrides {
 
     /// Applies a change announced as `version`: says whether it was new (a change already applied is
     /// announced again to the runtime that made it); [`MissedChanges`] if one came in between unseen.
-    pub(crate) fn announced(
-        &self,
-        change: &Override,
-        set: bool,
-        version: u64,
-    ) -> Result<bool, MissedChanges> {
+    pub(crate) fn announced(&self, change: &Change, version: u64) -> Result<bool, MissedChanges> {
         let mut current = self.lock_version();
         if version <= *current {
             return Ok(false);
@@ -234,16 +109,30 @@ impl Overrides {
         if version > *current + 1 {
             return Err(MissedChanges);
         }
-        self.table.change(change, set);
+        self.change(change);
         *current = version;
         Ok(true)
     }
 
-    /// Installs every override as read from Redis at `version`; says whether that version differs from the
-    /// table's.
-    pub(crate) fn install(&self, overrides: Vec<Override>, version: u64) -> bool {
+    fn change(&self, change: &Change) {
+        match change {
+            Change::Set(o) => self.table.change(o, true),
+            Change::Clear(o) => self.table.change(o, false),
+            Change::Switch(on) => self.switch.turn_everywhere(*on),
+        }
+    }
+
+    /// Installs every override and the switch of every runtime as read from Redis at `version`; says whether
+    /// that version differs from the table's.
+    pub(crate) fn install(
+        &self,
+        overrides: Vec<Override>,
+        on_everywhere: bool,
+        version: u64,
+    ) -> bool {
         let mut current = self.lock_version();
         self.table.replace(overrides);
+        self.switch.turn_everywhere(on_everywhere);
         let moved = *current != version;
         *current = version;
         moved
@@ -274,56 +163,38 @@ impl Overrides {
 mod tests {
     use super::*;
 
-    #[test]
-    fn fields_and_values_round_trip_for_any_text() {
-        for o in [
-            Override::prefix("rate_limit:emp:").max(10),
-            Override::key("p:", "a:b\n{c}").window(Duration::from_millis(1500)),
-            Override::key("", "").max(1).window(Duration::from_secs(1)),
-            Override::prefix("3:x").max(0),
-        ] {
-            assert_eq!(Override::parse(&o.field(), &o.value()), Some(o));
-        }
-        assert_ne!(
-            Override::prefix("ab").field(),
-            Override::key("a", "b").field()
-        );
-        assert_eq!(Override::parse("junk", "max=1"), None);
-        assert_eq!(Override::parse("p:1:a", "max=x"), None);
-    }
-
     /// Announced changes apply in order; one already applied is not applied again; a gap asks for a reload.
     #[test]
     fn versions_tell_a_new_change_from_a_seen_one_and_from_a_gap() {
         let overrides = Overrides::default();
-        let one = Override::key("p:", "a").max(1);
-        assert_eq!(overrides.announced(&one, true, 1), Ok(true));
-        assert_eq!(overrides.announced(&one, true, 1), Ok(false));
+        let set = |key: &str, max| Change::Set(Override::key("p:", key).max(max));
+        let one = set("a", 1);
+        let cleared = Change::Clear(Override::key("p:", "a"));
+        assert_eq!(overrides.announced(&one, 1), Ok(true));
+        assert_eq!(overrides.announced(&one, 1), Ok(false));
         assert_eq!(
-            overrides.announced(&one, false, 3),
+            overrides.announced(&cleared, 3),
             Err(MissedChanges),
             "version 2 was missed"
         );
         assert_eq!(overrides.lookup("p:", "a").unwrap().max, Some(1));
         // This runtime's own change, version 2, applies at once; its announcement is then not new.
-        overrides.apply(&Override::key("p:", "b").max(2), true, Some(2));
+        overrides.apply(&set("b", 2), Some(2));
         assert_eq!(overrides.version(), 2);
-        assert_eq!(
-            overrides.announced(&Override::key("p:", "b").max(2), true, 2),
-            Ok(false)
-        );
+        assert_eq!(overrides.announced(&set("b", 2), 2), Ok(false));
         // Its own change at version 4 while 3 is still on its way: applied, but the version waits for 3.
-        overrides.apply(&Override::key("p:", "d").max(4), true, Some(4));
+        overrides.apply(&set("d", 4), Some(4));
         assert_eq!(overrides.version(), 2);
         assert_eq!(overrides.lookup("p:", "d").unwrap().max, Some(4));
-        assert_eq!(overrides.announced(&one, false, 3), Ok(true));
-        assert_eq!(
-            overrides.announced(&Override::key("p:", "d").max(4), true, 4),
-            Ok(true)
-        );
+        assert_eq!(overrides.announced(&cleared, 3), Ok(true));
+        assert_eq!(overrides.announced(&set("d", 4), 4), Ok(true));
         assert_eq!((overrides.version(), overrides.len()), (4, 2));
-        assert!(overrides.install(Vec::new(), 9));
-        assert!(!overrides.install(Vec::new(), 9));
+        // The switch of every runtime is a change like the others.
+        assert_eq!(overrides.announced(&Change::Switch(false), 5), Ok(true));
+        assert!(!overrides.is_enabled() && overrides.is_enabled_here());
+        assert!(overrides.install(Vec::new(), true, 9));
+        assert!(!overrides.install(Vec::new(), true, 9));
         assert_eq!((overrides.version(), overrides.len()), (9, 0));
+        assert!(overrides.is_enabled());
     }
 }

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::{MissedChanges, Override, Overrides, OVERRIDES};
+use super::change::parse_switch;
+use super::{Change, MissedChanges, Override, Overrides, OVERRIDES, SWITCH};
 use crate::backend::redis::LuaScript;
 use crate::backend::RedisBackend;
 use crate::error::{BackendError, Error};
@@ -24,16 +25,10 @@ const VERSION: &str = "version";
 static CHANGE: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../scripts/overrides.lua")));
 
-/// Sets (`set`) or clears `change` in Redis and announces it, within [`CHANGE_DEADLINE`]; returns the
-/// version Redis gave it.
-pub(crate) async fn publish(
-    redis: &RedisBackend,
-    change: &Override,
-    set: bool,
-) -> Result<u64, Error> {
+/// Makes `change` in Redis and announces it, within [`CHANGE_DEADLINE`]; returns the version Redis gave it.
+pub(crate) async fn publish(redis: &RedisBackend, change: &Change) -> Result<u64, Error> {
     let mut connection = redis.connection().map_err(change_failed)?;
-    let op = if set { "set" } else { "clear" };
-    let args = (op, change.field(), change.value(), OVERRIDES);
+    let args = (change.op(), change.field(), change.value(), OVERRIDES);
     tokio::time::timeout(
         CHANGE_DEADLINE,
         CHANGE.invoke::<u64>(&mut connection, OVERRIDES, args),
@@ -59,8 +54,7 @@ fn change_failed(error: BackendError) -> Error {
 #[derive(Debug, PartialEq)]
 struct Announcement {
     version: u64,
-    change: Override,
-    set: bool,
+    change: Change,
 }
 
 impl Announcement {
@@ -68,18 +62,9 @@ impl Announcement {
     fn parse(message: &str) -> Option<Announcement> {
         let mut parts = message.splitn(4, '\n');
         let version = parts.next()?.parse().ok()?;
-        let set = match parts.next()? {
-            "set" => true,
-            "clear" => false,
-            _ => return None,
-        };
-        let value = parts.next()?;
-        let change = Override::parse(parts.next()?, value)?;
-        Some(Announcement {
-            version,
-            change,
-            set,
-        })
+        let (op, value) = (parts.next()?, parts.next()?);
+        let change = Change::parse(op, parts.next()?, value)?;
+        Some(Announcement { version, change })
     }
 }
 
@@ -143,14 +128,9 @@ async fn follow(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>, event: 
                 .ok()
                 .and_then(|payload| Announcement::parse(&payload));
             match announcement {
-                Some(Announcement {
-                    version,
-                    change,
-                    set,
-                }) => match table.announced(&change, set, version) {
+                Some(Announcement { version, change }) => match table.announced(&change, version) {
                     Ok(new) => {
                         if new {
-                            // What Redis said under the old limit no longer holds.
                             backend.forget_denials_of(&change);
                         }
                         true
@@ -168,7 +148,7 @@ async fn follow(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>, event: 
 
 /// Whether the hash's version is the table's (also when Redis cannot say: the next look will tell).
 async fn read_version(overrides: &Overrides, redis: &RedisBackend) -> bool {
-    if redis.breaker_open() || !overrides.is_enabled() {
+    if redis.breaker_open() || !overrides.is_enabled_here() {
         return true;
     }
     let Ok(mut connection) = redis.connection() else {
@@ -188,7 +168,7 @@ async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool
     let (Some(overrides), Some(redis)) = (overrides.upgrade(), redis.upgrade()) else {
         return false;
     };
-    if redis.breaker_open() || !overrides.is_enabled() {
+    if redis.breaker_open() || !overrides.is_enabled_here() {
         return true;
     }
     let Ok(mut connection) = redis.connection() else {
@@ -199,11 +179,13 @@ async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool
     let fields = read.query_async::<Vec<(String, String)>>(&mut connection);
     match tokio::time::timeout(CHANGE_DEADLINE, fields).await {
         Ok(Ok(fields)) => {
-            let mut version = 0;
+            let (mut version, mut on_everywhere) = (0, true);
             let mut all = Vec::with_capacity(fields.len());
             for (field, value) in &fields {
                 if field == VERSION {
                     version = value.parse().unwrap_or(0);
+                } else if field == SWITCH {
+                    on_everywhere = parse_switch(value).unwrap_or(true);
                 } else if let Some(o) = Override::parse(field, value) {
                     all.push(o);
                 } else {
@@ -214,7 +196,7 @@ async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool
                     );
                 }
             }
-            if overrides.install(all, version) {
+            if overrides.install(all, on_everywhere, version) {
                 redis.forget_denials();
             }
         }
@@ -230,21 +212,24 @@ mod tests {
 
     #[test]
     fn an_announcement_reads_back_whatever_its_field_holds() {
-        let change = Override::key("p:", "a\nb:c").max(3);
-        let message = format!("7\nset\n{}\n{}", change.value(), change.field());
+        let o = Override::key("p:", "a\nb:c").max(3);
+        let message = format!("7\nset\n{}\n{}", o.value(), o.field());
         assert_eq!(
             Announcement::parse(&message),
             Some(Announcement {
                 version: 7,
-                change: change.clone(),
-                set: true
+                change: Change::Set(o.clone()),
             })
         );
-        let message = format!("8\nclear\n\n{}", change.field());
+        let message = format!("8\nclear\n\n{}", o.field());
         assert!(Announcement::parse(&message)
-            .is_some_and(|a| !a.set && a.change.field() == change.field()));
+            .is_some_and(|a| a.change == Change::Clear(Override::key("p:", "a\nb:c"))));
+        assert_eq!(
+            Announcement::parse("9\nset\noff\nswitch").map(|a| a.change),
+            Some(Change::Switch(false))
+        );
         // An older runtime's announcement (the field alone) is not read as a change.
-        assert_eq!(Announcement::parse(&change.field()), None);
+        assert_eq!(Announcement::parse(&o.field()), None);
         assert_eq!(Announcement::parse("x\nset\n\np:1:a"), None);
     }
 }

@@ -65,9 +65,9 @@ async fn main() {
     let warm_up = Rule::new().prefix("warm-up:");
     let redis_now = limiter.check(&warm_up, std::process::id()).await;
     assert!(!redis_now.degraded, "Redis does not answer");
-    limiter.set_enabled(false);
+    limiter.set_enabled_here(false);
     let own_now = limiter.check(&warm_up, "own clock").await.decided_at;
-    limiter.set_enabled(true);
+    limiter.set_enabled_here(true);
     println!(
         "ready {} {}",
         own_now.as_micros(),

@@ -64,7 +64,7 @@ pub(crate) fn spawn_heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrid
             let (Some(redis), Some(overrides)) = (redis.upgrade(), overrides.upgrade()) else {
                 return;
             };
-            if !redis.breaker_open() && overrides.is_enabled() {
+            if !redis.breaker_open() && overrides.is_enabled_here() {
                 if let Ok(mut connection) = redis.connection() {
                     let beat = redis.instances.beat(&mut connection);
                     match tokio::time::timeout(redis.deadline(), beat).await {

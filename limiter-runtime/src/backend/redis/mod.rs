@@ -32,7 +32,7 @@ use super::{admitted, Answer, Ask, MemoryStore};
 use crate::clock::{as_micros, Clock};
 use crate::error::BackendError;
 use crate::key::KeyRef;
-use crate::Override;
+use crate::overrides::Change;
 
 pub(crate) use self::breaker::BreakerConfig;
 pub(crate) use self::call::{call_key, Question, Refund};
@@ -122,13 +122,15 @@ impl RedisBackend {
         }
     }
 
-    /// `change`'s limit changed: what Redis said of it no longer holds (of one key, or of every key under a
-    /// prefix).
-    pub(crate) fn forget_denials_of(&self, change: &Override) {
-        let Some(cache) = &self.denied else { return };
-        match change.target_key() {
+    /// What Redis said under a limit that `change` changes no longer holds: forgets the denials of its key, or
+    /// of every key under its prefix. The switch changes no limit.
+    pub(crate) fn forget_denials_of(&self, change: &Change) {
+        let (Some(cache), Change::Set(o) | Change::Clear(o)) = (&self.denied, change) else {
+            return;
+        };
+        match o.target_key() {
             Some(key) => cache.remove(KeyRef {
-                prefix: change.target_prefix(),
+                prefix: o.target_prefix(),
                 rest: key,
             }),
             None => cache.clear(),

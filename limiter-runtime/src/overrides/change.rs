@@ -1,0 +1,246 @@
+//! What the overrides' hash holds, field by field: an [`Override`], or the switch of every runtime; and how
+//! each is written in the hash and in an announcement.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::Limits;
+
+/// The hash's field that holds the switch of every runtime: `on` or `off` (absent: on).
+pub(crate) const SWITCH: &str = "switch";
+
+/// A run-time change to a limit: every limit under `prefix`, or one key of it.
+///
+/// What an override sets wins over everything else (see the crate's resolution order); what it leaves out
+/// is resolved as usual. A key's own override wins over its prefix's.
+///
+/// ```
+/// use limiter_runtime::Override;
+/// use std::time::Duration;
+///
+/// // Every employee: 10 lookups per 5 s.
+/// let all = Override::prefix("rate_limit:emp:").max(10).window(Duration::from_secs(5));
+/// // Employee 1001 alone: 1 per window.
+/// let one = Override::key("rate_limit:emp:", "1001").max(1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    pub(super) prefix: String,
+    pub(super) key: Option<String>,
+    pub(super) limits: Limits,
+}
+
+impl Override {
+    /// An override of every limit whose prefix is `prefix`.
+    pub fn prefix(prefix: impl Into<String>) -> Override {
+        Override {
+            prefix: prefix.into(),
+            key: None,
+            limits: Limits::default(),
+        }
+    }
+
+    /// An override of the limit of one key under `prefix` (the key as the attribute formats it: the parts of
+    /// a key list joined with `:`).
+    pub fn key(prefix: impl Into<String>, key: impl fmt::Display) -> Override {
+        Override {
+            // Bounded as store keys are, so that a long key's override finds its limit.
+            key: Some(crate::key::StoreKey::new("", format_args!("{key}")).into_string()),
+            ..Override::prefix(prefix)
+        }
+    }
+
+    /// The new admissions per window.
+    pub fn max(mut self, max: u64) -> Override {
+        self.limits.max = Some(max);
+        self
+    }
+
+    /// The new window.
+    pub fn window(mut self, window: Duration) -> Override {
+        self.limits.window = Some(window);
+        self
+    }
+
+    pub(crate) fn with(prefix: String, key: Option<String>, limits: Limits) -> Override {
+        Override {
+            prefix,
+            key,
+            limits,
+        }
+    }
+
+    /// The prefix of the limits overridden.
+    pub fn target_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The key overridden, if only one.
+    pub fn target_key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The admissions per window it sets, if it does.
+    pub fn max_value(&self) -> Option<u64> {
+        self.limits.max
+    }
+
+    /// The window it sets, if it does.
+    pub fn window_value(&self) -> Option<Duration> {
+        self.limits.window
+    }
+
+    /// The hash field of this override's target: unambiguous for any prefix and key text.
+    pub(crate) fn field(&self) -> String {
+        match &self.key {
+            None => format!("p:{}:{}", self.prefix.len(), self.prefix),
+            Some(key) => format!("k:{}:{}{}", self.prefix.len(), self.prefix, key),
+        }
+    }
+
+    pub(crate) fn value(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(max) = self.limits.max {
+            parts.push(format!("max={max}"));
+        }
+        if let Some(window) = self.limits.window {
+            parts.push(format!("window={}", window.as_micros()));
+        }
+        parts.join(";")
+    }
+
+    /// Reads an override back from its field and value; `None` if either was not written by this crate.
+    pub(crate) fn parse(field: &str, value: &str) -> Option<Override> {
+        let (kind, rest) = field.split_once(':')?;
+        let (len, rest) = rest.split_once(':')?;
+        let len: usize = len.parse().ok()?;
+        let prefix = rest.get(..len)?.to_owned();
+        let key = match kind {
+            "p" if rest.len() == len => None,
+            "k" => Some(rest[len..].to_owned()),
+            _ => return None,
+        };
+        let mut limits = Limits::default();
+        for part in value.split(';').filter(|p| !p.is_empty()) {
+            match part.split_once('=')? {
+                ("max", n) => limits.max = Some(n.parse().ok()?),
+                ("window", micros) => {
+                    limits.window = Some(Duration::from_micros(micros.parse().ok()?))
+                }
+                _ => return None,
+            }
+        }
+        Some(Override {
+            prefix,
+            key,
+            limits,
+        })
+    }
+}
+
+/// One change to the overrides' hash: an override set or cleared, or the switch of every runtime turned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    Set(Override),
+    Clear(Override),
+    Switch(bool),
+}
+
+impl Change {
+    /// What the script does: `set` the field, or `clear` it.
+    pub(crate) fn op(&self) -> &'static str {
+        match self {
+            Change::Clear(_) => "clear",
+            Change::Set(_) | Change::Switch(_) => "set",
+        }
+    }
+
+    /// The hash's field.
+    pub(crate) fn field(&self) -> String {
+        match self {
+            Change::Set(o) | Change::Clear(o) => o.field(),
+            Change::Switch(_) => SWITCH.to_owned(),
+        }
+    }
+
+    /// The field's value.
+    pub(crate) fn value(&self) -> String {
+        match self {
+            Change::Set(o) | Change::Clear(o) => o.value(),
+            Change::Switch(on) => switch_value(*on).to_owned(),
+        }
+    }
+
+    /// Reads a change back from the script's operation, the field and its value; `None` if any was not written
+    /// by this crate.
+    pub(crate) fn parse(op: &str, field: &str, value: &str) -> Option<Change> {
+        if field == SWITCH {
+            return match op {
+                "set" => parse_switch(value).map(Change::Switch),
+                "clear" => Some(Change::Switch(true)),
+                _ => None,
+            };
+        }
+        let o = Override::parse(field, value)?;
+        match op {
+            "set" => Some(Change::Set(o)),
+            "clear" => Some(Change::Clear(o)),
+            _ => None,
+        }
+    }
+}
+
+fn switch_value(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// The switch's value as the hash holds it.
+pub(crate) fn parse_switch(value: &str) -> Option<bool> {
+    match value {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_and_values_round_trip_for_any_text() {
+        for o in [
+            Override::prefix("rate_limit:emp:").max(10),
+            Override::key("p:", "a:b\n{c}").window(Duration::from_millis(1500)),
+            Override::key("", "").max(1).window(Duration::from_secs(1)),
+            Override::prefix("3:x").max(0),
+        ] {
+            assert_eq!(Override::parse(&o.field(), &o.value()), Some(o));
+        }
+        assert_ne!(
+            Override::prefix("ab").field(),
+            Override::key("a", "b").field()
+        );
+        assert_eq!(Override::parse("junk", "max=1"), None);
+        assert_eq!(Override::parse("p:1:a", "max=x"), None);
+    }
+
+    #[test]
+    fn changes_round_trip_through_operation_field_and_value() {
+        for change in [
+            Change::Set(Override::key("p:", "a\nb").max(3)),
+            Change::Clear(Override::prefix("p:")),
+            Change::Switch(false),
+            Change::Switch(true),
+        ] {
+            let read = Change::parse(change.op(), &change.field(), &change.value());
+            assert_eq!(read.as_ref(), Some(&change));
+        }
+        assert_eq!(Change::parse("set", SWITCH, "maybe"), None);
+        assert_eq!(Change::parse("drop", "p:1:a", ""), None);
+    }
+}
