@@ -4,9 +4,13 @@
 //! LIMITER_REDIS_URL=redis://127.0.0.1:6379/ cargo run -p examples --example service   # listens on 127.0.0.1:3000
 //! curl -i http://127.0.0.1:3000/employees/1001      # 5 per 10 s, then 429 with Retry-After and RateLimit headers
 //! ```
+//!
+//! The operators' routes (`/limit/*`) require `Authorization: Bearer $ADMIN_TOKEN`; without `ADMIN_TOKEN` they
+//! refuse every request.
 
 use std::net::SocketAddr;
 
+use examples::service::AdminToken;
 use limiter_runtime::Limiter;
 
 #[tokio::main]
@@ -16,7 +20,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = std::env::var("SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&address).await?;
     println!("employee service on http://{address}");
-    let app = examples::service::app(limiter).into_make_service_with_connect_info::<SocketAddr>();
+    let admin = AdminToken::from_env();
+    let app =
+        examples::service::app(limiter, admin).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).await?;
     Ok(())
 }

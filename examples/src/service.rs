@@ -10,12 +10,17 @@
 //!
 //! A rejection is the `RateLimited` error itself: 429 with `Retry-After` and the IETF `RateLimit` headers (503
 //! when Redis is down and a limit fails closed).
+//!
+//! The `/limit/*` routes are the operators': they require `Authorization: Bearer <token>`, the token set in
+//! `ADMIN_TOKEN`, and refuse every request when none is set.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -24,21 +29,81 @@ use axum::{Json, Router};
 use limiter_runtime::{rate_limit, Limiter, Override, RateLimited};
 use serde_json::{json, Value};
 
-/// The service's routes, deciding with `limiter` (each instance of the service may have its own).
-pub fn app(limiter: Limiter) -> Router {
+/// The token the operators' routes require, if one is set.
+#[derive(Clone, Default)]
+pub struct AdminToken(Option<Arc<str>>);
+
+impl AdminToken {
+    /// The token in `ADMIN_TOKEN`; none if it is unset or empty (the operators' routes then refuse everyone).
+    pub fn from_env() -> AdminToken {
+        AdminToken::new(std::env::var("ADMIN_TOKEN").unwrap_or_default())
+    }
+
+    /// `token`; none if it is empty.
+    pub fn new(token: impl Into<String>) -> AdminToken {
+        let token = token.into();
+        AdminToken((!token.is_empty()).then(|| token.into()))
+    }
+
+    /// Whether `authorization` (the request's header) presents the token.
+    fn admits(&self, authorization: &str) -> bool {
+        let Some(token) = &self.0 else { return false };
+        let presented = authorization.strip_prefix("Bearer ").unwrap_or_default();
+        // Every byte compared, whatever the first difference: how long a refusal takes tells nothing.
+        presented.len() == token.len()
+            && presented
+                .bytes()
+                .zip(token.bytes())
+                .fold(0, |diff, (a, b)| diff | (a ^ b))
+                == 0
+    }
+}
+
+/// The service's routes, deciding with `limiter` (each instance of the service may have its own); the
+/// operators' routes require `admin`.
+pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
     let scoped = limiter.clone();
+    let operators = Router::new()
+        .route("/limit/update", post(update_limit))
+        .route("/limit/enabled", post(set_enabled))
+        .route_layer(middleware::from_fn_with_state(admin, require_admin));
     Router::new()
         .route("/api/test", get(api_test))
         .route("/employees/{id}", get(employee))
         .route("/whoami", get(whoami))
-        .route("/limit/update", post(update_limit))
-        .route("/limit/enabled", post(set_enabled))
+        .merge(operators)
         // Every request decides with this instance's limiter.
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             let limiter = scoped.clone();
             async move { limiter.scope(next.run(request)).await }
         }))
         .with_state(limiter)
+}
+
+/// Lets a request through to an operators' route only with the admin token: 401 without it or with another,
+/// 403 when the service has none.
+async fn require_admin(State(admin): State<AdminToken>, request: Request, next: Next) -> Response {
+    if admin.0.is_none() {
+        return (
+            StatusCode::FORBIDDEN,
+            "the operators' routes are disabled: set ADMIN_TOKEN to enable them",
+        )
+            .into_response();
+    }
+    let authorization = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    if !admin.admits(authorization) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(WWW_AUTHENTICATE, "Bearer")],
+            "the operators' routes require `Authorization: Bearer <ADMIN_TOKEN>`",
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 #[rate_limit(prefix = "rate_limit:api:", max = 10, window = 1)]

@@ -117,10 +117,24 @@ pub mod http {
 
     /// Sends `method path` to `address` and reads the whole response.
     pub async fn request(address: SocketAddr, method: &str, path: &str) -> Response {
+        request_with(address, method, path, &[]).await
+    }
+
+    /// [`request`] with `headers` added to the request.
+    pub async fn request_with(
+        address: SocketAddr,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Response {
         let mut stream = TcpStream::connect(address)
             .await
             .expect("the service accepts connections");
-        let request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let extra: String = headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
+        let request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n");
         stream
             .write_all(request.as_bytes())
             .await

@@ -1,23 +1,39 @@
 //! The example service end to end, over real HTTP, against a real Redis: 429 with correct headers, counts
 //! shared by two instances, an override through the admin endpoint reaching the other instance within a
-//! second, the switch turned on one instance stopping every instance's Redis traffic, and 503 when Redis is
+//! second, the operators' routes closed without the token, the switch turned on one instance stopping every instance's Redis traffic, and 503 when Redis is
 //! down and the limiter fails closed.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use examples::service::AdminToken;
 use limiter_runtime::{Limiter, OnError};
 use redis::Commands;
-use tests::http::{request, Response};
+use tests::http::{request, request_with, Response};
 use tests::RedisServer;
+
+/// The operators' token the services under test are given.
+const TOKEN: &str = "test-admin-token";
 
 /// Serves the example service with `limiter` on a free loopback port.
 async fn serve(limiter: Limiter) -> SocketAddr {
+    serve_with(limiter, AdminToken::new(TOKEN)).await
+}
+
+/// [`serve`], with `admin` as the operators' token.
+async fn serve_with(limiter: Limiter, admin: AdminToken) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let app = examples::service::app(limiter).into_make_service_with_connect_info::<SocketAddr>();
+    let app =
+        examples::service::app(limiter, admin).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     address
+}
+
+/// An operator's `POST path`, with the token.
+async fn admin(address: SocketAddr, path: &str) -> Response {
+    let bearer = format!("Bearer {TOKEN}");
+    request_with(address, "POST", path, &[("authorization", &bearer)]).await
 }
 
 /// A structured-field parameter of a `RateLimit` header: `"name";q=5;w=10` → `q` → 5.
@@ -90,12 +106,7 @@ async fn two_instances_share_counts_and_an_override_reaches_the_other_within_a_s
 
     // Both instances are running; the operator lowers employee 42's limit on instance a.
     assert_eq!(request(b, "GET", "/employees/42").await.status, 200);
-    let update = request(
-        a,
-        "POST",
-        "/limit/update?prefix=rate_limit:emp:&key=42&threshold=1",
-    )
-    .await;
+    let update = admin(a, "/limit/update?prefix=rate_limit:emp:&key=42&threshold=1").await;
     assert_eq!(update.status, 200, "{update:?}");
     let started = Instant::now();
     while !b_limiter
@@ -119,13 +130,13 @@ async fn two_instances_share_counts_and_an_override_reaches_the_other_within_a_s
     );
     // Cleared through the endpoint: back to 5.
     assert_eq!(
-        request(a, "POST", "/limit/update?prefix=rate_limit:emp:&key=42")
+        admin(a, "/limit/update?prefix=rate_limit:emp:&key=42")
             .await
             .status,
         200
     );
     assert_eq!(
-        request(a, "POST", "/limit/update?threshold=3").await.status,
+        admin(a, "/limit/update?threshold=3").await.status,
         400,
         "no prefix"
     );
@@ -138,7 +149,7 @@ async fn switched_off_through_one_instance_every_instance_sends_nothing_to_redis
     for service in [a, b] {
         assert_eq!(request(service, "GET", "/employees/1").await.status, 200);
     }
-    let off = request(a, "POST", "/limit/enabled?enabled=false").await;
+    let off = admin(a, "/limit/enabled?enabled=false").await;
     assert_eq!(off.status, 200, "{off:?}");
     // The other instance hears of it within a second.
     tokio::time::sleep(Duration::from_millis(1_000)).await;
@@ -153,7 +164,7 @@ async fn switched_off_through_one_instance_every_instance_sends_nothing_to_redis
         before,
         "no decision reached Redis while switched off"
     );
-    let on = request(b, "POST", "/limit/enabled?enabled=true").await;
+    let on = admin(b, "/limit/enabled?enabled=true").await;
     assert_eq!(on.status, 200, "{on:?}");
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     // Both count again, in one count: 2 calls so far, 3 more, then the limit.
@@ -165,15 +176,41 @@ async fn switched_off_through_one_instance_every_instance_sends_nothing_to_redis
     }
 
     // This instance alone: the other still limits.
-    let here = request(a, "POST", "/limit/enabled?enabled=false&scope=here").await;
+    let here = admin(a, "/limit/enabled?enabled=false&scope=here").await;
     assert_eq!(here.status, 200, "{here:?}");
     assert_eq!(request(a, "GET", "/employees/1").await.status, 200);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(request(b, "GET", "/employees/1").await.status, 429);
     for bad in ["enabled=maybe", "enabled=false&scope=there"] {
-        let answer = request(a, "POST", &format!("/limit/enabled?{bad}")).await;
+        let answer = admin(a, &format!("/limit/enabled?{bad}")).await;
         assert_eq!(answer.status, 400, "{bad}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_routes_require_the_token_and_refuse_everyone_without_one() {
+    let server = RedisServer::start();
+    let service = serve(server.limiter()).await;
+    let path = "/limit/enabled?enabled=false";
+    for authorization in [None, Some("Bearer wrong"), Some(TOKEN), Some("Bearer ")] {
+        let headers: Vec<(&str, &str)> = authorization
+            .map(|a| ("authorization", a))
+            .into_iter()
+            .collect();
+        let refused = request_with(service, "POST", path, &headers).await;
+        assert_eq!(refused.status, 401, "{authorization:?}: {refused:?}");
+        assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
+    }
+    assert!(server.limiter().is_enabled());
+    assert_eq!(admin(service, path).await.status, 200);
+
+    // No token configured: the operators' routes are closed, whatever the request presents.
+    let closed = serve_with(server.limiter(), AdminToken::new("")).await;
+    let refused = admin(closed, "/limit/update?prefix=p:&threshold=1").await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(refused.body.contains("ADMIN_TOKEN"), "{}", refused.body);
+    // The public routes are not affected.
+    assert_eq!(request(closed, "GET", "/whoami").await.status, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
