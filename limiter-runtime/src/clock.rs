@@ -160,9 +160,39 @@ pub(crate) fn as_micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
+/// Whole milliseconds of `d`, rounded up: a client told to wait that long is never early.
+#[cfg(feature = "tonic")]
+pub(crate) fn ceil_millis(d: Duration) -> u64 {
+    let whole = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    whole.saturating_add(u64::from(!d.subsec_nanos().is_multiple_of(1_000_000)))
+}
+
+/// Whole seconds of `d`, rounded up: a client told to wait that long is never early.
+#[cfg(any(feature = "axum", feature = "tonic"))]
+pub(crate) fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(feature = "tonic")]
+    fn milliseconds_round_up() {
+        assert_eq!(ceil_millis(Duration::from_micros(1)), 1);
+        assert_eq!(ceil_millis(Duration::from_micros(1_500)), 2);
+        assert_eq!(ceil_millis(Duration::from_secs(2)), 2_000);
+    }
+
+    #[test]
+    #[cfg(any(feature = "axum", feature = "tonic"))]
+    fn seconds_round_up() {
+        assert_eq!(ceil_secs(Duration::from_millis(1)), 1);
+        assert_eq!(ceil_secs(Duration::from_millis(1_001)), 2);
+        assert_eq!(ceil_secs(Duration::from_secs(10)), 10);
+        assert_eq!(ceil_secs(Duration::ZERO), 0);
+    }
 
     /// The system clock starts at the wall clock, and its two readings are one clock: a reading in µs falls
     /// between the readings as durations made before and after it, and none goes backwards.

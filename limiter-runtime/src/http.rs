@@ -23,12 +23,11 @@
 //! let app: Router = Router::new().route("/employees/{id}", get(employee));
 //! ```
 
-use std::time::Duration;
-
 use axum_core::response::{IntoResponse, Response};
 use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::StatusCode;
 
+use crate::clock::ceil_secs;
 use crate::{RateLimited, Reason};
 
 /// `RateLimit-Policy`: the quota policy of the limit that answered.
@@ -50,19 +49,19 @@ impl RateLimited {
         let mut headers = HeaderMap::new();
         headers.insert(
             RETRY_AFTER,
-            HeaderValue::from(seconds(self.retry_after()).max(1)),
+            HeaderValue::from(ceil_secs(self.retry_after()).max(1)),
         );
         if self.reason() == Reason::Limited {
             let name = policy_name(self.policy());
             let policy = format!(
                 "{name};q={};w={}",
                 self.limit(),
-                seconds(self.decision().window)
+                ceil_secs(self.decision().window)
             );
             let state = format!(
                 "{name};r={};t={}",
                 self.remaining(),
-                seconds(self.reset_after())
+                ceil_secs(self.reset_after())
             );
             for (header, value) in [(RATELIMIT_POLICY, policy), (RATELIMIT, state)] {
                 if let Ok(value) = HeaderValue::try_from(value) {
@@ -83,11 +82,6 @@ impl IntoResponse for RateLimited {
         );
         (self.status(), headers, self.message().to_owned()).into_response()
     }
-}
-
-/// Whole seconds, rounded up: a client waiting that long is never early.
-fn seconds(d: Duration) -> u64 {
-    d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
 /// The limit's prefix as a structured-field string: printable ASCII, `"` and `\` escaped.
@@ -118,12 +112,5 @@ mod tests {
         assert_eq!(policy_name("rate_limit:emp:"), "\"rate_limit:emp:\"");
         assert_eq!(policy_name("a\"b\\c é"), "\"a\\\"b\\\\c _\"");
         assert_eq!(policy_name(""), "\"default\"");
-    }
-
-    #[test]
-    fn seconds_round_up() {
-        assert_eq!(seconds(Duration::from_millis(1)), 1);
-        assert_eq!(seconds(Duration::from_secs(10)), 10);
-        assert_eq!(seconds(Duration::ZERO), 0);
     }
 }

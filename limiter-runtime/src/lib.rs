@@ -55,6 +55,8 @@ mod current;
 mod decide;
 mod decision;
 mod error;
+#[cfg(feature = "tonic")]
+mod grpc;
 #[cfg(feature = "axum")]
 pub mod http;
 mod key;

@@ -1,0 +1,191 @@
+//! gRPC: behind a real tonic server, a rejection reaches a real tonic client as `RESOURCE_EXHAUSTED` (or
+//! `UNAVAILABLE` when the limiter cannot decide and fails closed), with the limit's message and the retry
+//! delay in the metadata. The service is written by hand (a text codec, one unary method), so no code
+//! generation is needed.
+#![cfg(feature = "tonic")]
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, BufMut};
+use limiter_runtime::{Limiter, OnError, Rule};
+use tests::RedisServer;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::server::UnaryService;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Channel, Server};
+use tonic::{Code, Request, Response, Status};
+
+const METHOD: &str = "/limiter.test.Greeter/Hello";
+
+/// Messages as UTF-8 text.
+#[derive(Debug, Clone, Copy, Default)]
+struct Text;
+
+impl Codec for Text {
+    type Encode = String;
+    type Decode = String;
+    type Encoder = Text;
+    type Decoder = Text;
+
+    fn encoder(&mut self) -> Text {
+        Text
+    }
+
+    fn decoder(&mut self) -> Text {
+        Text
+    }
+}
+
+impl Encoder for Text {
+    type Item = String;
+    type Error = Status;
+
+    fn encode(&mut self, item: String, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put_slice(item.as_bytes());
+        Ok(())
+    }
+}
+
+impl Decoder for Text {
+    type Item = String;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<String>, Status> {
+        let bytes = src.copy_to_bytes(src.remaining());
+        String::from_utf8(bytes.to_vec())
+            .map(Some)
+            .map_err(|_| Status::invalid_argument("not UTF-8"))
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The service: one method, `Hello`, limited per caller (the request's text) to 3 per minute.
+#[derive(Clone)]
+struct Greeter {
+    limiter: Limiter,
+}
+
+impl UnaryService<String> for Greeter {
+    type Response = String;
+    type Future = BoxFuture<Result<Response<String>, Status>>;
+
+    fn call(&mut self, request: Request<String>) -> Self::Future {
+        let limiter = self.limiter.clone();
+        Box::pin(async move {
+            let caller = request.into_inner();
+            let rule = Rule::new()
+                .prefix("hello:")
+                .max(3)
+                .window(Duration::from_secs(60))
+                .message("three hellos a minute");
+            limiter.enforce(&rule, &caller).await?;
+            Ok(Response::new(format!("hello, {caller}")))
+        })
+    }
+}
+
+impl tower_service::Service<http::Request<tonic::body::Body>> for Greeter {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        let method = self.clone();
+        Box::pin(async move {
+            if request.uri().path() != METHOD {
+                return Ok(Status::unimplemented(request.uri().path().to_owned()).into_http());
+            }
+            Ok(tonic::server::Grpc::new(Text).unary(method, request).await)
+        })
+    }
+}
+
+/// Serves the greeter with `limiter` on a free loopback port.
+async fn serve(limiter: Limiter) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let incoming = TcpIncoming::from(listener);
+    let greeter = Greeter { limiter };
+    tokio::spawn(async move {
+        Server::builder()
+            .serve_with_incoming(greeter, incoming)
+            .await
+            .unwrap()
+    });
+    address
+}
+
+/// One `Hello` from `caller`, through a real tonic client.
+async fn hello(address: SocketAddr, caller: &str) -> Result<String, Status> {
+    let channel = Channel::from_shared(format!("http://{address}"))
+        .unwrap()
+        .connect()
+        .await
+        .expect("the server accepts connections");
+    let mut client = tonic::client::Grpc::new(channel);
+    client.ready().await.expect("the client is ready");
+    let path = http::uri::PathAndQuery::from_static(METHOD);
+    client
+        .unary(Request::new(caller.to_owned()), path, Text)
+        .await
+        .map(Response::into_inner)
+}
+
+/// A metadata entry as a number.
+fn number(status: &Status, name: &str) -> u64 {
+    status
+        .metadata()
+        .get(name)
+        .unwrap_or_else(|| panic!("no `{name}` in {:?}", status.metadata()))
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap_or_else(|_| panic!("`{name}` is not a number"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reached_limit_is_resource_exhausted_with_the_retry_delay() {
+    let server = RedisServer::start();
+    let address = serve(server.limiter()).await;
+    for _ in 0..3 {
+        assert_eq!(hello(address, "ada").await.unwrap(), "hello, ada");
+    }
+    let refused = hello(address, "ada").await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(refused.message(), "three hellos a minute");
+    let pushback = number(&refused, "grpc-retry-pushback-ms");
+    assert!(
+        (1..=60_000).contains(&pushback),
+        "a retry within the window: {pushback} ms"
+    );
+    assert_eq!(number(&refused, "retry-after"), pushback.div_ceil(1_000));
+    // Another caller has a count of its own.
+    assert_eq!(hello(address, "grace").await.unwrap(), "hello, grace");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unavailable_limiter_is_unavailable_not_resource_exhausted() {
+    let mut server = RedisServer::start();
+    let limiter = Limiter::builder()
+        .redis(server.url())
+        .on_error(OnError::Closed)
+        .deadline(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let address = serve(limiter).await;
+    assert!(hello(address, "ada").await.is_ok());
+    server.kill();
+    let refused = hello(address, "ada").await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+    assert!(number(&refused, "grpc-retry-pushback-ms") > 0);
+}
