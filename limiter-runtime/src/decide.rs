@@ -17,17 +17,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::{self, BoxFuture, Either, Ready};
+use futures_util::future::{BoxFuture, Either};
 
 use crate::algorithm::Outcome;
 use crate::backend::redis::{call_key, Question, Refund};
 use crate::backend::{admitted, Answer, Ask, Backend, Charged, Preset, RedisBackend};
+use crate::budget::{now, Now};
 use crate::key::KeyRef;
 use crate::{Decision, Limiter, OnError, RateLimited, Reason, Rule};
 
 /// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
 /// should not weigh on every call's future.
-pub(crate) type Deciding<'a, T> = Either<Ready<T>, BoxFuture<'a, T>>;
+pub(crate) type Deciding<'a, T> = Either<Now<T>, BoxFuture<'a, T>>;
 
 /// One limit of one call: its rule resolved against the limiter's defaults, the store key, and what the
 /// call weighs.
@@ -190,7 +191,7 @@ impl Limiter {
         done: fn(Decided<N>) -> T,
     ) -> Deciding<'a, T> {
         match self.decide(batch) {
-            Ok(decided) => Either::Left(future::ready(done(decided))),
+            Ok(decided) => Either::Left(now(done(decided))),
             Err(pending) => Either::Right(Box::pin(async move { done(self.ask(&pending).await) })),
         }
     }
@@ -210,7 +211,7 @@ impl Limiter {
                     Ok(wait) if !wait.is_zero() => {
                         Either::Right(Box::pin(after(wait, Ok(done(decided)))))
                     }
-                    verdict => Either::Left(future::ready(verdict.map(|_| done(decided)))),
+                    verdict => Either::Left(now(verdict.map(|_| done(decided)))),
                 }
             }
             Err(pending) => Either::Right(Box::pin(async move {
@@ -323,7 +324,7 @@ impl Limiter {
                 let call = call_key(&asks);
                 Either::Right(Box::pin(redis.refund(in_redis, call)))
             }
-            _ => Either::Left(future::ready(())),
+            _ => Either::Left(now(())),
         }
     }
 }

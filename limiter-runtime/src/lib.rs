@@ -49,6 +49,7 @@
 
 mod algorithm;
 mod backend;
+mod budget;
 mod builder;
 mod clock;
 mod current;

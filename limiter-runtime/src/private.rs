@@ -4,8 +4,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 
-use futures_util::future::{self, BoxFuture, Either, Ready};
+use futures_util::future::{BoxFuture, Either};
 
+use crate::budget::now;
+pub use crate::budget::Now;
 use crate::decide::{after, Request};
 use crate::key::StoreKey;
 use crate::reservation::Held;
@@ -35,7 +37,7 @@ pub type Checked = Verdict<()>;
 pub type Charging<const N: usize> = Verdict<Admission<N>>;
 
 /// A call's verdict, ready at once or still to await.
-type Verdict<T> = Either<Ready<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
+type Verdict<T> = Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
 
 /// A verdict still to await.
 fn later<T>(
@@ -110,13 +112,13 @@ impl<const N: usize> Site<N> {
     /// The call's verdict, and, admitted, what `T` keeps of it.
     fn enforce<T: Kept<N>>(&'static self, keys: [Key<'_>; N]) -> Verdict<T> {
         if keys.iter().all(|(skip, _, _)| *skip) {
-            return Either::Left(future::ready(Ok(T::nothing())));
+            return Either::Left(now(Ok(T::nothing())));
         }
         Limiter::with_current(|limiter| {
             if limiter.is_enabled() {
                 self.decide_on(limiter, keys)
             } else {
-                Either::Left(future::ready(Ok(T::nothing())))
+                Either::Left(now(Ok(T::nothing())))
             }
         })
     }
@@ -156,7 +158,7 @@ impl<const N: usize> Site<N> {
                 };
                 match verdict {
                     Ok(wait) if !wait.is_zero() => later(after(wait, Ok(kept()))),
-                    verdict => Either::Left(future::ready(verdict.map(|_| kept()))),
+                    verdict => Either::Left(now(verdict.map(|_| kept()))),
                 }
             }
             Err(pending) => {
