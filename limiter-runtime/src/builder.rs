@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::redis::{connect_timeout, BreakerConfig, Instances, Topology};
+use crate::backend::redis::{connect_timeout, BreakerConfig, Instances, Sparing, Topology};
 use crate::backend::{Backend, MemoryStore, RedisBackend, DEFAULT_MAX_KEYS};
 use crate::clock::{Clock, SystemClock};
 use crate::rule::{duration, env, parse_env, Defaults};
@@ -43,6 +43,7 @@ pub struct LimiterBuilder {
     group: Option<String>,
     heartbeat_every: Option<Duration>,
     no_deny_cache: bool,
+    no_coalescing: bool,
     max_keys: Option<usize>,
 }
 
@@ -237,6 +238,15 @@ impl LimiterBuilder {
         self
     }
 
+    /// Whether calls on the same key and limits that arrive while one of them is with Redis go to Redis
+    /// together, in one script call, once its answer is in (default: on). Each is still decided exactly as if
+    /// sent alone, in arrival order; one hot key then costs Redis one script call per round trip, not one per
+    /// call. An uncontended call is sent at once: there is no timer.
+    pub fn coalesce(mut self, enabled: bool) -> Self {
+        self.no_coalescing = !enabled;
+        self
+    }
+
     /// The most keys this process keeps in memory (default 1,000,000: about 250 MB of short keys with small
     /// limits; a sliding log takes 8 bytes more per admission in its window): the in-memory store's, or, on
     /// Redis, the `local` fallback's. Keys are chosen by callers, so without a
@@ -299,7 +309,10 @@ impl LimiterBuilder {
                     MemoryStore::new(clock.clone(), max_keys),
                     self.breaker,
                     instances,
-                    !self.no_deny_cache,
+                    Sparing {
+                        deny_cache: !self.no_deny_cache,
+                        coalesce: !self.no_coalescing,
+                    },
                 )))
             }
         };

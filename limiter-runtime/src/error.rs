@@ -221,7 +221,7 @@ impl ParseError {
 }
 
 /// Why a store could not decide: the cause behind a degraded decision.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum BackendError {
     #[error("Redis did not answer within the {0:?} deadline")]
     Timeout(Duration),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::breaker::Permit;
 use super::connection::Connection;
-use super::script::{self, Limit};
+use super::script::{self, Call, Limit};
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::backend::{Answer, Ask, Preset};
@@ -98,7 +98,7 @@ impl RedisBackend {
         });
         let (admitted, now) = match connection.slots_apart(&keys[..count]) {
             None => {
-                self.decide_in_one(&mut connection, question, asked, &mut outcomes)
+                self.decide_in_one(&mut connection, question, asked, true, &mut outcomes)
                     .await?
             }
             Some(groups) => {
@@ -115,26 +115,37 @@ impl RedisBackend {
     }
 
     /// Decides the limits `group` of `question` names in one script call, into `outcomes`: whether they
-    /// admit the call, and when.
+    /// admit the call, and when. A `whole` call (every limit Redis is asked, on one slot) goes with the calls
+    /// on the same key and limits waiting for the same round trip, when coalescing is on.
     async fn decide_in_one<const N: usize>(
         &self,
         connection: &mut Connection,
         question: &Question<N>,
         group: &[usize],
+        whole: bool,
         outcomes: &mut [Outcome; N],
     ) -> Result<(bool, u64), BackendError> {
         // On the stack: a call has at most N limits (the places past the group's repeat its first, unread).
-        let limits: [Limit<'_>; N] = std::array::from_fn(|j| {
-            let i = group.get(j).or(group.first()).copied().unwrap_or(j);
-            question.limits[i].limit()
-        });
-        let limits = &limits[..group.len()];
-        let (admitted, decided, now) =
-            script::decide(connection, limits, question.nonce, self.test_now()).await?;
-        for (&i, outcome) in group.iter().zip(decided) {
+        let pick = |j: usize| group.get(j).or(group.first()).copied().unwrap_or(j);
+        let limits: [Limit<'_>; N] = std::array::from_fn(|j| question.limits[pick(j)].limit());
+        let costs: [u64; N] = std::array::from_fn(|j| question.limits[pick(j)].charge.cost);
+        let (limits, costs) = (&limits[..group.len()], &costs[..group.len()]);
+        let call = Call {
+            nonce: question.nonce,
+            costs,
+        };
+        let (decided, now) = match self.coalescer.as_ref().filter(|_| whole) {
+            Some(coalescer) => {
+                let key = question.call.parts();
+                self.decide_coalesced(coalescer, connection, key, limits, call)
+                    .await?
+            }
+            None => self.decide_alone(connection, limits, call).await?,
+        };
+        for (&i, outcome) in group.iter().zip(decided.outcomes) {
             outcomes[i] = outcome;
         }
-        Ok((admitted, now))
+        Ok((decided.admitted, now))
     }
 
     /// Decides `question` one slot's `groups` of limits at a time, giving back what the admitting slots
@@ -151,7 +162,7 @@ impl RedisBackend {
         let mut charged_groups = Vec::new();
         for group in &groups {
             let (group_admitted, at) = self
-                .decide_in_one(connection, question, group, outcomes)
+                .decide_in_one(connection, question, group, false, outcomes)
                 .await?;
             now = now.max(at);
             admitted &= group_admitted;

@@ -14,6 +14,7 @@
 
 mod breaker;
 mod call;
+mod coalesce;
 mod connection;
 mod degraded;
 mod deny_cache;
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use self::breaker::{Breaker, Permit, Transition};
 use self::call::{joined, nonce, Owned};
+use self::coalesce::Coalescer;
 use self::deny_cache::{DenyCache, Lookup};
 use super::{admitted, Answer, Ask, MemoryStore};
 use crate::clock::{as_micros, Clock};
@@ -46,6 +48,13 @@ pub(crate) fn connect_timeout(deadline: Duration) -> Duration {
     deadline.max(Duration::from_millis(250))
 }
 
+/// What spares Redis calls: the deny cache, and coalescing (both on by default).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sparing {
+    pub(crate) deny_cache: bool,
+    pub(crate) coalesce: bool,
+}
+
 /// Redis, and what decides when it cannot.
 pub(crate) struct RedisBackend {
     topology: Box<Topology>,
@@ -63,6 +72,8 @@ pub(crate) struct RedisBackend {
     pub(crate) instances: Instances,
     /// Calls Redis said are limited, answered here until their `retry_after` (unless switched off).
     denied: Option<DenyCache>,
+    /// The lines of calls waiting to go to Redis together (unless switched off).
+    coalescer: Option<Coalescer>,
     /// Calls decided in degraded mode.
     degraded: AtomicU64,
 }
@@ -75,7 +86,7 @@ impl RedisBackend {
         local: MemoryStore,
         breaker: BreakerConfig,
         instances: Instances,
-        deny_cache: bool,
+        sparing: Sparing,
     ) -> RedisBackend {
         RedisBackend {
             topology: Box::new(topology),
@@ -86,7 +97,8 @@ impl RedisBackend {
             local,
             breaker: Breaker::new(breaker),
             instances,
-            denied: deny_cache.then(DenyCache::default),
+            denied: sparing.deny_cache.then(DenyCache::default),
+            coalescer: sparing.coalesce.then(Coalescer::default),
             degraded: AtomicU64::new(0),
         }
     }

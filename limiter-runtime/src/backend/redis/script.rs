@@ -95,6 +95,22 @@ impl Limit<'_> {
         }
     }
 
+    /// What the script is told of this limit but its cost: the algorithm's code (negated when it does not
+    /// veto), window, max and depth; two calls with the same go in one batch.
+    pub(crate) fn shape(&self) -> [u64; 4] {
+        let code = if self.vetoes {
+            self.code()
+        } else {
+            -self.code()
+        };
+        [
+            code as u64,
+            self.charge.window,
+            self.charge.max,
+            self.depth(),
+        ]
+    }
+
     /// How many values the script answers for this limit: allowed, remaining, retry_after and reset_after,
     /// then the leaky bucket's delay, then the buckets' receipt.
     fn answer_len(&self) -> usize {
@@ -180,23 +196,33 @@ fn operation(op: &'static str, test_now: Option<u64>) -> Cow<'static, str> {
     }
 }
 
-/// Decides one call on `limits` as one, in one script call: whether it was admitted, and each limit's
-/// outcome, when on Redis's clock (µs since the Unix epoch, or `test_now` when a test passes "now" in). The
-/// call's `nonce` names its sliding-log members.
+/// One call of a batch on the same limits: its nonce (naming its sliding-log members) and its cost on each
+/// limit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call<'a> {
+    pub(crate) nonce: u64,
+    pub(crate) costs: &'a [u64],
+}
+
+/// What the script decided of one call: whether it was admitted, and each limit's outcome.
+#[derive(Debug, Clone)]
+pub(crate) struct Decided {
+    pub(crate) admitted: bool,
+    pub(crate) outcomes: Vec<Outcome>,
+}
+
+/// Decides `calls` on `limits`, in turn, in one script call: each call as one, admitted only if all its
+/// limits admit it, exactly as if each were sent alone in that order. Returns what each call was decided,
+/// and when, on Redis's clock (µs since the Unix epoch, or `test_now` when a test passes "now" in).
 pub(crate) async fn decide(
     connection: &mut impl ConnectionLike,
     limits: &[Limit<'_>],
-    nonce: u64,
+    calls: &[Call<'_>],
     test_now: Option<u64>,
-) -> Result<(bool, Vec<Outcome>, u64), BackendError> {
+) -> Result<(Vec<Decided>, u64), BackendError> {
     let keys: Vec<&str> = limits.iter().map(|limit| limit.key).collect();
     let op = operation("decide", test_now);
     let logs = limits.iter().any(|l| l.algorithm == Algorithm::SlidingLog);
-    let nonce_arg = if logs {
-        nonce_text(nonce)
-    } else {
-        NonceText::EMPTY
-    };
     let args = |cmd: &mut Cmd| {
         cmd.arg(&*op);
         for limit in limits {
@@ -211,30 +237,40 @@ pub(crate) async fn decide(
                 .arg(charge.max)
                 .arg(limit.depth());
         }
-        cmd.arg(nonce_arg.as_str());
-        for limit in limits {
-            cmd.arg(limit.charge.cost);
+        for call in calls {
+            let nonce = if logs {
+                nonce_text(call.nonce)
+            } else {
+                NonceText::EMPTY
+            };
+            cmd.arg(nonce.as_str()).arg(call.costs);
         }
     };
     let reply: Vec<Value> = LIMITER.run(connection, &keys, args).await?;
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let expected = 1 + limits.iter().map(Limit::answer_len).sum::<usize>();
-    let (Some(Value::Int(now)), true) = (reply.first(), reply.len() == expected) else {
+    let per_call = limits.iter().map(Limit::answer_len).sum::<usize>();
+    let (Some(Value::Int(now)), true) = (reply.first(), reply.len() == 1 + per_call * calls.len())
+    else {
         return Err(unexpected());
     };
     let now = non_negative(*now);
     let mut rest = &reply[1..];
-    let mut outcomes = Vec::with_capacity(limits.len());
-    for limit in limits {
-        let (answer, after) = rest.split_at(limit.answer_len());
-        rest = after;
-        outcomes.push(limit.outcome(answer, now, nonce).ok_or_else(unexpected)?);
+    let mut decided = Vec::with_capacity(calls.len());
+    for call in calls {
+        let mut outcomes = Vec::with_capacity(limits.len());
+        for limit in limits {
+            let (answer, after) = rest.split_at(limit.answer_len());
+            rest = after;
+            let outcome = limit.outcome(answer, now, call.nonce);
+            outcomes.push(outcome.ok_or_else(unexpected)?);
+        }
+        let admitted = limits
+            .iter()
+            .zip(&outcomes)
+            .all(|(l, o)| o.allowed || !l.vetoes);
+        decided.push(Decided { admitted, outcomes });
     }
-    let admitted = limits
-        .iter()
-        .zip(&outcomes)
-        .all(|(l, o)| o.allowed || !l.vetoes);
-    Ok((admitted, outcomes, now))
+    Ok((decided, now))
 }
 
 /// Gives back `units` of what each admission charged (its limit, and its receipt), in one script call.
