@@ -230,4 +230,7 @@ pub(crate) enum BackendError {
     /// What Redis answered, written out.
     #[error("Redis answered {0}, which is not a decision")]
     Reply(String),
+    /// A coalesced call's batch was dropped before Redis answered it (it may have been applied).
+    #[error("the call carrying this one to Redis was dropped before Redis answered")]
+    Dropped,
 }

@@ -7,6 +7,7 @@
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow rule would have rejected |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | none: in-memory keys forgotten before their expiry, to stay within `max_keys` |
+//! | `limiter_redis_batch_calls` | histogram | none: the calls one script call decided (coalesced calls on one key) |
 //!
 //! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
 //! then allocates nothing. (Install the `metrics` recorder before the first decision.)
@@ -114,6 +115,15 @@ pub(crate) fn evicted(keys: u64) {
     metrics::counter!("limiter_evicted_keys_total").increment(keys);
     #[cfg(not(feature = "metrics"))]
     let _ = keys;
+}
+
+/// Records how many calls one script call carried (1, unless calls on one key were coalesced).
+#[inline]
+pub(crate) fn batch(calls: usize) {
+    #[cfg(feature = "metrics")]
+    metrics::histogram!("limiter_redis_batch_calls").record(calls as f64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = calls;
 }
 
 /// Times one Redis decision (nothing without the feature).

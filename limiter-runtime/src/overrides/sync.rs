@@ -42,10 +42,10 @@ fn change_failed(error: BackendError) -> Error {
     match error {
         BackendError::Redis(error) => Error::Redis(error),
         BackendError::Timeout(deadline) => Error::Timeout(deadline),
-        BackendError::Reply(reply) => Error::Redis(redis::RedisError::from((
+        other => Error::Redis(redis::RedisError::from((
             redis::ErrorKind::UnexpectedReturnType,
             "unexpected reply",
-            reply,
+            other.to_string(),
         ))),
     }
 }

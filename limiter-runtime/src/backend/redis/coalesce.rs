@@ -6,10 +6,12 @@
 //! once.
 //!
 //! Each call key has a line while a call for it is in flight. The call in flight leads; calls arriving
-//! meanwhile wait in the line. When its answer comes, the leader hands the line to the first waiting call,
-//! which sends them all, itself first, and leads in turn; with no one waiting, the line closes. A leader
-//! dropped before its answer (its deadline passed) fails its batch, which may have been applied and so is
-//! never retried, and hands the line on.
+//! meanwhile wait in the line. When its answer comes, the leader hands the line (a [`Baton`]) to the first
+//! waiting call, which sends them all, itself first, and leads in turn; with no one waiting, the line closes.
+//! A leader dropped before its answer (its deadline passed) fails its batch, which may have been applied and
+//! so is never retried, and hands the line on; so does a baton whose caller was dropped before reading it.
+
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
@@ -17,11 +19,14 @@ use super::connection::Connection;
 use super::script::{self, Call, Decided, Limit};
 use super::RedisBackend;
 use crate::error::BackendError;
-use crate::key::KeyRef;
+use crate::key::{KeyRef, StoreKey};
 use crate::sharded::{Keys, Sharded};
 
 /// Calls of more limits than this are sent alone.
 pub(super) const MAX_LIMITS: usize = 4;
+/// The most calls one script call carries: Redis runs a script to its end, blocking every other client
+/// meanwhile, so a batch stays short (about a millisecond of Redis's time at most).
+const MAX_BATCH: usize = 128;
 /// Shards of the lines: enough that calls on different keys rarely meet.
 const SHARDS: usize = 16;
 
@@ -78,8 +83,18 @@ pub(super) struct Member {
 pub(super) enum Turn {
     /// It went in the batch: what Redis decided of it, and when.
     Decided(Result<(Decided, u64), BackendError>),
-    /// It leads the next batch: these calls, itself first.
-    Lead(Vec<Member>),
+    /// It leads the next batch.
+    Lead(Baton),
+}
+
+/// The right to send the next batch of a line, and the calls it carries (its holder goes first). Dropped
+/// unused (its holder was dropped after it was sent, before it was read), it puts the calls it carries back
+/// in line and passes the line on: a line never stalls.
+#[derive(Debug)]
+pub(super) struct Baton {
+    /// The line it passes on when dropped unused; `None` once taken.
+    line: Option<(Arc<Coalescer>, StoreKey)>,
+    members: Vec<Member>,
 }
 
 /// Where a call stands on joining its line.
@@ -128,76 +143,85 @@ impl Coalescer {
     }
 
     /// After a round trip on `key`: hands its line to the first call waiting in it whose caller is still
-    /// there, with everyone waiting behind it; closes the line when no one waits.
-    pub(super) fn pass_on(&self, key: KeyRef<'_>) {
+    /// there, with at most [`MAX_BATCH`] - 1 calls waiting behind it (the rest wait for the next); closes the
+    /// line when no one waits. `returned` are calls of a batch that was never sent: first in line again.
+    fn pass_on(self: &Arc<Self>, key: KeyRef<'_>, returned: Vec<Member>) {
         let (mut lines, hash) = self.lines.lock(key);
         let Some(line) = lines.get_mut(hash, key) else {
-            return;
+            // Only the holder of a line closes it: this cannot be, but no call is left waiting if it were.
+            return fail(returned, &BackendError::Dropped);
         };
-        let mut waiting = std::mem::take(&mut line.waiting).into_iter();
-        while let Some(first) = waiting.next() {
-            match first.turn.send(Turn::Lead(waiting.collect())) {
+        line.waiting.splice(0..0, returned);
+        while !line.waiting.is_empty() {
+            let first = line.waiting.remove(0);
+            let carried = line.waiting.len().min(MAX_BATCH - 1);
+            let baton = Baton {
+                line: Some((Arc::clone(self), key.to_store_key())),
+                members: line.waiting.drain(..carried).collect(),
+            };
+            match first.turn.send(Turn::Lead(baton)) {
                 Ok(()) => return,
-                // Its caller is gone: the next one leads.
-                Err(turn) => waiting = turn.into_batch().into_iter(),
+                // Its caller is gone: the calls go back in line, in order, and the next one leads. (Taken, the
+                // baton does not pass the line on: this shard is locked here.)
+                Err(turn) => {
+                    if let Turn::Lead(baton) = turn {
+                        line.waiting.splice(0..0, baton.take());
+                    }
+                }
             }
         }
         lines.remove(hash, key);
     }
 }
 
-impl Turn {
-    /// The batch a turn to lead hands over (none for a decision).
-    fn into_batch(self) -> Vec<Member> {
-        match self {
-            Turn::Lead(batch) => batch,
-            Turn::Decided(_) => Vec::new(),
+impl Baton {
+    /// The calls it carries; it no longer passes the line on when dropped.
+    fn take(mut self) -> Vec<Member> {
+        self.line = None;
+        std::mem::take(&mut self.members)
+    }
+}
+
+impl Drop for Baton {
+    fn drop(&mut self) {
+        if let Some((coalescer, key)) = self.line.take() {
+            // Its calls were never sent: they go back in line.
+            coalescer.pass_on(key.parts(), std::mem::take(&mut self.members));
         }
+    }
+}
+
+/// Tells each of `members` its batch failed: it may have been applied, and so is never retried.
+fn fail(members: Vec<Member>, error: &BackendError) {
+    for member in members {
+        // A caller gone meanwhile misses its decision: it was decided degraded already.
+        let _ = member.turn.send(Turn::Decided(Err(error.clone())));
     }
 }
 
 /// A batch in flight, as its leader holds it: when the leader is dropped before the answer (its deadline
 /// passed), the calls it carried are told the batch failed, and the line passes on.
-pub(super) struct Leading<'a> {
-    coalescer: &'a Coalescer,
+struct Leading<'a> {
+    coalescer: &'a Arc<Coalescer>,
     key: KeyRef<'a>,
     members: Vec<Member>,
     error: BackendError,
 }
 
-impl<'a> Leading<'a> {
-    /// `members` sent with the leader on `key`; `error` is what they are told if the leader is dropped.
-    pub(super) fn new(
-        coalescer: &'a Coalescer,
-        key: KeyRef<'a>,
-        members: Vec<Member>,
-        error: BackendError,
-    ) -> Self {
-        Leading {
-            coalescer,
-            key,
-            members,
-            error,
-        }
-    }
-
-    pub(super) fn members(&self) -> &[Member] {
-        &self.members
-    }
-
+impl Leading<'_> {
     /// Tells each call carried what Redis decided of it (each its own decision, in the order sent, or the
     /// failure), and passes the line on.
-    pub(super) fn finish(mut self, decided: Result<(&[Decided], u64), BackendError>) {
+    fn finish(mut self, decided: Result<(&[Decided], u64), &BackendError>) {
         let members = std::mem::take(&mut self.members);
+        let (each, now) = match decided {
+            Ok(decided) => decided,
+            Err(error) => return fail(members, error),
+        };
         for (i, member) in members.into_iter().enumerate() {
-            let result = match &decided {
-                Ok((each, now)) => match each.get(i) {
-                    Some(one) => Ok((one.clone(), *now)),
-                    None => Err(BackendError::Reply("fewer decisions than calls".into())),
-                },
-                Err(error) => Err(error.clone()),
+            let result = match each.get(i) {
+                Some(one) => Ok((one.clone(), now)),
+                None => Err(BackendError::Reply("fewer decisions than calls".into())),
             };
-            // A caller gone meanwhile misses its decision: it was decided degraded already.
             let _ = member.turn.send(Turn::Decided(result));
         }
     }
@@ -205,10 +229,8 @@ impl<'a> Leading<'a> {
 
 impl Drop for Leading<'_> {
     fn drop(&mut self) {
-        for member in self.members.drain(..) {
-            let _ = member.turn.send(Turn::Decided(Err(self.error.clone())));
-        }
-        self.coalescer.pass_on(self.key);
+        fail(std::mem::take(&mut self.members), &self.error);
+        self.coalescer.pass_on(self.key, Vec::new());
     }
 }
 
@@ -217,7 +239,7 @@ impl RedisBackend {
     /// wait for the same round trip, or alone.
     pub(super) async fn decide_coalesced(
         &self,
-        coalescer: &Coalescer,
+        coalescer: &Arc<Coalescer>,
         connection: &mut Connection,
         key: KeyRef<'_>,
         limits: &[Limit<'_>],
@@ -228,23 +250,47 @@ impl RedisBackend {
         };
         let mut costs = [0; MAX_LIMITS];
         costs[..call.costs.len()].copy_from_slice(call.costs);
-        match coalescer.join(key, shape, call.nonce, costs) {
-            Place::Alone => self.decide_alone(connection, limits, call).await,
-            Place::Lead => {
-                self.lead(coalescer, connection, key, limits, call, Vec::new())
-                    .await
-            }
+        let members = match coalescer.join(key, shape, call.nonce, costs) {
+            Place::Alone => return self.decide_alone(connection, limits, call).await,
+            Place::Lead => Vec::new(),
             Place::Wait(turn) => match turn.await {
-                Ok(Turn::Decided(decided)) => decided,
-                Ok(Turn::Lead(batch)) => {
-                    self.lead(coalescer, connection, key, limits, call, batch)
-                        .await
-                }
-                // A leader always says something before it goes: only a backend dropped meanwhile is silent.
-                Err(_) => Err(BackendError::Reply(
-                    "no answer: the limiter was dropped".into(),
-                )),
+                Ok(Turn::Decided(decided)) => return decided,
+                Ok(Turn::Lead(baton)) => baton.take(),
+                // Whoever holds a call's turn tells it something before it goes.
+                Err(_) => return Err(BackendError::Dropped),
             },
+        };
+        // From here the line is this call's to pass on, however it ends.
+        let leading = Leading {
+            coalescer,
+            key,
+            members,
+            error: BackendError::Timeout(self.deadline),
+        };
+        crate::observe::batch(1 + leading.members.len());
+        let decided = {
+            let mut calls = Vec::with_capacity(1 + leading.members.len());
+            calls.push(call);
+            calls.extend(leading.members.iter().map(|member| Call {
+                nonce: member.nonce,
+                costs: &member.costs[..limits.len()],
+            }));
+            script::decide(connection, limits, &calls, self.test_now()).await
+        };
+        match decided {
+            Ok((mut decided, now)) if !decided.is_empty() => {
+                leading.finish(Ok((&decided[1..], now)));
+                Ok((decided.swap_remove(0), now))
+            }
+            Ok(_) => {
+                let error = BackendError::Reply("no decision".into());
+                leading.finish(Err(&error));
+                Err(error)
+            }
+            Err(error) => {
+                leading.finish(Err(&error));
+                Err(error)
+            }
         }
     }
 
@@ -260,40 +306,99 @@ impl RedisBackend {
         one.map(|one| (one, now))
             .ok_or_else(|| BackendError::Reply("no decision".into()))
     }
+}
 
-    /// Sends `call` first and `batch` after it in one script call, tells each of `batch` its decision, and
-    /// passes the line on.
-    async fn lead(
-        &self,
-        coalescer: &Coalescer,
-        connection: &mut Connection,
-        key: KeyRef<'_>,
-        limits: &[Limit<'_>],
-        call: Call<'_>,
-        batch: Vec<Member>,
-    ) -> Result<(Decided, u64), BackendError> {
-        let leading = Leading::new(coalescer, key, batch, BackendError::Timeout(self.deadline));
-        let decided = {
-            let mut calls = Vec::with_capacity(1 + leading.members().len());
-            calls.push(call);
-            calls.extend(leading.members().iter().map(|member| Call {
-                nonce: member.nonce,
-                costs: &member.costs[..limits.len()],
-            }));
-            script::decide(connection, limits, &calls, self.test_now()).await
-        };
-        match decided {
-            Ok((mut decided, now)) => {
-                leading.finish(Ok((decided.get(1..).unwrap_or_default(), now)));
-                if decided.is_empty() {
-                    return Err(BackendError::Reply("no decision".into()));
-                }
-                Ok((decided.swap_remove(0), now))
-            }
-            Err(error) => {
-                leading.finish(Err(error.clone()));
-                Err(error)
-            }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> Shape {
+        Shape::of([[1, 60_000_000, 100, 0]].into_iter()).unwrap()
+    }
+
+    const KEY: KeyRef<'static> = KeyRef {
+        prefix: "p:",
+        rest: "hot",
+    };
+
+    fn join(coalescer: &Coalescer, nonce: u64) -> Place {
+        coalescer.join(KEY, shape(), nonce, [1; MAX_LIMITS])
+    }
+
+    fn waits(place: Place) -> oneshot::Receiver<Turn> {
+        match place {
+            Place::Wait(turn) => turn,
+            other => panic!("expected to wait, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_first_call_leads_and_the_next_wait_for_it() {
+        let coalescer = Arc::new(Coalescer::default());
+        assert!(matches!(join(&coalescer, 1), Place::Lead));
+        let mut second = waits(join(&coalescer, 2));
+        let mut third = waits(join(&coalescer, 3));
+        coalescer.pass_on(KEY, Vec::new());
+        let Ok(Turn::Lead(baton)) = second.try_recv() else {
+            panic!("the second call leads the next batch");
+        };
+        assert!(third.try_recv().is_err(), "the third goes with the second");
+        let carried = baton.take();
+        assert_eq!(carried.iter().map(|m| m.nonce).collect::<Vec<_>>(), [3]);
+        // The line stays open until its new leader passes it on; then, with no one waiting, it closes.
+        assert!(matches!(join(&coalescer, 4), Place::Wait(_)));
+        coalescer.pass_on(KEY, Vec::new());
+        coalescer.pass_on(KEY, Vec::new());
+        assert!(matches!(join(&coalescer, 5), Place::Lead));
+    }
+
+    #[test]
+    fn a_baton_whose_caller_is_gone_before_reading_it_passes_the_line_on() {
+        let coalescer = Arc::new(Coalescer::default());
+        assert!(matches!(join(&coalescer, 1), Place::Lead));
+        let second = waits(join(&coalescer, 2));
+        let mut third = waits(join(&coalescer, 3));
+        coalescer.pass_on(KEY, Vec::new());
+        // The baton is in the second call's channel, unread, when its caller is dropped (its deadline passed).
+        drop(second);
+        let Ok(Turn::Lead(baton)) = third.try_recv() else {
+            panic!("the third call, never sent, leads instead");
+        };
+        drop(baton.take());
+        coalescer.pass_on(KEY, Vec::new());
+        assert!(
+            matches!(join(&coalescer, 4), Place::Lead),
+            "the line closed: a new call is sent at once"
+        );
+    }
+
+    #[test]
+    fn a_batch_carries_at_most_max_batch_calls() {
+        let coalescer = Arc::new(Coalescer::default());
+        assert!(matches!(join(&coalescer, 0), Place::Lead));
+        let mut waiting: Vec<_> = (1..=MAX_BATCH as u64 + 10)
+            .map(|n| waits(join(&coalescer, n)))
+            .collect();
+        coalescer.pass_on(KEY, Vec::new());
+        let Ok(Turn::Lead(baton)) = waiting[0].try_recv() else {
+            panic!("the first waiting call leads");
+        };
+        assert_eq!(baton.take().len(), MAX_BATCH - 1);
+        coalescer.pass_on(KEY, Vec::new());
+        let Ok(Turn::Lead(baton)) = waiting[MAX_BATCH].try_recv() else {
+            panic!("the first call left behind leads the next batch");
+        };
+        assert_eq!(baton.take().len(), 9);
+    }
+
+    #[test]
+    fn calls_on_other_limits_go_alone() {
+        let coalescer = Arc::new(Coalescer::default());
+        assert!(matches!(join(&coalescer, 1), Place::Lead));
+        let other = Shape::of([[1, 60_000_000, 5, 0]].into_iter()).unwrap();
+        assert!(matches!(
+            coalescer.join(KEY, other, 2, [1; MAX_LIMITS]),
+            Place::Alone
+        ));
     }
 }

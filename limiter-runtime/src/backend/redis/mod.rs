@@ -73,7 +73,7 @@ pub(crate) struct RedisBackend {
     /// Calls Redis said are limited, answered here until their `retry_after` (unless switched off).
     denied: Option<DenyCache>,
     /// The lines of calls waiting to go to Redis together (unless switched off).
-    coalescer: Option<Coalescer>,
+    coalescer: Option<Arc<Coalescer>>,
     /// Calls decided in degraded mode.
     degraded: AtomicU64,
 }
@@ -98,7 +98,7 @@ impl RedisBackend {
             breaker: Breaker::new(breaker),
             instances,
             denied: sparing.deny_cache.then(DenyCache::default),
-            coalescer: sparing.coalesce.then(Coalescer::default),
+            coalescer: sparing.coalesce.then(Arc::default),
             degraded: AtomicU64::new(0),
         }
     }
