@@ -1,7 +1,9 @@
--- Every decision of limiter, and every charge given back, for every algorithm: one atomic script call for
--- all the limits of a batch of calls. Time comes from Redis (TIME) unless a test passes "now" in, so
--- skewed clients share one exact window. Integers throughout (exact while max x window stays below 2^53);
--- no decision depends on a key's TTL, and every write sets the TTL no longer than its state matters.
+-- Every decision of limiter for calls of several limits (stacked), and every charge given back, for every
+-- algorithm: one atomic script call for all the limits of a batch of calls. (Calls of one limit, the common
+-- call, go through their algorithm's own script, sliding_log.lua and the others, on the same state.) Time
+-- comes from Redis (TIME) unless a test passes "now" in, so skewed clients share one exact window. Integers
+-- throughout (exact while max x window stays below 2^53); no decision depends on a key's TTL, and every write
+-- sets the TTL no longer than its state matters.
 --
 --   KEYS[i]  the key of limit i
 --   ARGV[1]  "decide" or "refund"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own

@@ -1,4 +1,4 @@
-//! Fixed window: the twin of its branch of `scripts/limiter.lua`.
+//! Fixed window: the twin of `scripts/fixed_window.lua` (and of its branch of `scripts/limiter.lua`).
 //!
 //! Guarantee: at most `max` units admitted per aligned window `[k·window, (k+1)·window)`.
 
@@ -21,6 +21,11 @@ impl Default for FixedWindow {
 }
 
 impl FixedWindow {
+    /// Window `index` holding `count` units.
+    pub(crate) fn at(index: u64, count: u64) -> Self {
+        FixedWindow { index, count }
+    }
+
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let index = now / req.window;
         let reset_after = (index + 1) * req.window - now;

@@ -1,4 +1,4 @@
-//! Leaky bucket, for shaping: the twin of its branch of `scripts/limiter.lua`.
+//! Leaky bucket, for shaping: the twin of `scripts/leaky_bucket.lua` (and of its branch of `scripts/limiter.lua`).
 //!
 //! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
 //! admitted only if its slot starts within `max_wait`, and is told the delay until then.
@@ -12,6 +12,11 @@ pub(crate) struct LeakyBucket {
 }
 
 impl LeakyBucket {
+    /// A bucket whose queue is `queue`.
+    pub(crate) fn at(queue: Queue) -> Self {
+        LeakyBucket { free_at: queue }
+    }
+
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // How far ahead the next free slot starts, in µs × max: one slot weighs `window`.

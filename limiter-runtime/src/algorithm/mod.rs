@@ -1,9 +1,11 @@
-//! The counting algorithms. Each file here is the in-memory twin of one algorithm of `scripts/limiter.lua`: the same
-//! arithmetic on the same integers (microseconds), so the memory and Redis stores decide identically.
+//! The counting algorithms. Each file here is the in-memory twin of one algorithm's script (`scripts/<algorithm>.lua`,
+//! and its branch of `scripts/limiter.lua`): the same arithmetic on the same integers (microseconds), so the
+//! memory and Redis stores decide identically. An algorithm's own script answers only the key's state before
+//! its calls, and its twin, as that state, replays them: one computation of each outcome, for both stores.
 
 mod fixed_window;
 mod leaky_bucket;
-mod sliding_log;
+pub(crate) mod sliding_log;
 mod sliding_window;
 mod token_bucket;
 
@@ -184,6 +186,48 @@ impl State {
         }
     }
 
+    /// The state a lean script reports (see `scripts/<algorithm>.lua`) as the twin's, at `now`, so that the
+    /// twin replays the script's calls and tells each its outcome. `None` for a report of another algorithm's
+    /// state (the sliding log reports only its count: see [`sliding_log::outcome`]).
+    pub(crate) fn reported(
+        algorithm: Algorithm,
+        now: u64,
+        charge: &Charge,
+        reported: Reported,
+    ) -> Option<State> {
+        let index = now / charge.window;
+        let queue = |queued, since, given| Queue {
+            end: Schedule::at(now, queued, charge.max),
+            since,
+            given,
+        };
+        Some(match (algorithm, reported) {
+            (Algorithm::FixedWindow, Reported::Count(count)) => {
+                State::FixedWindow(FixedWindow::at(index, count))
+            }
+            (Algorithm::SlidingWindow, Reported::Counts { current, previous }) => {
+                State::SlidingWindow(SlidingWindow::at(index, current, previous))
+            }
+            (
+                Algorithm::TokenBucket,
+                Reported::Queue {
+                    queued,
+                    since,
+                    given,
+                },
+            ) => State::TokenBucket(TokenBucket::at(queue(queued, since, given))),
+            (
+                Algorithm::LeakyBucket,
+                Reported::Queue {
+                    queued,
+                    since,
+                    given,
+                },
+            ) => State::LeakyBucket(LeakyBucket::at(queue(queued, since, given))),
+            _ => return None,
+        })
+    }
+
     /// Gives back, at `now`, `units` of what an admission of `charge` charged (`receipt`): exactly what it
     /// added, unless that has already left the limit (then nothing); never more.
     pub(crate) fn refund(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
@@ -195,6 +239,22 @@ impl State {
             State::LeakyBucket(s) => s.refund(now, charge, units, receipt),
         }
     }
+}
+
+/// What a lean script reports of a key's state before its calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reported {
+    /// Fixed window: the current window's count.
+    Count(u64),
+    /// Sliding window: the current and the previous windows' counts.
+    Counts { current: u64, previous: u64 },
+    /// The buckets: how far the queue reached past now (µs × max), since when it had held charges without a
+    /// pause, and what had been given back since then (both unread when the queue was empty).
+    Queue {
+        queued: u128,
+        since: u64,
+        given: u64,
+    },
 }
 
 /// What an algorithm decided, in µs.

@@ -1,4 +1,4 @@
-//! Sliding-window log: the twin of its branch of `scripts/limiter.lua`.
+//! Sliding-window log: the twin of `scripts/sliding_log.lua` (and of its branch of `scripts/limiter.lua`).
 //!
 //! Guarantee: at most `max` units admitted in any interval of length `window`. An admission at time `s`
 //! counts while `s > now - window`.
@@ -23,31 +23,17 @@ impl SlidingLog {
             self.admitted.pop_front();
         }
         let count = self.admitted.len() as u64;
-
-        if count + req.cost <= req.max {
+        let outcome = outcome(
+            now,
+            req,
+            count,
+            |index| self.admitted[index],
+            self.admitted.back().copied(),
+        );
+        if outcome.allowed {
             self.admitted.extend((0..req.cost).map(|_| now));
-            return Outcome {
-                allowed: true,
-                remaining: req.max - count - req.cost,
-                retry_after: 0,
-                reset_after: req.window,
-                delay: 0,
-                receipt: Receipt {
-                    at: now,
-                    ..Receipt::default()
-                },
-            };
         }
-
-        let retry_after = if req.cost <= req.max {
-            // Admitted once the (count + cost - max)-th oldest admission has left the window.
-            let index = (count + req.cost - req.max - 1) as usize;
-            self.admitted[index] + req.window - now
-        } else {
-            req.window
-        };
-        let reset_after = self.admitted.back().map_or(0, |&s| s + req.window - now);
-        Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
+        outcome
     }
 
     /// Removes `units` of the admissions made at the receipt's time, while they are in the window (those of
@@ -64,6 +50,41 @@ impl SlidingLog {
             .min(end - start);
         self.admitted.drain(end - units..end);
     }
+}
+
+/// What a log holding `count` admissions in the window decides of a call of `req` at `now`: `blocking(i)` is
+/// the time of its `i`-th oldest admission (asked for only when the call is refused, and can be admitted
+/// later), `newest` the time of its newest. In memory the log is at hand; from Redis, the script reports
+/// these times.
+pub(crate) fn outcome(
+    now: u64,
+    req: &Charge,
+    count: u64,
+    blocking: impl FnOnce(usize) -> u64,
+    newest: Option<u64>,
+) -> Outcome {
+    if count + req.cost <= req.max {
+        return Outcome {
+            allowed: true,
+            remaining: req.max - count - req.cost,
+            retry_after: 0,
+            reset_after: req.window,
+            delay: 0,
+            receipt: Receipt {
+                at: now,
+                ..Receipt::default()
+            },
+        };
+    }
+    let retry_after = if req.cost <= req.max {
+        // Admitted once the (count + cost - max)-th oldest admission has left the window.
+        let index = (count + req.cost - req.max - 1) as usize;
+        (blocking(index) + req.window).saturating_sub(now)
+    } else {
+        req.window
+    };
+    let reset_after = newest.map_or(0, |s| (s + req.window).saturating_sub(now));
+    Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
 }
 
 #[cfg(test)]

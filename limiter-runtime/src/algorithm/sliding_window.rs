@@ -1,4 +1,4 @@
-//! Sliding window counter: the twin of its branch of `scripts/limiter.lua`.
+//! Sliding window counter: the twin of `scripts/sliding_window.lua` (and of its branch of `scripts/limiter.lua`).
 //!
 //! Guarantee: the weighted estimate `previous · (window - elapsed) / window + current` never exceeds `max`
 //! after an admission; hence never more than `max` per aligned window.
@@ -24,6 +24,15 @@ impl Default for SlidingWindow {
 }
 
 impl SlidingWindow {
+    /// Window `index` holding `current` units, after a window that held `previous`.
+    pub(crate) fn at(index: u64, current: u64, previous: u64) -> Self {
+        SlidingWindow {
+            index,
+            current,
+            previous,
+        }
+    }
+
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let w = u128::from(req.window);
         let index = now / req.window;

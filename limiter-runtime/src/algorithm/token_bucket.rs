@@ -1,4 +1,4 @@
-//! Token bucket as GCRA: the twin of its branch of `scripts/limiter.lua`.
+//! Token bucket as GCRA: the twin of `scripts/token_bucket.lua` (and of its branch of `scripts/limiter.lua`).
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 
@@ -11,6 +11,11 @@ pub(crate) struct TokenBucket {
 }
 
 impl TokenBucket {
+    /// A bucket whose queue is `queue`.
+    pub(crate) fn at(queue: Queue) -> Self {
+        TokenBucket { full_at: queue }
+    }
+
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // The part of the bucket in use, in µs × max: one token weighs `window`.

@@ -1,0 +1,49 @@
+-- Leaky bucket, for shaping, for calls of this one limit (one call, or calls on one key coalesced into one
+-- script call): calls leave at a steady `max` per `window`; a call takes the next free slot if it starts
+-- within `max wait`. It answers only what the client cannot know: the client replays the calls on its twin
+-- of the algorithm (src/algorithm/leaky_bucket.rs), which says how long each waits for its slot. Calls of
+-- several limits, and charges given back, go through limiter.lua, on the same state.
+--
+--   KEYS[1]  the limit's key: a string "<t>:<f>:<s>:<g>", the queue of charges (see token_bucket.lua)
+--   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>"
+--   ARGV[2]  max
+--   ARGV[3]  max wait us
+--   then each call's cost, in turn
+--
+-- Returns {now us, how far the queue reached past now before the first call (us x max), and, when it did,
+-- its "<s>:<g>"}.
+--
+-- By hand (one call, 5 per 10 s, waiting up to 2 s): redis-cli --eval leaky_bucket.lua rate_limit:demo , 10000000 5 2000000 1
+
+local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
+if window then
+  local t = redis.call('TIME')
+  now = t[1] * 1000000 + t[2]
+else
+  window, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
+  window, now, min_ttl = tonumber(window), tonumber(now), tonumber(min_ttl)
+end
+local key, max = KEYS[1], tonumber(ARGV[2])
+
+local state = redis.pcall('GET', key)
+local t, f, run
+if type(state) == 'string' then t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)$') end
+t, f = tonumber(t), tonumber(f)
+local first = 0
+if run and t >= now then first = (t - now) * max + f end
+-- One slot weighs `window`; a call is admitted while the queue before it is within the wait.
+local limit, queued = tonumber(ARGV[3]) * max, first
+for c = 4, #ARGV do
+  local cost = tonumber(ARGV[c])
+  if cost <= max and queued <= limit then queued = queued + cost * window end
+end
+if queued > first then
+  -- A queue that was empty starts a new run of charges, with nothing given back yet.
+  if first == 0 then run = string.format('%d:0', now) end
+  local ahead = math.floor(queued / max)
+  local ttl = math.ceil(math.ceil(queued / max) / 1000)
+  if ttl < min_ttl then ttl = min_ttl end
+  redis.call('SET', key, string.format('%d:%d:', now + ahead, queued - ahead * max) .. run, 'PX', ttl)
+end
+if first > 0 then return {now, first, run} end
+return {now, 0}

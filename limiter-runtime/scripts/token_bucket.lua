@@ -1,0 +1,51 @@
+-- Token bucket as GCRA, for calls of this one limit (one call, or calls on one key coalesced into one script
+-- call): a bucket of `burst` tokens refilled at `max` per `window`, never more than burst + max * t / window
+-- admitted over any interval t. It answers only what the client cannot know: the client replays the calls
+-- on its twin of the algorithm (src/algorithm/token_bucket.rs). Calls of several limits, and charges given
+-- back, go through limiter.lua, on the same state.
+--
+--   KEYS[1]  the limit's key: a string "<t>:<f>:<s>:<g>", the queue of charges: when they have all left (t in
+--            whole us, f in 1/max us), since when it has held charges without a pause (s), and what has been
+--            given back since then (g, in us x max); see limiter.lua
+--   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>"
+--   ARGV[2]  max
+--   ARGV[3]  burst
+--   then each call's cost, in turn
+--
+-- Returns {now us, how far the queue reached past now before the first call (us x max), and, when it did,
+-- its "<s>:<g>"}.
+--
+-- By hand (one call on a bucket of 5 per 10 s): redis-cli --eval token_bucket.lua rate_limit:demo , 10000000 5 5 1
+
+local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
+if window then
+  local t = redis.call('TIME')
+  now = t[1] * 1000000 + t[2]
+else
+  window, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
+  window, now, min_ttl = tonumber(window), tonumber(now), tonumber(min_ttl)
+end
+local key, max, burst = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+
+local state = redis.pcall('GET', key)
+local t, f, run
+if type(state) == 'string' then t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)$') end
+t, f = tonumber(t), tonumber(f)
+local first = 0
+if run and t >= now then first = (t - now) * max + f end
+-- One token weighs `window`.
+local capacity, queued = burst * window, first
+for c = 4, #ARGV do
+  local need = tonumber(ARGV[c]) * window
+  if need <= capacity and queued + need <= capacity then queued = queued + need end
+end
+if queued > first then
+  -- A queue that was empty starts a new run of charges, with nothing given back yet.
+  if first == 0 then run = string.format('%d:0', now) end
+  local ahead = math.floor(queued / max)
+  local ttl = math.ceil(math.ceil(queued / max) / 1000)
+  if ttl < min_ttl then ttl = min_ttl end
+  redis.call('SET', key, string.format('%d:%d:', now + ahead, queued - ahead * max) .. run, 'PX', ttl)
+end
+if first > 0 then return {now, first, run} end
+return {now, 0}
