@@ -21,11 +21,14 @@ mod kw {
     syn::custom_keyword!(skip_if);
     syn::custom_keyword!(shadow);
     syn::custom_keyword!(count);
+    syn::custom_keyword!(lease);
+    syn::custom_keyword!(lease_ttl);
 }
 
 const EXPECTED: &str =
     "expected one of: `prefix`, `key`, `window`, `max`, `message`, `name`, `algorithm`, `burst`, \
-                        `cost`, `mode`, `max_wait`, `on_error`, `skip_if`, `shadow`, `count`, `crate`";
+                        `cost`, `mode`, `max_wait`, `lease`, `lease_ttl`, `on_error`, `skip_if`, `shadow`, \
+                        `count`, `crate`";
 
 /// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
 /// see (it generates code for the runtime, and cannot depend on it). A test holds the two lists together.
@@ -55,6 +58,9 @@ pub(crate) struct Args {
     /// `mode = wait` (true) or `mode = reject` (false), spanned at the mode.
     pub(crate) wait: Option<Spanned<bool>>,
     pub(crate) max_wait: Option<Spanned<Millis>>,
+    /// Units a node takes from Redis at once, and how long it may spend them.
+    pub(crate) lease: Option<Spanned<u64>>,
+    pub(crate) lease_ttl: Option<Spanned<Millis>>,
     /// The runtime's `OnError` variant: `Open`, `Closed` or `Local`.
     pub(crate) on_error: Option<Ident>,
     /// A `bool` expression over the arguments: when true, the call is not limited at all.
@@ -155,6 +161,32 @@ impl Parse for Args {
                 set(
                     &mut args.max_wait,
                     "max_wait",
+                    name.span,
+                    Spanned {
+                        value,
+                        span: name.span,
+                    },
+                )?;
+            } else if lookahead.peek(kw::lease) {
+                let name = input.parse::<kw::lease>()?;
+                assign(input, "lease", name.span, "lease = 50")?;
+                let value = count(input, "lease", "`lease = 50`")?;
+                set(
+                    &mut args.lease,
+                    "lease",
+                    name.span,
+                    Spanned {
+                        value,
+                        span: name.span,
+                    },
+                )?;
+            } else if lookahead.peek(kw::lease_ttl) {
+                let name = input.parse::<kw::lease_ttl>()?;
+                assign(input, "lease_ttl", name.span, "lease_ttl = \"100ms\"")?;
+                let value = duration_arg(input, "lease_ttl")?;
+                set(
+                    &mut args.lease_ttl,
+                    "lease_ttl",
                     name.span,
                     Spanned {
                         value,
@@ -322,7 +354,14 @@ fn count(input: ParseStream<'_>, name: &str, example: &str) -> syn::Result<u64> 
     if value == 0 {
         return Err(syn::Error::new(
             lit.span(),
-            format!("`{name}` must be at least 1: a limit of zero would reject every call"),
+            match name {
+                "lease" => {
+                    "`lease` must be at least 1: a lease of zero units spares no call".to_owned()
+                }
+                _ => {
+                    format!("`{name}` must be at least 1: a limit of zero would reject every call")
+                }
+            },
         ));
     }
     Ok(value)

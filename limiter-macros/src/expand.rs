@@ -219,6 +219,14 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
         let burst = burst.value;
         rule = quote!(#rule.burst(#burst));
     }
+    if let Some(lease) = &args.lease {
+        let units = lease.value;
+        rule = quote!(#rule.lease(#units));
+    }
+    if let Some(ttl) = &args.lease_ttl {
+        let millis = ttl.value.0;
+        rule = quote!(#rule.lease_ttl(::core::time::Duration::from_millis(#millis)));
+    }
     if let Some(shadow) = args.shadow {
         rule = quote!(#rule.shadow(#shadow));
     }

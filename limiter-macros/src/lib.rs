@@ -77,6 +77,21 @@ mod valid;
 ///       Ok(())
 ///   }
 ///   ```
+/// - `lease = 50` — with `algorithm = token_bucket` or `fixed_window`, on Redis: a node takes up to 50 units in
+///   one call and spends them in memory, for one hot key that one Redis core cannot serve. What is not spent
+///   goes back when the lease ends. The cost, exactly: a token bucket admits at most
+///   `burst + max · (t + lease_ttl) / window` over any interval `t`; a fixed window never more than `max` per
+///   window.
+/// - `lease_ttl = "100ms"` — with `lease`: how long a node may spend a lease. Default 100 ms.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited};
+///   // A million a second for the whole service, most decided in memory.
+///   #[rate_limit(algorithm = token_bucket, max = 1_000_000, window = 1, lease = 1000)]
+///   async fn ingest(event: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///   ```
 /// - `on_error = open | closed | local` — what decides when Redis fails or is too slow: let the call through
 ///   (the default), reject it with [`RateLimited`] whose reason is `Unavailable`, or decide in this process
 ///   with this node's share of the limit. Default: the limiter's.

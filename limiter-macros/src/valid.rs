@@ -69,5 +69,25 @@ fn validate_one(args: &Args) -> syn::Result<()> {
             ));
         }
     }
+    if let Some(lease) = &args.lease {
+        if !matches!(algorithm.as_deref(), Some("token_bucket" | "fixed_window")) {
+            let message = match &algorithm {
+                Some(other) => format!(
+                    "a lease takes units of a token bucket or a fixed window, which count units a node can \
+                     spend alone; `algorithm = {other}` cannot be leased"
+                ),
+                None => "a lease takes units of a token bucket or a fixed window: add `algorithm = \
+                         token_bucket` or `algorithm = fixed_window`"
+                    .to_owned(),
+            };
+            return Err(syn::Error::new(lease.span, message));
+        }
+    }
+    if let (Some(ttl), None) = (&args.lease_ttl, &args.lease) {
+        return Err(syn::Error::new(
+            ttl.span,
+            "`lease_ttl` bounds how long a lease is spent: add `lease = <units>`",
+        ));
+    }
     Ok(())
 }

@@ -19,6 +19,13 @@
 --   reset_after us, then the leaky bucket's delay us, then the buckets' receipt: the queue as the call left
 --   it (below; "" when it was not admitted), for giving its charge back later}.
 --
+-- lease: then, for the one limit (a token bucket, 4, or a fixed window, 2): algorithm, window us, max, burst,
+--   the call's cost, the units wanted (at least the cost), and, when an earlier lease of this node is given
+--   back with it, that lease's units left, its units, when it was taken (us) and its mark (as for refund).
+--   Takes as many of the units wanted as the limit has room for, if that is at least the cost, else none;
+--   returns {now, units taken, then the state before taking them, as the algorithm's own script answers it:
+--   the window's count, or the queue's reach past now and its "<s>:<g>" ("" when empty)}.
+--
 -- refund: then, for each limit (7 arguments): algorithm, window us, max, units to give back, the call's cost,
 --   when it was charged (us), and its mark: its nonce (the sliding log), the window's index (the windows),
 --   its receipt (the buckets). Returns {now}.
@@ -43,7 +50,7 @@ local floor, ceil, max_of, min_of = math.floor, math.ceil, math.max, math.min
 local QUEUE, RUN, COUNTERS = '^(%d+):(%d+):(%d+):(%d+)$', '^(%d+):(%d+):(%d+:%d+)$', '^(%d+):(%d+):(%d+)$'
 
 local op, now, min_ttl = ARGV[1], nil, 0
-if op ~= 'decide' and op ~= 'refund' then
+if op ~= 'decide' and op ~= 'refund' and op ~= 'lease' then
   op, now, min_ttl = string.match(op, '^(%a+) (%d+) (%d+)$')
   now, min_ttl = tonumber(now), tonumber(min_ttl)
 end
@@ -55,7 +62,7 @@ local limits = #KEYS
 
 -- Gives back at most `units` of what one admission charged, never more, nothing once it has left.
 local give_back
-if op == 'refund' or limits > 1 then
+if op ~= 'decide' or limits > 1 then
   give_back = function(key, algorithm, window, max, units, cost, at, mark)
     if algorithm == 1 then
       if at <= now - window then return end
@@ -118,6 +125,47 @@ if op == 'refund' then
       tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]), ARGV[a + 7])
   end
   return {now}
+end
+
+if op == 'lease' then
+  local key, algorithm, window, max = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  local cost, want = tonumber(ARGV[6]), tonumber(ARGV[7])
+  if ARGV[8] then
+    give_back(key, algorithm, window, max, tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11])
+  end
+  if algorithm == 2 then
+    local index = floor(now / window)
+    local state = redis.call('HMGET', key, 'w', 'n')
+    local open = tonumber(state[1]) == index
+    local count = 0
+    if open then count = tonumber(state[2]) end
+    local take = min_of(want, max - count)
+    if take < cost then return {now, 0, count} end
+    if open then
+      redis.call('HINCRBY', key, 'n', take)
+    else
+      redis.call('HSET', key, 'w', index, 'n', take)
+      redis.call('PEXPIRE', key, max_of(ceil(((index + 1) * window - now) / 1000), min_ttl))
+    end
+    return {now, take, count}
+  end
+  local state = redis.pcall('GET', key)
+  local t, f, run
+  if type(state) == 'string' then t, f, run = string.match(state, RUN) end
+  t, f = tonumber(t), tonumber(f)
+  local first = 0
+  if run and t >= now then first = (t - now) * max + f end
+  local answer = run
+  if first == 0 then answer = '' end
+  -- One token weighs `window`: the bucket has room for what is left of its capacity.
+  local take = min_of(want, floor((tonumber(ARGV[5]) * window - first) / window))
+  if take < cost then return {now, 0, first, answer} end
+  if first == 0 then run = string.format('%d:0', now) end
+  local queued = first + take * window
+  local ahead = floor(queued / max)
+  redis.call('SET', key, string.format('%d:%d:', now + ahead, queued - ahead * max) .. run, 'PX',
+    max_of(ceil(ceil(queued / max) / 1000), min_ttl))
+  return {now, take, first, answer}
 end
 
 -- Sized for one call on one limit, for growing a table costs Redis more than filling it (Redis reads a reply

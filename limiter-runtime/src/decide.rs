@@ -161,6 +161,7 @@ impl Limiter {
             vetoes: !rule.shadow_value(),
             on_error: rule.on_error_value(),
             preset,
+            lease: rule.lease_terms(),
         }
     }
 
@@ -313,6 +314,9 @@ impl Limiter {
                 (Backend::Memory(memory), _) => memory.refund(ask, units, &answer.receipt),
                 (Backend::Redis(redis), Charged::Local) => {
                     redis.refund_local(ask, units, &answer.receipt)
+                }
+                (Backend::Redis(redis), Charged::Lease) => {
+                    redis.leases.refund(ask.key, units, &answer.receipt)
                 }
                 (Backend::Redis(_), Charged::Store) => {
                     in_redis.push(Refund::new(ask, units, answer.receipt))

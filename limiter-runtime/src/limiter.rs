@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use crate::backend::redis::spawn_heartbeat;
+use crate::backend::redis::{spawn_heartbeat, spawn_lease_sweep};
 use crate::backend::{Backend, MemoryStore, RedisBackend, DEFAULT_MAX_KEYS};
 use crate::decide::{Decided, Request};
 use crate::key::StoreKey;
@@ -338,6 +338,7 @@ impl Limiter {
         let overrides = Arc::downgrade(&self.inner.overrides);
         spawn_heartbeat(Arc::downgrade(redis), overrides.clone());
         overrides::sync::spawn(overrides, Arc::downgrade(redis));
+        spawn_lease_sweep(Arc::downgrade(redis));
     }
 }
 

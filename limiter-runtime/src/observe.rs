@@ -8,6 +8,8 @@
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | none: in-memory keys forgotten before their expiry, to stay within `max_keys` |
 //! | `limiter_redis_batch_calls` | histogram | none: the calls one script call decided (coalesced calls on one key) |
+//! | `limiter_lease_units_taken_total` | counter | none: units this node took from Redis in leases |
+//! | `limiter_lease_units` | gauge | none: units this node's leases hold, unspent (every 100 ms) |
 //!
 //! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
 //! then allocates nothing. (Install the `metrics` recorder before the first decision.)
@@ -124,6 +126,23 @@ pub(crate) fn batch(calls: usize) {
     metrics::histogram!("limiter_redis_batch_calls").record(calls as f64);
     #[cfg(not(feature = "metrics"))]
     let _ = calls;
+}
+
+/// Counts the units of a lease taken.
+#[inline]
+pub(crate) fn lease_taken(units: u64) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("limiter_lease_units_taken_total").increment(units);
+    #[cfg(not(feature = "metrics"))]
+    let _ = units;
+}
+
+/// Reports the units this node's leases hold, unspent.
+pub(crate) fn lease_units(units: u64) {
+    #[cfg(feature = "metrics")]
+    metrics::gauge!("limiter_lease_units").set(units as f64);
+    #[cfg(not(feature = "metrics"))]
+    let _ = units;
 }
 
 /// Times one Redis decision (nothing without the feature).

@@ -39,11 +39,17 @@ struct Run {
 /// Runs one `hammer` process per entry of `skews_ms` (its own clock's skew), each with 50 tasks for
 /// `millis`, all on `key` of `target`, started together.
 fn hammer(target: &str, key: &str, skews_ms: &[i64], millis: u64) -> Run {
-    hammer_with(target, key, skews_ms, millis, false)
+    hammer_with(target, key, skews_ms, millis, &[])
 }
 
-/// [`hammer`], every call charged to the stacked pair when `stacked`.
-fn hammer_with(target: &str, key: &str, skews_ms: &[i64], millis: u64, stacked: bool) -> Run {
+/// [`hammer`], with the environment `env` (`HAMMER_STACKED`, `HAMMER_LEASE`) set for each process.
+fn hammer_with(
+    target: &str,
+    key: &str,
+    skews_ms: &[i64],
+    millis: u64,
+    env: &[(&str, &str)],
+) -> Run {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut children: Vec<_> = skews_ms
         .iter()
@@ -51,7 +57,7 @@ fn hammer_with(target: &str, key: &str, skews_ms: &[i64], millis: u64, stacked: 
             Command::new(env!("CARGO_BIN_EXE_hammer"))
                 .args([target, key, "50", &millis.to_string()])
                 .env("HAMMER_CLOCK_SKEW_MS", skew.to_string())
-                .env("HAMMER_STACKED", if stacked { "1" } else { "0" })
+                .envs(env.iter().copied())
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .spawn()
@@ -170,30 +176,100 @@ fn four_processes_admit_exactly_the_limit_on_a_cluster() {
 #[test]
 fn four_processes_keep_both_limits_of_a_stacked_pair() {
     let server = RedisServer::start();
-    let run = hammer_with(&server.url(), "stacked", &[0; 4], 6_000, true);
+    let run = hammer_with(
+        &server.url(),
+        "stacked",
+        &[0; 4],
+        6_000,
+        &[("HAMMER_STACKED", "1")],
+    );
     assert_eq!(run.degraded, 0, "every decision was made in Redis");
     assert_never_too_many(&run);
     let t = &run.admissions;
-    // Token bucket: at most burst + max · span / window units over any span between two admissions.
-    let (burst, max, window) = (120u64, 60u64, 6_000_000u64);
-    for i in 0..t.len() {
-        for j in i..t.len() {
-            let units = (j - i + 1) as u64;
-            assert!(
-                units * window <= burst * window + max * (t[j] - t[i]),
-                "{units} admissions in {} µs",
-                t[j] - t[i]
-            );
-        }
-    }
+    assert_token_bucket_bound(t, 120, 60, 6_000_000, 0);
     // The bucket's allowance over the run, less 1%: refused calls took none of it.
     let span = t[t.len() - 1] - t[0];
-    let allowance = burst + max * span / window;
+    let allowance = 120 + 60 * span / 6_000_000;
     assert!(
         t.len() as u64 * 100 >= allowance * 99,
         "{} admitted of the bucket's {allowance}",
         t.len()
     );
+}
+
+/// A token bucket's bound: at most `burst + max · (span + slack) / window` units over any span between two
+/// admissions (`slack`: a lease's time to live, µs).
+fn assert_token_bucket_bound(t: &[u64], burst: u64, max: u64, window: u64, slack: u64) {
+    for i in 0..t.len() {
+        for j in i..t.len() {
+            let units = (j - i + 1) as u64;
+            assert!(
+                units * window <= burst * window + max * (t[j] - t[i] + slack),
+                "{units} admissions in {} µs",
+                t[j] - t[i]
+            );
+        }
+    }
+}
+
+/// Four processes spending leases of 20 units (for at most 200 ms) of a token bucket of 100 per 2 s: over any
+/// interval t, at most burst + max · (t + 200 ms) / window, as the docs state; and the leases cost the demand
+/// nothing: the bucket's allowance is admitted, less 5%.
+#[test]
+fn four_processes_spending_leases_of_a_token_bucket_keep_its_stated_bound() {
+    let server = RedisServer::start();
+    let env = [("HAMMER_LEASE", "token_bucket")];
+    let run = hammer_with(&server.url(), "leased", &[0; 4], 4_000, &env);
+    assert_eq!(
+        run.degraded, 0,
+        "every decision was made in Redis or a lease"
+    );
+    let t = &run.admissions;
+    assert_token_bucket_bound(t, 100, 100, WINDOW_US, 200_000);
+    let allowance = 100 + 100 * (t[t.len() - 1] - t[0]) / WINDOW_US;
+    eprintln!(
+        "{} admitted of the bucket's {allowance}, {} calls",
+        t.len(),
+        run.calls
+    );
+    assert!(
+        t.len() as u64 * 100 >= allowance * 95,
+        "{} admitted of the bucket's {allowance}",
+        t.len()
+    );
+}
+
+/// The same with a fixed window of 100 per 2 s: never more than 100 in an aligned window, leases or not.
+#[test]
+fn four_processes_spending_leases_of_a_fixed_window_never_pass_max_per_window() {
+    let server = RedisServer::start();
+    let env = [("HAMMER_LEASE", "fixed_window")];
+    let run = hammer_with(&server.url(), "leased", &[0; 4], 4_000, &env);
+    assert_eq!(
+        run.degraded, 0,
+        "every decision was made in Redis or a lease"
+    );
+    let mut per_window = std::collections::BTreeMap::new();
+    for at in &run.admissions {
+        *per_window.entry(at / WINDOW_US).or_insert(0usize) += 1;
+    }
+    eprintln!("admissions per window: {per_window:?}");
+    for (window, admitted) in &per_window {
+        assert!(*admitted <= MAX, "{admitted} admissions in window {window}");
+    }
+    // The windows the run covered whole were filled, less 5%.
+    let whole: Vec<_> = per_window
+        .values()
+        .skip(1)
+        .take(per_window.len().saturating_sub(2))
+        .collect();
+    assert!(!whole.is_empty(), "the run covered no whole window");
+    for admitted in whole {
+        assert!(
+            admitted * 100 >= MAX * 95,
+            "under-admitted: {admitted} of {MAX}"
+        );
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::key::KeyRef;
+use crate::rule::LeaseTerms;
 use crate::{Decision, OnError};
 
 pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
@@ -29,6 +30,8 @@ pub(crate) struct Ask<'a> {
     pub(crate) on_error: OnError,
     /// Set when it is decided before any store is asked: then no store hears of it.
     pub(crate) preset: Option<Preset>,
+    /// Its rule's lease: with Redis, units this node takes at once and spends in memory.
+    pub(crate) lease: Option<LeaseTerms>,
 }
 
 /// A limit of a call decided before any store is asked.
@@ -69,6 +72,8 @@ pub(crate) enum Charged {
     Store,
     /// This process's memory, deciding for Redis in degraded mode (`on_error = local`).
     Local,
+    /// A lease this node holds (its units were counted in Redis when it was taken).
+    Lease,
 }
 
 impl Answer {

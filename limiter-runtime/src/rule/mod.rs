@@ -50,6 +50,15 @@ pub struct Rule {
     pub(crate) wait: Option<Wait>,
     pub(crate) on_error: Option<OnError>,
     pub(crate) shadow: Option<bool>,
+    pub(crate) lease: Option<u64>,
+    pub(crate) lease_ttl: Option<Duration>,
+}
+
+/// A rule's lease: how many units a node takes from Redis at once, and how long it may spend them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeaseTerms {
+    pub(crate) units: u64,
+    pub(crate) ttl: Duration,
 }
 
 /// How long a [`LeakyBucket`](Algorithm::LeakyBucket) call may wait for its slot.
@@ -139,6 +148,28 @@ impl Rule {
         self
     }
 
+    /// A lease (with Redis, for [`TokenBucket`](Algorithm::TokenBucket) and
+    /// [`FixedWindow`](Algorithm::FixedWindow)): a node takes up to `units` from Redis in one call and
+    /// spends them in memory, with no round trip, for at most [`lease_ttl`](Rule::lease_ttl) (default 100 ms);
+    /// what it has not spent then goes back. For one hot key that one Redis core cannot serve.
+    ///
+    /// The bound it costs, exactly: a token bucket admits at most `burst + max · (t + lease_ttl) / window`
+    /// over any interval `t` (units are spent up to `lease_ttl` after Redis counted them); a fixed window
+    /// never more than `max` per window (a lease ends with its window). Other algorithms, and the in-memory
+    /// store, ignore it. `lease = 50` on the attribute.
+    pub const fn lease(mut self, units: u64) -> Self {
+        self.lease = Some(units);
+        self
+    }
+
+    /// How long a node may spend a [`lease`](Rule::lease) before what is left of it goes back (default
+    /// 100 ms): the longer, the fewer calls reach Redis, and the looser a token bucket's bound.
+    /// `lease_ttl = "100ms"` on the attribute.
+    pub const fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = Some(ttl);
+        self
+    }
+
     /// A rule with the text an attribute writes, in a constant: what `#[rate_limit]` expansions start from (in
     /// a `static`), before the other parts' `const` setters.
     #[doc(hidden)]
@@ -164,6 +195,8 @@ impl Rule {
             wait: None,
             on_error: None,
             shadow: None,
+            lease: None,
+            lease_ttl: None,
         }
     }
 }

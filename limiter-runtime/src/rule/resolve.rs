@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use super::{Rule, Wait};
+use super::{LeaseTerms, Rule, Wait};
 use crate::algorithm::Charge;
 use crate::clock::as_micros;
 use crate::overrides::Limits;
@@ -67,6 +67,8 @@ impl Rule {
             wait: self.wait.or(fallback.wait),
             on_error: self.on_error.or(fallback.on_error),
             shadow: self.shadow.or(fallback.shadow),
+            lease: self.lease.or(fallback.lease),
+            lease_ttl: self.lease_ttl.or(fallback.lease_ttl),
         }
     }
 
@@ -85,6 +87,8 @@ impl Rule {
             name: self.name,
             burst: self.burst,
             wait: self.wait,
+            lease: self.lease,
+            lease_ttl: self.lease_ttl,
         }
     }
 
@@ -127,6 +131,18 @@ impl Rule {
     #[inline]
     pub(crate) fn shadow_value(&self) -> bool {
         self.shadow.unwrap_or(false)
+    }
+
+    /// The rule's lease, if it has one its algorithm can take (a token bucket's, a fixed window's).
+    #[inline]
+    pub(crate) fn lease_terms(&self) -> Option<LeaseTerms> {
+        let units = self.lease.filter(|&units| units > 0)?;
+        let leases = matches!(
+            self.algorithm_value(),
+            Algorithm::TokenBucket | Algorithm::FixedWindow
+        );
+        let ttl = self.lease_ttl.unwrap_or(Duration::from_millis(100));
+        (leases && !ttl.is_zero()).then_some(LeaseTerms { units, ttl })
     }
 
     /// What one call weighing `cost` asks of this rule's limit, with what `overrides` (the run-time overrides

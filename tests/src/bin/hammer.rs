@@ -3,7 +3,9 @@
 //! `hammer <target> <key> <tasks> <millis>`, where `<target>` is a Redis URL, or `cluster:` followed by
 //! comma-separated seed URLs. With `HAMMER_CLOCK_SKEW_MS=<n>` (may be negative) this process's own clock runs
 //! `n` ms off; Redis decisions still read Redis `TIME`. With `HAMMER_STACKED=1` every call is also charged to
-//! a second limit, a token bucket (`burst` 120, 60 per 6 s), decided with the first as one.
+//! a second limit, a token bucket (`burst` 120, 60 per 6 s), decided with the first as one. With
+//! `HAMMER_LEASE=<algorithm>` (`token_bucket` or `fixed_window`) the limit is of that algorithm instead, with
+//! a lease of 20 units for at most 200 ms.
 //!
 //! It makes one decision on another key, then prints `ready <own clock µs> <Redis time µs>`: its own clock is
 //! read from a decision with the switch off, which is decided in-process. Then it waits for a `go` line on
@@ -80,7 +82,15 @@ async fn main() {
         other => panic!("expected `go`, read {other:?}"),
     }
 
-    let rule = Arc::new(Rule::new().max(100).window(Duration::from_secs(2)));
+    let rule = Rule::new().max(100).window(Duration::from_secs(2));
+    let rule = Arc::new(match std::env::var("HAMMER_LEASE") {
+        Ok(algorithm) => rule
+            .prefix("leased:")
+            .algorithm(algorithm.parse().expect("HAMMER_LEASE names an algorithm"))
+            .lease(20)
+            .lease_ttl(Duration::from_millis(200)),
+        Err(_) => rule,
+    });
     let quota = Arc::new(
         Rule::new()
             .prefix("quota:")

@@ -1,4 +1,4 @@
-//! Every algorithm, `burst`, `cost`, `mode = wait` and `max_wait`.
+//! Every algorithm, `burst`, `cost`, `mode = wait`, `max_wait`, `lease` and `lease_ttl`.
 use limiter_runtime::{rate_limit, Limiter, RateLimited};
 
 #[rate_limit(algorithm = sliding_log, max = 2, prefix = "log:")]
@@ -31,6 +31,12 @@ async fn shaped() -> Result<(), RateLimited> {
     Ok(())
 }
 
+// A lease applies on Redis; in memory the limit counts as written.
+#[rate_limit(algorithm = token_bucket, max = 2, window = "1h", lease = 50, lease_ttl = "250ms", prefix = "leased:")]
+async fn leased() -> Result<(), RateLimited> {
+    Ok(())
+}
+
 #[rate_limit(key = user, max = 10, cost = items.len(), prefix = "cost:")]
 async fn upload(user: &str, items: Vec<u8>) -> Result<usize, RateLimited> {
     Ok(items.len())
@@ -45,6 +51,7 @@ async fn main() {
             assert!(sliding().await.is_ok() && sliding().await.is_ok() && sliding().await.is_err());
             assert!(bucket().await.is_ok() && bucket().await.is_ok() && bucket().await.is_err());
             assert!(leaky().await.is_ok() && leaky().await.is_err());
+            assert!(leased().await.is_ok() && leased().await.is_ok() && leased().await.is_err());
             // Slots every 10 ms: of three concurrent calls the first runs now, the second waits 10 ms, the third
             // would wait 20 ms, past `max_wait`.
             let (a, b, c) = tokio::join!(shaped(), shaped(), shaped());

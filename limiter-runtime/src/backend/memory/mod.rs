@@ -198,6 +198,7 @@ mod tests {
             charge: *charge,
             vetoes: true,
             on_error: OnError::Open,
+            lease: None,
             preset: None,
         }
     }

@@ -6,12 +6,14 @@ use std::time::Duration;
 
 use super::breaker::Permit;
 use super::connection::Connection;
+use super::lease::Held;
 use super::script::{self, Call, Limit};
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::backend::{Answer, Ask, Preset};
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
+use crate::rule::LeaseTerms;
 use crate::OnError;
 
 /// What a call Redis must decide settled before asking. Owned, so that asking can outlive the borrows of the
@@ -28,6 +30,14 @@ pub(crate) struct Question<const N: usize> {
     pub(super) sent: Duration,
     /// This call re-asks Redis for a call whose cached denial ran out.
     pub(super) probe: bool,
+    /// This call (of one limit) takes a lease on it.
+    pub(super) lease: Option<Taking>,
+}
+
+/// A lease a call takes: its terms, and the lease this node held before, whose units left go back with it.
+pub(super) struct Taking {
+    pub(super) terms: LeaseTerms,
+    pub(super) back: Option<Box<Held>>,
 }
 
 /// One limit of a [`Question`].
@@ -38,6 +48,7 @@ pub(super) struct Owned {
     pub(super) vetoes: bool,
     pub(super) on_error: OnError,
     pub(super) preset: Option<Preset>,
+    pub(super) lease: Option<LeaseTerms>,
 }
 
 impl Owned {
@@ -49,10 +60,11 @@ impl Owned {
             vetoes: self.vetoes,
             on_error: self.on_error,
             preset: self.preset,
+            lease: self.lease,
         }
     }
 
-    fn limit(&self) -> Limit<'_> {
+    pub(super) fn limit(&self) -> Limit<'_> {
         Limit {
             algorithm: self.algorithm,
             key: &self.key,
@@ -76,6 +88,11 @@ impl RedisBackend {
         &self,
         question: &Question<N>,
     ) -> Result<[Answer; N], BackendError> {
+        if let (Some(taking), [owned]) = (&question.lease, question.limits.as_slice()) {
+            let (sent, back) = (question.sent, taking.back.as_deref());
+            let answer = self.take_lease(owned, sent, taking.terms, back).await?;
+            return Ok(std::array::from_fn(|_| answer));
+        }
         let mut connection = self.connection()?;
         let mut outcomes = question.limits.each_ref().map(|l| {
             l.preset.map_or(Outcome::admit(l.charge.max), |preset| {

@@ -19,6 +19,7 @@ mod connection;
 mod degraded;
 mod deny_cache;
 mod instances;
+mod lease;
 mod script;
 
 use std::fmt;
@@ -27,9 +28,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use self::breaker::{Breaker, Permit, Transition};
-use self::call::{joined, nonce, Owned};
+use self::call::{joined, nonce, Owned, Taking};
 use self::coalesce::Coalescer;
 use self::deny_cache::{DenyCache, Lookup};
+use self::lease::{Leases, Take};
 use super::{admitted, Answer, Ask, MemoryStore};
 use crate::clock::{as_micros, Clock};
 use crate::error::BackendError;
@@ -40,6 +42,7 @@ pub(crate) use self::breaker::BreakerConfig;
 pub(crate) use self::call::{call_key, Question, Refund};
 pub(crate) use self::connection::{Connection, Topology};
 pub(crate) use self::instances::{spawn_heartbeat, Instances};
+pub(crate) use self::lease::spawn_lease_sweep;
 pub(crate) use self::script::LuaScript;
 
 /// How long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline still
@@ -74,6 +77,8 @@ pub(crate) struct RedisBackend {
     denied: Option<DenyCache>,
     /// The lines of calls waiting to go to Redis together (unless switched off).
     coalescer: Option<Arc<Coalescer>>,
+    /// The leases this node holds.
+    pub(crate) leases: Leases,
     /// Calls decided in degraded mode.
     degraded: AtomicU64,
 }
@@ -99,6 +104,7 @@ impl RedisBackend {
             instances,
             denied: sparing.deny_cache.then(DenyCache::default),
             coalescer: sparing.coalesce.then(Arc::default),
+            leases: Leases::default(),
             degraded: AtomicU64::new(0),
         }
     }
@@ -164,6 +170,14 @@ impl RedisBackend {
         let costs = asks.each_ref().map(|ask| ask.charge.cost);
         // A call that can never fit has only a nominal `retry_after`: nothing to keep.
         let fits = asks.iter().all(|ask| ask.charge.can_fit(ask.algorithm));
+        // A call of one leased limit spends this node's lease, if it holds enough of one.
+        let leased = match asks.as_slice() {
+            [ask] if fits && ask.preset.is_none() => ask.lease.map(|terms| (ask, terms)),
+            _ => None,
+        };
+        if let Some(answer) = leased.and_then(|(ask, _)| self.leases.spend(ask, sent)) {
+            return Ok(std::array::from_fn(|_| answer));
+        }
         let cache = self.denied.as_ref().filter(|_| fits);
         let mut lookup = Lookup::Miss;
         if let Some(cache) = cache.filter(|cache| !cache.is_empty()) {
@@ -180,6 +194,13 @@ impl RedisBackend {
         if permit == Permit::Skip {
             return Ok(self.degraded(asks));
         }
+        let lease =
+            leased.and_then(
+                |(ask, terms)| match self.leases.take(ask, sent, self.deadline * 2) {
+                    Take::Lease(back) => Some(Taking { terms, back }),
+                    Take::Redis => None,
+                },
+            );
         Err(Box::new(Question {
             limits: asks.each_ref().map(|ask| Owned {
                 algorithm: ask.algorithm,
@@ -188,6 +209,7 @@ impl RedisBackend {
                 vetoes: ask.vetoes,
                 on_error: ask.on_error,
                 preset: ask.preset,
+                lease: ask.lease,
             }),
             call: call_key(asks),
             nonce: nonce(),
@@ -195,6 +217,7 @@ impl RedisBackend {
             cached: cache.is_some(),
             sent,
             probe: matches!(lookup, Lookup::Probe),
+            lease,
         }))
     }
 
@@ -213,6 +236,9 @@ impl RedisBackend {
                 answers
             }
             Err(cause) => {
+                if question.lease.is_some() {
+                    self.leases.abandon(question.limits[0].key.parts());
+                }
                 let transition = self.breaker.failed(question.permit);
                 degraded::log_failure(
                     &question.call,
@@ -223,6 +249,15 @@ impl RedisBackend {
                 self.degraded(&question.limits.each_ref().map(Owned::ask))
             }
         };
+        let mut answers = answers;
+        if let [owned] = question.limits.as_slice() {
+            if let (Some(terms), [answer]) = (owned.lease, answers.as_mut_slice()) {
+                // Units other nodes hold in leases come back within a lease's time to live (and a sweep):
+                // a refusal of a leased limit holds no longer.
+                let back = lease::back_within(terms);
+                answer.decision.retry_after = answer.decision.retry_after.min(back);
+            }
+        }
         let decisions = answers.map(|answer| answer.decision);
         let asks = question.limits.each_ref().map(Owned::ask);
         let admitted = admitted(&asks, |i| decisions[i].allowed);

@@ -1,0 +1,336 @@
+//! Leases ([`Rule::lease`](crate::Rule::lease)): for a hot key, this node takes up to a rule's `lease` units
+//! from Redis in one script call and spends them in memory, with no round trip, until the lease runs out or
+//! its `lease_ttl` passes (a fixed window's, at the latest, when its window ends); what is left then goes
+//! back to Redis, with the next lease taken or by the sweep that returns idle ones.
+//!
+//! Units are counted in Redis when a lease is taken, so Redis never admits more than the limit; they are spent
+//! up to `lease_ttl` later, which is the whole cost of a lease in exactness: a token bucket admits at most
+//! `burst + max · (t + lease_ttl) / window` over any interval `t`, a fixed window never more than `max` per
+//! window. One call at a time takes a key's lease; calls that find it empty meanwhile go to Redis as any
+//! call does (coalesced).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use std::sync::{Arc, Weak};
+
+use super::call::Owned;
+use super::script::{self, GiveBack, Limit};
+use super::RedisBackend;
+use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, State};
+use crate::backend::{Answer, Ask, Charged};
+use crate::clock::as_micros;
+use crate::error::BackendError;
+use crate::key::{KeyRef, StoreKey};
+use crate::rule::LeaseTerms;
+use crate::sharded::{Keys, Sharded};
+use crate::Decision;
+
+/// Shards of the leases: enough that hot keys rarely share one.
+const SHARDS: usize = 16;
+
+/// How often idle leases that ran out of time are given back.
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_millis(100);
+
+/// How soon the units other nodes hold in leases of `terms` come back at the latest: a lease's time to live,
+/// then the sweep.
+pub(super) fn back_within(terms: LeaseTerms) -> Duration {
+    terms.ttl + SWEEP_EVERY
+}
+
+/// This node's leases, by store key.
+#[derive(Debug)]
+pub(crate) struct Leases {
+    slots: Sharded<Keys<Slot>>,
+    /// Names each lease taken, so that a charge given back goes to the lease it came from, not a later one.
+    generation: AtomicU64,
+}
+
+/// A key's lease, or a call taking one.
+#[derive(Debug)]
+enum Slot {
+    /// A call is taking a lease from Redis, since then (this node's clock): calls meanwhile go to Redis.
+    Taking(Duration),
+    /// Boxed: a key's slot stays small while a lease is being taken.
+    Held(Box<Held>),
+}
+
+/// A lease this node holds.
+#[derive(Debug)]
+pub(super) struct Held {
+    generation: u64,
+    key: StoreKey,
+    algorithm: Algorithm,
+    /// The limit's terms when it was taken, its cost the units taken.
+    charge: Charge,
+    /// What taking it charged in Redis, for giving back what is left.
+    receipt: Receipt,
+    left: u64,
+    /// When it runs out of time (this node's clock).
+    expires: Duration,
+    /// Redis's clock when it was taken, and this node's when the answer came: a decision it makes is dated on
+    /// Redis's clock, as this node reckons it.
+    taken_at: u64,
+    received: Duration,
+    /// What the limit had left past the lease, and when it would have been whole again, when it was taken.
+    remaining: u64,
+    reset_after: u64,
+}
+
+/// What a call that found no lease to spend is to do.
+#[derive(Debug)]
+pub(super) enum Take {
+    /// Take a lease, giving back what is left of the one this node held (if any).
+    Lease(Option<Box<Held>>),
+    /// Another call is taking one: go to Redis as any call does.
+    Redis,
+}
+
+impl Default for Leases {
+    fn default() -> Self {
+        Leases {
+            slots: Sharded::new(SHARDS),
+            generation: AtomicU64::new(1),
+        }
+    }
+}
+
+impl Held {
+    /// Whether a call of `ask` can spend it at `now` (same limit, time and units left).
+    fn serves(&self, ask: &Ask<'_>, now: Duration) -> bool {
+        let terms = |c: &Charge| (c.window, c.max, c.burst);
+        now < self.expires
+            && self.left >= ask.charge.cost
+            && self.algorithm == ask.algorithm
+            && terms(&self.charge) == terms(&ask.charge)
+    }
+
+    /// The answer to a call of `ask` spending `ask.charge.cost` of it at `now`.
+    fn spend(&mut self, ask: &Ask<'_>, now: Duration) -> Answer {
+        self.left -= ask.charge.cost;
+        let elapsed = as_micros(now.saturating_sub(self.received));
+        let outcome = Outcome {
+            allowed: true,
+            remaining: self.remaining + self.left,
+            retry_after: 0,
+            reset_after: self.reset_after.saturating_sub(elapsed),
+            delay: 0,
+            receipt: self.mark(),
+        };
+        Answer {
+            decision: Decision::new(&ask.charge, outcome, self.taken_at + elapsed, false),
+            receipt: outcome.receipt,
+            charged: Charged::Lease,
+        }
+    }
+
+    /// The receipt of a call spending it: which lease it spent.
+    fn mark(&self) -> Receipt {
+        Receipt {
+            mark: self.generation,
+            ..Receipt::default()
+        }
+    }
+
+    /// What giving back what is left of it sends Redis.
+    fn give_back(&self) -> GiveBack {
+        GiveBack {
+            left: self.left,
+            units: self.charge.cost,
+            receipt: self.receipt,
+        }
+    }
+
+    fn limit(&self) -> Limit<'_> {
+        Limit {
+            algorithm: self.algorithm,
+            key: &self.key,
+            charge: &self.charge,
+            vetoes: true,
+        }
+    }
+}
+
+impl Leases {
+    /// Spends `ask.charge.cost` of the lease this node holds for `ask`'s key, if it can, at `now`.
+    pub(super) fn spend(&self, ask: &Ask<'_>, now: Duration) -> Option<Answer> {
+        let (mut slots, hash) = self.slots.lock(ask.key);
+        match slots.get_mut(hash, ask.key)? {
+            Slot::Held(held) if held.serves(ask, now) => Some(held.spend(ask, now)),
+            _ => None,
+        }
+    }
+
+    /// What a call of `ask` that could not spend a lease does: take one (one call at a time per key; a call
+    /// taking one for longer than `stale` is taken to have been dropped), or go to Redis as any call.
+    pub(super) fn take(&self, ask: &Ask<'_>, now: Duration, stale: Duration) -> Take {
+        let (mut slots, hash) = self.slots.lock(ask.key);
+        let (slot, new) = slots.get_or_insert_with(hash, ask.key, || Slot::Taking(now));
+        if new {
+            return Take::Lease(None);
+        }
+        if let Slot::Taking(since) = slot {
+            if now.saturating_sub(*since) < stale {
+                return Take::Redis;
+            }
+        }
+        match std::mem::replace(slot, Slot::Taking(now)) {
+            // What is left goes back with the next lease: on the same limit only (a key whose algorithm
+            // changed holds another kind of state).
+            Slot::Held(held) if held.left > 0 && held.algorithm == ask.algorithm => {
+                Take::Lease(Some(held))
+            }
+            _ => Take::Lease(None),
+        }
+    }
+
+    /// Holds the lease `held` for its key (the call that took it is done).
+    fn hold(&self, held: Held) {
+        let key = held.key.parts();
+        let (mut slots, hash) = self.slots.lock(key);
+        let (slot, _) = slots.get_or_insert_with(hash, key, || Slot::Taking(Duration::ZERO));
+        *slot = Slot::Held(Box::new(held));
+    }
+
+    /// No lease was taken for `key` (refused, or Redis failed): the next call may take one.
+    pub(super) fn abandon(&self, key: KeyRef<'_>) {
+        let (mut slots, hash) = self.slots.lock(key);
+        if let Some(Slot::Taking(_)) = slots.get_mut(hash, key) {
+            slots.remove(hash, key);
+        }
+    }
+
+    /// Gives `units` spent from the lease `receipt` names back to it, while it is held.
+    pub(crate) fn refund(&self, key: KeyRef<'_>, units: u64, receipt: &Receipt) {
+        let (mut slots, hash) = self.slots.lock(key);
+        if let Some(Slot::Held(held)) = slots.get_mut(hash, key) {
+            if held.generation == receipt.mark {
+                held.left += units;
+            }
+        }
+    }
+
+    /// Takes out the leases that ran out of time by `now`, with units left to give back; and counts the units
+    /// every lease still holds.
+    fn expired(&self, now: Duration) -> (Vec<Held>, u64) {
+        let (mut expired, mut outstanding) = (Vec::new(), 0);
+        for shard in 0..self.slots.count() {
+            self.slots.lock_shard(shard).retain(|slot| {
+                let Slot::Held(held) = slot else {
+                    return true;
+                };
+                if now < held.expires {
+                    outstanding += held.left;
+                    return true;
+                }
+                if let Slot::Held(held) = std::mem::replace(slot, Slot::Taking(now)) {
+                    if held.left > 0 {
+                        expired.push(*held);
+                    }
+                }
+                false
+            });
+        }
+        (expired, outstanding)
+    }
+}
+
+impl RedisBackend {
+    /// Takes a lease for the one limit `owned` of a call sent at `sent` (giving back `back`), and answers the call with the
+    /// first of its units; refused, with the limit's answer to the call alone.
+    pub(super) async fn take_lease(
+        &self,
+        owned: &Owned,
+        sent: Duration,
+        terms: LeaseTerms,
+        back: Option<&Held>,
+    ) -> Result<Answer, BackendError> {
+        let ask = owned.ask();
+        let mut connection = self.connection()?;
+        let limit = owned.limit();
+        let back = back.map(Held::give_back);
+        let (now, taken, reported) = script::lease(
+            &mut connection,
+            &limit,
+            terms.units,
+            back.as_ref(),
+            self.test_now(),
+        )
+        .await?;
+        let unexpected = || BackendError::Reply("a lease of another algorithm".into());
+        let mut state =
+            State::reported(ask.algorithm, now, &ask.charge, reported).ok_or_else(unexpected)?;
+        if taken == 0 {
+            self.leases.abandon(ask.key);
+            let outcome = state.decide(now, &ask.charge);
+            return Ok(Answer::of(&ask, outcome, now, outcome.allowed));
+        }
+        let charge = Charge {
+            cost: taken,
+            ..ask.charge
+        };
+        let outcome = state.decide(now, &charge);
+        let received = self.clock.now();
+        // A fixed window's lease ends with its window, at the latest: counted from when the call was sent,
+        // which is before Redis's `now`.
+        let mut ttl = terms.ttl;
+        if ask.algorithm == Algorithm::FixedWindow {
+            ttl = ttl.min(Duration::from_micros(outcome.reset_after));
+        }
+        let mut held = Held {
+            generation: self.leases.generation.fetch_add(1, Ordering::Relaxed),
+            key: owned.key.clone(),
+            algorithm: ask.algorithm,
+            charge,
+            receipt: outcome.receipt,
+            left: taken,
+            expires: sent + ttl,
+            taken_at: now,
+            received,
+            remaining: outcome.remaining,
+            reset_after: outcome.reset_after,
+        };
+        crate::observe::lease_taken(taken);
+        // This call spends the first units of it.
+        let answer = held.spend(&ask, received);
+        self.leases.hold(held);
+        Ok(answer)
+    }
+
+    /// Gives back what is left of the leases that ran out of time while no call came for them (each within
+    /// the deadline; one that fails is dropped, and its units are lost until their window passes: the limit
+    /// admits less, never more), and reports the units this node's leases still hold.
+    pub(crate) async fn return_expired_leases(&self) {
+        let (expired, outstanding) = self.leases.expired(self.clock.now());
+        crate::observe::lease_units(outstanding);
+        for held in expired {
+            let give_back = held.give_back();
+            let refund = [(held.limit(), give_back.left, give_back.receipt)];
+            let returned = async {
+                let mut connection = self.connection()?;
+                script::refund(&mut connection, &refund, self.test_now()).await
+            };
+            if let Ok(Err(error)) | Err(error) = tokio::time::timeout(self.deadline, returned)
+                .await
+                .map_err(|_| BackendError::Timeout(self.deadline))
+            {
+                tracing::debug!(%error, key = &*held.key, "rate limiter: a lease could not be given back");
+            }
+        }
+    }
+}
+
+/// Every [`SWEEP_EVERY`], gives back what is left of the leases of `redis` that ran out of time, until the
+/// limiter is dropped.
+pub(crate) fn spawn_lease_sweep(redis: Weak<RedisBackend>) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SWEEP_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let Some(redis) = redis.upgrade() else { return };
+            redis.return_expired_leases().await;
+            drop::<Arc<RedisBackend>>(redis);
+        }
+    });
+}
