@@ -210,14 +210,15 @@ impl Leases {
         }
     }
 
-    /// Takes out the leases that ran out of time by `now`, with units left to give back; and counts the units
-    /// every lease still holds.
-    fn expired(&self, now: Duration) -> (Vec<Held>, u64) {
+    /// Takes out the leases that ran out of time by `now`, with units left to give back, and forgets the
+    /// takings older than `stale` (their callers were dropped); counts the units every lease still holds.
+    fn expired(&self, now: Duration, stale: Duration) -> (Vec<Held>, u64) {
         let (mut expired, mut outstanding) = (Vec::new(), 0);
         for shard in 0..self.slots.count() {
             self.slots.lock_shard(shard).retain(|slot| {
-                let Slot::Held(held) = slot else {
-                    return true;
+                let held = match slot {
+                    Slot::Taking(since) => return now.saturating_sub(*since) < stale,
+                    Slot::Held(held) => held,
                 };
                 if now < held.expires {
                     outstanding += held.left;
@@ -236,6 +237,11 @@ impl Leases {
 }
 
 impl RedisBackend {
+    /// How long a call may be taking a lease before it is taken to have been dropped: past its deadline.
+    pub(super) fn taking_stale(&self) -> Duration {
+        self.deadline * 2
+    }
+
     /// Takes a lease for the one limit `owned` of a call sent at `sent` (giving back `back`), and answers the call with the
     /// first of its units; refused, with the limit's answer to the call alone.
     pub(super) async fn take_lease(
@@ -301,7 +307,7 @@ impl RedisBackend {
     /// the deadline; one that fails is dropped, and its units are lost until their window passes: the limit
     /// admits less, never more), and reports the units this node's leases still hold.
     pub(crate) async fn return_expired_leases(&self) {
-        let (expired, outstanding) = self.leases.expired(self.clock.now());
+        let (expired, outstanding) = self.leases.expired(self.clock.now(), self.taking_stale());
         crate::observe::lease_units(outstanding);
         for held in expired {
             let give_back = held.give_back();
@@ -333,4 +339,122 @@ pub(crate) fn spawn_lease_sweep(redis: Weak<RedisBackend>) {
             drop::<Arc<RedisBackend>>(redis);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::OnError;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    fn ask(charge: &Charge) -> Ask<'_> {
+        Ask {
+            algorithm: Algorithm::TokenBucket,
+            key: KeyRef {
+                prefix: "p:",
+                rest: "hot",
+            },
+            charge: *charge,
+            vetoes: true,
+            on_error: OnError::Open,
+            preset: None,
+            lease: Some(LeaseTerms {
+                units: 10,
+                ttl: SECOND,
+            }),
+        }
+    }
+
+    fn held(charge: &Charge, left: u64, expires: Duration) -> Held {
+        Held {
+            generation: 7,
+            key: StoreKey::new("p:", format_args!("hot")),
+            algorithm: Algorithm::TokenBucket,
+            charge: Charge {
+                cost: 10,
+                ..*charge
+            },
+            receipt: Receipt::default(),
+            left,
+            expires,
+            taken_at: 0,
+            received: Duration::ZERO,
+            remaining: 0,
+            reset_after: 0,
+        }
+    }
+
+    fn charge() -> Charge {
+        Charge {
+            window: 1_000_000,
+            max: 100,
+            cost: 1,
+            burst: 100,
+            max_wait: 0,
+        }
+    }
+
+    #[test]
+    fn one_call_takes_a_lease_and_the_others_go_to_redis_meanwhile() {
+        let (leases, charge) = (Leases::default(), charge());
+        assert!(leases.spend(&ask(&charge), SECOND).is_none());
+        assert!(matches!(
+            leases.take(&ask(&charge), SECOND, SECOND),
+            Take::Lease(None)
+        ));
+        assert!(matches!(
+            leases.take(&ask(&charge), SECOND, SECOND),
+            Take::Redis
+        ));
+        // A taking older than `stale` was dropped: the next call takes the lease.
+        assert!(matches!(
+            leases.take(&ask(&charge), 3 * SECOND, SECOND),
+            Take::Lease(None)
+        ));
+    }
+
+    #[test]
+    fn a_lease_is_spent_until_it_runs_out_of_units_or_time_and_then_given_back() {
+        let (leases, charge) = (Leases::default(), charge());
+        leases.hold(held(&charge, 3, 2 * SECOND));
+        for _ in 0..3 {
+            let answer = leases.spend(&ask(&charge), SECOND).expect("units left");
+            assert_eq!(answer.charged, Charged::Lease);
+        }
+        assert!(leases.spend(&ask(&charge), SECOND).is_none(), "none left");
+        // A unit given back to it is spent again; one given back to another lease is not.
+        leases.refund(
+            ask(&charge).key,
+            1,
+            &Receipt {
+                mark: 7,
+                ..Receipt::default()
+            },
+        );
+        leases.refund(
+            ask(&charge).key,
+            1,
+            &Receipt {
+                mark: 6,
+                ..Receipt::default()
+            },
+        );
+        assert!(leases.spend(&ask(&charge), SECOND).is_some());
+        assert!(leases.spend(&ask(&charge), SECOND).is_none());
+
+        leases.hold(held(&charge, 4, 2 * SECOND));
+        // Another limit (an override changed `max`) does not spend it.
+        let other = Charge { max: 50, ..charge };
+        assert!(leases.spend(&ask(&other), SECOND).is_none());
+        // Out of time: not spent, and the sweep takes it out with its units left to give back.
+        assert!(leases.spend(&ask(&charge), 2 * SECOND).is_none());
+        let (expired, outstanding) = leases.expired(2 * SECOND, SECOND);
+        assert_eq!(expired.iter().map(|h| h.left).collect::<Vec<_>>(), [4]);
+        assert_eq!(outstanding, 0);
+        assert!(matches!(
+            leases.take(&ask(&charge), 2 * SECOND, SECOND),
+            Take::Lease(None)
+        ));
+    }
 }

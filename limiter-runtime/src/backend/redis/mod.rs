@@ -194,13 +194,12 @@ impl RedisBackend {
         if permit == Permit::Skip {
             return Ok(self.degraded(asks));
         }
-        let lease =
-            leased.and_then(
-                |(ask, terms)| match self.leases.take(ask, sent, self.deadline * 2) {
-                    Take::Lease(back) => Some(Taking { terms, back }),
-                    Take::Redis => None,
-                },
-            );
+        let lease = leased.and_then(|(ask, terms)| {
+            match self.leases.take(ask, sent, self.taking_stale()) {
+                Take::Lease(back) => Some(Taking { terms, back }),
+                Take::Redis => None,
+            }
+        });
         Err(Box::new(Question {
             limits: asks.each_ref().map(|ask| Owned {
                 algorithm: ask.algorithm,
