@@ -1,5 +1,5 @@
-//! The `metrics` feature: decisions counted by limit (prefix) and outcome, Redis latency recorded, and no
-//! label ever carries a user's key. Built with the tests crate's `metrics` feature (`scripts/test` runs the
+//! The `metrics` feature: decisions counted by limit (prefix) and outcome, Redis latency recorded, batch sizes
+//! and lease units reported, and no label ever carries a user's key. Built with the tests crate's `metrics` feature (`scripts/test` runs the
 //! suite once more with every feature).
 #![cfg(feature = "metrics")]
 
@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use limiter_runtime::{rate_limit, Limiter, OnError, RateLimited, Rule};
 use metrics::{
-    Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
     SharedString, Unit,
 };
 use tests::RedisServer;
 
-/// Every counter's total and every histogram's count, by metric name and labels.
+/// Every counter's total, every gauge's value, and every histogram's count (and its largest value, under
+/// `<name>#max`), by metric name and labels.
 #[derive(Debug, Default, Clone)]
 struct Recorded(Arc<Mutex<BTreeMap<String, u64>>>);
 
@@ -30,8 +31,23 @@ impl CounterFn for Handle {
 }
 
 impl HistogramFn for Handle {
-    fn record(&self, _: f64) {
-        *self.0 .0.lock().unwrap().entry(self.1.clone()).or_default() += 1;
+    fn record(&self, value: f64) {
+        let mut recorded = self.0 .0.lock().unwrap();
+        *recorded.entry(self.1.clone()).or_default() += 1;
+        let max = recorded.entry(format!("{}#max", self.1)).or_default();
+        *max = (*max).max(value as u64);
+    }
+}
+
+impl GaugeFn for Handle {
+    fn increment(&self, _: f64) {}
+    fn decrement(&self, _: f64) {}
+    fn set(&self, value: f64) {
+        self.0
+             .0
+            .lock()
+            .unwrap()
+            .insert(self.1.clone(), value as u64);
     }
 }
 
@@ -50,8 +66,8 @@ impl Recorder for Recorded {
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
         Counter::from_arc(Arc::new(Handle(self.clone(), name(key))))
     }
-    fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
-        Gauge::noop()
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(Arc::new(Handle(self.clone(), name(key))))
     }
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
         Histogram::from_arc(Arc::new(Handle(self.clone(), name(key))))
@@ -132,4 +148,43 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
             assert!(!key.contains(user), "a user's key in a label: {key}");
         }
     }
+}
+
+#[test]
+fn batch_sizes_and_lease_units_are_reported() {
+    let recorded = Recorded::default();
+    let server = RedisServer::start();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorded, || {
+        runtime.block_on(async {
+            let limiter = server.limiter();
+            // Calls on one key at once: one goes alone, the others wait for it and go together.
+            let hot = Rule::new().prefix("hot:").max(1_000);
+            let calls = (0..16).map(|_| limiter.check(&hot, "k"));
+            futures::future::join_all(calls).await;
+            // A lease of 100, of which 10 are spent: 90 held, reported by the sweep.
+            let leased = Rule::new()
+                .prefix("leased:")
+                .algorithm(limiter_runtime::Algorithm::TokenBucket)
+                .max(1_000)
+                .lease(100)
+                .lease_ttl(Duration::from_secs(30));
+            for _ in 0..10 {
+                assert!(limiter.check(&leased, "k").await.allowed);
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        })
+    });
+    let recorded = recorded.0.lock().unwrap().clone();
+    let get = |key: &str| recorded.get(key).copied().unwrap_or(0);
+    assert_eq!(get("limiter_redis_batch_calls{}#max"), 15, "{recorded:#?}");
+    assert_eq!(
+        get("limiter_lease_units_taken_total{}"),
+        100,
+        "{recorded:#?}"
+    );
+    assert_eq!(get("limiter_lease_units{}"), 90, "{recorded:#?}");
 }
