@@ -14,12 +14,15 @@
 
 mod breaker;
 mod call;
+mod cluster;
 mod coalesce;
 mod connection;
 mod degraded;
 mod deny_cache;
 mod instances;
 mod script;
+mod server;
+mod tls;
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -41,6 +44,7 @@ pub(crate) use self::call::{call_key, Question, Refund};
 pub(crate) use self::connection::{Connection, Topology};
 pub(crate) use self::instances::{spawn_heartbeat, Instances};
 pub(crate) use self::script::LuaScript;
+pub(crate) use self::tls::{redacted, Tls};
 
 /// How long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline still
 /// lets a connection be made (the first call fails, a later one finds the connection up).
