@@ -206,20 +206,20 @@ fn env_file(name: &'static str, path: &str, reason: String) -> Error {
 
 /// PEM text, checked before any connection needs it.
 mod pem {
-    /// How many certificates `pem` holds: at least one, every one readable.
-    pub(super) fn certificates(pem: &[u8]) -> Result<usize, String> {
+    /// Checks that `pem` holds certificates: at least one, every one readable.
+    pub(super) fn certificates(pem: &[u8]) -> Result<(), String> {
         #[cfg(feature = "tls")]
         {
             use rustls::pki_types::pem::PemObject;
             use rustls::pki_types::CertificateDer;
-            let mut count = 0;
+            let mut none = true;
             for certificate in CertificateDer::pem_slice_iter(pem) {
                 certificate.map_err(|error| format!("a certificate is not valid PEM ({error})"))?;
-                count += 1;
+                none = false;
             }
-            match count {
-                0 => Err("it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into()),
-                n => Ok(n),
+            match none {
+                true => Err("it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into()),
+                false => Ok(()),
             }
         }
         #[cfg(not(feature = "tls"))]
