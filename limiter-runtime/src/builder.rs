@@ -4,7 +4,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::redis::{connect_timeout, BreakerConfig, Instances, Sparing, Topology};
+use crate::backend::redis::{
+    connect_timeout, redacted, BreakerConfig, Instances, Sparing, Tls, Topology,
+};
 use crate::backend::{Backend, MemoryStore, RedisBackend, DEFAULT_MAX_KEYS};
 use crate::clock::{Clock, SystemClock};
 use crate::rule::{duration, env, parse_env, Defaults};
@@ -35,6 +37,7 @@ use crate::{Error, Limiter, OnError, Rule, DEFAULT_DEADLINE, REDIS_URL_ENV};
 #[must_use]
 pub struct LimiterBuilder {
     redis: Option<Redis>,
+    tls: Tls,
     defaults: Defaults,
     deadline: Option<Duration>,
     clock: Option<Arc<dyn Clock>>,
@@ -48,7 +51,6 @@ pub struct LimiterBuilder {
 }
 
 /// Where the builder was told Redis is.
-#[derive(Debug)]
 enum Redis {
     Server(String),
     Cluster(Vec<String>),
@@ -58,10 +60,27 @@ enum Redis {
     },
 }
 
+impl std::fmt::Debug for Redis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls = |urls: &[String]| urls.iter().map(|url| redacted(url)).collect::<Vec<_>>();
+        match self {
+            Redis::Server(url) => f.debug_tuple("Server").field(&redacted(url)).finish(),
+            Redis::Cluster(seeds) => f.debug_tuple("Cluster").field(&urls(seeds)).finish(),
+            Redis::Sentinel { master, sentinels } => f
+                .debug_struct("Sentinel")
+                .field("master", &redacted(master))
+                .field("sentinels", &urls(sentinels))
+                .finish(),
+        }
+    }
+}
+
 impl LimiterBuilder {
     /// Count in Redis at `url` (`redis://host:port/db`): one global count shared by every node.
     ///
-    /// The connection is made on the first decision and remade in the background whenever it drops.
+    /// An ACL user and password go in the URL (`redis://user:password@host:port/`); `rediss://` speaks TLS
+    /// (feature `tls`, with `redis_ca` for a CA of your own). The connection is made on the first
+    /// decision and remade in the background whenever it drops.
     pub fn redis(mut self, url: impl Into<String>) -> Self {
         self.redis = Some(Redis::Server(url.into()));
         self
@@ -90,6 +109,10 @@ impl LimiterBuilder {
     /// Count in the Redis master that Redis Sentinel calls `master`, asking the Sentinels at `sentinels`
     /// (`redis://host:26379/`) where it is. After a failover the Sentinels are asked again, by themselves.
     ///
+    /// The Sentinels' URLs say how to speak to them (`rediss://`, one ACL user for all). To speak to the
+    /// master over TLS or as a user, write `master` as a URL whose host is its name:
+    /// `rediss://user:password@mymaster/`.
+    ///
     /// ```
     /// use limiter_runtime::Limiter;
     ///
@@ -107,6 +130,37 @@ impl LimiterBuilder {
             master: master.into(),
             sentinels: sentinels.into_iter().map(Into::into).collect(),
         });
+        self
+    }
+
+    /// Trust the certificate authorities in `pem` (PEM text: one or more certificates) for `rediss://`
+    /// connections, instead of the system's: a server, a cluster's nodes, the Sentinels and their master.
+    ///
+    /// ```no_run
+    /// use limiter_runtime::Limiter;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = Limiter::builder()
+    ///     .redis("rediss://limiter:secret@redis.internal:6380/")
+    ///     .redis_ca(std::fs::read("/etc/redis/ca.pem")?)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "tls")]
+    pub fn redis_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls.ca = Some(pem.into());
+        self
+    }
+
+    /// Present this client certificate (PEM chain and PEM private key) to `rediss://` servers that ask for
+    /// one (mutual TLS: `tls-auth-clients yes`).
+    #[cfg(feature = "tls")]
+    pub fn redis_client_certificate(
+        mut self,
+        certificate: impl Into<Vec<u8>>,
+        key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.tls.client = Some((certificate.into(), key.into()));
         self
     }
 
@@ -163,7 +217,9 @@ impl LimiterBuilder {
     ///
     /// | variable | sets | example |
     /// |---|---|---|
-    /// | `LIMITER_REDIS_URL` | [`redis`](LimiterBuilder::redis) | `redis://10.0.0.5:6379/` |
+    /// | `LIMITER_REDIS_URL` | [`redis`](LimiterBuilder::redis) | `rediss://user:password@10.0.0.5:6380/` |
+    /// | `LIMITER_REDIS_CA` | `redis_ca` (feature `tls`), from a PEM file | `/etc/redis/ca.pem` |
+    /// | `LIMITER_REDIS_CLIENT_CERT`, `LIMITER_REDIS_CLIENT_KEY` | `redis_client_certificate` (feature `tls`), from PEM files | `/etc/redis/client.pem` |
     /// | `LIMITER_PREFIX` | [`prefix`](LimiterBuilder::prefix) | `shop:` |
     /// | `LIMITER_WINDOW` | [`window`](LimiterBuilder::window) | `10s`, `500ms`, `1m`, `60` (seconds) |
     /// | `LIMITER_MAX` | [`max`](LimiterBuilder::max) | `100` |
@@ -172,11 +228,13 @@ impl LimiterBuilder {
     /// | `LIMITER_ON_ERROR` | [`on_error`](LimiterBuilder::on_error) | `open`, `closed`, `local` |
     /// | `LIMITER_DEADLINE` | [`deadline`](LimiterBuilder::deadline) | `20ms` |
     ///
-    /// An unset or empty variable changes nothing; an unreadable one is an error naming it.
+    /// An unset or empty variable changes nothing; an unreadable one (or a file it names) is an error naming
+    /// it.
     pub fn env(mut self) -> Result<Self, Error> {
         if let Some(url) = env(REDIS_URL_ENV) {
             self.redis = Some(Redis::Server(url));
         }
+        self.tls = std::mem::take(&mut self.tls).with_env()?;
         self.defaults.crate_wide = std::mem::take(&mut self.defaults.crate_wide).with_env()?;
         if let Some(v) = env("LIMITER_DEADLINE") {
             self.deadline = Some(parse_env(
@@ -278,8 +336,9 @@ impl LimiterBuilder {
         self
     }
 
-    /// Builds the limiter. Fails only on an unparsable Redis URL (or a Cluster or Sentinel setup with no node
-    /// or no master name); nothing is connected yet.
+    /// Builds the limiter. Fails only on a Redis setup that cannot work: an unparsable URL, a Cluster or
+    /// Sentinel setup with no node or no master name, TLS settings that cannot be used. Nothing is connected
+    /// yet.
     pub fn build(self) -> Result<Limiter, Error> {
         let clock: Arc<dyn Clock> = match self.local_clock.as_ref().or(self.clock.as_ref()) {
             Some(clock) => clock.clone(),
@@ -292,10 +351,10 @@ impl LimiterBuilder {
                 let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
                 let timeout = connect_timeout(deadline);
                 let topology = match redis {
-                    Redis::Server(url) => Topology::server(url, timeout)?,
-                    Redis::Cluster(seeds) => Topology::cluster(seeds, timeout)?,
+                    Redis::Server(url) => Topology::server(&url, &self.tls, timeout)?,
+                    Redis::Cluster(seeds) => Topology::cluster(&seeds, &self.tls, timeout)?,
                     Redis::Sentinel { master, sentinels } => {
-                        Topology::sentinel(master, sentinels, timeout)?
+                        Topology::sentinel(&master, &sentinels, &self.tls, timeout)?
                     }
                 };
                 let instances = Instances::new(

@@ -29,7 +29,7 @@ impl Limiter {
     pub fn global() -> &'static Limiter {
         GLOBAL.get_or_init(|| {
             let limiter = Limiter::from_env().unwrap_or_else(|error| {
-                tracing::error!(%error, "rate limiter: {REDIS_URL_ENV} is unusable; counting in memory instead");
+                tracing::error!(%error, "rate limiter: the LIMITER_* environment is unusable; counting in memory instead");
                 Limiter::in_memory()
             });
             match &limiter.inner.backend {

@@ -171,7 +171,7 @@ pub enum Error {
     /// The Redis URL does not parse.
     #[error("the Redis URL {url:?} is invalid: {source}")]
     InvalidRedisUrl {
-        /// The URL as given.
+        /// The URL as given, any password written `***`.
         url: String,
         /// What the Redis client said of it.
         #[source]
@@ -187,13 +187,25 @@ pub enum Error {
         /// What it should look like.
         expected: &'static str,
     },
+    /// An environment variable names a file the limiter cannot use (`LIMITER_REDIS_CA`, ...).
+    #[error("{name}={path:?} cannot be used: {reason}")]
+    InvalidEnvFile {
+        /// The variable.
+        name: &'static str,
+        /// The path it holds.
+        path: String,
+        /// What is wrong with the file.
+        reason: String,
+    },
     /// Redis refused or failed a change (an override).
     #[error("Redis could not apply the change: {0}")]
     Redis(#[source] redis::RedisError),
     /// Redis did not answer a change (an override) in time; it may or may not have been applied.
     #[error("Redis did not answer within {0:?}; the change may or may not have been applied")]
     Timeout(Duration),
-    /// Redis Cluster or Sentinel was asked for with nothing to start from (no node URL, no master name).
+    /// The Redis setup cannot work as given: Redis Cluster or Sentinel with nothing to start from (no node
+    /// URL, no master name), or TLS settings that cannot be used (`rediss://` without the `tls` feature, a CA
+    /// that holds no certificate, a CA with no `rediss://` URL to use it).
     #[error("{0}")]
     InvalidRedisSetup(String),
     /// A limiter was already installed as the shared runtime.

@@ -1,5 +1,6 @@
 //! A throw-away Redis Cluster: 3 masters and 3 replicas, six `redis-server --cluster-enabled yes` processes on
 //! free loopback ports, joined by `redis-cli --cluster create`. Killed, and its files removed, when dropped.
+//! With the `tls` feature, its nodes can speak TLS alone (clients, the cluster bus, replication).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -7,9 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use limiter_runtime::Limiter;
+use limiter_runtime::{Limiter, LimiterBuilder};
 
-use crate::{binary, free_port, spawn_redis, PATIENT};
+use crate::{binary, free_port, spawn_redis, Access, PATIENT};
 
 /// How long a node may be unreachable before the cluster fails it over (`cluster-node-timeout`): short, so
 /// that failover tests take seconds.
@@ -27,6 +28,7 @@ struct Node {
 pub struct RedisCluster {
     nodes: Vec<Node>,
     dir: PathBuf,
+    access: Access,
 }
 
 /// A node's view of one cluster member, from `CLUSTER NODES`.
@@ -54,6 +56,21 @@ impl RedisCluster {
     ///
     /// When `redis-server` or `redis-cli` cannot be found, or the cluster does not form within 30 s.
     pub fn start() -> RedisCluster {
+        RedisCluster::start_with(Access::Plain)
+    }
+
+    /// Starts a cluster whose nodes speak TLS alone, as `tls` says (to clients, on the cluster bus and for
+    /// replication), and whose only user is [`tls::USER`](crate::tls::USER).
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](RedisCluster::start).
+    #[cfg(feature = "tls")]
+    pub fn start_tls(tls: &crate::tls::Tls) -> RedisCluster {
+        RedisCluster::start_with(Access::Tls(tls.clone()))
+    }
+
+    fn start_with(access: Access) -> RedisCluster {
         let dir = std::env::temp_dir().join(format!(
             "limiter-cluster-{}-{}",
             std::process::id(),
@@ -62,6 +79,7 @@ impl RedisCluster {
         let mut cluster = RedisCluster {
             nodes: Vec::new(),
             dir,
+            access,
         };
         for _ in 0..6 {
             let node = cluster.spawn_node();
@@ -74,6 +92,7 @@ impl RedisCluster {
         }
         let output = create
             .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .args(cluster.access.cli_args())
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("cannot run redis-cli --cluster create: {e}"));
@@ -110,7 +129,7 @@ impl RedisCluster {
                 "--cluster-replica-validity-factor",
                 "0",
             ];
-            match spawn_redis(port, &dir, &extra) {
+            match spawn_redis(port, &dir, &extra, &self.access) {
                 Ok(child) => {
                     return Node {
                         port,
@@ -172,7 +191,7 @@ impl RedisCluster {
     pub fn seeds(&self) -> Vec<String> {
         self.nodes
             .iter()
-            .map(|node| format!("redis://127.0.0.1:{}/", node.port))
+            .map(|node| self.access.url(node.port))
             .collect()
     }
 
@@ -187,17 +206,21 @@ impl RedisCluster {
 
     /// A limiter on this cluster reading Redis's own clock, with a patient deadline.
     pub fn limiter(&self) -> Limiter {
-        Limiter::builder()
-            .redis_cluster(self.seeds())
+        self.builder()
             .deadline(PATIENT)
             .build()
             .expect("valid seed URLs")
     }
 
+    /// A builder of limiters on this cluster (with the CA and client certificate a secured one needs).
+    pub fn builder(&self) -> LimiterBuilder {
+        self.access.builder().redis_cluster(self.seeds())
+    }
+
     /// A connection to the node on `port` alone (no redirections followed).
     pub fn node(&self, port: u16) -> redis::Connection {
-        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .and_then(|client| client.get_connection())
+        self.access
+            .connect(port, None)
             .unwrap_or_else(|e| panic!("cannot connect to cluster node {port}: {e}"))
     }
 
@@ -206,8 +229,9 @@ impl RedisCluster {
         port: u16,
         cmd: &mut redis::Cmd,
     ) -> Result<T, String> {
-        let mut connection = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(500)))
+        let mut connection = self
+            .access
+            .connect(port, Some(Duration::from_millis(500)))
             .map_err(|e| format!("node {port}: {e}"))?;
         cmd.query(&mut connection)
             .map_err(|e| format!("node {port}: {e}"))

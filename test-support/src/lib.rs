@@ -4,7 +4,8 @@
 //! Every test that needs Redis starts its own [`RedisServer`] (no persistence, its own port), so tests can
 //! kill, pause and restart Redis freely and run in parallel. The machine's own Redis service is never used.
 //! A test that cannot start `redis-server` fails loudly; it never skips. [`RedisCluster`] and [`RedisSentinel`]
-//! do the same for a Redis Cluster and a Sentinel setup.
+//! do the same for a Redis Cluster and a Sentinel setup. With the `tls` feature, each can run over TLS alone,
+//! with ACL users (see [`tls`]).
 //!
 //! Built with the runtime's default features: what the tests and benchmarks measure is what users get.
 
@@ -15,10 +16,12 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use limiter_runtime::{FakeClock, Limiter};
+use limiter_runtime::{FakeClock, Limiter, LimiterBuilder};
 
 pub mod cluster;
 pub mod sentinel;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use crate::cluster::RedisCluster;
 pub use crate::sentinel::RedisSentinel;
@@ -27,12 +30,85 @@ pub use crate::sentinel::RedisSentinel;
 /// concurrent calls on two shared cores, and a fail-open there would be counted as an admission.
 pub const PATIENT: Duration = Duration::from_secs(10);
 
+/// How the tests reach a server: in the clear with no user, or (feature `tls`) over TLS alone as an ACL user.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Access {
+    #[default]
+    Plain,
+    #[cfg(feature = "tls")]
+    Tls(tls::Tls),
+}
+
+impl Access {
+    /// The `redis-server` arguments that make a server listen on `port` this way.
+    pub(crate) fn server_args(&self, port: u16) -> Vec<String> {
+        match self {
+            Access::Plain => vec!["--port".to_owned(), port.to_string()],
+            #[cfg(feature = "tls")]
+            Access::Tls(tls) => tls.server_args(port),
+        }
+    }
+
+    /// The `redis-cli` options that reach a server this way.
+    pub(crate) fn cli_args(&self) -> Vec<String> {
+        match self {
+            Access::Plain => Vec::new(),
+            #[cfg(feature = "tls")]
+            Access::Tls(tls) => tls.cli_args(),
+        }
+    }
+
+    /// The URL of the server on `port`.
+    pub(crate) fn url(&self, port: u16) -> String {
+        match self {
+            Access::Plain => format!("redis://127.0.0.1:{port}/"),
+            #[cfg(feature = "tls")]
+            Access::Tls(tls) => tls.url(port),
+        }
+    }
+
+    /// A synchronous connection to the server on `port`, made within `timeout` (if any).
+    pub(crate) fn connect(
+        &self,
+        port: u16,
+        timeout: Option<Duration>,
+    ) -> redis::RedisResult<redis::Connection> {
+        match self {
+            Access::Plain => connect(redis::Client::open(self.url(port))?, timeout),
+            #[cfg(feature = "tls")]
+            Access::Tls(tls) => tls.connect(&self.url(port), timeout),
+        }
+    }
+
+    /// Whether the server on `port` answers PING.
+    pub(crate) fn ping(&self, port: u16) -> bool {
+        match self {
+            Access::Plain => ping(port),
+            #[cfg(feature = "tls")]
+            Access::Tls(_) => self
+                .connect(port, Some(Duration::from_millis(500)))
+                .and_then(|mut connection| redis::cmd("PING").query::<String>(&mut connection))
+                .is_ok(),
+        }
+    }
+
+    /// A limiter builder with what reaching a server this way takes (the CA, a client certificate).
+    pub(crate) fn builder(&self) -> LimiterBuilder {
+        match self {
+            Access::Plain => Limiter::builder(),
+            #[cfg(feature = "tls")]
+            Access::Tls(tls) => tls.configure(Limiter::builder()),
+        }
+    }
+}
+
 /// A `redis-server` child process on a free loopback port, killed when dropped.
 #[derive(Debug)]
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    access: Access,
 }
 
 impl RedisServer {
@@ -42,6 +118,20 @@ impl RedisServer {
     ///
     /// When `redis-server` cannot be found or does not start: tests that need Redis fail, loudly.
     pub fn start() -> RedisServer {
+        RedisServer::start_with(Access::Plain)
+    }
+
+    /// Starts a server listening on TLS alone, as `tls` says, whose only user is [`tls::USER`].
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](RedisServer::start).
+    #[cfg(feature = "tls")]
+    pub fn start_tls(tls: &tls::Tls) -> RedisServer {
+        RedisServer::start_with(Access::Tls(tls.clone()))
+    }
+
+    fn start_with(access: Access) -> RedisServer {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = free_port();
@@ -50,6 +140,7 @@ impl RedisServer {
                 port,
                 dir: std::env::temp_dir()
                     .join(format!("limiter-redis-{}-{port}", std::process::id())),
+                access: access.clone(),
             };
             match server.spawn() {
                 Ok(()) => return server,
@@ -59,9 +150,9 @@ impl RedisServer {
         panic!("could not start redis-server: {last_error}");
     }
 
-    /// The URL of this server.
+    /// The URL of this server (with the user and password of a secured one).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        self.access.url(self.port)
     }
 
     /// The port this server listens on.
@@ -76,14 +167,12 @@ impl RedisServer {
 
     /// A synchronous connection, to inspect what the limiter left in Redis.
     pub fn connection(&self) -> redis::Connection {
-        redis::Client::open(self.url())
-            .and_then(|client| client.get_connection())
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot connect to the test redis-server on port {}: {e}",
-                    self.port
-                )
-            })
+        self.access.connect(self.port, None).unwrap_or_else(|e| {
+            panic!(
+                "cannot connect to the test redis-server on port {}: {e}",
+                self.port
+            )
+        })
     }
 
     /// How many times this server has run `command` (lower case, e.g. `evalsha`), from `INFO commandstats`.
@@ -111,17 +200,20 @@ impl RedisServer {
 
     /// A limiter on this server reading Redis's own clock, with a patient deadline.
     pub fn limiter(&self) -> Limiter {
-        Limiter::builder()
-            .redis(self.url())
+        self.builder()
             .deadline(PATIENT)
             .build()
             .expect("a valid URL")
     }
 
+    /// A builder of limiters on this server (with the CA and client certificate a secured one needs).
+    pub fn builder(&self) -> LimiterBuilder {
+        self.access.builder().redis(self.url())
+    }
+
     /// A limiter on this server to which "now" is passed from `clock` (deterministic tests).
     pub fn limiter_with_clock(&self, clock: &FakeClock) -> Limiter {
-        Limiter::builder()
-            .redis(self.url())
+        self.builder()
             .deadline(PATIENT)
             .clock(clock.clone())
             .build()
@@ -172,18 +264,23 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) -> Result<(), String> {
-        let child = spawn_redis(self.port, &self.dir, &[])?;
+        let child = spawn_redis(self.port, &self.dir, &[], &self.access)?;
         self.child = Some(child);
         Ok(())
     }
 }
 
-/// Starts `redis-server` with `launcher` on `port` (loopback only, no persistence, working in `dir`) with
-/// `extra` arguments, and waits until it answers PING.
-pub(crate) fn spawn_redis(port: u16, dir: &Path, extra: &[&str]) -> Result<Child, String> {
+/// Starts `redis-server` on `port` reached as `access` says (loopback only, no persistence, working in
+/// `dir`) with `extra` arguments, and waits until it answers PING.
+pub(crate) fn spawn_redis(
+    port: u16,
+    dir: &Path,
+    extra: &[&str],
+    access: &Access,
+) -> Result<Child, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let mut child = Command::new(redis_server_binary())
-        .args(["--port", &port.to_string()])
+        .args(access.server_args(port))
         .args(["--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
         .args(["--daemonize", "no", "--protected-mode", "yes"])
@@ -194,18 +291,24 @@ pub(crate) fn spawn_redis(port: u16, dir: &Path, extra: &[&str]) -> Result<Child
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot run redis-server: {e}"))?;
-    wait_for_ping(&mut child, port, "redis-server")?;
+    wait_for_ping(&mut child, port, "redis-server", || access.ping(port))?;
     Ok(child)
 }
 
-/// Waits until `child` answers PING on `port`; kills it if it does not within 10 s.
-pub(crate) fn wait_for_ping(child: &mut Child, port: u16, what: &str) -> Result<(), String> {
+/// Waits until `child`, listening on `port`, answers PING (`ping` says whether it does); kills it if it does
+/// not within 10 s.
+pub(crate) fn wait_for_ping(
+    child: &mut Child,
+    port: u16,
+    what: &str,
+    ping: impl Fn() -> bool,
+) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("{what} on port {port} exited: {status}"));
         }
-        if ping(port) {
+        if ping() {
             return Ok(());
         }
         sleep(Duration::from_millis(20));
@@ -252,6 +355,17 @@ pub fn find(name: &str) -> Option<PathBuf> {
         .chain(["/usr/bin", "/usr/sbin", "/usr/local/bin"].map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|path| path.is_file())
+}
+
+/// A synchronous connection through `client`, made within `timeout` (if any).
+pub(crate) fn connect(
+    client: redis::Client,
+    timeout: Option<Duration>,
+) -> redis::RedisResult<redis::Connection> {
+    match timeout {
+        Some(timeout) => client.get_connection_with_timeout(timeout),
+        None => client.get_connection(),
+    }
 }
 
 pub(crate) fn free_port() -> u16 {

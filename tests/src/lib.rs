@@ -57,6 +57,144 @@ pub mod logs {
     }
 }
 
+/// What every deployment (one server, a cluster, Sentinel; plain or over TLS) must do as one server does.
+pub mod deployment {
+    use std::time::{Duration, Instant};
+
+    use limiter_runtime::{Algorithm, Limiter, LimiterBuilder, Override, Rule};
+
+    use crate::PATIENT;
+
+    /// How many keys each algorithm is checked on.
+    pub const KEYS: usize = 64;
+
+    /// What every deployment must do as one server does. Two runtimes `a` and `b` share each limit: every
+    /// algorithm admits exactly its limit on each of [`KEYS`] keys (so, on a cluster, over every master); both
+    /// runtimes count each other through heartbeats; the switch turns all Redis traffic off and on again; an
+    /// override set through one runtime reaches the other within a second.
+    /// `evalsha` counts the script calls Redis has run so far.
+    pub async fn behaves_like_one_server(a: &Limiter, b: &Limiter, evalsha: impl Fn() -> u64) {
+        let algorithms = [
+            (Algorithm::SlidingLog, 3),
+            (Algorithm::FixedWindow, 3),
+            (Algorithm::SlidingWindow, 3),
+            (Algorithm::TokenBucket, 3),
+            (Algorithm::LeakyBucket, 1),
+        ];
+        for (algorithm, expected) in algorithms {
+            let rule = Rule::new()
+                .algorithm(algorithm)
+                .max(3)
+                .window(Duration::from_secs(3_600))
+                .prefix(format!("{algorithm:?}:"));
+            let keys = (0..KEYS).map(|key| {
+                let (a, b, rule) = (a.clone(), b.clone(), rule.clone());
+                tokio::spawn(async move {
+                    let mut admitted = 0;
+                    for call in 0..5 {
+                        let runtime = if call % 2 == 0 { &a } else { &b };
+                        let decision = runtime.check(&rule, format!("user{key}")).await;
+                        assert!(!decision.degraded, "{algorithm:?}: a decision failed");
+                        admitted += usize::from(decision.allowed);
+                    }
+                    admitted
+                })
+            });
+            let keys: Vec<_> = keys.collect();
+            for admitted in keys {
+                assert_eq!(admitted.await.unwrap(), expected, "{algorithm:?}");
+            }
+        }
+
+        // Each runtime renews its heartbeat (every 100 ms here) and so counts the other.
+        let started = Instant::now();
+        while a.stats().instances != 2 || b.stats().instances != 2 {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "heartbeats: {:?} and {:?}",
+                a.stats(),
+                b.stats()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        // Off here: every call goes ahead with no Redis traffic at all, heartbeats included.
+        a.set_enabled_here(false);
+        b.set_enabled_here(false);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let before = evalsha();
+        let rule = Rule::new().max(1).prefix("switch:");
+        for _ in 0..10 {
+            for runtime in [a, b] {
+                let decision = runtime.check(&rule, "k").await;
+                assert!(decision.allowed && !decision.degraded);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(evalsha(), before, "no script ran while the switch was off");
+        a.set_enabled_here(true);
+        b.set_enabled_here(true);
+        assert!(a.check(&rule, "k").await.allowed);
+        let decision = b.check(&rule, "k").await;
+        assert!(
+            !decision.allowed && !decision.degraded,
+            "Redis decides again"
+        );
+
+        // An override set through one runtime reaches the other within a second (pub/sub), and decides there.
+        a.set_override(Override::prefix("dynamic:").max(1))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        while b.overrides().is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "b has not seen the override"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let rule = Rule::new().max(5).prefix("dynamic:");
+        assert!(b.check(&rule, "k").await.allowed);
+        assert!(
+            !a.check(&rule, "k").await.allowed,
+            "the override's limit of 1, shared"
+        );
+        a.clear_override(&Override::prefix("dynamic:"))
+            .await
+            .unwrap();
+        let started = Instant::now();
+        while !b.overrides().is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "b has not seen the override cleared"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// A limiter from `builder`, patient, renewing its heartbeat every 100 ms.
+    pub fn with_heartbeats(builder: LimiterBuilder) -> Limiter {
+        builder
+            .deadline(PATIENT)
+            .heartbeat_every(Duration::from_millis(100))
+            .build()
+            .unwrap()
+    }
+
+    /// How many script calls (`EVALSHA`) the server behind `connection` has run.
+    pub fn evalsha_calls(connection: &mut redis::Connection) -> u64 {
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(connection)
+            .unwrap();
+        stats
+            .lines()
+            .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+            .and_then(|rest| rest.split(',').next())
+            .map_or(0, |n| n.parse().unwrap())
+    }
+}
+
 /// A small deterministic random generator (SplitMix64), so schedules replay from their seed.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);

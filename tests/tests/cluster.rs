@@ -9,124 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::future::join_all;
-use limiter_runtime::{Algorithm, Decision, Limiter, Override, Rule};
+use limiter_runtime::{Decision, Limiter, Rule};
+use tests::deployment::{behaves_like_one_server, evalsha_calls, with_heartbeats, KEYS};
 use tests::logs::Captured;
-use tests::{RedisCluster, RedisSentinel, RedisServer, PATIENT};
+use tests::{RedisCluster, RedisSentinel, RedisServer};
 use tracing::instrument::WithSubscriber;
-
-const KEYS: usize = 64;
-
-/// What every deployment must do as one server does. Two runtimes `a` and `b` share each limit: every
-/// algorithm admits exactly its limit on each of [`KEYS`] keys (so, on a cluster, over every master); both
-/// runtimes count each other through heartbeats; the switch turns all Redis traffic off and on again; an
-/// override set through one runtime reaches the other within a second.
-/// `evalsha` counts the script calls Redis has run so far.
-async fn behaves_like_one_server(a: &Limiter, b: &Limiter, evalsha: impl Fn() -> u64) {
-    let algorithms = [
-        (Algorithm::SlidingLog, 3),
-        (Algorithm::FixedWindow, 3),
-        (Algorithm::SlidingWindow, 3),
-        (Algorithm::TokenBucket, 3),
-        (Algorithm::LeakyBucket, 1),
-    ];
-    for (algorithm, expected) in algorithms {
-        let rule = Rule::new()
-            .algorithm(algorithm)
-            .max(3)
-            .window(Duration::from_secs(3_600))
-            .prefix(format!("{algorithm:?}:"));
-        let keys = (0..KEYS).map(|key| {
-            let (a, b, rule) = (a.clone(), b.clone(), rule.clone());
-            tokio::spawn(async move {
-                let mut admitted = 0;
-                for call in 0..5 {
-                    let runtime = if call % 2 == 0 { &a } else { &b };
-                    let decision = runtime.check(&rule, format!("user{key}")).await;
-                    assert!(!decision.degraded, "{algorithm:?}: a decision failed");
-                    admitted += usize::from(decision.allowed);
-                }
-                admitted
-            })
-        });
-        for admitted in join_all(keys).await {
-            assert_eq!(admitted.unwrap(), expected, "{algorithm:?}");
-        }
-    }
-
-    // Each runtime renews its heartbeat (every 100 ms here) and so counts the other.
-    let started = Instant::now();
-    while a.stats().instances != 2 || b.stats().instances != 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "heartbeats: {:?} and {:?}",
-            a.stats(),
-            b.stats()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-
-    // Off here: every call goes ahead with no Redis traffic at all, heartbeats included.
-    a.set_enabled_here(false);
-    b.set_enabled_here(false);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = evalsha();
-    let rule = Rule::new().max(1).prefix("switch:");
-    for _ in 0..10 {
-        for runtime in [a, b] {
-            let decision = runtime.check(&rule, "k").await;
-            assert!(decision.allowed && !decision.degraded);
-        }
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(evalsha(), before, "no script ran while the switch was off");
-    a.set_enabled_here(true);
-    b.set_enabled_here(true);
-    assert!(a.check(&rule, "k").await.allowed);
-    let decision = b.check(&rule, "k").await;
-    assert!(
-        !decision.allowed && !decision.degraded,
-        "Redis decides again"
-    );
-
-    // An override set through one runtime reaches the other within a second (pub/sub), and decides there.
-    a.set_override(Override::prefix("dynamic:").max(1))
-        .await
-        .unwrap();
-    let started = Instant::now();
-    while b.overrides().is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "b has not seen the override"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let rule = Rule::new().max(5).prefix("dynamic:");
-    assert!(b.check(&rule, "k").await.allowed);
-    assert!(
-        !a.check(&rule, "k").await.allowed,
-        "the override's limit of 1, shared"
-    );
-    a.clear_override(&Override::prefix("dynamic:"))
-        .await
-        .unwrap();
-    let started = Instant::now();
-    while !b.overrides().is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "b has not seen the override cleared"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-fn with_heartbeats(builder: limiter_runtime::LimiterBuilder) -> Limiter {
-    builder
-        .deadline(PATIENT)
-        .heartbeat_every(Duration::from_millis(100))
-        .build()
-        .unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_server_the_reference() {
@@ -166,18 +53,6 @@ async fn sentinel_behaves_like_one_server() {
     let master = sentinel.master_port();
     let count = || evalsha_calls(&mut sentinel.server(master));
     behaves_like_one_server(&runtime(), &runtime(), count).await;
-}
-
-fn evalsha_calls(connection: &mut redis::Connection) -> u64 {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(connection)
-        .unwrap();
-    stats
-        .lines()
-        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .map_or(0, |n| n.parse().unwrap())
 }
 
 /// A limiter that gives up quickly, so a failover is crossed in degraded mode and then healed.

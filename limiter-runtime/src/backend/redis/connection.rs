@@ -3,96 +3,151 @@
 //! All three give one [`Connection`], a cheap clone of one shared multiplexed connection that reconnects by
 //! itself, so every script call, the heartbeat and anything else that talks to Redis take one path. Every
 //! script touches exactly one key (`KEYS[1]`): on a cluster, the call goes to the node that owns the key's slot
-//! and follows `MOVED` and `ASK` redirections, and no call can ever be `CROSSSLOT`.
+//! and follows `MOVED` and `ASK` redirections, and no call can ever be `CROSSSLOT`. How each URL is secured
+//! (TLS, a CA, a client certificate) is [`Tls`]'s business.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
-use redis::cluster_async::ClusterConnection;
+use redis::aio::{ConnectionLike, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_routing::Slot;
-use redis::sentinel::{SentinelClient, SentinelServerType};
-use redis::{Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
+use redis::{Client, Cmd, ConnectionAddr, Pipeline, RedisFuture, RedisResult, TlsMode, Value};
 
+use super::cluster::ClusterLink;
+use super::server::{Locator, ServerConnection};
+use super::tls::Tls;
 use crate::error::Error;
 
 /// Where Redis is: checked when the limiter is built, connected on its first decision.
 pub(crate) enum Topology {
-    /// One server.
-    Server {
-        client: Client,
-        config: ConnectionManagerConfig,
-    },
+    /// One server: at a fixed address, or the master that Redis Sentinel names (asked again after a failover).
+    Server(ServerConnection),
     /// A Redis Cluster, found from its seed nodes.
     Cluster {
-        client: ClusterClient,
-        seeds: Vec<String>,
+        client: Box<ClusterClient>,
+        seeds: Vec<Client>,
     },
-    /// The master that Redis Sentinel names, asked again after a failover.
-    Sentinel(SentinelConnection),
 }
 
 impl Topology {
     /// One server at `url`.
-    pub(crate) fn server(url: String, connect_timeout: Duration) -> Result<Topology, Error> {
-        match Client::open(url.as_str()) {
-            Ok(client) => Ok(Topology::Server {
-                client,
-                config: manager_config(connect_timeout),
-            }),
-            Err(source) => Err(Error::InvalidRedisUrl { url, source }),
-        }
+    pub(crate) fn server(
+        url: &str,
+        tls: &Tls,
+        connect_timeout: Duration,
+    ) -> Result<Topology, Error> {
+        tls.check_used([url])?;
+        let locator = Locator::Fixed(tls.client(url)?);
+        Ok(Topology::Server(ServerConnection::new(
+            locator,
+            manager_config(connect_timeout),
+        )))
     }
 
-    /// The Redis Cluster that any of `seeds` belongs to.
+    /// The Redis Cluster that any of `seeds` belongs to. Every node it finds is spoken to as the seeds are
+    /// (TLS or not, the same user).
     pub(crate) fn cluster(
-        seeds: Vec<String>,
+        urls: &[String],
+        tls: &Tls,
         connect_timeout: Duration,
     ) -> Result<Topology, Error> {
-        check_urls("Redis Cluster", &seeds)?;
-        let client = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
-            .connection_timeout(connect_timeout)
-            .build()
-            .map_err(|source| Error::InvalidRedisUrl {
-                url: seeds.join(" "),
-                source,
-            })?;
-        Ok(Topology::Cluster { client, seeds })
+        let seeds = clients("Redis Cluster", urls, tls)?;
+        tls.check_used(urls.iter().map(String::as_str))?;
+        let infos = seeds.iter().map(|seed| seed.get_connection_info().clone());
+        let builder = ClusterClientBuilder::new(infos).connection_timeout(connect_timeout);
+        let client =
+            tls.cluster(builder, &seeds)?
+                .build()
+                .map_err(|source| Error::InvalidRedisUrl {
+                    url: addresses(&seeds),
+                    source,
+                })?;
+        Ok(Topology::Cluster {
+            client: Box::new(client),
+            seeds,
+        })
     }
 
-    /// The master named `master` by the Sentinels at `sentinels`.
+    /// The master named `master` by the Sentinels at `sentinels`. `master` is the name, or a URL whose host
+    /// is the name and which says how to speak to the master (`rediss://user:password@mymaster/`): the
+    /// master's user may differ from the Sentinels' (theirs come in their URLs, one user for all).
     pub(crate) fn sentinel(
-        master: String,
-        sentinels: Vec<String>,
+        master: &str,
+        sentinels: &[String],
+        tls: &Tls,
         connect_timeout: Duration,
     ) -> Result<Topology, Error> {
-        check_urls("Redis Sentinel", &sentinels)?;
-        if master.is_empty() {
+        let master_url = master.contains("://").then_some(master);
+        let clients = clients("Redis Sentinel", sentinels, tls)?;
+        tls.check_used(sentinels.iter().map(String::as_str).chain(master_url))?;
+        let to_master = master_url.map(|url| tls.client(url)).transpose()?;
+        let name = match &to_master {
+            Some(client) => match client.get_connection_info().addr() {
+                ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => host.clone(),
+                _ => String::new(),
+            },
+            None => master.to_owned(),
+        };
+        if name.is_empty() {
             return Err(Error::InvalidRedisSetup(
                 "Redis Sentinel needs the name of the master it monitors; the name is empty".into(),
             ));
         }
-        let client = SentinelClient::build(
-            sentinels.clone(),
-            master.clone(),
-            None,
-            SentinelServerType::Master,
-        )
-        .map_err(|source| Error::InvalidRedisUrl {
-            url: sentinels.join(" "),
+        let invalid = |source| Error::InvalidRedisUrl {
+            url: addresses(&clients),
             source,
-        })?;
-        Ok(Topology::Sentinel(SentinelConnection(Arc::new(
-            SentinelShared {
-                master_name: master,
-                sentinels,
-                client: tokio::sync::Mutex::new(client),
-                config: manager_config(connect_timeout),
-                master: Mutex::new((0, None)),
-            },
-        ))))
+        };
+        let addrs = clients
+            .iter()
+            .map(|c| c.get_connection_info().addr().clone());
+        let mut builder = SentinelClientBuilder::new(addrs, &name, SentinelServerType::Master)
+            .map_err(invalid)?;
+        let user = clients[0].get_connection_info().redis_settings();
+        for other in &clients[1..] {
+            let other = other.get_connection_info().redis_settings();
+            if (other.username(), other.password()) != (user.username(), user.password()) {
+                return Err(Error::InvalidRedisSetup(
+                    "the Sentinels' URLs name different users or passwords; the limiter speaks to every \
+                     Sentinel as one user"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(username) = user.username() {
+            builder = builder.set_client_to_sentinel_username(username);
+        }
+        if let Some(password) = user.password() {
+            builder = builder.set_client_to_sentinel_password(password);
+        }
+        if let Some(to_master) = &to_master {
+            let info = to_master.get_connection_info();
+            let settings = info.redis_settings();
+            if let Some(username) = settings.username() {
+                builder = builder.set_client_to_redis_username(username);
+            }
+            if let Some(password) = settings.password() {
+                builder = builder.set_client_to_redis_password(password);
+            }
+            builder = builder.set_client_to_redis_db(settings.db());
+            if let ConnectionAddr::TcpTls { .. } = info.addr() {
+                builder = builder.set_client_to_redis_tls_mode(TlsMode::Secure);
+                #[cfg(feature = "tls")]
+                {
+                    builder = builder.set_client_to_redis_certificates(tls.certificates()?);
+                }
+            }
+        }
+        let locator = Locator::Sentinel {
+            master: name,
+            sentinels: addresses(&clients),
+            client: tokio::sync::Mutex::new(builder.build().map_err(invalid)?),
+        };
+        Ok(Topology::Server(ServerConnection::new(
+            locator,
+            manager_config(connect_timeout),
+        )))
     }
 
     /// A connection of its own subscribed to nothing yet, for pub/sub (a subscribed connection can send nothing
@@ -100,26 +155,21 @@ impl Topology {
     /// node will do: a cluster rotates through its seeds on each `attempt`.
     pub(crate) async fn pubsub(&self, attempt: usize) -> RedisResult<redis::aio::PubSub> {
         let client = match self {
-            Topology::Server { client, .. } => client.clone(),
-            Topology::Cluster { seeds, .. } => Client::open(seeds[attempt % seeds.len()].as_str())?,
-            Topology::Sentinel(sentinel) => {
-                sentinel.0.client.lock().await.async_get_client().await?
-            }
+            Topology::Server(server) => server.client().await?,
+            Topology::Cluster { seeds, .. } => seeds[attempt % seeds.len()].clone(),
         };
         client.get_async_pubsub().await
     }
 
-    /// The shared connection. It is made lazily: nothing is sent before the first call. Must run inside a
-    /// Tokio runtime, where the connection's background tasks live.
+    /// The shared connection, asked for by the first call: a server's connects on its first command, a
+    /// cluster's starts connecting at once. Must run inside a Tokio runtime, where the connection's background
+    /// tasks live.
     pub(crate) fn connect(&self) -> RedisResult<Connection> {
         Ok(match self {
-            Topology::Server { client, config } => Connection::Server(
-                ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?,
-            ),
-            Topology::Cluster { client, .. } => Connection::Cluster(
-                client.get_pending_async_connection_with_config(ClusterConfig::new()),
-            ),
-            Topology::Sentinel(sentinel) => Connection::Sentinel(sentinel.clone()),
+            Topology::Server(server) => Connection::Server(server.clone()),
+            Topology::Cluster { client, .. } => {
+                Connection::Cluster(ClusterLink::new(ClusterClient::clone(client)))
+            }
         })
     }
 }
@@ -127,36 +177,45 @@ impl Topology {
 impl fmt::Debug for Topology {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Topology::Server { client, .. } => f
-                .debug_tuple("Server")
-                .field(client.get_connection_info().addr())
-                .finish(),
-            Topology::Cluster { seeds, .. } => f.debug_tuple("Cluster").field(seeds).finish(),
-            Topology::Sentinel(SentinelConnection(shared)) => f
-                .debug_struct("Sentinel")
-                .field("master", &shared.master_name)
-                .field("sentinels", &shared.sentinels)
-                .finish(),
+            Topology::Server(server) => match server.locator() {
+                Locator::Fixed(client) => f.debug_tuple("Server").field(&address(client)).finish(),
+                Locator::Sentinel {
+                    master, sentinels, ..
+                } => f
+                    .debug_struct("Sentinel")
+                    .field("master", master)
+                    .field("sentinels", sentinels)
+                    .finish(),
+            },
+            Topology::Cluster { seeds, .. } => {
+                f.debug_tuple("Cluster").field(&addresses(seeds)).finish()
+            }
         }
     }
 }
 
-/// Every URL parses, and there is at least one.
-fn check_urls(what: &str, urls: &[String]) -> Result<(), Error> {
+/// A client for each of `urls`, of which there is at least one.
+fn clients(what: &str, urls: &[String], tls: &Tls) -> Result<Vec<Client>, Error> {
     if urls.is_empty() {
         return Err(Error::InvalidRedisSetup(format!(
             "{what} needs at least one node URL to start from; none was given"
         )));
     }
-    for url in urls {
-        if let Err(source) = redis::IntoConnectionInfo::into_connection_info(url.as_str()) {
-            return Err(Error::InvalidRedisUrl {
-                url: url.clone(),
-                source,
-            });
-        }
+    urls.iter().map(|url| tls.client(url)).collect()
+}
+
+/// Where `client` connects, for errors and `Debug`: never a password or a key.
+fn address(client: &Client) -> String {
+    match client.get_connection_info().addr() {
+        addr @ ConnectionAddr::TcpTls { .. } => format!("rediss://{addr}"),
+        addr => format!("redis://{addr}"),
     }
-    Ok(())
+}
+
+/// The clients' addresses (see [`address`]).
+fn addresses(clients: &[Client]) -> String {
+    let each: Vec<String> = clients.iter().map(address).collect();
+    each.join(" ")
 }
 
 fn manager_config(connect_timeout: Duration) -> ConnectionManagerConfig {
@@ -169,9 +228,8 @@ fn manager_config(connect_timeout: Duration) -> ConnectionManagerConfig {
 /// A connection to Redis however it is deployed: cloning it shares it.
 #[derive(Clone)]
 pub(crate) enum Connection {
-    Server(ConnectionManager),
-    Cluster(ClusterConnection),
-    Sentinel(SentinelConnection),
+    Server(ServerConnection),
+    Cluster(ClusterLink),
 }
 
 impl Connection {
@@ -201,7 +259,6 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Server(connection) => connection.req_packed_command(cmd),
             Connection::Cluster(connection) => connection.req_packed_command(cmd),
-            Connection::Sentinel(connection) => connection.req_packed_command(cmd),
         }
     }
 
@@ -218,9 +275,6 @@ impl ConnectionLike for Connection {
             Connection::Cluster(connection) => {
                 connection.req_packed_commands(pipeline, offset, count)
             }
-            Connection::Sentinel(connection) => {
-                connection.req_packed_commands(pipeline, offset, count)
-            }
         }
     }
 
@@ -228,96 +282,6 @@ impl ConnectionLike for Connection {
         match self {
             Connection::Server(connection) => connection.get_db(),
             Connection::Cluster(connection) => connection.get_db(),
-            Connection::Sentinel(_) => 0,
         }
-    }
-}
-
-/// The master that Redis Sentinel names: a reconnecting connection to it, and when a call fails in a way that
-/// says the master is gone or is one no more (an I/O error, `READONLY`), the Sentinels are asked again on the
-/// next call. So a failover heals by itself, like a restart does on one server.
-#[derive(Clone)]
-pub(crate) struct SentinelConnection(Arc<SentinelShared>);
-
-struct SentinelShared {
-    master_name: String,
-    sentinels: Vec<String>,
-    client: tokio::sync::Mutex<SentinelClient>,
-    config: ConnectionManagerConfig,
-    /// The master last named, numbered so that a failed call forgets only the master it failed on.
-    master: Mutex<(u64, Option<ConnectionManager>)>,
-}
-
-impl SentinelConnection {
-    /// The master's connection: the one last named, else asks the Sentinels.
-    async fn master(&self) -> RedisResult<(u64, ConnectionManager)> {
-        if let Some(known) = self.known() {
-            return Ok(known);
-        }
-        let mut sentinels = self.0.client.lock().await;
-        // Another call may have asked while this one waited for the lock.
-        if let Some(known) = self.known() {
-            return Ok(known);
-        }
-        let client = sentinels.async_get_client().await?;
-        let manager = ConnectionManager::new_lazy_with_config(client, self.0.config.clone())?;
-        let mut master = self.0.master.lock().unwrap_or_else(|e| e.into_inner());
-        master.0 += 1;
-        master.1 = Some(manager.clone());
-        Ok((master.0, manager))
-    }
-
-    fn known(&self) -> Option<(u64, ConnectionManager)> {
-        let master = self.0.master.lock().unwrap_or_else(|e| e.into_inner());
-        master.1.clone().map(|manager| (master.0, manager))
-    }
-
-    /// After a failed call on master number `generation`: forget it if the failure says it is no longer
-    /// the master to talk to.
-    fn failed(&self, generation: u64, error: &RedisError) {
-        let gone = error.is_io_error()
-            || error.is_unrecoverable_error()
-            || error.code() == Some("READONLY")
-            || error.code() == Some("MASTERDOWN")
-            || error.kind() == ErrorKind::Server(redis::ServerErrorKind::ReadOnly);
-        if gone {
-            let mut master = self.0.master.lock().unwrap_or_else(|e| e.into_inner());
-            if master.0 == generation {
-                master.1 = None;
-            }
-        }
-    }
-}
-
-impl ConnectionLike for SentinelConnection {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let (generation, mut master) = self.master().await?;
-            let reply = master.req_packed_command(cmd).await;
-            if let Err(error) = &reply {
-                self.failed(generation, error);
-            }
-            reply
-        })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let (generation, mut master) = self.master().await?;
-            let reply = master.req_packed_commands(pipeline, offset, count).await;
-            if let Err(error) = &reply {
-                self.failed(generation, error);
-            }
-            reply
-        })
-    }
-
-    fn get_db(&self) -> i64 {
-        0
     }
 }

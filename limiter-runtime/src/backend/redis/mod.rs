@@ -14,6 +14,7 @@
 
 mod breaker;
 mod call;
+mod cluster;
 mod coalesce;
 mod connection;
 mod degraded;
@@ -21,6 +22,8 @@ mod deny_cache;
 mod instances;
 mod lease;
 mod script;
+mod server;
+mod tls;
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
@@ -44,6 +47,7 @@ pub(crate) use self::connection::{Connection, Topology};
 pub(crate) use self::instances::{spawn_heartbeat, Instances};
 pub(crate) use self::lease::spawn_lease_sweep;
 pub(crate) use self::script::LuaScript;
+pub(crate) use self::tls::{redacted, Tls};
 
 /// How long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline still
 /// lets a connection be made (the first call fails, a later one finds the connection up).

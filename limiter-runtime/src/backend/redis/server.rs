@@ -1,0 +1,164 @@
+//! The connection to one server: a server at a fixed address, or the master Redis Sentinel names.
+//!
+//! A `ConnectionManager` reconnects by itself after an I/O error, but keeps any other failure of the
+//! connection it made for good: a password the server refused (a user not yet loaded, a password being
+//! rotated) would leave it failing forever. So the manager is made again on the next call when a call fails
+//! in a way that says it can never work as made; and, for Sentinel's master, when the failure says the server
+//! is gone or is the master no more (an I/O error, `READONLY`), the Sentinels are asked again. A failover or
+//! a fixed password then heals by itself, like a restart does.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::sentinel::SentinelClient;
+use redis::{Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+
+/// The connection to one server; cloning it shares it.
+#[derive(Clone)]
+pub(crate) struct ServerConnection(Arc<Shared>);
+
+struct Shared {
+    locator: Locator,
+    config: ConnectionManagerConfig,
+    /// The manager last made; `None` once forgotten (and before the first call).
+    current: ArcSwapOption<ConnectionManager>,
+}
+
+/// Where the server is.
+pub(crate) enum Locator {
+    /// At a fixed address.
+    Fixed(Client),
+    /// Wherever the Sentinels say the master is.
+    Sentinel {
+        /// The master's name.
+        master: String,
+        /// The Sentinels' addresses (for `Debug`).
+        sentinels: String,
+        client: tokio::sync::Mutex<SentinelClient>,
+    },
+}
+
+impl ServerConnection {
+    pub(crate) fn new(locator: Locator, config: ConnectionManagerConfig) -> ServerConnection {
+        ServerConnection(Arc::new(Shared {
+            locator,
+            config,
+            current: ArcSwapOption::empty(),
+        }))
+    }
+
+    pub(crate) fn locator(&self) -> &Locator {
+        &self.0.locator
+    }
+
+    /// A client for the server: for pub/sub, which needs a connection of its own.
+    pub(crate) async fn client(&self) -> RedisResult<Client> {
+        match &self.0.locator {
+            Locator::Fixed(client) => Ok(client.clone()),
+            Locator::Sentinel { client, .. } => client.lock().await.async_get_client().await,
+        }
+    }
+
+    /// The manager to call through: the one last made, else a new one (for the master, once the Sentinels
+    /// have named it).
+    async fn manager(&self) -> RedisResult<Arc<ConnectionManager>> {
+        if let Some(manager) = self.0.current.load_full() {
+            return Ok(manager);
+        }
+        match &self.0.locator {
+            Locator::Fixed(client) => {
+                let made = self.make(client.clone())?;
+                // Another call may have made one meanwhile: the first stored is everyone's.
+                let before = self
+                    .0
+                    .current
+                    .compare_and_swap(&None::<Arc<_>>, Some(made.clone()));
+                Ok(before.as_ref().map_or(made, Arc::clone))
+            }
+            Locator::Sentinel { client, .. } => {
+                let mut sentinels = client.lock().await;
+                // Another call may have asked while this one waited for the lock.
+                if let Some(manager) = self.0.current.load_full() {
+                    return Ok(manager);
+                }
+                let made = self.make(sentinels.async_get_client().await?)?;
+                self.0.current.store(Some(made.clone()));
+                Ok(made)
+            }
+        }
+    }
+
+    fn make(&self, client: Client) -> RedisResult<Arc<ConnectionManager>> {
+        let manager = ConnectionManager::new_lazy_with_config(client, self.0.config.clone())?;
+        Ok(Arc::new(manager))
+    }
+
+    /// After a call through `manager` failed with `error`: forgets it if it is not to be called again. Only
+    /// that manager: another call may have made the next one already.
+    fn failed(&self, manager: &Arc<ConnectionManager>, error: &RedisError) {
+        if self.0.locator.forgets(error) {
+            self.0
+                .current
+                .compare_and_swap(&Some(manager.clone()), None::<Arc<_>>);
+        }
+    }
+}
+
+impl Locator {
+    /// Whether a call that failed with `error` says the manager is not to be called again.
+    fn forgets(&self, error: &RedisError) -> bool {
+        // The manager retries an I/O error itself; anything else that asks for a new connection (the password
+        // refused, a reply that cannot be read), it would fail with forever.
+        let broken = error.is_unrecoverable_error() && !error.is_io_error();
+        match self {
+            Locator::Fixed(_) => broken,
+            Locator::Sentinel { .. } => {
+                broken
+                    || error.is_io_error()
+                    || error.code() == Some("READONLY")
+                    || error.code() == Some("MASTERDOWN")
+                    || error.kind() == ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+            }
+        }
+    }
+}
+
+impl ConnectionLike for ServerConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let manager = self.manager().await?;
+            let reply = (*manager).clone().req_packed_command(cmd).await;
+            if let Err(error) = &reply {
+                self.failed(&manager, error);
+            }
+            reply
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let manager = self.manager().await?;
+            let reply = (*manager)
+                .clone()
+                .req_packed_commands(pipeline, offset, count)
+                .await;
+            if let Err(error) = &reply {
+                self.failed(&manager, error);
+            }
+            reply
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.0.locator {
+            Locator::Fixed(client) => client.get_connection_info().redis_settings().db(),
+            Locator::Sentinel { .. } => self.0.current.load().as_ref().map_or(0, |m| m.get_db()),
+        }
+    }
+}
