@@ -1,5 +1,14 @@
-//! The Lua scripts of `scripts/` and how they are called: the limiter's (every algorithm, one atomic script call
-//! for all the limits of a call), the instances' heartbeat and the overrides'.
+//! The Lua scripts of `scripts/` and how they are called: each algorithm's own (`one_limit`: the calls of one
+//! limit), the limiter's (the limits of a stacked call decided as one, charges given back, `lease`), the
+//! instances' heartbeat and the overrides'.
+
+mod lease;
+mod nonce;
+mod one_limit;
+
+pub(crate) use self::lease::{lease, GiveBack};
+use self::nonce::{nonce_text, NonceText};
+use self::one_limit::decide_one_limit;
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -7,7 +16,7 @@ use std::sync::LazyLock;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, ToRedisArgs, Value};
 
-use crate::algorithm::{sliding_log, Algorithm, Charge, Outcome, Receipt, Reported, State};
+use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::error::BackendError;
 
 /// Keys live at least this long when a test passes "now" in: Redis expires keys on its own clock, which does
@@ -69,17 +78,17 @@ impl LuaScript {
 /// The limiter's script: every algorithm, deciding the calls of several limits and giving back
 /// (`scripts/limiter.lua`).
 static LIMITER: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/limiter.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/limiter.lua")));
 
 /// Each algorithm's own script, deciding the calls of one limit with only what it needs: the common call
 /// (`scripts/<algorithm>.lua`), in the order of [`Algorithm::ALL`].
 static LEAN: LazyLock<[LuaScript; 5]> = LazyLock::new(|| {
     [
-        LuaScript::new(include_str!("../../../scripts/sliding_log.lua")),
-        LuaScript::new(include_str!("../../../scripts/fixed_window.lua")),
-        LuaScript::new(include_str!("../../../scripts/sliding_window.lua")),
-        LuaScript::new(include_str!("../../../scripts/token_bucket.lua")),
-        LuaScript::new(include_str!("../../../scripts/leaky_bucket.lua")),
+        LuaScript::new(include_str!("../../../../scripts/sliding_log.lua")),
+        LuaScript::new(include_str!("../../../../scripts/fixed_window.lua")),
+        LuaScript::new(include_str!("../../../../scripts/sliding_window.lua")),
+        LuaScript::new(include_str!("../../../../scripts/token_bucket.lua")),
+        LuaScript::new(include_str!("../../../../scripts/leaky_bucket.lua")),
     ]
 });
 
@@ -289,190 +298,6 @@ pub(crate) async fn decide(
     Ok((decided, now))
 }
 
-/// Decides `calls` on the one limit `limit`, in turn, in one call of its algorithm's own script, which
-/// answers the key's state before the first call: the algorithm's twin, as that state, replays the calls for
-/// each one's outcome (the sliding log's, from its count and the times the script reports of each call
-/// refused).
-async fn decide_one_limit(
-    connection: &mut impl ConnectionLike,
-    limit: &Limit<'_>,
-    calls: &[Call<'_>],
-    test_now: Option<u64>,
-) -> Result<(Vec<Decided>, u64), BackendError> {
-    let charge = limit.charge;
-    // A test's "now" and minimum TTL ride with the window.
-    let test_window = test_now.map(|now| format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window));
-    let logs = limit.algorithm == Algorithm::SlidingLog;
-    let args = |cmd: &mut Cmd| {
-        match &test_window {
-            Some(window) => cmd.arg(window.as_str()),
-            None => cmd.arg(charge.window),
-        };
-        cmd.arg(charge.max);
-        if matches!(
-            limit.algorithm,
-            Algorithm::TokenBucket | Algorithm::LeakyBucket
-        ) {
-            cmd.arg(limit.depth());
-        }
-        for call in calls {
-            cmd.arg(call.costs.first().copied().unwrap_or(1));
-            if logs {
-                cmd.arg(nonce_text(call.nonce).member_prefix());
-            }
-        }
-    };
-    let script = &LEAN[limit.code() as usize - 1];
-    let reply: Vec<Value> = script.run(connection, &[limit.key], args).await?;
-    let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let int = |i: usize| match reply.get(i) {
-        Some(Value::Int(n)) => Some(non_negative(*n)),
-        _ => None,
-    };
-    let now = int(0).ok_or_else(unexpected)?;
-    let first = int(1).ok_or_else(unexpected)?;
-    let charge_of = |call: &Call<'_>| Charge {
-        cost: call.costs.first().copied().unwrap_or(1),
-        ..*charge
-    };
-    let decided = |outcome: Outcome| Decided {
-        admitted: outcome.allowed || !limit.vetoes,
-        outcomes: vec![outcome],
-    };
-    let mut each = Vec::with_capacity(calls.len());
-    if logs {
-        // The count goes up by each admitted call's cost; each call refused reads two times.
-        let (mut count, mut times) = (first, reply[2..].chunks(2));
-        for call in calls {
-            let charge = charge_of(call);
-            let fits = count + charge.cost <= charge.max;
-            let (blocking, newest) = match fits {
-                true => (None, None),
-                false => {
-                    let [blocking, newest] = times.next().ok_or_else(unexpected)? else {
-                        return Err(unexpected());
-                    };
-                    (score(blocking), score(newest))
-                }
-            };
-            let mut outcome =
-                sliding_log::outcome(now, &charge, count, |_| blocking.unwrap_or(now), newest);
-            if outcome.allowed {
-                count += charge.cost;
-                outcome.receipt.mark = call.nonce;
-            }
-            each.push(decided(outcome));
-        }
-        return Ok((each, now));
-    }
-    let reported = match limit.algorithm {
-        Algorithm::FixedWindow => Reported::Count(first),
-        Algorithm::SlidingWindow => Reported::Counts {
-            current: first,
-            previous: int(2).ok_or_else(unexpected)?,
-        },
-        _ => {
-            let run = match reply.get(2) {
-                Some(Value::BulkString(run)) => parse_run(run).ok_or_else(unexpected)?,
-                _ => (0, 0),
-            };
-            Reported::Queue {
-                queued: u128::from(first),
-                since: run.0,
-                given: run.1,
-            }
-        }
-    };
-    let mut state =
-        State::reported(limit.algorithm, now, charge, reported).ok_or_else(unexpected)?;
-    for call in calls {
-        each.push(decided(state.decide(now, &charge_of(call))));
-    }
-    Ok((each, now))
-}
-
-/// What is given back of an earlier lease when a new one is taken: its units left, and what taking it
-/// charged (its units, and its receipt).
-pub(crate) struct GiveBack {
-    pub(crate) left: u64,
-    pub(crate) units: u64,
-    pub(crate) receipt: Receipt,
-}
-
-/// Takes a lease on `limit` (a token bucket or a fixed window) in one script call: up to `want` units, if the
-/// limit has room for at least the call's `cost`, giving `back` back first. Returns when (Redis's clock),
-/// how many units were taken (none: the call is refused), and the limit's state before they were.
-pub(crate) async fn lease(
-    connection: &mut impl ConnectionLike,
-    limit: &Limit<'_>,
-    want: u64,
-    back: Option<&GiveBack>,
-    test_now: Option<u64>,
-) -> Result<(u64, u64, Reported), BackendError> {
-    let op = operation("lease", test_now);
-    let charge = limit.charge;
-    let mark = back.map(|back| limit.mark(&back.receipt));
-    let args = |cmd: &mut Cmd| {
-        cmd.arg(&*op)
-            .arg(limit.code())
-            .arg(charge.window)
-            .arg(charge.max)
-            .arg(charge.burst)
-            .arg(charge.cost)
-            .arg(want.max(charge.cost));
-        if let (Some(back), Some(mark)) = (back, &mark) {
-            cmd.arg(back.left)
-                .arg(back.units)
-                .arg(back.receipt.at)
-                .arg(mark.as_str());
-        }
-    };
-    let reply: Vec<Value> = LIMITER.run(connection, &[limit.key], args).await?;
-    let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let int = |i: usize| match reply.get(i) {
-        Some(Value::Int(n)) => Some(non_negative(*n)),
-        _ => None,
-    };
-    let (Some(now), Some(taken), Some(first)) = (int(0), int(1), int(2)) else {
-        return Err(unexpected());
-    };
-    let reported = match limit.algorithm {
-        Algorithm::FixedWindow => Reported::Count(first),
-        _ => {
-            let (since, given) = match reply.get(3) {
-                Some(Value::BulkString(run)) if !run.is_empty() => {
-                    parse_run(run).ok_or_else(unexpected)?
-                }
-                _ => (0, 0),
-            };
-            Reported::Queue {
-                queued: u128::from(first),
-                since,
-                given,
-            }
-        }
-    };
-    Ok((now, taken, reported))
-}
-
-/// A member's score as Redis answers it (a decimal, possibly in floating-point notation), in µs; `None` for
-/// none ("").
-fn score(value: &Value) -> Option<u64> {
-    let Value::BulkString(text) = value else {
-        return None;
-    };
-    let text = std::str::from_utf8(text).ok()?;
-    text.parse::<u64>()
-        .ok()
-        .or_else(|| text.parse::<f64>().ok().map(|s| s as u64))
-}
-
-/// A bucket's run as its script answers it: `<since>:<given>`.
-fn parse_run(run: &[u8]) -> Option<(u64, u64)> {
-    let (since, given) = std::str::from_utf8(run).ok()?.split_once(':')?;
-    Some((since.parse().ok()?, given.parse().ok()?))
-}
-
 /// Gives back `units` of what each admission charged (its limit, and its receipt), in one script call.
 pub(crate) async fn refund(
     connection: &mut impl ConnectionLike,
@@ -500,47 +325,6 @@ pub(crate) async fn refund(
     };
     let _: Vec<i64> = LIMITER.run(connection, &keys, args).await?;
     Ok(())
-}
-
-/// A nonce as the script names members with it: 16 hex digits (or none), on the stack.
-pub(crate) struct NonceText {
-    digits: [u8; 16],
-    len: usize,
-}
-
-impl NonceText {
-    const EMPTY: NonceText = NonceText {
-        digits: [0; 16],
-        len: 0,
-    };
-
-    pub(crate) fn as_str(&self) -> &str {
-        // Only ASCII hex digits are ever written.
-        std::str::from_utf8(&self.digits[..self.len]).unwrap_or_default()
-    }
-
-    /// What the call's members start with: its digits and `:` (the unit follows).
-    fn member_prefix(&self) -> MemberPrefix {
-        let mut prefix = MemberPrefix([b':'; 17]);
-        prefix.0[..16].copy_from_slice(&self.digits);
-        prefix
-    }
-}
-
-/// A call's nonce and `:`, as its sliding-log members start.
-struct MemberPrefix([u8; 17]);
-
-impl ToRedisArgs for MemberPrefix {
-    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        out.write_arg(&self.0);
-    }
-}
-
-/// `nonce` as the script names members with it: 16 hex digits.
-pub(crate) fn nonce_text(nonce: u64) -> NonceText {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digits = std::array::from_fn(|i| HEX[(nonce >> (60 - 4 * i)) as usize & 0xf]);
-    NonceText { digits, len: 16 }
 }
 
 fn non_negative(n: i64) -> u64 {

@@ -1,0 +1,44 @@
+//! How the sliding log's members are named: after the call's nonce.
+
+use redis::ToRedisArgs;
+
+/// A nonce as the script names members with it: 16 hex digits (or none), on the stack.
+pub(crate) struct NonceText {
+    digits: [u8; 16],
+    len: usize,
+}
+
+impl NonceText {
+    pub(super) const EMPTY: NonceText = NonceText {
+        digits: [0; 16],
+        len: 0,
+    };
+
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII hex digits are ever written.
+        std::str::from_utf8(&self.digits[..self.len]).unwrap_or_default()
+    }
+
+    /// What the call's members start with: its digits and `:` (the unit follows).
+    pub(super) fn member_prefix(&self) -> MemberPrefix {
+        let mut prefix = MemberPrefix([b':'; 17]);
+        prefix.0[..16].copy_from_slice(&self.digits);
+        prefix
+    }
+}
+
+/// A call's nonce and `:`, as its sliding-log members start.
+pub(super) struct MemberPrefix([u8; 17]);
+
+impl ToRedisArgs for MemberPrefix {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg(&self.0);
+    }
+}
+
+/// `nonce` as the script names members with it: 16 hex digits.
+pub(crate) fn nonce_text(nonce: u64) -> NonceText {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = std::array::from_fn(|i| HEX[(nonce >> (60 - 4 * i)) as usize & 0xf]);
+    NonceText { digits, len: 16 }
+}

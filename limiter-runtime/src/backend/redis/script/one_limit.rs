@@ -1,0 +1,130 @@
+//! A call of one limit (or calls on one key, coalesced): its algorithm's own script answers the key's state
+//! before the calls, and the algorithm's twin replays them.
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Value};
+
+use super::nonce::nonce_text;
+use super::{non_negative, Call, Decided, Limit, LEAN, TEST_MIN_TTL_MILLIS};
+use crate::algorithm::{sliding_log, Algorithm, Charge, Outcome, Reported, State};
+use crate::error::BackendError;
+
+/// Decides `calls` on the one limit `limit`, in turn, in one call of its algorithm's own script, which
+/// answers the key's state before the first call: the algorithm's twin, as that state, replays the calls for
+/// each one's outcome (the sliding log's, from its count and the times the script reports of each call
+/// refused).
+pub(super) async fn decide_one_limit(
+    connection: &mut impl ConnectionLike,
+    limit: &Limit<'_>,
+    calls: &[Call<'_>],
+    test_now: Option<u64>,
+) -> Result<(Vec<Decided>, u64), BackendError> {
+    let charge = limit.charge;
+    // A test's "now" and minimum TTL ride with the window.
+    let test_window = test_now.map(|now| format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window));
+    let logs = limit.algorithm == Algorithm::SlidingLog;
+    let args = |cmd: &mut Cmd| {
+        match &test_window {
+            Some(window) => cmd.arg(window.as_str()),
+            None => cmd.arg(charge.window),
+        };
+        cmd.arg(charge.max);
+        if matches!(
+            limit.algorithm,
+            Algorithm::TokenBucket | Algorithm::LeakyBucket
+        ) {
+            cmd.arg(limit.depth());
+        }
+        for call in calls {
+            cmd.arg(call.costs.first().copied().unwrap_or(1));
+            if logs {
+                cmd.arg(nonce_text(call.nonce).member_prefix());
+            }
+        }
+    };
+    let script = &LEAN[limit.code() as usize - 1];
+    let reply: Vec<Value> = script.run(connection, &[limit.key], args).await?;
+    let unexpected = || BackendError::Reply(format!("{reply:?}"));
+    let int = |i: usize| match reply.get(i) {
+        Some(Value::Int(n)) => Some(non_negative(*n)),
+        _ => None,
+    };
+    let now = int(0).ok_or_else(unexpected)?;
+    let first = int(1).ok_or_else(unexpected)?;
+    let charge_of = |call: &Call<'_>| Charge {
+        cost: call.costs.first().copied().unwrap_or(1),
+        ..*charge
+    };
+    let decided = |outcome: Outcome| Decided {
+        admitted: outcome.allowed || !limit.vetoes,
+        outcomes: vec![outcome],
+    };
+    let mut each = Vec::with_capacity(calls.len());
+    if logs {
+        // The count goes up by each admitted call's cost; each call refused reads two times.
+        let (mut count, mut times) = (first, reply[2..].chunks(2));
+        for call in calls {
+            let charge = charge_of(call);
+            let fits = count + charge.cost <= charge.max;
+            let (blocking, newest) = match fits {
+                true => (None, None),
+                false => {
+                    let [blocking, newest] = times.next().ok_or_else(unexpected)? else {
+                        return Err(unexpected());
+                    };
+                    (score(blocking), score(newest))
+                }
+            };
+            let mut outcome =
+                sliding_log::outcome(now, &charge, count, |_| blocking.unwrap_or(now), newest);
+            if outcome.allowed {
+                count += charge.cost;
+                outcome.receipt.mark = call.nonce;
+            }
+            each.push(decided(outcome));
+        }
+        return Ok((each, now));
+    }
+    let reported = match limit.algorithm {
+        Algorithm::FixedWindow => Reported::Count(first),
+        Algorithm::SlidingWindow => Reported::Counts {
+            current: first,
+            previous: int(2).ok_or_else(unexpected)?,
+        },
+        _ => {
+            let run = match reply.get(2) {
+                Some(Value::BulkString(run)) => parse_run(run).ok_or_else(unexpected)?,
+                _ => (0, 0),
+            };
+            Reported::Queue {
+                queued: u128::from(first),
+                since: run.0,
+                given: run.1,
+            }
+        }
+    };
+    let mut state =
+        State::reported(limit.algorithm, now, charge, reported).ok_or_else(unexpected)?;
+    for call in calls {
+        each.push(decided(state.decide(now, &charge_of(call))));
+    }
+    Ok((each, now))
+}
+
+/// A member's score as Redis answers it (a decimal, possibly in floating-point notation), in µs; `None` for
+/// none ("").
+fn score(value: &Value) -> Option<u64> {
+    let Value::BulkString(text) = value else {
+        return None;
+    };
+    let text = std::str::from_utf8(text).ok()?;
+    text.parse::<u64>()
+        .ok()
+        .or_else(|| text.parse::<f64>().ok().map(|s| s as u64))
+}
+
+/// A bucket's run as its script answers it: `<since>:<given>`.
+pub(super) fn parse_run(run: &[u8]) -> Option<(u64, u64)> {
+    let (since, given) = std::str::from_utf8(run).ok()?.split_once(':')?;
+    Some((since.parse().ok()?, given.parse().ok()?))
+}
