@@ -11,8 +11,9 @@ pub(crate) const USAGE: &str = "\
 usage: load [options]
 
 Measures limiter on Redis against a hand-written redis::Script baseline (a minimal script per algorithm), and
-prints a markdown report. Two scenarios: spread (10 000 random keys, almost every call admitted, with
-redis-benchmark's ceiling) and abuse (one key, almost every call denied).
+prints a markdown report. Three scenarios: spread (10 000 random keys, almost every call admitted, with
+redis-benchmark's ceiling), abuse (one key, almost every call denied), hot (one key, every call admitted, from
+1 and more processes).
 
   --duration <s>        measured time per spread run (default 1.5)
   --warmup <s>          unmeasured time before each run (default 0.3)
@@ -21,14 +22,19 @@ redis-benchmark's ceiling) and abuse (one key, almost every call denied).
   --algorithms <list>   comma-separated (default sliding_log,fixed_window,sliding_window,token_bucket,leaky_bucket)
   --keys <n>            random keys of the spread scenario (default 10000)
   --abuse-duration <s>  time per run of the abusive-key scenario (default 2)
-  --only <list>         run only these scenarios: spread, abuse (comma-separated)
+  --hot-duration <s>    time per run of the hot-key scenario (default 1.5)
+  --hot-rounds <n>      runs per contender and cell of the hot key (default 1)
+  --hot-concurrency <list>  tasks per process on the hot key (default 1,16,64,256)
+  --hot-processes <list>    processes on the hot key, all started together (default 1,4)
+  --only <list>         run only these scenarios: spread, abuse, hot (comma-separated)
   --no-abuse            skip the abusive-key scenario
+  --no-hot              skip the hot-key scenario
   --layouts <which>     pinned, unpinned, both or default. Pinned: Redis on one CPU of its own (the first this
                         process may use), every client (this binary's threads and worker processes,
                         redis-benchmark) on the others, with `taskset`: the ceiling ratio then compares clients
                         against Redis's ceiling, not against each other's CPU cost. Unpinned: Redis and the
                         clients share every CPU, as on an app server that runs its own Redis. Both: the spread
-                        scenario pinned, then unpinned, in one report (the abusive key runs in the first).
+                        scenario pinned, then unpinned, in one report (the abusive and hot keys run in the first).
                         Default: pinned when there are at least 2 CPUs and `taskset` is installed, else unpinned
                         (the report says so); an explicit `pinned` that cannot be honoured is an error
   --pinned              --layouts pinned
@@ -40,8 +46,8 @@ redis-benchmark's ceiling) and abuse (one key, almost every call denied).
                         (a tokio timeout; a connection clone), to see what the library's overhead is made of
   --out <file>          also write the report to this file
   --plot <file.png>     draw decisions/s and p99 against tasks for the annotated fn, the plain API and the baseline
-  --smoke               a quick check that everything runs (CI): tiny durations, 1 round, concurrency 1,64;
-                        fails if any run made no decision, met an error or decided without Redis
+  --smoke               a quick check that everything runs (CI): tiny durations, 1 round, concurrency 1,64 (64 on
+                        the hot key); fails if any run made no decision, met an error or decided without Redis
   --help";
 
 /// What to measure, and how long.
@@ -54,12 +60,17 @@ pub(crate) struct Options {
     pub(crate) algorithms: Vec<Algorithm>,
     pub(crate) keys: u32,
     pub(crate) abuse_duration: Duration,
+    pub(crate) hot_duration: Duration,
+    pub(crate) hot_rounds: usize,
+    pub(crate) hot_concurrency: Vec<usize>,
+    pub(crate) hot_processes: Vec<usize>,
     /// `None`: one per CPU the clients run on (see `pinning::Layout::client_cpus`).
     pub(crate) workers: Option<usize>,
     pub(crate) layouts: Requested,
     pub(crate) spread: bool,
     pub(crate) ceiling: bool,
     pub(crate) abuse: bool,
+    pub(crate) hot: bool,
     pub(crate) ablation: bool,
     pub(crate) out: Option<PathBuf>,
     /// Where to draw the plot (PNG).
@@ -82,11 +93,16 @@ impl Default for Options {
             algorithms: Algorithm::ALL.to_vec(),
             keys: 10_000,
             abuse_duration: Duration::from_secs(2),
+            hot_duration: Duration::from_millis(1500),
+            hot_rounds: 1,
+            hot_concurrency: vec![1, 16, 64, 256],
+            hot_processes: vec![1, 4],
             workers: None,
             layouts: Requested::Default,
             spread: true,
             ceiling: true,
             abuse: true,
+            hot: true,
             ablation: false,
             out: None,
             plot: None,
@@ -99,8 +115,9 @@ impl Options {
     pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
         let mut options = Options::default();
         let mut explicit_concurrency = false;
+        let mut explicit_hot_concurrency = false;
         // What --smoke leaves as given.
-        let (mut explicit_duration, mut explicit_abuse) = (false, false);
+        let (mut explicit_duration, mut explicit_abuse, mut explicit_hot) = (false, false, false);
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let mut value = |what: &str| args.next().ok_or_else(|| format!("{arg} needs {what}"));
@@ -129,18 +146,30 @@ impl Options {
                     options.abuse_duration = seconds(&value("a number of seconds")?)?;
                     explicit_abuse = true;
                 }
+                "--hot-duration" => {
+                    options.hot_duration = seconds(&value("a number of seconds")?)?;
+                    explicit_hot = true;
+                }
+                "--hot-rounds" => options.hot_rounds = number(&value("a number")?)?.max(1),
+                "--hot-concurrency" => {
+                    options.hot_concurrency = numbers(&value("a list")?)?;
+                    explicit_hot_concurrency = true;
+                }
+                "--hot-processes" => options.hot_processes = numbers(&value("a list")?)?,
                 "--only" => {
                     let only = value("a list")?;
                     let scenarios: Vec<&str> = only.split(',').map(str::trim).collect();
-                    if let Some(unknown) =
-                        scenarios.iter().find(|s| !["spread", "abuse"].contains(s))
+                    if let Some(unknown) = scenarios
+                        .iter()
+                        .find(|s| !["spread", "abuse", "hot"].contains(s))
                     {
                         return Err(format!(
-                            "{unknown:?} is not a scenario: expected spread or abuse"
+                            "{unknown:?} is not a scenario: expected spread, abuse or hot"
                         ));
                     }
                     options.spread = scenarios.contains(&"spread");
                     options.abuse = scenarios.contains(&"abuse");
+                    options.hot = scenarios.contains(&"hot");
                 }
                 "--workers" => options.workers = Some(number(&value("a number")?)?.max(1)),
                 "--layouts" => options.layouts = Requested::parse(&value("a layout")?)?,
@@ -148,6 +177,7 @@ impl Options {
                 "--no-pinned" => options.layouts = Requested::Unpinned,
                 "--no-ceiling" => options.ceiling = false,
                 "--no-abuse" => options.abuse = false,
+                "--no-hot" => options.hot = false,
                 "--ablation" => options.ablation = true,
                 "--out" => options.out = Some(PathBuf::from(value("a file")?)),
                 "--plot" => options.plot = Some(PathBuf::from(value("a file")?)),
@@ -165,10 +195,17 @@ impl Options {
             if !explicit_abuse {
                 options.abuse_duration = Duration::from_millis(300);
             }
+            if !explicit_hot {
+                options.hot_duration = Duration::from_millis(150);
+            }
             options.warmup = options.warmup.min(Duration::from_millis(50));
             options.rounds = 1;
+            options.hot_rounds = 1;
             if !explicit_concurrency {
                 options.concurrency = vec![1, 64];
+            }
+            if !explicit_hot_concurrency {
+                options.hot_concurrency = vec![64];
             }
         }
         Ok(options)
@@ -210,11 +247,15 @@ mod tests {
 
     #[test]
     fn only_runs_the_scenarios_named_and_rejects_others() {
-        let o = parse(&["--only", "abuse"]).unwrap();
-        assert_eq!((o.spread, o.abuse), (false, true));
-        assert!(parse(&["--only", "spread,cold"])
+        let o = parse(&["--only", "hot"]).unwrap();
+        assert_eq!((o.spread, o.abuse, o.hot), (false, false, true));
+        let o = parse(&["--only", "spread,abuse"]).unwrap();
+        assert_eq!((o.spread, o.abuse, o.hot), (true, true, false));
+        assert!(parse(&["--only", "hot,cold"])
             .unwrap_err()
             .contains("\"cold\" is not a scenario"));
+        let o = parse(&["--no-hot"]).unwrap();
+        assert_eq!((o.spread, o.abuse, o.hot), (true, true, false));
     }
 
     #[test]
@@ -229,8 +270,11 @@ mod tests {
 
     #[test]
     fn smoke_shortens_what_was_not_given() {
-        let o = parse(&["--smoke", "--abuse-duration", "2"]).unwrap();
+        let o = parse(&["--smoke", "--hot-duration", "2"]).unwrap();
         assert_eq!(o.duration, Duration::from_millis(150));
-        assert_eq!(o.abuse_duration, Duration::from_secs(2));
+        assert_eq!(o.hot_duration, Duration::from_secs(2));
+        assert_eq!((o.hot_concurrency, o.hot_processes), (vec![64], vec![1, 4]));
+        let o = parse(&["--smoke", "--hot-concurrency", "1,16"]).unwrap();
+        assert_eq!(o.hot_concurrency, vec![1, 16]);
     }
 }

@@ -16,6 +16,8 @@ pub(crate) enum Scenario {
     Spread,
     /// Every task on one key, with a low limit: almost every call is denied.
     Abuse,
+    /// Every task (of every process) on one key, with a limit no call reaches: every call is admitted.
+    Hot,
 }
 
 /// The spread scenario's limit: 1 000 per 10 s per key (the annotated functions below repeat it).
@@ -24,12 +26,19 @@ const SPREAD_WINDOW: Duration = Duration::from_secs(10);
 /// The abusive key's limit: 5 per 500 ms (the annotated functions below repeat it).
 pub(crate) const ABUSE_MAX: u64 = 5;
 pub(crate) const ABUSE_WINDOW: Duration = Duration::from_millis(500);
+/// The hot key's limit: 100 000 000 per second (the annotated functions below repeat it).
+pub(crate) const HOT_MAX: u64 = 100_000_000;
+pub(crate) const HOT_WINDOW: Duration = Duration::from_secs(1);
+/// The leased contender's lease: units taken at once, and how long they may be spent.
+pub(crate) const LEASE_UNITS: u64 = 1_000;
+pub(crate) const LEASE_TTL: Duration = Duration::from_millis(100);
 
 impl Scenario {
     pub(crate) fn limit(self) -> scripts::Limit {
         let (max, window) = match self {
             Scenario::Spread => (SPREAD_MAX, SPREAD_WINDOW),
             Scenario::Abuse => (ABUSE_MAX, ABUSE_WINDOW),
+            Scenario::Hot => (HOT_MAX, HOT_WINDOW),
         };
         scripts::Limit { max, window }
     }
@@ -38,6 +47,7 @@ impl Scenario {
         match self {
             Scenario::Spread => format!("bench:{who}:"),
             Scenario::Abuse => format!("bench:abuse:{who}:"),
+            Scenario::Hot => format!("bench:hot:{who}:"),
         }
     }
 }
@@ -51,6 +61,10 @@ pub(crate) enum Contender {
     Plain,
     /// `Limiter::check` with the deny cache switched off (abusive key).
     PlainNoCache,
+    /// `Limiter::check` with coalescing switched off (hot key).
+    PlainNoCoalesce,
+    /// `Limiter::check` on a rule with a lease (hot key).
+    PlainLease,
     /// What a user writes without the library: `redis::Script` of the minimal script on a `ConnectionManager`.
     Baseline,
     /// `redis-benchmark` calling the library's lean script (not a task-based contender: see `ceiling`).
@@ -64,17 +78,52 @@ pub(crate) enum Contender {
 }
 
 impl Contender {
+    /// The contenders whose runs a worker process can make (`hot::worker`), by their `name`.
+    const DRIVEN: [Contender; 8] = [
+        Contender::Annotated,
+        Contender::Plain,
+        Contender::PlainNoCache,
+        Contender::PlainNoCoalesce,
+        Contender::PlainLease,
+        Contender::Baseline,
+        Contender::BaselineTimeout,
+        Contender::BaselineClone,
+    ];
+
     pub(crate) fn label(self) -> &'static str {
         match self {
             Contender::Annotated => "annotated fn",
             Contender::Plain => "plain API",
             Contender::PlainNoCache => "plain API, deny cache off",
+            Contender::PlainNoCoalesce => "plain API, coalescing off",
+            Contender::PlainLease => "plain API, lease 1000 / 100 ms",
             Contender::Baseline => "baseline (minimal script)",
             Contender::Ceiling => "redis-benchmark -P 16, library script",
             Contender::CeilingMinimal => "redis-benchmark -P 16, minimal script",
             Contender::BaselineTimeout => "baseline + timeout per call",
             Contender::BaselineClone => "baseline + connection clone per call",
         }
+    }
+
+    /// A one-word name, for a worker's command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Contender::Annotated => "annotated",
+            Contender::Plain => "plain",
+            Contender::PlainNoCache => "plain-no-cache",
+            Contender::PlainNoCoalesce => "plain-no-coalesce",
+            Contender::PlainLease => "plain-lease",
+            Contender::Baseline => "baseline",
+            Contender::Ceiling => "ceiling",
+            Contender::CeilingMinimal => "ceiling-minimal",
+            Contender::BaselineTimeout => "baseline-timeout",
+            Contender::BaselineClone => "baseline-clone",
+        }
+    }
+
+    /// The task-based contender called `name`.
+    pub(crate) fn driven(name: &str) -> Option<Contender> {
+        Contender::DRIVEN.into_iter().find(|c| c.name() == name)
     }
 }
 
@@ -93,6 +142,11 @@ macro_rules! annotated {
             pub(super) async fn abuse(id: u32) -> Result<(), RateLimited> {
                 Ok(())
             }
+
+            #[rate_limit(prefix = "bench:hot:attr:", key = id, max = 100000000, window = 1, algorithm = $algorithm)]
+            pub(super) async fn hot(id: u32) -> Result<(), RateLimited> {
+                Ok(())
+            }
         })*
 
         async fn annotated(algorithm: Algorithm, scenario: Scenario, id: u32) -> Result<(), RateLimited> {
@@ -100,6 +154,7 @@ macro_rules! annotated {
                 $(
                     (Algorithm::$variant, Scenario::Spread) => $algorithm::spread(id).await,
                     (Algorithm::$variant, Scenario::Abuse) => $algorithm::abuse(id).await,
+                    (Algorithm::$variant, Scenario::Hot) => $algorithm::hot(id).await,
                 )*
                 (other, _) => panic!("no annotated function for {other:?}"),
             }
@@ -163,9 +218,10 @@ impl Caller {
                 // without Redis and flatter the throughput. Each run reports its degraded decisions (none
                 // expected).
                 .deadline(Duration::from_secs(1))
-                .deny_cache(contender != Contender::PlainNoCache);
-            if scenario == Scenario::Abuse {
-                // So that INFO counts only the abusive key's calls (the heartbeat is an EVALSHA too).
+                .deny_cache(contender != Contender::PlainNoCache)
+                .coalesce(contender != Contender::PlainNoCoalesce);
+            if scenario != Scenario::Spread {
+                // So that INFO counts only the one key's calls (the heartbeat is an EVALSHA too).
                 builder = builder.heartbeat_every(Duration::from_secs(3600));
             }
             builder.build().expect("a valid Redis URL")
@@ -186,20 +242,23 @@ impl Caller {
                     clone: contender == Contender::BaselineClone,
                 }
             }
-            Contender::Plain | Contender::PlainNoCache => Caller::Plain {
-                limiter: limiter(),
-                rule: Arc::new(
-                    Rule::new()
-                        .prefix(scenario.prefix(if contender == Contender::Plain {
-                            "plain"
-                        } else {
-                            "nocache"
-                        }))
-                        .max(limit.max)
-                        .window(limit.window)
-                        .algorithm(algorithm),
-                ),
-            },
+            Contender::Plain
+            | Contender::PlainNoCache
+            | Contender::PlainNoCoalesce
+            | Contender::PlainLease => {
+                let mut rule = Rule::new()
+                    .prefix(scenario.prefix(contender.name()))
+                    .max(limit.max)
+                    .window(limit.window)
+                    .algorithm(algorithm);
+                if contender == Contender::PlainLease {
+                    rule = rule.lease(LEASE_UNITS).lease_ttl(LEASE_TTL);
+                }
+                Caller::Plain {
+                    limiter: limiter(),
+                    rule: Arc::new(rule),
+                }
+            }
             Contender::Annotated => Caller::Annotated {
                 limiter: limiter(),
                 algorithm,

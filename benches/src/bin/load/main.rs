@@ -1,24 +1,27 @@
 //! The load benchmark: limiter on Redis under concurrency, side by side with what a user writes without it.
 //!
-//! It starts its own `redis-server` on a free loopback port (`test_support`), then measures two scenarios:
+//! It starts its own `redis-server` on a free loopback port (`test_support`), then measures three scenarios:
 //!
 //! - spread (`spread`): for every algorithm and concurrency, the annotated function (`#[rate_limit]`), the
 //!   plain API (`Limiter::check`) and the baseline, a minimal hand-written script per algorithm called with
 //!   `redis::Script` on a `ConnectionManager`, alternate over 10 000 random keys, a fresh contender each run;
 //!   at 64 tasks `redis-benchmark` calls the library's lean script and the minimal one (Redis's own ceiling,
 //!   and its CPU per call of each);
-//! - abusive key (`abuse`): 64 tasks on one key with a low limit, to measure the deny cache.
+//! - abusive key (`abuse`): 64 tasks on one key with a low limit, to measure the deny cache;
+//! - hot key (`hot`): one key every call of which is admitted, from one process and more (this binary again,
+//!   in worker mode), to measure coalescing and leases.
 //!
 //! Each run reports decisions per second, latency percentiles, and what Redis spent (`INFO`). The report is
 //! markdown, on stdout. See BENCHMARKS.md.
 //!
 //! The spread scenario runs in every CPU layout asked for (`--layouts`: Redis pinned to a CPU of its own, or
-//! sharing them all), one after the other; the abusive key runs in the first. See `pinning`.
+//! sharing them all), one after the other; the abusive and hot keys run in the first. See `pinning`.
 
 mod abuse;
 mod ceiling;
 mod cli;
 mod contender;
+mod hot;
 mod pinning;
 mod plot;
 mod report;
@@ -52,7 +55,12 @@ pub(crate) struct Context<'a> {
 }
 
 fn main() {
-    let options = match Options::parse(std::env::args().skip(1)) {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some(hot::worker::FLAG) {
+        args.next();
+        hot::worker::main(args);
+    }
+    let options = match Options::parse(args) {
         Ok(options) => options,
         Err(message) => {
             eprintln!("{message}");
@@ -101,6 +109,7 @@ fn main() {
         },
         measured: Vec::new(),
         abused: Vec::new(),
+        hot: Vec::new(),
     };
     let started = Instant::now();
     let mut seed = 1;
@@ -141,6 +150,9 @@ fn main() {
             if index == 0 && options.abuse {
                 report.abused = abuse::measure(&cx, &mut connection, &mut seed).await;
             }
+            if index == 0 && options.hot {
+                report.hot = hot::measure(&cx, &mut connection, &mut seed).await;
+            }
         });
         runtime.shutdown_timeout(Duration::from_secs(1));
     }
@@ -170,7 +182,7 @@ fn main() {
     }
 }
 
-/// On Ctrl-C, stops redis-server and ends the process. A thread of
+/// On Ctrl-C, stops redis-server and ends the process (its worker processes get the same signal). A thread of
 /// its own, with a runtime of its own, so that it outlives each layout's runtime.
 fn stop_on_ctrl_c(server: Arc<Mutex<Option<RedisServer>>>) {
     std::thread::spawn(move || {
@@ -203,7 +215,17 @@ fn watchdog(options: &Options, layouts: usize, server: Arc<Mutex<Option<RedisSer
     } else {
         Duration::ZERO
     };
-    let bound = (spread + abuse) * 2 + Duration::from_secs(120);
+    let hot = if options.hot {
+        let runs = hot::ALGORITHMS.len()
+            * options.hot_processes.len()
+            * options.hot_concurrency.len()
+            * options.hot_rounds
+            * hot::CONTENDERS.len();
+        (options.hot_duration + options.warmup + slack) * runs as u32
+    } else {
+        Duration::ZERO
+    };
+    let bound = (spread + abuse + hot) * 2 + Duration::from_secs(120);
     std::thread::spawn(move || {
         std::thread::sleep(bound);
         eprintln!("load: still running after {bound:?}, far longer than planned; giving up");

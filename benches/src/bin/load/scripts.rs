@@ -19,7 +19,9 @@ impl Limit {
         u64::try_from(self.window.as_micros()).expect("a window in µs fits")
     }
 
-    /// The minimal buckets' interval between two units, in whole µs: `window / max`, at least 1.
+    /// The minimal buckets' interval between two units, in whole µs: `window / max`, at least 1. A rate above
+    /// one unit per µs (the hot key's) rounds up to it; a client of one script call per decision never gets
+    /// near a million a second on one key, so its calls are admitted all the same.
     fn interval_us(self) -> u64 {
         (self.window_us() / self.max.max(1)).max(1)
     }

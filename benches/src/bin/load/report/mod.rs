@@ -1,5 +1,5 @@
 //! What was measured, and the markdown report of it: the header and the problems here, the targets and each
-//! scenario's tables in the files beside it.
+//! scenario's tables in the files beside it (the hot key's in `hot::report`).
 
 mod abuse;
 mod format;
@@ -13,6 +13,7 @@ use limiter_runtime::Algorithm;
 
 use crate::cli::{name, Options};
 use crate::contender::{Contender, Scenario};
+use crate::hot::{self, HotRun};
 use crate::pinning::Layout;
 use crate::server;
 
@@ -67,13 +68,13 @@ impl Machine {
         }
     }
 
-    /// The layout measured first: the abusive key runs in it.
+    /// The layout measured first: the abusive and hot keys run in it.
     pub(crate) fn first_layout(&self) -> &Layout {
         &self.layouts[0].0
     }
 }
 
-/// The Tokio workers of the load binary in `layout`.
+/// The Tokio workers of the load binary (and of each hot-key worker process) in `layout`.
 pub(crate) fn workers(options: &Options, layout: &Layout) -> usize {
     options.workers.unwrap_or_else(|| layout.client_cpus())
 }
@@ -85,6 +86,7 @@ pub(crate) struct Report {
     pub(crate) ceiling_at: usize,
     pub(crate) measured: Vec<Measured>,
     pub(crate) abused: Vec<Abused>,
+    pub(crate) hot: Vec<HotRun>,
 }
 
 impl Report {
@@ -206,6 +208,7 @@ impl Report {
             }
         }
         problems.extend(abuse::problems(&self.abused));
+        problems.extend(hot::report::problems(&self.hot));
         problems
     }
 
@@ -217,6 +220,7 @@ impl Report {
             spread::section(self, layout, &mut out);
         }
         abuse::section(self, &mut out);
+        hot::report::section(self, &mut out);
         let problems = self.problems();
         if !problems.is_empty() {
             let _ = writeln!(out, "\n## Problems in this run\n");

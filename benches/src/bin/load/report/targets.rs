@@ -1,6 +1,6 @@
 //! The targets, each judged on ratios measured in this run: against the baseline per cell (layout × algorithm
 //! × tasks), Redis's CPU per decision of the library's script against the minimal one, the ceiling, the
-//! abusive key.
+//! abusive key and the hot key.
 
 use std::fmt::Write as _;
 
@@ -30,6 +30,7 @@ pub(super) fn section(report: &Report, out: &mut String) {
     ceiling(report, out);
     abuse::targets(report, out);
     let _ = writeln!(out);
+    crate::hot::report::targets(report, out);
 }
 
 /// One judged column of the per-cell table.
