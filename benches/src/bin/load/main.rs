@@ -166,7 +166,13 @@ fn main() {
         }
     }
     if let Some(path) = &options.plot {
-        match plot::draw(&report, path) {
+        // The plot is of the spread scenario.
+        let drawn = if report.measured.is_empty() {
+            Err("the spread scenario did not run".to_owned())
+        } else {
+            plot::draw(&report, path)
+        };
+        match drawn {
             Ok(()) => eprintln!("load: plot in {}", path.display()),
             Err(error) => eprintln!("load: no plot: {error}"),
         }
