@@ -11,8 +11,8 @@ use limiter_runtime::Algorithm;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
+use crate::contender::Contender;
 use crate::report::Report;
-use crate::run::Contender;
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
