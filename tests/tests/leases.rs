@@ -53,6 +53,40 @@ async fn a_hot_key_costs_redis_one_script_call_per_lease() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_find_a_lease_being_taken_wait_for_it() {
+    let server = RedisServer::start();
+    // Not coalesced: a call that did not wait would be a script call of its own.
+    let limiter = Limiter::builder()
+        .redis(server.url())
+        .coalesce(false)
+        .build()
+        .unwrap();
+    let rule = Rule::new()
+        .prefix("waiting:")
+        .algorithm(Algorithm::TokenBucket)
+        .max(1_000_000)
+        .lease(100)
+        .lease_ttl(Duration::from_secs(30));
+    // Connected, and the heartbeat (a script too) has run.
+    limiter.check(&rule, "warm").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = script_calls(&server);
+    let calls = (0..64).map(|_| {
+        let (limiter, rule) = (limiter.clone(), rule.clone());
+        tokio::spawn(async move { limiter.check(&rule, "k").await })
+    });
+    for call in calls.collect::<Vec<_>>() {
+        let decision = call.await.unwrap();
+        assert!(decision.allowed && !decision.degraded, "{decision:?}");
+    }
+    let calls = script_calls(&server) - before;
+    assert!(
+        calls <= 2,
+        "{calls} script calls for 64 calls at once: they went to Redis, not to the lease being taken"
+    );
+}
+
 #[tokio::test]
 async fn a_fixed_window_never_passes_max_and_what_a_lease_leaves_goes_back() {
     let server = RedisServer::start();

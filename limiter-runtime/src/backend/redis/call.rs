@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use tokio::sync::watch;
+
 use super::breaker::Permit;
 use super::connection::Connection;
 use super::lease::Held;
@@ -30,14 +32,19 @@ pub(crate) struct Question<const N: usize> {
     pub(super) sent: Duration,
     /// This call re-asks Redis for a call whose cached denial ran out.
     pub(super) probe: bool,
-    /// This call (of one limit) takes a lease on it.
-    pub(super) lease: Option<Taking>,
+    /// This call (of one leased limit) takes a lease on it, or waits for the one another call is taking.
+    pub(super) lease: Option<LeaseStep>,
 }
 
-/// A lease a call takes: its terms, and the lease this node held before, whose units left go back with it.
-pub(super) struct Taking {
-    pub(super) terms: LeaseTerms,
-    pub(super) back: Option<Box<Held>>,
+/// What a call of one leased limit does about its lease before asking Redis.
+pub(super) enum LeaseStep {
+    /// Take one: its terms, and the lease this node held before, whose units left go back with it.
+    Take {
+        terms: LeaseTerms,
+        back: Option<Box<Held>>,
+    },
+    /// Wait until the call taking one is done (the receiver says when), then spend it.
+    Wait(watch::Receiver<()>),
 }
 
 /// One limit of a [`Question`].
@@ -88,9 +95,12 @@ impl RedisBackend {
         &self,
         question: &Question<N>,
     ) -> Result<[Answer; N], BackendError> {
-        if let (Some(taking), [owned]) = (&question.lease, question.limits.as_slice()) {
-            let (sent, back) = (question.sent, taking.back.as_deref());
-            let answer = self.take_lease(owned, sent, taking.terms, back).await?;
+        if let (Some(LeaseStep::Take { terms, back }), [owned]) =
+            (&question.lease, question.limits.as_slice())
+        {
+            let answer = self
+                .take_lease(owned, question.sent, *terms, back.as_deref())
+                .await?;
             return Ok(std::array::from_fn(|_| answer));
         }
         let mut connection = self.connection()?;

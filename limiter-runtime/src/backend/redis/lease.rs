@@ -6,13 +6,15 @@
 //! Units are counted in Redis when a lease is taken, so Redis never admits more than the limit; they are spent
 //! up to `lease_ttl` later, which is the whole cost of a lease in exactness: a token bucket admits at most
 //! `burst + max · (t + lease_ttl) / window` over any interval `t`, a fixed window never more than `max` per
-//! window. One call at a time takes a key's lease; calls that find it empty meanwhile go to Redis as any
-//! call does (coalesced).
+//! window. One call at a time takes a key's lease; calls that find it empty meanwhile wait for it (within
+//! their deadline) and spend it, or, when it brings them nothing, go to Redis as any call does (coalesced).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use std::sync::{Arc, Weak};
+
+use tokio::sync::watch;
 
 use super::call::Owned;
 use super::script::{self, GiveBack, Limit};
@@ -49,8 +51,9 @@ pub(crate) struct Leases {
 /// A key's lease, or a call taking one.
 #[derive(Debug)]
 enum Slot {
-    /// A call is taking a lease from Redis, since then (this node's clock): calls meanwhile go to Redis.
-    Taking(Duration),
+    /// A call is taking a lease from Redis, since then (this node's clock). Calls meanwhile wait for it: the
+    /// sender is dropped, which wakes them, when the slot changes.
+    Taking(Duration, watch::Sender<()>),
     /// Boxed: a key's slot stays small while a lease is being taken.
     Held(Box<Held>),
 }
@@ -82,8 +85,8 @@ pub(super) struct Held {
 pub(super) enum Take {
     /// Take a lease, giving back what is left of the one this node held (if any).
     Lease(Option<Box<Held>>),
-    /// Another call is taking one: go to Redis as any call does.
-    Redis,
+    /// Another call is taking one: wait for it (the receiver says when the slot changed), then spend it.
+    Wait(watch::Receiver<()>),
 }
 
 impl Default for Leases {
@@ -151,6 +154,11 @@ impl Held {
     }
 }
 
+/// A slot taken since `now`.
+fn taking(now: Duration) -> Slot {
+    Slot::Taking(now, watch::Sender::new(()))
+}
+
 impl Leases {
     /// Spends `ask.charge.cost` of the lease this node holds for `ask`'s key, if it can, at `now`.
     pub(super) fn spend(&self, ask: &Ask<'_>, now: Duration) -> Option<Answer> {
@@ -161,20 +169,20 @@ impl Leases {
         }
     }
 
-    /// What a call of `ask` that could not spend a lease does: take one (one call at a time per key; a call
-    /// taking one for longer than `stale` is taken to have been dropped), or go to Redis as any call.
+    /// What a call of `ask` that could not spend a lease does: take one, or wait for the call taking one (one
+    /// call at a time per key; a call taking one for longer than `stale` is taken to have been dropped).
     pub(super) fn take(&self, ask: &Ask<'_>, now: Duration, stale: Duration) -> Take {
         let (mut slots, hash) = self.slots.lock(ask.key);
-        let (slot, new) = slots.get_or_insert_with(hash, ask.key, || Slot::Taking(now));
+        let (slot, new) = slots.get_or_insert_with(hash, ask.key, || taking(now));
         if new {
             return Take::Lease(None);
         }
-        if let Slot::Taking(since) = slot {
+        if let Slot::Taking(since, wake) = slot {
             if now.saturating_sub(*since) < stale {
-                return Take::Redis;
+                return Take::Wait(wake.subscribe());
             }
         }
-        match std::mem::replace(slot, Slot::Taking(now)) {
+        match std::mem::replace(slot, taking(now)) {
             // What is left goes back with the next lease: on the same limit only (a key whose algorithm
             // changed holds another kind of state).
             Slot::Held(held) if held.left > 0 && held.algorithm == ask.algorithm => {
@@ -188,14 +196,14 @@ impl Leases {
     fn hold(&self, held: Held) {
         let key = held.key.parts();
         let (mut slots, hash) = self.slots.lock(key);
-        let (slot, _) = slots.get_or_insert_with(hash, key, || Slot::Taking(Duration::ZERO));
+        let (slot, _) = slots.get_or_insert_with(hash, key, || taking(Duration::ZERO));
         *slot = Slot::Held(Box::new(held));
     }
 
     /// No lease was taken for `key` (refused, or Redis failed): the next call may take one.
     pub(super) fn abandon(&self, key: KeyRef<'_>) {
         let (mut slots, hash) = self.slots.lock(key);
-        if let Some(Slot::Taking(_)) = slots.get_mut(hash, key) {
+        if let Some(Slot::Taking(..)) = slots.get_mut(hash, key) {
             slots.remove(hash, key);
         }
     }
@@ -217,14 +225,14 @@ impl Leases {
         for shard in 0..self.slots.count() {
             self.slots.lock_shard(shard).retain(|slot| {
                 let held = match slot {
-                    Slot::Taking(since) => return now.saturating_sub(*since) < stale,
+                    Slot::Taking(since, _) => return now.saturating_sub(*since) < stale,
                     Slot::Held(held) => held,
                 };
                 if now < held.expires {
                     outstanding += held.left;
                     return true;
                 }
-                if let Slot::Held(held) = std::mem::replace(slot, Slot::Taking(now)) {
+                if let Slot::Held(held) = std::mem::replace(slot, taking(now)) {
                     if held.left > 0 {
                         expired.push(*held);
                     }
@@ -403,9 +411,17 @@ mod tests {
             leases.take(&ask(&charge), SECOND, SECOND),
             Take::Lease(None)
         ));
+        let Take::Wait(waiting) = leases.take(&ask(&charge), SECOND, SECOND) else {
+            panic!("a call is taking the lease: the next waits for it");
+        };
+        assert!(!waiting.has_changed().unwrap_or(true));
+        leases.hold(held(&charge, 5, 2 * SECOND));
+        assert!(waiting.has_changed().is_err(), "the waiting call is woken");
+        assert!(leases.spend(&ask(&charge), SECOND).is_some());
+        leases.abandon(ask(&charge).key);
         assert!(matches!(
             leases.take(&ask(&charge), SECOND, SECOND),
-            Take::Redis
+            Take::Lease(Some(_))
         ));
         // A taking older than `stale` was dropped: the next call takes the lease.
         assert!(matches!(

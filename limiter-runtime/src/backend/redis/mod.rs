@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use self::breaker::{Breaker, Permit, Transition};
-use self::call::{joined, nonce, Owned, Taking};
+use self::call::{joined, nonce, LeaseStep, Owned};
 use self::coalesce::Coalescer;
 use self::deny_cache::{DenyCache, Lookup};
 use self::lease::{Leases, Take};
@@ -198,12 +198,16 @@ impl RedisBackend {
         if permit == Permit::Skip {
             return Ok(self.degraded(asks));
         }
-        let lease = leased.and_then(|(ask, terms)| {
-            match self.leases.take(ask, sent, self.taking_stale()) {
-                Take::Lease(back) => Some(Taking { terms, back }),
-                Take::Redis => None,
-            }
-        });
+        let lease =
+            leased.map(
+                |(ask, terms)| match self.leases.take(ask, sent, self.taking_stale()) {
+                    Take::Lease(back) => LeaseStep::Take { terms, back },
+                    Take::Wait(taken) => LeaseStep::Wait(taken),
+                },
+            );
+        // A probe must reach Redis, to close the breaker or keep it open: it waits for no lease.
+        let lease =
+            lease.filter(|step| permit == Permit::Call || !matches!(step, LeaseStep::Wait(_)));
         Err(Box::new(Question {
             limits: asks.each_ref().map(|ask| Owned {
                 algorithm: ask.algorithm,
@@ -227,6 +231,18 @@ impl RedisBackend {
     /// Asks Redis, within the deadline; decides in degraded mode when it cannot answer. Each limit's answer,
     /// and whether the call was admitted.
     pub(crate) async fn ask<const N: usize>(&self, question: &Question<N>) -> ([Answer; N], bool) {
+        if let (Some(LeaseStep::Wait(taken)), [owned]) =
+            (&question.lease, question.limits.as_slice())
+        {
+            // The call taking the lease is done within its deadline, and this call waits no longer than its
+            // own; then it spends the lease, or, when it brings nothing, asks Redis after all.
+            let mut taken = taken.clone();
+            let _ = tokio::time::timeout(self.deadline, taken.changed()).await;
+            let ask = owned.ask();
+            if let Some(answer) = self.leases.spend(&ask, self.clock.now()) {
+                return (std::array::from_fn(|_| answer), answer.decision.allowed);
+            }
+        }
         let asked = tokio::time::timeout(self.deadline, self.decide(question)).await;
         let answers = match asked.unwrap_or(Err(BackendError::Timeout(self.deadline))) {
             Ok(answers) => {
@@ -239,7 +255,7 @@ impl RedisBackend {
                 answers
             }
             Err(cause) => {
-                if question.lease.is_some() {
+                if let Some(LeaseStep::Take { .. }) = question.lease {
                     self.leases.abandon(question.limits[0].key.parts());
                 }
                 let transition = self.breaker.failed(question.permit);
