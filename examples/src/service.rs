@@ -106,17 +106,17 @@ async fn require_admin(State(admin): State<AdminToken>, request: Request, next: 
     next.run(request).await
 }
 
-#[rate_limit(prefix = "rate_limit:api:", max = 10, window = 1)]
+#[rate_limit(prefix = "rate_limit:api:", name = "api", max = 10, window = 1)]
 async fn api_test() -> Result<&'static str, RateLimited> {
     Ok("success")
 }
 
-#[rate_limit(prefix = "rate_limit:emp:", key = id, window = 10, max = 5, message = "slow down, have a cup of tea")]
+#[rate_limit(prefix = "rate_limit:emp:", name = "employee", key = id, window = 10, max = 5, message = "slow down, have a cup of tea")]
 async fn employee(Path(id): Path<String>) -> Result<Json<Value>, RateLimited> {
     Ok(Json(json!({ "id": id, "name": "Ada Lovelace" })))
 }
 
-#[rate_limit(prefix = "rate_limit:ip:", key = client.ip(), max = 100, window = "1m")]
+#[rate_limit(prefix = "rate_limit:ip:", name = "whoami", key = client.ip(), max = 100, window = "1m")]
 async fn whoami(ConnectInfo(client): ConnectInfo<SocketAddr>) -> Result<String, RateLimited> {
     Ok(client.ip().to_string())
 }

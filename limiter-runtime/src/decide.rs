@@ -24,6 +24,7 @@ use crate::backend::redis::{call_key, Question, Refund};
 use crate::backend::{admitted, Answer, Ask, Backend, Charged, Preset, RedisBackend};
 use crate::budget::{now, Now};
 use crate::key::KeyRef;
+use crate::quota::PolicyName;
 use crate::{Decision, Limiter, OnError, RateLimited, Reason, Rule};
 
 /// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
@@ -276,7 +277,7 @@ impl Limiter {
             _ => rules
                 .iter()
                 .zip(&decided.answers)
-                .map(|(rule, answer)| (rule.name_value().clone(), answer.decision))
+                .map(|(rule, answer)| (PolicyName::of(rule), answer.decision))
                 .collect(),
         };
         // Only a limit that fails closed answers "unavailable": a local decision over this node's share is a
@@ -288,7 +289,7 @@ impl Limiter {
         };
         Err(RateLimited::new(
             rule.message_value().clone(),
-            rule.name_value().clone(),
+            PolicyName::of(rule),
             key.to_store_key(),
             decision,
             limits,

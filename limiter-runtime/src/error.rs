@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::key::StoreKey;
+use crate::quota::PolicyName;
 use crate::Decision;
 
 /// A call was rejected by a rate limit.
@@ -39,9 +40,9 @@ pub struct RateLimited(Box<Rejection>);
 struct Rejection {
     message: Cow<'static, str>,
     /// The limit's policy name.
-    policy: Cow<'static, str>,
+    policy: PolicyName,
     /// When the call had several limits: each one's policy and decision, in the order written.
-    limits: Vec<(Cow<'static, str>, Decision)>,
+    limits: Vec<(PolicyName, Decision)>,
     /// The limit's prefix, then the key.
     key: StoreKey,
     decision: Decision,
@@ -69,10 +70,10 @@ impl RateLimited {
     /// limit's.
     pub(crate) fn new(
         message: Cow<'static, str>,
-        policy: Cow<'static, str>,
+        policy: PolicyName,
         key: StoreKey,
         decision: Decision,
-        limits: Vec<(Cow<'static, str>, Decision)>,
+        limits: Vec<(PolicyName, Decision)>,
         reason: Reason,
     ) -> Self {
         let message = match reason {
@@ -104,13 +105,16 @@ impl RateLimited {
         self.0.key.parts().prefix
     }
 
-    /// The name of the limit's policy, as HTTP headers and metrics call it: its `name`, else its prefix.
+    /// The name of the limit's policy, as the HTTP quota headers call it: its `name`, else `limit-` and the
+    /// first 8 hex digits of the SHA-1 of its prefix (`limit-d357682f` for `rate_limit:emp:`), which is stable
+    /// and distinct for distinct prefixes without showing the prefix.
     pub fn policy(&self) -> &str {
         &self.0.policy
     }
 
-    /// Every limit of the call, in the order written, with its state: the one that refused it (this
-    /// rejection's own) and those that did not (which charged nothing either). One for a call with one limit.
+    /// Every limit of the call, in the order written, with its policy name and state: the one that refused it
+    /// (this rejection's own) and those that did not (which charged nothing either). One for a call with one
+    /// limit.
     pub fn limits(&self) -> impl Iterator<Item = (&str, &Decision)> {
         let own = self
             .0

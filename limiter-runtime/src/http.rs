@@ -4,7 +4,7 @@
 //! - A reached limit is `429 Too Many Requests` with `Retry-After` (seconds) and the IETF fields of
 //!   draft-ietf-httpapi-ratelimit-headers-09: `RateLimit-Policy: "<name>";q=<limit>;w=<window s>` and
 //!   `RateLimit: "<name>";r=<remaining>;t=<reset s>`, the policy named by the limit's `name` (by default,
-//!   its prefix). A call over this node's share while Redis is down (`on_error = local`) is a reached
+//!   `limit-` and a digest of its prefix, which does not show it). A call over this node's share while Redis is down (`on_error = local`) is a reached
 //!   limit too.
 //! - An unavailable limiter (`on_error = closed` while Redis is down) is `503 Service Unavailable` with
 //!   `Retry-After`: not the client's fault.

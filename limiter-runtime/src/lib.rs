@@ -65,6 +65,7 @@ mod limit;
 mod limiter;
 mod observe;
 mod overrides;
+mod quota;
 mod reservation;
 mod rule;
 mod sharded;

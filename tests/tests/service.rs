@@ -65,10 +65,10 @@ async fn the_sixth_lookup_is_a_429_with_parseable_rate_limit_headers() {
         "Retry-After: {retry_after}"
     );
     let policy = limited.header("ratelimit-policy").unwrap();
-    assert!(policy.starts_with("\"rate_limit:emp:\";"), "{policy}");
+    assert!(policy.starts_with("\"employee\";"), "{policy}");
     assert_eq!((parameter(policy, "q"), parameter(policy, "w")), (5, 10));
     let state = limited.header("ratelimit").unwrap();
-    assert!(state.starts_with("\"rate_limit:emp:\";"), "{state}");
+    assert!(state.starts_with("\"employee\";"), "{state}");
     assert_eq!(parameter(state, "r"), 0);
     assert!((1..=10).contains(&parameter(state, "t")), "{state}");
 
