@@ -23,8 +23,9 @@ use crate::algorithm::Outcome;
 use crate::backend::redis::{call_key, Question, Refund};
 use crate::backend::{admitted, Answer, Ask, Backend, Charged, Preset, RedisBackend};
 use crate::budget::{now, Now};
+use crate::error::LimitState;
 use crate::key::KeyRef;
-use crate::quota::PolicyName;
+use crate::quota::{applies, counted, PolicyName};
 use crate::{Decision, Limiter, OnError, RateLimited, Reason, Rule};
 
 /// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
@@ -49,10 +50,13 @@ pub(crate) struct Decided<const N: usize> {
     pub(crate) admitted: bool,
 }
 
-/// What only Redis can decide of a call: the question, and the backend to ask.
+/// What only Redis can decide of a call: the question, the backend to ask, and which limits the call skips
+/// (for the verdict).
 pub(crate) struct Pending<const N: usize> {
     redis: Arc<RedisBackend>,
     question: Box<Question<N>>,
+    /// Which limits the call skips (`skip_if`).
+    skipped: [bool; N],
 }
 
 impl<'r, 'k> Request<'r, 'k> {
@@ -125,6 +129,7 @@ impl Limiter {
                         return Err(Pending {
                             redis: Arc::clone(redis),
                             question,
+                            skipped: batch.each_ref().map(|request| request.skip),
                         })
                     }
                 },
@@ -208,7 +213,8 @@ impl Limiter {
         match self.decide(batch) {
             Ok(decided) => {
                 let keys = batch.each_ref().map(|request| request.key);
-                match self.verdict(&rules, &keys, &decided) {
+                let skipped = batch.each_ref().map(|request| request.skip);
+                match self.verdict(&rules, &keys, &skipped, &decided) {
                     Ok(wait) if !wait.is_zero() => {
                         Either::Right(Box::pin(after(wait, Ok(done(decided)))))
                     }
@@ -229,7 +235,8 @@ impl Limiter {
         rules: [&Rule; N],
     ) -> Result<Decided<N>, RateLimited> {
         let decided = self.ask(&pending).await;
-        let wait = self.verdict(&rules, &pending.question.keys(), &decided)?;
+        let keys = pending.question.keys();
+        let wait = self.verdict(&rules, &keys, &pending.skipped, &decided)?;
         Ok(after(wait, decided).await)
     }
 
@@ -240,6 +247,7 @@ impl Limiter {
         &self,
         rules: &[&Rule; N],
         keys: &[KeyRef<'_>; N],
+        skipped: &[bool; N],
         decided: &Decided<N>,
     ) -> Result<Duration, RateLimited> {
         let mut wait = Duration::ZERO;
@@ -271,13 +279,20 @@ impl Limiter {
         if !decision.degraded {
             tracing::debug!(%key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
         }
-        // Each limit's state, when there are several (one is the rejection's own).
+        // Each limit's state, when there are several (one is the rejection's own); a shadow or skipped limit,
+        // or a decision made without a count, is not advertised in quota headers.
         let limits = match N {
             1 => Vec::new(),
-            _ => rules
-                .iter()
-                .zip(&decided.answers)
-                .map(|(rule, answer)| (PolicyName::of(rule), answer.decision))
+            _ => (0..N)
+                .map(|i| {
+                    let (rule, decision) = (rules[i], decided.answers[i].decision);
+                    LimitState {
+                        policy: PolicyName::of(rule),
+                        decision,
+                        advertised: applies(rule, skipped[i])
+                            && counted(rule.on_error_value(), &decision),
+                    }
+                })
                 .collect(),
         };
         // Only a limit that fails closed answers "unavailable": a local decision over this node's share is a
@@ -292,6 +307,7 @@ impl Limiter {
             PolicyName::of(rule),
             key.to_store_key(),
             decision,
+            counted(rule.on_error_value(), &decision),
             limits,
             reason,
         ))

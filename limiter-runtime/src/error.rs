@@ -41,12 +41,24 @@ struct Rejection {
     message: Cow<'static, str>,
     /// The limit's policy name.
     policy: PolicyName,
-    /// When the call had several limits: each one's policy and decision, in the order written.
-    limits: Vec<(PolicyName, Decision)>,
+    /// When the call had several limits: each one's state, in the order written.
+    limits: Vec<LimitState>,
+    /// Whether the quota headers advertise the limit's decision (see `LimitState::advertised`).
+    advertised: bool,
     /// The limit's prefix, then the key.
     key: StoreKey,
     decision: Decision,
     reason: Reason,
+}
+
+/// One limit of a rejected call of several.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LimitState {
+    pub(crate) policy: PolicyName,
+    pub(crate) decision: Decision,
+    /// Whether the quota headers advertise it: it applies to the call (not a shadow limit, not one the call
+    /// skipped) and its decision was counted ([`quota::counted`](crate::quota::counted)).
+    pub(crate) advertised: bool,
 }
 
 /// Why a call was rejected.
@@ -73,7 +85,8 @@ impl RateLimited {
         policy: PolicyName,
         key: StoreKey,
         decision: Decision,
-        limits: Vec<(PolicyName, Decision)>,
+        advertised: bool,
+        limits: Vec<LimitState>,
         reason: Reason,
     ) -> Self {
         let message = match reason {
@@ -84,6 +97,7 @@ impl RateLimited {
             message,
             policy,
             limits,
+            advertised,
             key,
             decision,
             reason,
@@ -116,16 +130,32 @@ impl RateLimited {
     /// (this rejection's own) and those that did not (which charged nothing either). One for a call with one
     /// limit.
     pub fn limits(&self) -> impl Iterator<Item = (&str, &Decision)> {
-        let own = self
-            .0
-            .limits
-            .is_empty()
-            .then_some((&*self.0.policy, &self.0.decision));
+        self.states()
+            .map(|(policy, decision, _)| (policy, decision))
+    }
+
+    /// The limits a response advertises in its quota headers: those that apply to the call (not a shadow
+    /// limit, not one it skipped) whose decisions were counted (not made by `on_error = open | closed`
+    /// while Redis failed: the count is unknown).
+    #[cfg_attr(not(feature = "axum"), allow(dead_code))]
+    pub(crate) fn advertised(&self) -> impl Iterator<Item = (&str, &Decision)> {
+        self.states()
+            .filter(|(_, _, advertised)| *advertised)
+            .map(|(policy, decision, _)| (policy, decision))
+    }
+
+    /// Each limit's policy, state, and whether it is advertised.
+    fn states(&self) -> impl Iterator<Item = (&str, &Decision, bool)> {
+        let own = self.0.limits.is_empty().then_some((
+            &*self.0.policy,
+            &self.0.decision,
+            self.0.advertised,
+        ));
         own.into_iter().chain(
             self.0
                 .limits
                 .iter()
-                .map(|(policy, decision)| (&**policy, decision)),
+                .map(|limit| (&*limit.policy, &limit.decision, limit.advertised)),
         )
     }
 
