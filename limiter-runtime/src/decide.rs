@@ -10,6 +10,9 @@
 //! 4. For an enforced call, the verdict: a rejection names the first limit that refused (a shadow limit only
 //!    reports), and an admitted call first waits for its slot.
 //!
+//! Each decision is reported where it is made: to the metrics, and to the quotas a response advertises when a
+//! request's scope records them ([`quota`](crate::quota)).
+//!
 //! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
 //! slot to wait for is left to await.
 
@@ -25,7 +28,7 @@ use crate::backend::{admitted, Answer, Ask, Backend, Charged, Preset, RedisBacke
 use crate::budget::{now, Now};
 use crate::error::LimitState;
 use crate::key::KeyRef;
-use crate::quota::{applies, counted, PolicyName};
+use crate::quota::{applies, counted, PolicyName, Recorder};
 use crate::{Decision, Limiter, OnError, RateLimited, Reason, Rule};
 
 /// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
@@ -50,13 +53,14 @@ pub(crate) struct Decided<const N: usize> {
     pub(crate) admitted: bool,
 }
 
-/// What only Redis can decide of a call: the question, the backend to ask, and which limits the call skips
-/// (for the verdict).
+/// What only Redis can decide of a call: the question, the backend to ask, and what the call's limits are
+/// as the verdict and the quotas see them.
 pub(crate) struct Pending<const N: usize> {
     redis: Arc<RedisBackend>,
     question: Box<Question<N>>,
     /// Which limits the call skips (`skip_if`).
     skipped: [bool; N],
+    recorder: Recorder<N>,
 }
 
 impl<'r, 'k> Request<'r, 'k> {
@@ -90,15 +94,16 @@ impl Limiter {
             let ask = self.ask_of(request);
             let (outcome, at) = memory.decide_one(&ask);
             let admitted = outcome.allowed || !ask.vetoes;
-            let answer = Answer::of(&ask, outcome, at, admitted);
-            inner.metrics.decision(request.key.prefix, &answer.decision);
-            return Ok(Decided {
-                answers: [answer; N],
-                admitted,
-            });
+            let answers = [Answer::of(&ask, outcome, at, admitted); N];
+            inner
+                .metrics
+                .decision(request.key.prefix, &answers[0].decision);
+            Recorder::of(batch).record(&answers);
+            return Ok(Decided { answers, admitted });
         }
         let asks = batch.each_ref().map(|request| self.ask_of(request));
-        let answers = if !inner.overrides.is_enabled() {
+        let enabled = inner.overrides.is_enabled();
+        let answers = if !enabled {
             let now = inner.clock.now_micros();
             asks.map(|ask| {
                 Answer::uncharged(Decision::new(
@@ -130,6 +135,7 @@ impl Limiter {
                             redis: Arc::clone(redis),
                             question,
                             skipped: batch.each_ref().map(|request| request.skip),
+                            recorder: Recorder::of(batch),
                         })
                     }
                 },
@@ -137,6 +143,10 @@ impl Limiter {
         };
         for (request, answer) in batch.iter().zip(&answers) {
             inner.metrics.decision(request.key.prefix, &answer.decision);
+        }
+        if enabled {
+            // Switched off, no limit applies: none is advertised.
+            Recorder::of(batch).record(&answers);
         }
         let admitted = admitted(&asks, |i| answers[i].decision.allowed);
         Ok(Decided { answers, admitted })
@@ -185,6 +195,7 @@ impl Limiter {
         for (key, answer) in keys.iter().zip(&answers) {
             inner.metrics.decision(key.prefix, &answer.decision);
         }
+        pending.recorder.record(&answers);
         Decided { answers, admitted }
     }
 

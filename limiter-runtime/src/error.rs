@@ -137,11 +137,19 @@ impl RateLimited {
     /// The limits a response advertises in its quota headers: those that apply to the call (not a shadow
     /// limit, not one it skipped) whose decisions were counted (not made by `on_error = open | closed`
     /// while Redis failed: the count is unknown).
-    #[cfg_attr(not(feature = "axum"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "axum", feature = "tower")), allow(dead_code))]
     pub(crate) fn advertised(&self) -> impl Iterator<Item = (&str, &Decision)> {
         self.states()
             .filter(|(_, _, advertised)| *advertised)
             .map(|(policy, decision, _)| (policy, decision))
+    }
+
+    /// The advertised policies that refused the call.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn refusing(&self) -> impl Iterator<Item = &str> {
+        self.advertised()
+            .filter(|(_, decision)| !decision.allowed)
+            .map(|(policy, _)| policy)
     }
 
     /// Each limit's policy, state, and whether it is advertised.

@@ -1,4 +1,5 @@
-//! The HTTP quota fields, written in one place, and `RateLimited` as an HTTP response (feature `axum`).
+//! The HTTP quota fields, written in one place, and `RateLimited` as an HTTP response (features `axum`,
+//! `tower`).
 //!
 //! The fields follow draft-ietf-httpapi-ratelimit-headers-11, one list member per policy that applies to the
 //! call, each named by the limit's policy name (its `name`, else a digest of its prefix: see
@@ -21,10 +22,12 @@
 //! fault. Shadow limits, skipped limits and decisions made without a count (`on_error = open | closed`
 //! while Redis fails) are not advertised.
 //!
-//! A handler returns `Result<T, RateLimited>` and a rejection answers for itself, its body the limit's message
-//! as plain text.
+//! With the `axum` feature a handler returns `Result<T, RateLimited>` and a rejection answers for itself,
+//! its body the limit's message as plain text; the tower layer ([`crate::tower`]) writes the same fields on
+//! every response, 2xx included, for every limit decided while serving it.
 //!
 //! ```
+//! # #[cfg(feature = "axum")] {
 //! use axum::{routing::get, Json, Router};
 //! use limiter_runtime::{rate_limit, RateLimited};
 //!
@@ -34,13 +37,13 @@
 //! }
 //!
 //! let app: Router = Router::new().route("/employees/{id}", get(employee));
+//! # }
 //! ```
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use axum_core::response::{IntoResponse, Response};
-use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use http::StatusCode;
 
 use crate::clock::ceil_secs;
@@ -80,11 +83,12 @@ impl RateLimited {
     }
 }
 
-impl IntoResponse for RateLimited {
-    fn into_response(self) -> Response {
+#[cfg(feature = "axum")]
+impl axum::response::IntoResponse for RateLimited {
+    fn into_response(self) -> axum::response::Response {
         let mut headers = self.headers();
         headers.insert(
-            CONTENT_TYPE,
+            http::header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
         (self.status(), headers, self.message().to_owned()).into_response()

@@ -56,9 +56,9 @@ mod current;
 mod decide;
 mod decision;
 mod error;
-#[cfg(feature = "tonic")]
+#[cfg(any(feature = "tonic", feature = "tower"))]
 mod grpc;
-#[cfg(feature = "axum")]
+#[cfg(any(feature = "axum", feature = "tower"))]
 pub mod http;
 mod key;
 mod limit;
@@ -69,6 +69,8 @@ mod quota;
 mod reservation;
 mod rule;
 mod sharded;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 #[doc(hidden)]
 #[path = "private.rs"]
