@@ -8,8 +8,11 @@
 //! | `POST /limit/update?prefix=..&key=..&threshold=..&window=..` | an operator's override (`key`, `window` optional; no `threshold` and no `window` clears it) |
 //! | `POST /limit/enabled?enabled=false` | switches limiting off on every instance (and `true` on again); `&scope=here` on this one alone |
 //!
-//! A rejection is the `RateLimited` error itself: 429 with `Retry-After` and the IETF `RateLimit` headers (503
-//! when Redis is down and a limit fails closed).
+//! In front of the public routes, a tower layer limits each client (its IP address) to 60 requests a minute,
+//! on top of each route's own limit, and every response says where both stand: the IETF `RateLimit-Policy`
+//! and `RateLimit` fields, one member per policy (`per-client`, and the route's: `api`, `employee`,
+//! `whoami`). A rejection is the `RateLimited` error itself: 429 with `Retry-After` and those fields (503 when
+//! Redis is down and a limit fails closed).
 //!
 //! The `/limit/*` routes are the operators': they require `Authorization: Bearer <token>`, the token set in
 //! `ADMIN_TOKEN`, and refuse every request when none is set.
@@ -26,7 +29,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use limiter_runtime::{rate_limit, Limiter, Override, RateLimited};
+use limiter_runtime::tower::{Key, RateLimitLayer};
+use limiter_runtime::{rate_limit, Limiter, Override, RateLimited, Rule};
 use serde_json::{json, Value};
 
 /// The token the operators' routes require, if one is set.
@@ -67,10 +71,19 @@ pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
         .route("/limit/update", post(update_limit))
         .route("/limit/enabled", post(set_enabled))
         .route_layer(middleware::from_fn_with_state(admin, require_admin));
-    Router::new()
+    // Clients connect directly: the peer's address is the client's. Behind a proxy that appends to
+    // X-Forwarded-For, `Key::x_forwarded_for(1)` would be.
+    let per_client = Rule::new()
+        .prefix("rate_limit:client:")
+        .name("per-client")
+        .max(60)
+        .window(Duration::from_secs(60));
+    let public = Router::new()
         .route("/api/test", get(api_test))
         .route("/employees/{id}", get(employee))
         .route("/whoami", get(whoami))
+        .layer(RateLimitLayer::new(&limiter, [per_client], Key::peer_ip()));
+    public
         .merge(operators)
         // Every request decides with this instance's limiter.
         .layer(middleware::from_fn(move |request: Request, next: Next| {
@@ -106,17 +119,17 @@ async fn require_admin(State(admin): State<AdminToken>, request: Request, next: 
     next.run(request).await
 }
 
-#[rate_limit(prefix = "rate_limit:api:", max = 10, window = 1)]
+#[rate_limit(prefix = "rate_limit:api:", name = "api", max = 10, window = 1)]
 async fn api_test() -> Result<&'static str, RateLimited> {
     Ok("success")
 }
 
-#[rate_limit(prefix = "rate_limit:emp:", key = id, window = 10, max = 5, message = "slow down, have a cup of tea")]
+#[rate_limit(prefix = "rate_limit:emp:", name = "employee", key = id, window = 10, max = 5, message = "slow down, have a cup of tea")]
 async fn employee(Path(id): Path<String>) -> Result<Json<Value>, RateLimited> {
     Ok(Json(json!({ "id": id, "name": "Ada Lovelace" })))
 }
 
-#[rate_limit(prefix = "rate_limit:ip:", key = client.ip(), max = 100, window = "1m")]
+#[rate_limit(prefix = "rate_limit:ip:", name = "whoami", key = client.ip(), max = 100, window = "1m")]
 async fn whoami(ConnectInfo(client): ConnectInfo<SocketAddr>) -> Result<String, RateLimited> {
     Ok(client.ip().to_string())
 }

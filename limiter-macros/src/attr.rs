@@ -49,7 +49,7 @@ pub(crate) struct Args {
     pub(crate) window: Option<Millis>,
     pub(crate) max: Option<u64>,
     pub(crate) message: Option<LitStr>,
-    /// The policy's name, for HTTP headers and metrics.
+    /// The policy's name, for the HTTP quota fields.
     pub(crate) name: Option<LitStr>,
     /// The algorithm's name as written (one of [`ALGORITHMS`]).
     pub(crate) algorithm: Option<Ident>,

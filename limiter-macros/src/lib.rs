@@ -50,7 +50,8 @@ mod valid;
 ///   Default 60 s.
 /// - `max = 100` — admissions per window, at least 1. Default 100.
 /// - `message = "..."` — the [`RateLimited`] error's message.
-/// - `name = "..."` — the policy's name, as HTTP headers and metrics call this limit. Default: the prefix.
+/// - `name = "..."` — the policy's name, as the HTTP quota fields and `RateLimited::policy` call this
+///   limit. Default: `limit-` and the first 8 hex digits of the SHA-1 of the prefix, which does not show it.
 /// - `algorithm = sliding_log | fixed_window | sliding_window | token_bucket | leaky_bucket` — how calls are
 ///   counted (see [`Algorithm`]). Default `sliding_log`: exact, at most `max` in any `window`.
 /// - `burst = 20` — with `algorithm = token_bucket`: the bucket's capacity. Default `max`.

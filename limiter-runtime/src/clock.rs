@@ -161,14 +161,14 @@ pub(crate) fn as_micros(d: Duration) -> u64 {
 }
 
 /// Whole milliseconds of `d`, rounded up: a client told to wait that long is never early.
-#[cfg(feature = "tonic")]
+#[cfg(any(feature = "tonic", feature = "tower"))]
 pub(crate) fn ceil_millis(d: Duration) -> u64 {
     let whole = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     whole.saturating_add(u64::from(!d.subsec_nanos().is_multiple_of(1_000_000)))
 }
 
 /// Whole seconds of `d`, rounded up: a client told to wait that long is never early.
-#[cfg(any(feature = "axum", feature = "tonic"))]
+#[cfg(any(feature = "axum", feature = "tonic", feature = "tower"))]
 pub(crate) fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
@@ -178,7 +178,7 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg(feature = "tonic")]
+    #[cfg(any(feature = "tonic", feature = "tower"))]
     fn milliseconds_round_up() {
         assert_eq!(ceil_millis(Duration::from_micros(1)), 1);
         assert_eq!(ceil_millis(Duration::from_micros(1_500)), 2);
@@ -186,7 +186,7 @@ mod tests {
     }
 
     #[test]
-    #[cfg(any(feature = "axum", feature = "tonic"))]
+    #[cfg(any(feature = "axum", feature = "tonic", feature = "tower"))]
     fn seconds_round_up() {
         assert_eq!(ceil_secs(Duration::from_millis(1)), 1);
         assert_eq!(ceil_secs(Duration::from_millis(1_001)), 2);

@@ -10,6 +10,9 @@
 //! 4. For an enforced call, the verdict: a rejection names the first limit that refused (a shadow limit only
 //!    reports), and an admitted call first waits for its slot.
 //!
+//! Each decision is reported where it is made: to the metrics, and to the quotas a response advertises when a
+//! request's scope records them ([`quota`](crate::quota)).
+//!
 //! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
 //! slot to wait for is left to await.
 
@@ -23,7 +26,9 @@ use crate::algorithm::Outcome;
 use crate::backend::redis::{call_key, Question, Refund};
 use crate::backend::{admitted, Answer, Ask, Backend, Charged, Preset, RedisBackend};
 use crate::budget::{now, Now};
+use crate::error::LimitState;
 use crate::key::KeyRef;
+use crate::quota::{applies, counted, PolicyName, Recorder};
 use crate::{Decision, Limiter, OnError, RateLimited, Reason, Rule};
 
 /// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
@@ -48,10 +53,14 @@ pub(crate) struct Decided<const N: usize> {
     pub(crate) admitted: bool,
 }
 
-/// What only Redis can decide of a call: the question, and the backend to ask.
+/// What only Redis can decide of a call: the question, the backend to ask, and what the call's limits are
+/// as the verdict and the quotas see them.
 pub(crate) struct Pending<const N: usize> {
     redis: Arc<RedisBackend>,
     question: Box<Question<N>>,
+    /// Which limits the call skips (`skip_if`).
+    skipped: [bool; N],
+    recorder: Recorder<N>,
 }
 
 impl<'r, 'k> Request<'r, 'k> {
@@ -85,15 +94,16 @@ impl Limiter {
             let ask = self.ask_of(request);
             let (outcome, at) = memory.decide_one(&ask);
             let admitted = outcome.allowed || !ask.vetoes;
-            let answer = Answer::of(&ask, outcome, at, admitted);
-            inner.metrics.decision(request.key.prefix, &answer.decision);
-            return Ok(Decided {
-                answers: [answer; N],
-                admitted,
-            });
+            let answers = [Answer::of(&ask, outcome, at, admitted); N];
+            inner
+                .metrics
+                .decision(request.key.prefix, &answers[0].decision);
+            Recorder::of(batch).record(&answers);
+            return Ok(Decided { answers, admitted });
         }
         let asks = batch.each_ref().map(|request| self.ask_of(request));
-        let answers = if !inner.overrides.is_enabled() {
+        let enabled = inner.overrides.is_enabled();
+        let answers = if !enabled {
             let now = inner.clock.now_micros();
             asks.map(|ask| {
                 Answer::uncharged(Decision::new(
@@ -124,6 +134,8 @@ impl Limiter {
                         return Err(Pending {
                             redis: Arc::clone(redis),
                             question,
+                            skipped: batch.each_ref().map(|request| request.skip),
+                            recorder: Recorder::of(batch),
                         })
                     }
                 },
@@ -131,6 +143,10 @@ impl Limiter {
         };
         for (request, answer) in batch.iter().zip(&answers) {
             inner.metrics.decision(request.key.prefix, &answer.decision);
+        }
+        if enabled {
+            // Switched off, no limit applies: none is advertised.
+            Recorder::of(batch).record(&answers);
         }
         let admitted = admitted(&asks, |i| answers[i].decision.allowed);
         Ok(Decided { answers, admitted })
@@ -180,6 +196,7 @@ impl Limiter {
         for (key, answer) in keys.iter().zip(&answers) {
             inner.metrics.decision(key.prefix, &answer.decision);
         }
+        pending.recorder.record(&answers);
         Decided { answers, admitted }
     }
 
@@ -208,7 +225,8 @@ impl Limiter {
         match self.decide(batch) {
             Ok(decided) => {
                 let keys = batch.each_ref().map(|request| request.key);
-                match self.verdict(&rules, &keys, &decided) {
+                let skipped = batch.each_ref().map(|request| request.skip);
+                match self.verdict(&rules, &keys, &skipped, &decided) {
                     Ok(wait) if !wait.is_zero() => {
                         Either::Right(Box::pin(after(wait, Ok(done(decided)))))
                     }
@@ -229,7 +247,8 @@ impl Limiter {
         rules: [&Rule; N],
     ) -> Result<Decided<N>, RateLimited> {
         let decided = self.ask(&pending).await;
-        let wait = self.verdict(&rules, &pending.question.keys(), &decided)?;
+        let keys = pending.question.keys();
+        let wait = self.verdict(&rules, &keys, &pending.skipped, &decided)?;
         Ok(after(wait, decided).await)
     }
 
@@ -240,6 +259,7 @@ impl Limiter {
         &self,
         rules: &[&Rule; N],
         keys: &[KeyRef<'_>; N],
+        skipped: &[bool; N],
         decided: &Decided<N>,
     ) -> Result<Duration, RateLimited> {
         let mut wait = Duration::ZERO;
@@ -271,13 +291,20 @@ impl Limiter {
         if !decision.degraded {
             tracing::debug!(%key, limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
         }
-        // Each limit's state, when there are several (one is the rejection's own).
+        // Each limit's state, when there are several (one is the rejection's own); a shadow or skipped limit,
+        // or a decision made without a count, is not advertised in quota headers.
         let limits = match N {
             1 => Vec::new(),
-            _ => rules
-                .iter()
-                .zip(&decided.answers)
-                .map(|(rule, answer)| (rule.name_value().clone(), answer.decision))
+            _ => (0..N)
+                .map(|i| {
+                    let (rule, decision) = (rules[i], decided.answers[i].decision);
+                    LimitState {
+                        policy: PolicyName::of(rule),
+                        decision,
+                        advertised: applies(rule, skipped[i])
+                            && counted(rule.on_error_value(), &decision),
+                    }
+                })
                 .collect(),
         };
         // Only a limit that fails closed answers "unavailable": a local decision over this node's share is a
@@ -289,9 +316,10 @@ impl Limiter {
         };
         Err(RateLimited::new(
             rule.message_value().clone(),
-            rule.name_value().clone(),
+            PolicyName::of(rule),
             key.to_store_key(),
             decision,
+            counted(rule.on_error_value(), &decision),
             limits,
             reason,
         ))

@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::key::StoreKey;
+use crate::quota::PolicyName;
 use crate::Decision;
 
 /// A call was rejected by a rate limit.
@@ -39,13 +40,25 @@ pub struct RateLimited(Box<Rejection>);
 struct Rejection {
     message: Cow<'static, str>,
     /// The limit's policy name.
-    policy: Cow<'static, str>,
-    /// When the call had several limits: each one's policy and decision, in the order written.
-    limits: Vec<(Cow<'static, str>, Decision)>,
+    policy: PolicyName,
+    /// When the call had several limits: each one's state, in the order written.
+    limits: Vec<LimitState>,
+    /// Whether the quota headers advertise the limit's decision (see `LimitState::advertised`).
+    advertised: bool,
     /// The limit's prefix, then the key.
     key: StoreKey,
     decision: Decision,
     reason: Reason,
+}
+
+/// One limit of a rejected call of several.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LimitState {
+    pub(crate) policy: PolicyName,
+    pub(crate) decision: Decision,
+    /// Whether the quota headers advertise it: it applies to the call (not a shadow limit, not one the call
+    /// skipped) and its decision was counted ([`quota::counted`](crate::quota::counted)).
+    pub(crate) advertised: bool,
 }
 
 /// Why a call was rejected.
@@ -69,10 +82,11 @@ impl RateLimited {
     /// limit's.
     pub(crate) fn new(
         message: Cow<'static, str>,
-        policy: Cow<'static, str>,
+        policy: PolicyName,
         key: StoreKey,
         decision: Decision,
-        limits: Vec<(Cow<'static, str>, Decision)>,
+        advertised: bool,
+        limits: Vec<LimitState>,
         reason: Reason,
     ) -> Self {
         let message = match reason {
@@ -83,6 +97,7 @@ impl RateLimited {
             message,
             policy,
             limits,
+            advertised,
             key,
             decision,
             reason,
@@ -104,24 +119,51 @@ impl RateLimited {
         self.0.key.parts().prefix
     }
 
-    /// The name of the limit's policy, as HTTP headers and metrics call it: its `name`, else its prefix.
+    /// The name of the limit's policy, as the HTTP quota headers call it: its `name`, else `limit-` and the
+    /// first 8 hex digits of the SHA-1 of its prefix (`limit-d357682f` for `rate_limit:emp:`), which is stable
+    /// and distinct for distinct prefixes without showing the prefix.
     pub fn policy(&self) -> &str {
         &self.0.policy
     }
 
-    /// Every limit of the call, in the order written, with its state: the one that refused it (this
-    /// rejection's own) and those that did not (which charged nothing either). One for a call with one limit.
+    /// Every limit of the call, in the order written, with its policy name and state: the one that refused it
+    /// (this rejection's own) and those that did not (which charged nothing either). One for a call with one
+    /// limit.
     pub fn limits(&self) -> impl Iterator<Item = (&str, &Decision)> {
-        let own = self
-            .0
-            .limits
-            .is_empty()
-            .then_some((&*self.0.policy, &self.0.decision));
+        self.states()
+            .map(|(policy, decision, _)| (policy, decision))
+    }
+
+    /// The limits a response advertises in its quota headers: those that apply to the call (not a shadow
+    /// limit, not one it skipped) whose decisions were counted (not made by `on_error = open | closed`
+    /// while Redis failed: the count is unknown).
+    #[cfg_attr(not(any(feature = "axum", feature = "tower")), allow(dead_code))]
+    pub(crate) fn advertised(&self) -> impl Iterator<Item = (&str, &Decision)> {
+        self.states()
+            .filter(|(_, _, advertised)| *advertised)
+            .map(|(policy, decision, _)| (policy, decision))
+    }
+
+    /// The advertised policies that refused the call.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn refusing(&self) -> impl Iterator<Item = &str> {
+        self.advertised()
+            .filter(|(_, decision)| !decision.allowed)
+            .map(|(policy, _)| policy)
+    }
+
+    /// Each limit's policy, state, and whether it is advertised.
+    fn states(&self) -> impl Iterator<Item = (&str, &Decision, bool)> {
+        let own = self.0.limits.is_empty().then_some((
+            &*self.0.policy,
+            &self.0.decision,
+            self.0.advertised,
+        ));
         own.into_iter().chain(
             self.0
                 .limits
                 .iter()
-                .map(|(policy, decision)| (&**policy, decision)),
+                .map(|limit| (&*limit.policy, &limit.decision, limit.advertised)),
         )
     }
 

@@ -1,5 +1,5 @@
-//! `RateLimited` as a gRPC status (feature `tonic`): a service method returning `Result<_, tonic::Status>`
-//! answers a rejection with `?`.
+//! What a rejection says over gRPC, in one place: a tonic `Status` (feature `tonic`), and the same status as
+//! the tower layer answers a gRPC request it refuses (feature `tower`).
 //!
 //! - A reached limit is `RESOURCE_EXHAUSTED`; an unavailable limiter (`on_error = closed` while Redis is
 //!   down) is `UNAVAILABLE`: not the client's fault.
@@ -8,34 +8,95 @@
 //!   seconds, rounded up, as over HTTP).
 //!
 //! ```
+//! # #[cfg(feature = "tonic")] {
 //! use limiter_runtime::{Limiter, Rule};
 //!
 //! async fn say_hello(limiter: &Limiter, caller: &str) -> Result<String, tonic::Status> {
 //!     limiter.enforce(&Rule::new().prefix("hello:").max(5), caller).await?;
 //!     Ok(format!("hello, {caller}"))
 //! }
+//! # }
 //! ```
-
-use tonic::metadata::MetadataValue;
-use tonic::{Code, Status};
 
 use crate::clock::{ceil_millis, ceil_secs};
 use crate::{RateLimited, Reason};
 
-impl From<RateLimited> for Status {
-    fn from(rejection: RateLimited) -> Status {
-        let code = match rejection.reason() {
-            Reason::Unavailable => Code::Unavailable,
-            _ => Code::ResourceExhausted,
-        };
-        let mut status = Status::new(code, rejection.message());
-        let wait = rejection.retry_after();
-        let metadata = status.metadata_mut();
-        metadata.insert(
-            "grpc-retry-pushback-ms",
-            MetadataValue::from(ceil_millis(wait)),
-        );
-        metadata.insert("retry-after", MetadataValue::from(ceil_secs(wait).max(1)));
+/// gRPC's `RESOURCE_EXHAUSTED` and `UNAVAILABLE` codes.
+const RESOURCE_EXHAUSTED: i32 = 8;
+const UNAVAILABLE: i32 = 14;
+
+/// The status code of `rejection`.
+fn code(rejection: &RateLimited) -> i32 {
+    match rejection.reason() {
+        Reason::Unavailable => UNAVAILABLE,
+        _ => RESOURCE_EXHAUSTED,
+    }
+}
+
+/// The metadata saying when to come back.
+fn retry_metadata(rejection: &RateLimited) -> [(&'static str, u64); 2] {
+    let wait = rejection.retry_after();
+    [
+        ("grpc-retry-pushback-ms", ceil_millis(wait)),
+        ("retry-after", ceil_secs(wait).max(1)),
+    ]
+}
+
+#[cfg(feature = "tonic")]
+impl From<RateLimited> for tonic::Status {
+    fn from(rejection: RateLimited) -> tonic::Status {
+        let code = tonic::Code::from_i32(code(&rejection));
+        let mut status = tonic::Status::new(code, rejection.message());
+        for (name, value) in retry_metadata(&rejection) {
+            status
+                .metadata_mut()
+                .insert(name, tonic::metadata::MetadataValue::from(value));
+        }
         status
+    }
+}
+
+/// Writes `rejection` as the headers of a gRPC "trailers-only" response (HTTP 200, the status in the
+/// headers): what a gRPC client reads as the call's status and metadata.
+#[cfg(feature = "tower")]
+pub(crate) fn write_status(rejection: &RateLimited, headers: &mut http::HeaderMap) {
+    use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    headers.insert(
+        HeaderName::from_static("grpc-status"),
+        HeaderValue::from(code(rejection)),
+    );
+    if let Ok(message) = HeaderValue::try_from(percent_encoded(rejection.message())) {
+        headers.insert(HeaderName::from_static("grpc-message"), message);
+    }
+    for (name, value) in retry_metadata(rejection) {
+        headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
+    }
+}
+
+/// `message` as `grpc-message` carries it: bytes outside printable ASCII, and `%`, percent-encoded.
+#[cfg(feature = "tower")]
+fn percent_encoded(message: &str) -> String {
+    use std::fmt::Write as _;
+    let mut encoded = String::with_capacity(message.len());
+    for byte in message.bytes() {
+        match byte {
+            b' '..=b'~' if byte != b'%' => encoded.push(char::from(byte)),
+            // Writing into a String cannot fail.
+            _ => drop(write!(encoded, "%{byte:02X}")),
+        }
+    }
+    encoded
+}
+
+#[cfg(all(test, feature = "tower"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_percent_encoded_as_grpc_reads_them() {
+        assert_eq!(percent_encoded("slow down"), "slow down");
+        assert_eq!(percent_encoded("100% é"), "100%25 %C3%A9");
+        assert_eq!(percent_encoded("a\nb"), "a%0Ab");
     }
 }

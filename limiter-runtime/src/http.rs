@@ -1,38 +1,57 @@
-//! `RateLimited` as an HTTP response (feature `axum`): a handler returns `Result<T, RateLimited>` and a
-//! rejection answers for itself.
+//! The HTTP quota fields, written in one place, and `RateLimited` as an HTTP response (features `axum`,
+//! `tower`).
 //!
-//! - A reached limit is `429 Too Many Requests` with `Retry-After` (seconds) and the IETF fields of
-//!   draft-ietf-httpapi-ratelimit-headers-09: `RateLimit-Policy: "<name>";q=<limit>;w=<window s>` and
-//!   `RateLimit: "<name>";r=<remaining>;t=<reset s>`, the policy named by the limit's `name` (by default,
-//!   its prefix). A call over this node's share while Redis is down (`on_error = local`) is a reached
-//!   limit too.
-//! - An unavailable limiter (`on_error = closed` while Redis is down) is `503 Service Unavailable` with
-//!   `Retry-After`: not the client's fault.
+//! The fields follow draft-ietf-httpapi-ratelimit-headers-11, one list member per policy that applies to the
+//! call, each named by the limit's policy name (its `name`, else a digest of its prefix: see
+//! [`RateLimited::policy`]):
 //!
-//! The body is the limit's message, as plain text.
+//! ```text
+//! RateLimit-Policy: "per-client";q=100;w=60, "employee";q=5;w=10
+//! RateLimit: "per-client";r=99;t=60, "employee";r=4;t=10
+//! ```
+//!
+//! - `q` is the limit (admissions per window) and `w` its window in seconds, rounded up;
+//! - `r` is what remains of it, and `t` the seconds, rounded up, within which no more than `r` can be used:
+//!   for a limit that refused the call, until it would admit it (its `retry_after`); for one that admitted
+//!   it, until it is whole again (its `reset_after`).
+//!
+//! A reached limit answers `429 Too Many Requests` with `Retry-After`: the seconds until every limit that
+//! refused the call would admit it, so never earlier than the `t` of a policy that refused it. A call over this
+//! node's share while Redis is down (`on_error = local`) is a reached limit too. An unavailable limiter
+//! (`on_error = closed` while Redis is down) is `503 Service Unavailable` with `Retry-After`: not the client's
+//! fault. Shadow limits, skipped limits and decisions made without a count (`on_error = open | closed`
+//! while Redis fails) are not advertised.
+//!
+//! With the `axum` feature a handler returns `Result<T, RateLimited>` and a rejection answers for itself,
+//! its body the limit's message as plain text; the tower layer ([`crate::tower`]) writes the same fields on
+//! every response, 2xx included, for every limit decided while serving it.
 //!
 //! ```
+//! # #[cfg(feature = "axum")] {
 //! use axum::{routing::get, Json, Router};
 //! use limiter_runtime::{rate_limit, RateLimited};
 //!
-//! #[rate_limit(key = id, max = 5, window = 10)]
+//! #[rate_limit(key = id, max = 5, window = 10, name = "employee")]
 //! async fn employee(axum::extract::Path(id): axum::extract::Path<String>) -> Result<Json<String>, RateLimited> {
 //!     Ok(Json(id))
 //! }
 //!
 //! let app: Router = Router::new().route("/employees/{id}", get(employee));
+//! # }
 //! ```
 
-use axum_core::response::{IntoResponse, Response};
-use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use http::StatusCode;
 
 use crate::clock::ceil_secs;
-use crate::{RateLimited, Reason};
+use crate::{Decision, RateLimited, Reason};
 
-/// `RateLimit-Policy`: the quota policy of the limit that answered.
+/// `RateLimit-Policy`: the quota policies that applied to the request.
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
-/// `RateLimit`: what is left of that quota, and when it resets.
+/// `RateLimit`: what is left of each of those quotas, and for how long.
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 impl RateLimited {
@@ -44,73 +63,104 @@ impl RateLimited {
         }
     }
 
-    /// `Retry-After`, and for a reached limit `RateLimit-Policy` and `RateLimit`.
+    /// `Retry-After`, and `RateLimit-Policy` and `RateLimit` for every limit of the call that is advertised
+    /// (none when the limiter could not decide).
     pub fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(
-            RETRY_AFTER,
-            HeaderValue::from(ceil_secs(self.retry_after()).max(1)),
-        );
-        if self.reason() == Reason::Limited {
-            let name = policy_name(self.policy());
-            let policy = format!(
-                "{name};q={};w={}",
-                self.limit(),
-                ceil_secs(self.decision().window)
-            );
-            let state = format!(
-                "{name};r={};t={}",
-                self.remaining(),
-                ceil_secs(self.reset_after())
-            );
-            for (header, value) in [(RATELIMIT_POLICY, policy), (RATELIMIT, state)] {
-                if let Ok(value) = HeaderValue::try_from(value) {
-                    headers.insert(header, value);
-                }
-            }
-        }
+        headers.insert(RETRY_AFTER, HeaderValue::from(self.retry_after_secs()));
+        write_quota_fields(&mut headers, self.advertised());
         headers
+    }
+
+    /// Whole seconds until every limit that refused the call would admit it (at least 1): `Retry-After`.
+    pub(crate) fn retry_after_secs(&self) -> u64 {
+        let refused = self
+            .advertised()
+            .filter(|(_, decision)| !decision.allowed)
+            .map(|(_, decision)| decision.retry_after);
+        let wait = refused.fold(self.retry_after(), Duration::max);
+        ceil_secs(wait).max(1)
     }
 }
 
-impl IntoResponse for RateLimited {
-    fn into_response(self) -> Response {
+#[cfg(feature = "axum")]
+impl axum::response::IntoResponse for RateLimited {
+    fn into_response(self) -> axum::response::Response {
         let mut headers = self.headers();
         headers.insert(
-            CONTENT_TYPE,
+            http::header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
         (self.status(), headers, self.message().to_owned()).into_response()
     }
 }
 
-/// The limit's prefix as a structured-field string: printable ASCII, `"` and `\` escaped.
-fn policy_name(prefix: &str) -> String {
-    let prefix = if prefix.is_empty() { "default" } else { prefix };
-    let mut name = String::with_capacity(prefix.len() + 2);
-    name.push('"');
-    for c in prefix.chars() {
-        match c {
-            '"' | '\\' => {
-                name.push('\\');
-                name.push(c);
-            }
-            ' '..='~' => name.push(c),
-            _ => name.push('_'),
+/// Writes the quota fields of `quotas` (policy name, decision) into `headers`, replacing any there: one
+/// `RateLimit-Policy` and one `RateLimit` field, one list member per policy. Nothing when `quotas` is empty.
+pub(crate) fn write_quota_fields<'a>(
+    headers: &mut HeaderMap,
+    quotas: impl IntoIterator<Item = (&'a str, &'a Decision)>,
+) {
+    let (mut policies, mut states) = (String::new(), String::new());
+    for (name, decision) in quotas {
+        let separator = if policies.is_empty() { "" } else { ", " };
+        let window = ceil_secs(decision.window).max(1);
+        let until = if decision.allowed {
+            decision.reset_after
+        } else {
+            decision.retry_after
+        };
+        // Writing into a String cannot fail.
+        let _ = write!(policies, "{separator}");
+        write_name(&mut policies, name);
+        let _ = write!(policies, ";q={};w={window}", decision.limit);
+        let _ = write!(states, "{separator}");
+        write_name(&mut states, name);
+        let _ = write!(states, ";r={};t={}", decision.remaining, ceil_secs(until));
+    }
+    if policies.is_empty() {
+        return;
+    }
+    for (field, value) in [(RATELIMIT_POLICY, policies), (RATELIMIT, states)] {
+        // Only printable ASCII was written: always a valid field value.
+        if let Ok(value) = HeaderValue::try_from(value) {
+            headers.insert(field, value);
         }
     }
-    name.push('"');
-    name
+}
+
+/// A policy name as a structured-field string: printable ASCII, `"` and `\` escaped, anything else `_`, and
+/// `default` when empty.
+fn write_name(out: &mut String, name: &str) {
+    let name = if name.is_empty() { "default" } else { name };
+    out.push('"');
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            ' '..='~' => out.push(c),
+            _ => out.push('_'),
+        }
+    }
+    out.push('"');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn name(name: &str) -> String {
+        let mut out = String::new();
+        write_name(&mut out, name);
+        out
+    }
+
     #[test]
     fn names_are_structured_field_strings() {
-        assert_eq!(policy_name("rate_limit:emp:"), "\"rate_limit:emp:\"");
-        assert_eq!(policy_name("a\"b\\c é"), "\"a\\\"b\\\\c _\"");
-        assert_eq!(policy_name(""), "\"default\"");
+        assert_eq!(name("rate_limit:emp:"), "\"rate_limit:emp:\"");
+        assert_eq!(name("a\"b\\c é"), "\"a\\\"b\\\\c _\"");
+        assert_eq!(name(""), "\"default\"");
     }
 }

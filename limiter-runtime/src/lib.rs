@@ -56,18 +56,21 @@ mod current;
 mod decide;
 mod decision;
 mod error;
-#[cfg(feature = "tonic")]
+#[cfg(any(feature = "tonic", feature = "tower"))]
 mod grpc;
-#[cfg(feature = "axum")]
+#[cfg(any(feature = "axum", feature = "tower"))]
 pub mod http;
 mod key;
 mod limit;
 mod limiter;
 mod observe;
 mod overrides;
+mod quota;
 mod reservation;
 mod rule;
 mod sharded;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 #[doc(hidden)]
 #[path = "private.rs"]

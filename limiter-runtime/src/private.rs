@@ -145,7 +145,7 @@ impl<const N: usize> Site<N> {
         match limiter.decide(&batch) {
             Ok(decided) => {
                 let parts = batch.each_ref().map(|request| request.key);
-                let verdict = limiter.verdict(&rules.each_ref(), &parts, &decided);
+                let verdict = limiter.verdict(&rules.each_ref(), &parts, &skipped, &decided);
                 let kept = || {
                     T::kept(|| Held {
                         limiter: limiter.clone(),

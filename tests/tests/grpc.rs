@@ -1,8 +1,11 @@
 //! gRPC: behind a real tonic server, a rejection reaches a real tonic client as `RESOURCE_EXHAUSTED` (or
 //! `UNAVAILABLE` when the limiter cannot decide and fails closed), with the limit's message and the retry
-//! delay in the metadata. The service is written by hand (a text codec, one unary method), so no code
-//! generation is needed.
+//! delay in the metadata, whether the method refuses the call itself or the tower layer in front of the
+//! server does. The service is written by hand (a text codec, one unary method), so no code generation is
+//! needed.
 #![cfg(feature = "tonic")]
+
+mod fields;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -12,6 +15,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut};
+use limiter_runtime::tower::{Key, RateLimitLayer};
 use limiter_runtime::{Limiter, OnError, Rule};
 use tests::RedisServer;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -125,8 +129,42 @@ async fn serve(limiter: Limiter) -> SocketAddr {
     address
 }
 
+/// Serves the greeter with `limiter` on a free loopback port, behind a layer allowing each client (its peer
+/// address, from tonic's connection info) 2 calls an hour.
+async fn serve_behind_layer(limiter: Limiter) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let incoming = TcpIncoming::from(listener);
+    let per_client = Rule::new()
+        .prefix("grpc:client:")
+        .name("per-client")
+        .max(2)
+        .window(Duration::from_secs(3_600))
+        .message("two calls an hour");
+    let layer = RateLimitLayer::new(&limiter, [per_client], Key::peer_ip());
+    let greeter = Greeter { limiter };
+    tokio::spawn(async move {
+        Server::builder()
+            .layer(layer)
+            .serve_with_incoming(greeter, incoming)
+            .await
+            .unwrap()
+    });
+    address
+}
+
 /// One `Hello` from `caller`, through a real tonic client.
 async fn hello(address: SocketAddr, caller: &str) -> Result<String, Status> {
+    hello_with_metadata(address, caller)
+        .await
+        .map(Response::into_inner)
+}
+
+/// [`hello`], with the response's metadata.
+async fn hello_with_metadata(
+    address: SocketAddr,
+    caller: &str,
+) -> Result<Response<String>, Status> {
     let channel = Channel::from_shared(format!("http://{address}"))
         .unwrap()
         .connect()
@@ -138,7 +176,6 @@ async fn hello(address: SocketAddr, caller: &str) -> Result<String, Status> {
     client
         .unary(Request::new(caller.to_owned()), path, Text)
         .await
-        .map(Response::into_inner)
 }
 
 /// A metadata entry as a number.
@@ -188,4 +225,47 @@ async fn an_unavailable_limiter_is_unavailable_not_resource_exhausted() {
     let refused = hello(address, "ada").await.unwrap_err();
     assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
     assert!(number(&refused, "grpc-retry-pushback-ms") > 0);
+}
+
+/// Behind the layer, keyed by the peer address tonic records: the third call from this client is refused by
+/// the layer before the method runs, as a `Status` the client reads like the method's own, and the calls it
+/// admits carry the quota fields in their metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_the_layer_a_refusal_is_resource_exhausted_with_the_retry_delay() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let address = serve_behind_layer(limiter.clone()).await;
+    let admitted = hello_with_metadata(address, "ada").await.unwrap();
+    assert_eq!(admitted.get_ref(), "hello, ada");
+    // The layer's policy and the method's own (named by default: `limit-` and a digest of its prefix).
+    let state = admitted
+        .metadata()
+        .get("ratelimit")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let state = fields::list("ratelimit", &[state]);
+    assert_eq!(fields::policies(&state), ["per-client", "limit-ebcab67e"]);
+    assert_eq!(fields::member(&state, "per-client").get("r"), 1);
+    assert_eq!(fields::member(&state, "limit-ebcab67e").get("r"), 2);
+    assert_eq!(hello(address, "grace").await.unwrap(), "hello, grace");
+
+    let refused = hello(address, "hopper").await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(refused.message(), "two calls an hour");
+    let pushback = number(&refused, "grpc-retry-pushback-ms");
+    assert!(
+        (1..=3_600_000).contains(&pushback),
+        "a retry within the hour: {pushback} ms"
+    );
+    assert_eq!(number(&refused, "retry-after"), pushback.div_ceil(1_000));
+    // Counted under the peer's address, as tonic recorded it; the refused call charged nothing more.
+    let probe = Rule::new()
+        .prefix("grpc:client:")
+        .max(2)
+        .window(Duration::from_secs(3_600));
+    assert_eq!(
+        limiter.check_cost(&probe, "127.0.0.1", 0).await.remaining,
+        0
+    );
 }

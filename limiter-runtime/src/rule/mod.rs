@@ -82,7 +82,9 @@ impl Rule {
         self
     }
 
-    /// The policy's name: how HTTP headers and metrics call this limit (default: its prefix).
+    /// The policy's name: how the HTTP quota headers and [`RateLimited::policy`](crate::RateLimited::policy)
+    /// call this limit. By default, `limit-` and the first 8 hex digits of the SHA-1 of its prefix: stable, and
+    /// distinct for distinct prefixes, without showing the store's key namespace to clients.
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.name = Some(name.into());
         self

@@ -83,7 +83,7 @@ impl Rule {
             on_error: Some(self.on_error_value()),
             shadow: Some(self.shadow_value()),
             prefix: Some(self.prefix.unwrap_or(Cow::Borrowed(PREFIX))),
-            // Left out, they mean "the prefix", "as `max`" and "never wait", whatever resolves those.
+            // Left out, they mean "named after the prefix", "as `max`" and "never wait", whatever resolves those.
             name: self.name,
             burst: self.burst,
             wait: self.wait,
@@ -96,15 +96,6 @@ impl Rule {
     #[inline]
     pub(crate) fn prefix_value(&self) -> &str {
         self.prefix.as_deref().unwrap_or(PREFIX)
-    }
-
-    /// The policy's name: its own, else its prefix.
-    pub(crate) fn name_value(&self) -> &Cow<'static, str> {
-        const PREFIX_TEXT: Cow<'static, str> = Cow::Borrowed(PREFIX);
-        self.name
-            .as_ref()
-            .or(self.prefix.as_ref())
-            .unwrap_or(&PREFIX_TEXT)
     }
 
     pub(crate) fn window_value(&self) -> Duration {

@@ -1,0 +1,90 @@
+//! What a limit is called in quota headers and [`RateLimited::policy`](crate::RateLimited::policy): its
+//! `name`, else a name derived from its prefix that does not show it.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Deref;
+
+use crate::Rule;
+
+/// How many hex digits of the prefix's SHA-1 a default name keeps: 32 bits, so two limits on one response
+/// (which have distinct prefixes) share a name about once in four billion.
+const DIGITS: usize = 8;
+
+/// What a default name starts with.
+const LEAD: &[u8; 6] = b"limit-";
+
+/// A limit's policy name: the rule's `name`, or by default `limit-` and the first 8 hex digits of the SHA-1 of
+/// its prefix (`limit-d357682f` for `rate_limit:emp:`). The default is stable (the same prefix has the same name in every process
+/// and version), distinct for the distinct prefixes of one call's limits, and it does not show the prefix:
+/// the store's key namespace stays private. Kept inline, so that naming a rejection allocates nothing.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum PolicyName {
+    Named(Cow<'static, str>),
+    Derived([u8; LEAD.len() + DIGITS]),
+}
+
+impl PolicyName {
+    /// The policy name of `rule` (resolved: its prefix is the one its store keys start with).
+    pub(crate) fn of(rule: &Rule) -> PolicyName {
+        match &rule.name {
+            Some(name) => PolicyName::Named(name.clone()),
+            None => PolicyName::derived(rule.prefix_value()),
+        }
+    }
+
+    /// The default name of a limit under `prefix`.
+    fn derived(prefix: &str) -> PolicyName {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let digest = sha1_smol::Sha1::from(prefix).digest().bytes();
+        let mut name = [0; LEAD.len() + DIGITS];
+        name[..LEAD.len()].copy_from_slice(LEAD);
+        for (i, byte) in digest.iter().take(DIGITS / 2).enumerate() {
+            name[LEAD.len() + 2 * i] = HEX[usize::from(byte >> 4)];
+            name[LEAD.len() + 2 * i + 1] = HEX[usize::from(byte & 0xf)];
+        }
+        PolicyName::Derived(name)
+    }
+}
+
+impl Deref for PolicyName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            PolicyName::Named(name) => name,
+            // ASCII, written above: always UTF-8.
+            PolicyName::Derived(name) => std::str::from_utf8(name).unwrap_or_default(),
+        }
+    }
+}
+
+impl fmt::Debug for PolicyName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_set_is_the_name() {
+        let rule = Rule::new().prefix("rate_limit:emp:").name("employees");
+        assert_eq!(&*PolicyName::of(&rule), "employees");
+    }
+
+    /// The default is the digest of the prefix: fixed for a prefix (these values are the SHA-1 of the text,
+    /// as any implementation computes it), distinct for distinct prefixes, and without the prefix in it.
+    #[test]
+    fn the_default_name_is_stable_distinct_and_hides_the_prefix() {
+        let name = |prefix: &str| PolicyName::of(&Rule::new().prefix(prefix.to_owned()));
+        assert_eq!(&*name("rate_limit:emp:"), "limit-d357682f");
+        assert_eq!(&*name(""), "limit-da39a3ee");
+        // The built-in prefix, for a rule that sets none.
+        assert_eq!(PolicyName::of(&Rule::new()), name("rate_limit:"));
+        assert_ne!(name("burst:"), name("quota:"));
+        assert!(!name("rate_limit:emp:").contains("emp"));
+    }
+}

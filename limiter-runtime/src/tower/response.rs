@@ -1,0 +1,228 @@
+//! What the layer answers a request it refuses, in the request's own protocol, and the body type of every
+//! response from behind the layer.
+
+use std::fmt::Write as _;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::request::Parts;
+use http_body::{Frame, SizeHint};
+use pin_project_lite::pin_project;
+
+use crate::{grpc, RateLimited, Reason};
+
+pin_project! {
+    /// The body of a response from behind a [`RateLimitLayer`](super::RateLimitLayer): the inner service's
+    /// own, or the text of the layer's refusal.
+    pub struct ResponseBody<B> {
+        #[pin]
+        kind: Kind<B>,
+    }
+}
+
+pin_project! {
+    #[project = KindProjection]
+    enum Kind<B> {
+        Inner { #[pin] body: B },
+        Refusal { text: Option<Bytes> },
+    }
+}
+
+impl<B> ResponseBody<B> {
+    /// The inner service's body.
+    pub(super) fn new(body: B) -> Self {
+        ResponseBody {
+            kind: Kind::Inner { body },
+        }
+    }
+
+    /// A body of `text` (none when empty).
+    fn text(text: String) -> Self {
+        let text = (!text.is_empty()).then(|| Bytes::from(text));
+        ResponseBody {
+            kind: Kind::Refusal { text },
+        }
+    }
+}
+
+impl<B: http_body::Body<Data = Bytes>> http_body::Body for ResponseBody<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        match self.project().kind.project() {
+            KindProjection::Inner { body } => body.poll_frame(cx),
+            KindProjection::Refusal { text } => Poll::Ready(text.take().map(Frame::data).map(Ok)),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.kind {
+            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Refusal { text } => text.is_none(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.kind {
+            Kind::Inner { body } => body.size_hint(),
+            Kind::Refusal { text } => {
+                SizeHint::with_exact(text.as_ref().map_or(0, |text| text.len() as u64))
+            }
+        }
+    }
+}
+
+impl<B> std::fmt::Debug for ResponseBody<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.kind {
+            Kind::Inner { .. } => "ResponseBody::Inner",
+            Kind::Refusal { .. } => "ResponseBody::Refusal",
+        })
+    }
+}
+
+/// How a refusal is written for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// As a gRPC status (the request's `content-type` is `application/grpc...`).
+    Grpc,
+    /// As an RFC 9457 problem document (the request accepts `application/problem+json`).
+    Problem,
+    /// As `RateLimited` answers for itself: its message as plain text.
+    Text,
+}
+
+/// The problem type of a reached limit (draft-ietf-httpapi-ratelimit-headers-11, section 5.1).
+const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+
+impl Refusal {
+    /// How to refuse `request`.
+    pub(super) fn for_request(request: &Parts) -> Refusal {
+        let has = |value: &HeaderValue, wanted: &str| {
+            value
+                .as_bytes()
+                .windows(wanted.len())
+                .any(|w| w.eq_ignore_ascii_case(wanted.as_bytes()))
+        };
+        let grpc = request.headers.get(CONTENT_TYPE).is_some_and(|value| {
+            let value = value.as_bytes();
+            value.len() >= 16 && value[..16].eq_ignore_ascii_case(b"application/grpc")
+        });
+        if grpc {
+            Refusal::Grpc
+        } else if request
+            .headers
+            .get_all(ACCEPT)
+            .iter()
+            .any(|value| has(value, "application/problem+json"))
+        {
+            Refusal::Problem
+        } else {
+            Refusal::Text
+        }
+    }
+
+    /// The response refusing a request with `rejection`: the status, `Retry-After` and the quota fields over
+    /// HTTP (only a reached limit is a problem document; an unavailable limiter is plain text), the status and
+    /// its metadata over gRPC.
+    pub(super) fn response<B>(self, rejection: &RateLimited) -> http::Response<ResponseBody<B>> {
+        if self == Refusal::Grpc {
+            let mut response = http::Response::new(ResponseBody::text(String::new()));
+            grpc::write_status(rejection, response.headers_mut());
+            return response;
+        }
+        let problem = self == Refusal::Problem && rejection.reason() == Reason::Limited;
+        let (content_type, body) = if problem {
+            ("application/problem+json", problem_document(rejection))
+        } else {
+            ("text/plain; charset=utf-8", rejection.message().to_owned())
+        };
+        let mut response = http::Response::new(ResponseBody::text(body));
+        *response.status_mut() = rejection.status();
+        *response.headers_mut() = rejection.headers();
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+        response
+    }
+}
+
+/// A reached limit as a `quota-exceeded` problem: its message as the detail, and the policies that refused
+/// the call.
+fn problem_document(rejection: &RateLimited) -> String {
+    let mut json = String::from("{\"type\":");
+    json_string(&mut json, QUOTA_EXCEEDED);
+    json.push_str(",\"title\":\"Request cannot be satisfied as assigned quota has been exceeded\"");
+    json.push_str(",\"status\":429,\"detail\":");
+    json_string(&mut json, rejection.message());
+    json.push_str(",\"violated-policies\":[");
+    for (i, policy) in rejection.refusing().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        json_string(&mut json, policy);
+    }
+    json.push_str("]}");
+    json
+}
+
+/// `text` as a JSON string.
+fn json_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            // Writing into a String cannot fail.
+            c if u32::from(c) < 0x20 => drop(write!(out, "\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(headers: &[(&str, &str)]) -> Refusal {
+        let mut request = http::Request::builder();
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        Refusal::for_request(&request.body(()).unwrap().into_parts().0)
+    }
+
+    #[test]
+    fn a_refusal_speaks_the_requests_protocol() {
+        assert_eq!(refusal(&[]), Refusal::Text);
+        assert_eq!(
+            refusal(&[("content-type", "application/grpc")]),
+            Refusal::Grpc
+        );
+        assert_eq!(
+            refusal(&[("content-type", "Application/GRPC+proto")]),
+            Refusal::Grpc
+        );
+        assert_eq!(
+            refusal(&[("content-type", "application/json")]),
+            Refusal::Text
+        );
+        let accept = ("accept", "application/json, application/problem+json;q=0.9");
+        assert_eq!(refusal(&[accept]), Refusal::Problem);
+        assert_eq!(refusal(&[("accept", "text/html")]), Refusal::Text);
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        let mut out = String::new();
+        json_string(&mut out, "a \"b\" \\ c\n é");
+        assert_eq!(out, r#""a \"b\" \\ c\u000a é""#);
+    }
+}

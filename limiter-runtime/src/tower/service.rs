@@ -1,0 +1,113 @@
+//! [`RateLimitService`]: decides each request through the pipeline, then serves it (or answers the refusal),
+//! and writes the quota fields of every decision made meanwhile.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tower_service::Service;
+
+use super::layer::Config;
+use super::response::{Refusal, ResponseBody};
+use crate::http::write_quota_fields;
+use crate::quota;
+
+/// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around `S`.
+pub struct RateLimitService<S, const N: usize = 1> {
+    inner: S,
+    config: Arc<Config<N>>,
+}
+
+/// The future of a [`RateLimitService`]'s response.
+pub type ResponseFuture<B, E> =
+    Pin<Box<dyn Future<Output = Result<http::Response<ResponseBody<B>>, E>> + Send>>;
+
+impl<S, const N: usize> RateLimitService<S, N> {
+    pub(super) fn new(inner: S, config: Arc<Config<N>>) -> Self {
+        RateLimitService { inner, config }
+    }
+}
+
+impl<S, ReqBody, ResBody, const N: usize> Service<http::Request<ReqBody>> for RateLimitService<S, N>
+where
+    S: Service<http::Request<ReqBody>, Response = http::Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send,
+    ReqBody: Send + 'static,
+    ResBody: Send + 'static,
+{
+    type Response = http::Response<ResponseBody<ResBody>>;
+    type Error = S::Error;
+    type Future = ResponseFuture<ResBody, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        let (parts, body) = request.into_parts();
+        let key = self.config.key_of(&parts);
+        let refusal = Refusal::for_request(&parts);
+        let request = http::Request::from_parts(parts, body);
+        // The service polled ready serves this request; its clone, not known to be ready, stays for the next.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(serve(
+            Arc::clone(&self.config),
+            key,
+            refusal,
+            inner,
+            request,
+        ))
+    }
+}
+
+/// Decides `request` (keyed `key`; none is not limited), serves it or answers its refusal, and writes the
+/// quota fields of every decision made meanwhile (unless a layer outside this one records them: that one
+/// writes them).
+async fn serve<S, ReqBody, ResBody, const N: usize>(
+    config: Arc<Config<N>>,
+    key: Option<String>,
+    refusal: Refusal,
+    mut inner: S,
+    request: http::Request<ReqBody>,
+) -> Result<http::Response<ResponseBody<ResBody>>, S::Error>
+where
+    S: Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+{
+    let (response, quotas) = quota::scope(async {
+        if let Some(key) = &key {
+            if let Err(rejection) = config.decide(key).await {
+                return Ok(refusal.response(&rejection));
+            }
+        }
+        let response = inner.call(request).await?;
+        Ok(response.map(ResponseBody::new))
+    })
+    .await;
+    let mut response = response?;
+    if let Some(quotas) = quotas {
+        let quotas = quotas.iter().map(|quota| (&*quota.policy, &quota.decision));
+        write_quota_fields(response.headers_mut(), quotas);
+    }
+    Ok(response)
+}
+
+impl<S: Clone, const N: usize> Clone for RateLimitService<S, N> {
+    fn clone(&self) -> Self {
+        RateLimitService {
+            inner: self.inner.clone(),
+            config: Arc::clone(&self.config),
+        }
+    }
+}
+
+impl<S: fmt::Debug, const N: usize> fmt::Debug for RateLimitService<S, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitService")
+            .field("inner", &self.inner)
+            .field("layer", &self.config)
+            .finish()
+    }
+}
