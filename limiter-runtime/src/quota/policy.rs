@@ -4,7 +4,9 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
+use std::sync::OnceLock;
 
+use crate::rule::PREFIX;
 use crate::Rule;
 
 /// How many hex digits of the prefix's SHA-1 a default name keeps: 32 bits, so two limits on one response
@@ -17,34 +19,48 @@ const LEAD: &[u8; 6] = b"limit-";
 /// A limit's policy name: the rule's `name`, or by default `limit-` and the first 8 hex digits of the SHA-1 of
 /// its prefix (`limit-d357682f` for `rate_limit:emp:`). The default is stable (the same prefix has the same name in every process
 /// and version), distinct for the distinct prefixes of one call's limits, and it does not show the prefix:
-/// the store's key namespace stays private. Kept inline, so that naming a rejection allocates nothing.
-#[derive(Clone, PartialEq, Eq)]
+/// the store's key namespace stays private. The digest is computed when the name is first read (a rejection
+/// names its limit, but few are asked its name), and kept inline, so that naming a rejection allocates
+/// nothing.
+#[derive(Clone)]
 pub(crate) enum PolicyName {
     Named(Cow<'static, str>),
-    Derived([u8; LEAD.len() + DIGITS]),
+    /// Derived from this prefix, when first read.
+    Derived {
+        prefix: Cow<'static, str>,
+        name: OnceLock<[u8; LEAD.len() + DIGITS]>,
+    },
 }
 
 impl PolicyName {
     /// The policy name of `rule` (resolved: its prefix is the one its store keys start with).
     pub(crate) fn of(rule: &Rule) -> PolicyName {
-        match &rule.name {
-            Some(name) => PolicyName::Named(name.clone()),
-            None => PolicyName::derived(rule.prefix_value()),
+        match (&rule.name, &rule.prefix) {
+            (Some(name), _) => PolicyName::Named(name.clone()),
+            (None, Some(prefix)) => PolicyName::derived(prefix.clone()),
+            (None, None) => PolicyName::derived(Cow::Borrowed(PREFIX)),
         }
     }
 
-    /// The default name of a limit under `prefix`.
-    fn derived(prefix: &str) -> PolicyName {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let digest = sha1_smol::Sha1::from(prefix).digest().bytes();
-        let mut name = [0; LEAD.len() + DIGITS];
-        name[..LEAD.len()].copy_from_slice(LEAD);
-        for (i, byte) in digest.iter().take(DIGITS / 2).enumerate() {
-            name[LEAD.len() + 2 * i] = HEX[usize::from(byte >> 4)];
-            name[LEAD.len() + 2 * i + 1] = HEX[usize::from(byte & 0xf)];
+    fn derived(prefix: Cow<'static, str>) -> PolicyName {
+        PolicyName::Derived {
+            prefix,
+            name: OnceLock::new(),
         }
-        PolicyName::Derived(name)
     }
+}
+
+/// The default name of a limit under `prefix`.
+fn digest_name(prefix: &str) -> [u8; LEAD.len() + DIGITS] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = sha1_smol::Sha1::from(prefix).digest().bytes();
+    let mut name = [0; LEAD.len() + DIGITS];
+    name[..LEAD.len()].copy_from_slice(LEAD);
+    for (i, byte) in digest.iter().take(DIGITS / 2).enumerate() {
+        name[LEAD.len() + 2 * i] = HEX[usize::from(byte >> 4)];
+        name[LEAD.len() + 2 * i + 1] = HEX[usize::from(byte & 0xf)];
+    }
+    name
 }
 
 impl Deref for PolicyName {
@@ -53,11 +69,27 @@ impl Deref for PolicyName {
     fn deref(&self) -> &str {
         match self {
             PolicyName::Named(name) => name,
-            // ASCII, written above: always UTF-8.
-            PolicyName::Derived(name) => std::str::from_utf8(name).unwrap_or_default(),
+            PolicyName::Derived { prefix, name } => {
+                let name = name.get_or_init(|| digest_name(prefix));
+                // ASCII, written above: always UTF-8.
+                std::str::from_utf8(name).unwrap_or_default()
+            }
         }
     }
 }
+
+impl PartialEq for PolicyName {
+    fn eq(&self, other: &PolicyName) -> bool {
+        match (self, other) {
+            (PolicyName::Derived { prefix: a, .. }, PolicyName::Derived { prefix: b, .. }) => {
+                a == b
+            }
+            _ => **self == **other,
+        }
+    }
+}
+
+impl Eq for PolicyName {}
 
 impl fmt::Debug for PolicyName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

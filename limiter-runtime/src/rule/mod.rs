@@ -13,7 +13,7 @@ use crate::Algorithm;
 pub(crate) use self::env::{duration, env, parse_env};
 pub(crate) use self::on_error::share;
 pub use self::on_error::OnError;
-pub(crate) use self::resolve::Defaults;
+pub(crate) use self::resolve::{Defaults, PREFIX};
 
 /// What to limit: at most `max` calls per `window`, counted under `prefix` + key.
 ///

@@ -18,7 +18,7 @@ use crate::overrides::Limits;
 use crate::{Algorithm, OnError};
 
 /// The built-in prefix and message.
-const PREFIX: &str = "rate_limit:";
+pub(crate) const PREFIX: &str = "rate_limit:";
 const MESSAGE: Cow<'static, str> = Cow::Borrowed("too many requests, please try again later");
 
 /// The crate-wide defaults, and the defaults of modules.
