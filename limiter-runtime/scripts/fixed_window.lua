@@ -7,11 +7,11 @@
 --   KEYS[1]  the limit's key: a hash, w = the window's index, n = units admitted in it
 --   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>"
 --   ARGV[2]  max
---   then each call's cost, in turn
+--   then each call's cost, in turn; none for one call of cost 1 (the common call)
 --
--- Returns {now us, the count of the current window before the first call}.
+-- Returns now (us) when the current window held nothing before the first call; else {now us, its count}.
 --
--- By hand (one call on a window of 5 per 10 s): redis-cli --eval fixed_window.lua rate_limit:demo , 10000000 5 1
+-- By hand (one call on a window of 5 per 10 s): redis-cli --eval fixed_window.lua rate_limit:demo , 10000000 5
 
 local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
 if window then
@@ -29,9 +29,13 @@ local open = tonumber(state[1]) == index
 local first = 0
 if open then first = tonumber(state[2]) end
 local count = first
-for c = 3, #ARGV do
-  local cost = tonumber(ARGV[c])
-  if count + cost <= max then count = count + cost end
+if #ARGV == 2 then
+  if count < max then count = count + 1 end
+else
+  for c = 3, #ARGV do
+    local cost = tonumber(ARGV[c])
+    if count + cost <= max then count = count + cost end
+  end
 end
 if count > first then
   if open then
@@ -43,4 +47,5 @@ if count > first then
     redis.call('PEXPIRE', key, ttl)
   end
 end
+if first == 0 then return now end
 return {now, first}

@@ -9,12 +9,15 @@
 --   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>" (Redis expires keys on its own
 --            clock, not the test's)
 --   ARGV[2]  max
---   then, for each call in turn: its cost, and its nonce followed by ':' (16 hex digits naming its members)
+--   then the calls: one call of cost 1 is its member alone ("<nonce>:1", the common call, as short as a
+--   hand-written script's); else, for each call in turn, its cost and its nonce followed by ':' (16 hex digits
+--   naming its members)
 --
--- Returns {now us, the count in the window before the first call, then for each call refused: the score of
--- the member whose leaving would admit it ("" when its cost is above max) and the newest member's score}.
+-- Returns now (us) when the window held nothing before the first call and every call was admitted; else {now
+-- us, the count in the window before the first call, then for each call refused: the score of the member whose
+-- leaving would admit it ("" when its cost is above max) and the newest member's score}.
 --
--- By hand (one call on a log of 5 per 10 s): redis-cli --eval sliding_log.lua rate_limit:demo , 10000000 5 1 00:
+-- By hand (one call on a log of 5 per 10 s): redis-cli --eval sliding_log.lua rate_limit:demo , 10000000 5 00:1
 
 local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
 if window then
@@ -28,31 +31,41 @@ local key, max = KEYS[1], tonumber(ARGV[2])
 
 -- An admission at time s counts while s > now - window.
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-local count = redis.call('ZCARD', key)
-local reply, n, admitted = {now, count}, 2, false
-for c = 3, #ARGV, 2 do
-  local cost = tonumber(ARGV[c])
-  if count + cost <= max then
-    local nonce = ARGV[c + 1]
-    for unit = 1, cost do
-      redis.call('ZADD', key, now, nonce .. unit)
+local first = redis.call('ZCARD', key)
+local count, reply = first, nil
+if #ARGV == 3 and count < max then
+  redis.call('ZADD', key, now, ARGV[3])
+  count = count + 1
+else
+  for c = 3, #ARGV, 2 do
+    -- A call of cost 1 alone comes here only when it does not fit.
+    local cost = 1
+    if #ARGV > 3 then cost = tonumber(ARGV[c]) end
+    if count + cost <= max then
+      local nonce = ARGV[c + 1]
+      for unit = 1, cost do
+        redis.call('ZADD', key, now, nonce .. unit)
+      end
+      count = count + cost
+    else
+      -- Admitted once the (count + cost - max)-th oldest member has left the window.
+      local blocking = ''
+      if cost <= max then
+        local index = count + cost - max - 1
+        blocking = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
+      end
+      reply = reply or {now, first}
+      reply[#reply + 1] = blocking
+      reply[#reply + 1] = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] or ''
     end
-    count, admitted = count + cost, true
-  else
-    -- Admitted once the (count + cost - max)-th oldest member has left the window.
-    local blocking = ''
-    if cost <= max then
-      local index = count + cost - max - 1
-      blocking = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
-    end
-    reply[n + 1], reply[n + 2] = blocking, redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] or ''
-    n = n + 2
   end
 end
-if admitted then
+if count > first then
   -- Every member leaves the window at most `window` from now: so does the key.
   local ttl = math.ceil(window / 1000)
   if ttl < min_ttl then ttl = min_ttl end
   redis.call('PEXPIRE', key, ttl)
 end
-return reply
+if reply then return reply end
+if first == 0 then return now end
+return {now, first}

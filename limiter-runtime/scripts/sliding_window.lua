@@ -7,11 +7,12 @@
 --   KEYS[1]  the limit's key: a string "<w>:<c>:<p>", the window's index, its count, the previous window's
 --   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>"
 --   ARGV[2]  max
---   then each call's cost, in turn
+--   then each call's cost, in turn; none for one call of cost 1 (the common call)
 --
--- Returns {now us, the current window's count before the first call, the previous window's count}.
+-- Returns now (us) when neither window held anything before the first call; else {now us, the current
+-- window's count, the previous window's count}.
 --
--- By hand (one call on a window of 5 per 10 s): redis-cli --eval sliding_window.lua rate_limit:demo , 10000000 5 1
+-- By hand (one call on a window of 5 per 10 s): redis-cli --eval sliding_window.lua rate_limit:demo , 10000000 5
 
 local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
 if window then
@@ -38,9 +39,13 @@ end
 local elapsed = now - index * window
 local room = max * window - previous * (window - elapsed)
 local current = first
-for i = 3, #ARGV do
-  local cost = tonumber(ARGV[i])
-  if (current + cost) * window <= room then current = current + cost end
+if #ARGV == 2 then
+  if (current + 1) * window <= room then current = current + 1 end
+else
+  for i = 3, #ARGV do
+    local cost = tonumber(ARGV[i])
+    if (current + cost) * window <= room then current = current + cost end
+  end
 end
 if current > first then
   -- The current window's count weighs until the next window ends.
@@ -48,4 +53,5 @@ if current > first then
   if ttl < min_ttl then ttl = min_ttl end
   redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX', ttl)
 end
+if first == 0 and previous == 0 then return now end
 return {now, first, previous}

@@ -10,12 +10,12 @@
 --   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>"
 --   ARGV[2]  max
 --   ARGV[3]  burst
---   then each call's cost, in turn
+--   then each call's cost, in turn; none for one call of cost 1 (the common call)
 --
--- Returns {now us, how far the queue reached past now before the first call (us x max), and, when it did,
--- its "<s>:<g>"}.
+-- Returns now (us) when the queue was empty before the first call; else {now us, how far the queue reached
+-- past now (us x max), its "<s>:<g>"}.
 --
--- By hand (one call on a bucket of 5 per 10 s): redis-cli --eval token_bucket.lua rate_limit:demo , 10000000 5 5 1
+-- By hand (one call on a bucket of 5 per 10 s): redis-cli --eval token_bucket.lua rate_limit:demo , 10000000 5 5
 
 local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
 if window then
@@ -35,17 +35,26 @@ local first = 0
 if run and t >= now then first = (t - now) * max + f end
 -- One token weighs `window`.
 local capacity, queued = burst * window, first
-for c = 4, #ARGV do
-  local need = tonumber(ARGV[c]) * window
-  if need <= capacity and queued + need <= capacity then queued = queued + need end
+if #ARGV == 3 then
+  if queued + window <= capacity then queued = queued + window end
+else
+  for c = 4, #ARGV do
+    local need = tonumber(ARGV[c]) * window
+    if need <= capacity and queued + need <= capacity then queued = queued + need end
+  end
 end
 if queued > first then
-  -- A queue that was empty starts a new run of charges, with nothing given back yet.
-  if first == 0 then run = string.format('%d:0', now) end
   local ahead = math.floor(queued / max)
   local ttl = math.ceil(math.ceil(queued / max) / 1000)
   if ttl < min_ttl then ttl = min_ttl end
-  redis.call('SET', key, string.format('%d:%d:', now + ahead, queued - ahead * max) .. run, 'PX', ttl)
+  local queue
+  if first == 0 then
+    -- A queue that was empty starts a new run of charges, with nothing given back yet.
+    queue = string.format('%d:%d:%d:0', now + ahead, queued - ahead * max, now)
+  else
+    queue = string.format('%d:%d:', now + ahead, queued - ahead * max) .. run
+  end
+  redis.call('SET', key, queue, 'PX', ttl)
 end
 if first > 0 then return {now, first, run} end
-return {now, 0}
+return now

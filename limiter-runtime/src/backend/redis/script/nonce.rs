@@ -20,19 +20,31 @@ impl NonceText {
     }
 
     /// What the call's members start with: its digits and `:` (the unit follows).
-    pub(super) fn member_prefix(&self) -> MemberPrefix {
-        let mut prefix = MemberPrefix([b':'; 17]);
-        prefix.0[..16].copy_from_slice(&self.digits);
-        prefix
+    pub(super) fn member_prefix(&self) -> Member {
+        self.member_text(17)
+    }
+
+    /// The one member of a call of cost 1: its digits and `:1`.
+    pub(super) fn only_member(&self) -> Member {
+        self.member_text(18)
+    }
+
+    fn member_text(&self, len: usize) -> Member {
+        let mut text = *b"0000000000000000:1";
+        text[..16].copy_from_slice(&self.digits);
+        Member { text, len }
     }
 }
 
-/// A call's nonce and `:`, as its sliding-log members start.
-pub(super) struct MemberPrefix([u8; 17]);
+/// A call's sliding-log member, or what its members start with: its nonce, `:` and perhaps the unit.
+pub(super) struct Member {
+    text: [u8; 18],
+    len: usize,
+}
 
-impl ToRedisArgs for MemberPrefix {
+impl ToRedisArgs for Member {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        out.write_arg(&self.0);
+        out.write_arg(&self.text[..self.len]);
     }
 }
 

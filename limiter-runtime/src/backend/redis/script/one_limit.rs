@@ -22,6 +22,7 @@ pub(super) async fn decide_one_limit(
     let charge = limit.charge;
     // A test's "now" and minimum TTL ride with the window.
     let test_window = test_now.map(|now| format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window));
+    let cost = |call: &Call<'_>| call.costs.first().copied().unwrap_or(1);
     let logs = limit.algorithm == Algorithm::SlidingLog;
     let args = |cmd: &mut Cmd| {
         match &test_window {
@@ -35,24 +36,39 @@ pub(super) async fn decide_one_limit(
         ) {
             cmd.arg(limit.depth());
         }
-        for call in calls {
-            cmd.arg(call.costs.first().copied().unwrap_or(1));
-            if logs {
-                cmd.arg(nonce_text(call.nonce).member_prefix());
+        match calls {
+            // The common call, one of cost 1, goes without its cost (and the log's, as its one member).
+            [call] if cost(call) == 1 => {
+                if logs {
+                    cmd.arg(nonce_text(call.nonce).only_member());
+                }
+            }
+            _ => {
+                for call in calls {
+                    cmd.arg(cost(call));
+                    if logs {
+                        cmd.arg(nonce_text(call.nonce).member_prefix());
+                    }
+                }
             }
         }
     };
     let script = &LEAN[limit.code() as usize - 1];
-    let reply: Vec<Value> = script.run(connection, &[limit.key], args).await?;
+    let reply: Value = script.run(connection, &[limit.key], args).await?;
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let int = |i: usize| match reply.get(i) {
-        Some(Value::Int(n)) => Some(non_negative(*n)),
-        _ => None,
+    // Now alone when the key held nothing before the calls; else now, the state's first number, and the rest.
+    let (now, first, rest) = match &reply {
+        Value::Int(now) => (non_negative(*now), 0, &[][..]),
+        Value::Array(values) => match values.as_slice() {
+            [Value::Int(now), Value::Int(first), rest @ ..] => {
+                (non_negative(*now), non_negative(*first), rest)
+            }
+            _ => return Err(unexpected()),
+        },
+        _ => return Err(unexpected()),
     };
-    let now = int(0).ok_or_else(unexpected)?;
-    let first = int(1).ok_or_else(unexpected)?;
     let charge_of = |call: &Call<'_>| Charge {
-        cost: call.costs.first().copied().unwrap_or(1),
+        cost: cost(call),
         ..*charge
     };
     let decided = |outcome: Outcome| Decided {
@@ -62,7 +78,7 @@ pub(super) async fn decide_one_limit(
     let mut each = Vec::with_capacity(calls.len());
     if logs {
         // The count goes up by each admitted call's cost; each call refused reads two times.
-        let (mut count, mut times) = (first, reply[2..].chunks(2));
+        let (mut count, mut times) = (first, rest.chunks(2));
         for call in calls {
             let charge = charge_of(call);
             let fits = count + charge.cost <= charge.max;
@@ -89,12 +105,17 @@ pub(super) async fn decide_one_limit(
         Algorithm::FixedWindow => Reported::Count(first),
         Algorithm::SlidingWindow => Reported::Counts {
             current: first,
-            previous: int(2).ok_or_else(unexpected)?,
+            previous: match rest {
+                [] => 0,
+                [Value::Int(previous)] => non_negative(*previous),
+                _ => return Err(unexpected()),
+            },
         },
         _ => {
-            let run = match reply.get(2) {
-                Some(Value::BulkString(run)) => parse_run(run).ok_or_else(unexpected)?,
-                _ => (0, 0),
+            let run = match rest {
+                [] => (0, 0),
+                [Value::BulkString(run)] => parse_run(run).ok_or_else(unexpected)?,
+                _ => return Err(unexpected()),
             };
             Reported::Queue {
                 queued: u128::from(first),
