@@ -26,11 +26,12 @@ end
 local key, max = KEYS[1], tonumber(ARGV[2])
 
 local state = redis.pcall('GET', key)
-local t, f, run
-if type(state) == 'string' then t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)$') end
-t, f = tonumber(t), tonumber(f)
-local first = 0
-if run and t >= now then first = (t - now) * max + f end
+local first, t, f, run = 0, nil, nil, nil
+if type(state) == 'string' then
+  t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)$')
+  t = tonumber(t)
+  if run and t >= now then first = (t - now) * max + tonumber(f) end
+end
 -- One slot weighs `window`; a call is admitted while the queue before it is within the wait.
 local limit, queued = tonumber(ARGV[3]) * max, first
 if #ARGV == 3 then
@@ -42,15 +43,19 @@ else
   end
 end
 if queued > first then
-  local ahead = math.floor(queued / max)
-  local ttl = math.ceil(math.ceil(queued / max) / 1000)
+  -- Whole us past now (exact, in integers), and a TTL of the queue's length, ms up.
+  local rest = queued % max
+  local ahead = (queued - rest) / max
+  local ttl = ahead
+  if rest > 0 then ttl = ttl + 1 end
+  ttl = math.ceil(ttl / 1000)
   if ttl < min_ttl then ttl = min_ttl end
   local queue
   if first == 0 then
     -- A queue that was empty starts a new run of charges, with nothing given back yet.
-    queue = string.format('%d:%d:%d:0', now + ahead, queued - ahead * max, now)
+    queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
   else
-    queue = string.format('%d:%d:', now + ahead, queued - ahead * max) .. run
+    queue = string.format('%d:%d:', now + ahead, rest) .. run
   end
   redis.call('SET', key, queue, 'PX', ttl)
 end
