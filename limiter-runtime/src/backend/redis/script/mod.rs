@@ -61,7 +61,9 @@ impl LuaScript {
         args: impl Fn(&mut Cmd),
     ) -> RedisResult<T> {
         let call = |command: &str, script: &str| {
-            let mut cmd = Cmd::new();
+            // Room for a common call (the command, the SHA-1, a key and a few numbers) from the start: grown
+            // one argument at a time, the buffers cost more than the rest of building it.
+            let mut cmd = Cmd::with_capacity(8, 192);
             cmd.arg(command).arg(script).arg(keys.len()).arg(keys);
             args(&mut cmd);
             cmd
