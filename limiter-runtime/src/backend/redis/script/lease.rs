@@ -8,27 +8,21 @@ use super::{non_negative, operation, Limit, LIMITER};
 use crate::algorithm::{Algorithm, Receipt, Reported};
 use crate::error::BackendError;
 
-/// What is given back of an earlier lease when a new one is taken: its units left, and what taking it
-/// charged (its units, and its receipt).
-pub(crate) struct GiveBack {
-    pub(crate) left: u64,
-    pub(crate) units: u64,
-    pub(crate) receipt: Receipt,
-}
-
 /// Takes a lease on `limit` (a token bucket or a fixed window) in one script call: up to `want` units, if the
-/// limit has room for at least the call's `cost`, giving `back` back first. Returns when (Redis's clock),
-/// how many units were taken (none: the call is refused), and the limit's state before they were.
+/// limit has room for at least the call's `cost`, giving `back` back first (what is left of an earlier lease
+/// of the same algorithm, as [`refund`](super::refund) is told it: its limit, whose cost is the units it
+/// took, its units left, and what taking it charged). Returns when (Redis's clock), how many units were
+/// taken (none: the call is refused), and the limit's state before they were.
 pub(crate) async fn lease(
     connection: &mut impl ConnectionLike,
     limit: &Limit<'_>,
     want: u64,
-    back: Option<&GiveBack>,
+    back: Option<&(Limit<'_>, u64, Receipt)>,
     test_now: Option<u64>,
 ) -> Result<(u64, u64, Reported), BackendError> {
     let op = operation("lease", test_now);
     let charge = limit.charge;
-    let mark = back.map(|back| limit.mark(&back.receipt));
+    let mark = back.map(|(earlier, _, receipt)| earlier.mark(receipt));
     let args = |cmd: &mut Cmd| {
         cmd.arg(&*op)
             .arg(limit.code())
@@ -37,10 +31,10 @@ pub(crate) async fn lease(
             .arg(charge.burst)
             .arg(charge.cost)
             .arg(want.max(charge.cost));
-        if let (Some(back), Some(mark)) = (back, &mark) {
-            cmd.arg(back.left)
-                .arg(back.units)
-                .arg(back.receipt.at)
+        if let (Some((earlier, left, receipt)), Some(mark)) = (back, &mark) {
+            cmd.arg(*left)
+                .arg(earlier.charge.cost)
+                .arg(receipt.at)
                 .arg(mark.as_str());
         }
     };

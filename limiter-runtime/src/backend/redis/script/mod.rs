@@ -6,7 +6,7 @@ mod lease;
 mod nonce;
 mod one_limit;
 
-pub(crate) use self::lease::{lease, GiveBack};
+pub(crate) use self::lease::lease;
 use self::nonce::{nonce_text, NonceText};
 use self::one_limit::decide_one_limit;
 
