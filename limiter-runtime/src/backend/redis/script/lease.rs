@@ -3,8 +3,8 @@
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
-use super::one_limit::parse_run;
-use super::{non_negative, operation, Limit, LIMITER};
+use super::reply::{bucket, int};
+use super::{operation, Limit, LIMITER};
 use crate::algorithm::{Algorithm, Receipt, Reported};
 use crate::error::BackendError;
 
@@ -40,28 +40,12 @@ pub(crate) async fn lease(
     };
     let reply: Vec<Value> = LIMITER.run(connection, &[limit.key], args).await?;
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let int = |i: usize| match reply.get(i) {
-        Some(Value::Int(n)) => Some(non_negative(*n)),
-        _ => None,
-    };
-    let (Some(now), Some(taken), Some(first)) = (int(0), int(1), int(2)) else {
+    let [Some(now), Some(taken), Some(first)] = [0, 1, 2].map(|i| int(&reply, i)) else {
         return Err(unexpected());
     };
     let reported = match limit.algorithm {
         Algorithm::FixedWindow => Reported::Count(first),
-        _ => {
-            let (since, given) = match reply.get(3) {
-                Some(Value::BulkString(run)) if !run.is_empty() => {
-                    parse_run(run).ok_or_else(unexpected)?
-                }
-                _ => (0, 0),
-            };
-            Reported::Queue {
-                queued: u128::from(first),
-                since,
-                given,
-            }
-        }
+        _ => bucket(first, reply.get(3)).ok_or_else(unexpected)?,
     };
     Ok((now, taken, reported))
 }

@@ -5,10 +5,12 @@
 mod lease;
 mod nonce;
 mod one_limit;
+mod reply;
 
 pub(crate) use self::lease::lease;
 use self::nonce::{nonce_text, NonceText};
 use self::one_limit::decide_one_limit;
+use self::reply::{int, non_negative};
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -146,11 +148,7 @@ impl Limit<'_> {
     /// The outcome the script's `answer` for this limit says, for a call decided `now` and named by `nonce`;
     /// `None` if the answer is not one.
     fn outcome(&self, answer: &[Value], now: u64, nonce: u64) -> Option<Outcome> {
-        let int = |i: usize| match answer.get(i) {
-            Some(Value::Int(n)) => Some(non_negative(*n)),
-            _ => None,
-        };
-        let allowed = int(0)? == 1;
+        let allowed = int(answer, 0)? == 1;
         let receipt = match self.algorithm {
             Algorithm::SlidingLog => Receipt {
                 mark: nonce,
@@ -168,11 +166,11 @@ impl Limit<'_> {
         };
         Some(Outcome {
             allowed,
-            remaining: int(1)?,
-            retry_after: int(2)?,
-            reset_after: int(3)?,
+            remaining: int(answer, 1)?,
+            retry_after: int(answer, 2)?,
+            reset_after: int(answer, 3)?,
             delay: match self.algorithm {
-                Algorithm::LeakyBucket => int(4)?,
+                Algorithm::LeakyBucket => int(answer, 4)?,
                 _ => 0,
             },
             receipt: Receipt {
@@ -325,8 +323,4 @@ pub(crate) async fn refund(
     };
     let _: Vec<i64> = LIMITER.run(connection, &keys, args).await?;
     Ok(())
-}
-
-fn non_negative(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
 }
