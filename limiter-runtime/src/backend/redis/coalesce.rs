@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::connection::Connection;
-use super::script::{self, Call, Decided, Limit};
+use super::script::{self, Call, CallOutcome, Limit};
 use super::RedisBackend;
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
@@ -90,7 +90,7 @@ pub(super) struct Member {
 #[derive(Debug)]
 pub(super) enum Turn {
     /// It went in the batch: what Redis decided of it, and when.
-    Decided(Result<(Decided, u64), BackendError>),
+    Decided(Result<(CallOutcome, u64), BackendError>),
     /// It leads the next batch.
     Lead(Baton),
 }
@@ -227,7 +227,7 @@ struct Leading<'a> {
 impl Leading<'_> {
     /// Tells each call carried what Redis decided of it (each its own decision, in the order sent, or the
     /// failure), and passes the line on.
-    fn finish(mut self, decided: Result<(&[Decided], u64), &BackendError>) {
+    fn finish(mut self, decided: Result<(&[CallOutcome], u64), &BackendError>) {
         let members = std::mem::take(&mut self.members);
         let (each, now) = match decided {
             Ok(decided) => decided,
@@ -260,7 +260,7 @@ impl RedisBackend {
         key: KeyRef<'_>,
         limits: &[Limit<'_>],
         call: Call<'_>,
-    ) -> Result<(Decided, u64), BackendError> {
+    ) -> Result<(CallOutcome, u64), BackendError> {
         let Some(shape) = Shape::of(limits.iter().map(Limit::shape)) else {
             return self.decide_alone(connection, limits, call).await;
         };
@@ -316,7 +316,7 @@ impl RedisBackend {
         connection: &mut Connection,
         limits: &[Limit<'_>],
         call: Call<'_>,
-    ) -> Result<(Decided, u64), BackendError> {
+    ) -> Result<(CallOutcome, u64), BackendError> {
         let (decided, now) = script::decide(connection, limits, &[call], self.test_now()).await?;
         let one = decided.into_iter().next();
         one.map(|one| (one, now))

@@ -224,9 +224,10 @@ pub(crate) struct Call<'a> {
     pub(crate) costs: &'a [u64],
 }
 
-/// What the script decided of one call: whether it was admitted, and each limit's outcome.
+/// What the script decided of one call of a batch: whether the call was admitted, and each of its limits'
+/// [`Outcome`] (not `decide::Decided`: a call's answers as the limiter returns them).
 #[derive(Debug, Clone)]
-pub(crate) struct Decided {
+pub(crate) struct CallOutcome {
     pub(crate) admitted: bool,
     pub(crate) outcomes: Vec<Outcome>,
 }
@@ -239,7 +240,7 @@ pub(crate) async fn decide(
     limits: &[Limit<'_>],
     calls: &[Call<'_>],
     test_now: Option<u64>,
-) -> Result<(Vec<Decided>, u64), BackendError> {
+) -> Result<(Vec<CallOutcome>, u64), BackendError> {
     if let [limit] = limits {
         return decide_one_limit(connection, limit, calls, test_now).await;
     }
@@ -291,7 +292,7 @@ pub(crate) async fn decide(
             .iter()
             .zip(&outcomes)
             .all(|(l, o)| o.allowed || !l.vetoes);
-        decided.push(Decided { admitted, outcomes });
+        decided.push(CallOutcome { admitted, outcomes });
     }
     Ok((decided, now))
 }

@@ -6,7 +6,7 @@ use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
 use super::reply::{bucket, non_negative};
-use super::{Call, Decided, Limit, LEAN, TEST_MIN_TTL_MILLIS};
+use super::{Call, CallOutcome, Limit, LEAN, TEST_MIN_TTL_MILLIS};
 use crate::algorithm::{sliding_log, Algorithm, Charge, Outcome, Reported, State};
 use crate::error::BackendError;
 
@@ -19,7 +19,7 @@ pub(super) async fn decide_one_limit(
     limit: &Limit<'_>,
     calls: &[Call<'_>],
     test_now: Option<u64>,
-) -> Result<(Vec<Decided>, u64), BackendError> {
+) -> Result<(Vec<CallOutcome>, u64), BackendError> {
     let charge = limit.charge;
     // A test's "now" and minimum TTL ride with the window.
     let test_window = test_now.map(|now| format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window));
@@ -72,7 +72,7 @@ pub(super) async fn decide_one_limit(
         cost: cost(call),
         ..*charge
     };
-    let decided = |outcome: Outcome| Decided {
+    let decided = |outcome: Outcome| CallOutcome {
         admitted: outcome.allowed || !limit.vetoes,
         outcomes: vec![outcome],
     };
