@@ -21,6 +21,16 @@ async fn admitted(limiter: &Limiter, rule: &Rule, key: &str, calls: usize) -> us
     admitted
 }
 
+/// Two nodes (limiters) on `server`, on one fake clock: the clock, then the nodes.
+fn two_nodes(server: &RedisServer) -> (FakeClock, Limiter, Limiter) {
+    let clock = FakeClock::new();
+    let (a, b) = (
+        server.limiter_with_clock(&clock),
+        server.limiter_with_clock(&clock),
+    );
+    (clock, a, b)
+}
+
 #[tokio::test]
 async fn a_hot_key_costs_redis_one_script_call_per_lease() {
     let server = RedisServer::start();
@@ -90,11 +100,7 @@ async fn calls_that_find_a_lease_being_taken_wait_for_it() {
 #[tokio::test]
 async fn a_fixed_window_never_passes_max_and_what_a_lease_leaves_goes_back() {
     let server = RedisServer::start();
-    let clock = FakeClock::new();
-    let (a, b) = (
-        server.limiter_with_clock(&clock),
-        server.limiter_with_clock(&clock),
-    );
+    let (clock, a, b) = two_nodes(&server);
     let rule = Rule::new()
         .prefix("window:")
         .algorithm(Algorithm::FixedWindow)
@@ -127,11 +133,7 @@ async fn a_fixed_window_never_passes_max_and_what_a_lease_leaves_goes_back() {
 #[tokio::test]
 async fn a_token_bucket_spread_over_two_nodes_admits_its_burst_exactly() {
     let server = RedisServer::start();
-    let clock = FakeClock::new();
-    let (a, b) = (
-        server.limiter_with_clock(&clock),
-        server.limiter_with_clock(&clock),
-    );
+    let (_clock, a, b) = two_nodes(&server);
     let rule = Rule::new()
         .prefix("bucket:")
         .algorithm(Algorithm::TokenBucket)

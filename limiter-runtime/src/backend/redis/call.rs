@@ -8,7 +8,6 @@ use tokio::sync::watch;
 
 use super::breaker::Permit;
 use super::connection::Connection;
-use super::lease::Held;
 use super::script::{self, Call, Limit};
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
@@ -38,10 +37,10 @@ pub(crate) struct Question<const N: usize> {
 
 /// What a call of one leased limit does about its lease before asking Redis.
 pub(super) enum LeaseStep {
-    /// Take one: its terms, and the lease this node held before, whose units left go back with it.
+    /// Take one: its terms, and what is left of the lease this node held before, which goes back with it.
     Take {
         terms: LeaseTerms,
-        back: Option<Box<Held>>,
+        back: Option<Refund>,
     },
     /// Wait until the call taking one is done (the receiver says when), then spend it.
     Wait(watch::Receiver<()>),
@@ -99,7 +98,7 @@ impl RedisBackend {
             (&question.lease, question.limits.as_slice())
         {
             let answer = self
-                .take_lease(owned, question.sent, *terms, back.as_deref())
+                .take_lease(owned, question.sent, *terms, back.as_ref())
                 .await?;
             return Ok(std::array::from_fn(|_| answer));
         }
@@ -242,9 +241,9 @@ impl RedisBackend {
         match tokio::time::timeout(self.deadline, given).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
-                tracing::debug!(%error, "rate limiter: a charge could not be given back")
+                tracing::debug!(%error, key = &*call, "rate limiter: a charge could not be given back")
             }
-            Err(_) => tracing::debug!("rate limiter: giving a charge back timed out"),
+            Err(_) => tracing::debug!(key = &*call, "rate limiter: giving a charge back timed out"),
         }
         if let Some(cache) = &self.denied {
             // The call's limits have room again: what Redis said of it before no longer holds.
@@ -259,6 +258,7 @@ impl RedisBackend {
 }
 
 /// A charge to give back, owned: its limit, how many units, and what the admission charged.
+#[derive(Debug)]
 pub(crate) struct Refund {
     algorithm: Algorithm,
     key: StoreKey,
@@ -268,17 +268,36 @@ pub(crate) struct Refund {
 }
 
 impl Refund {
+    /// `units` of what the admission of `ask` charged (`receipt`).
     pub(crate) fn new(ask: &Ask<'_>, units: u64, receipt: Receipt) -> Refund {
+        Refund::of(
+            ask.algorithm,
+            ask.key.to_store_key(),
+            ask.charge,
+            units,
+            receipt,
+        )
+    }
+
+    /// `units` of what a charge of `charge` on the limit `algorithm` and `key` charged (`receipt`).
+    pub(super) fn of(
+        algorithm: Algorithm,
+        key: StoreKey,
+        charge: Charge,
+        units: u64,
+        receipt: Receipt,
+    ) -> Refund {
         Refund {
-            algorithm: ask.algorithm,
-            key: ask.key.to_store_key(),
-            charge: ask.charge,
+            algorithm,
+            key,
+            charge,
             units,
             receipt,
         }
     }
 
-    fn limit(&self) -> (Limit<'_>, u64, Receipt) {
+    /// What the script is told of it: its limit (which vetoes), the units to give back, and the receipt.
+    pub(super) fn limit(&self) -> (Limit<'_>, u64, Receipt) {
         let limit = Limit {
             algorithm: self.algorithm,
             key: &self.key,

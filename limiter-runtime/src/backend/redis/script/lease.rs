@@ -3,32 +3,26 @@
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
-use super::one_limit::parse_run;
-use super::{non_negative, operation, Limit, LIMITER};
+use super::reply::{bucket, int};
+use super::{operation, Limit, LIMITER};
 use crate::algorithm::{Algorithm, Receipt, Reported};
 use crate::error::BackendError;
 
-/// What is given back of an earlier lease when a new one is taken: its units left, and what taking it
-/// charged (its units, and its receipt).
-pub(crate) struct GiveBack {
-    pub(crate) left: u64,
-    pub(crate) units: u64,
-    pub(crate) receipt: Receipt,
-}
-
 /// Takes a lease on `limit` (a token bucket or a fixed window) in one script call: up to `want` units, if the
-/// limit has room for at least the call's `cost`, giving `back` back first. Returns when (Redis's clock),
-/// how many units were taken (none: the call is refused), and the limit's state before they were.
+/// limit has room for at least the call's `cost`, giving `back` back first (what is left of an earlier lease
+/// of the same algorithm, as [`refund`](super::refund) is told it: its limit, whose cost is the units it
+/// took, its units left, and what taking it charged). Returns when (Redis's clock), how many units were
+/// taken (none: the call is refused), and the limit's state before they were.
 pub(crate) async fn lease(
     connection: &mut impl ConnectionLike,
     limit: &Limit<'_>,
     want: u64,
-    back: Option<&GiveBack>,
+    back: Option<&(Limit<'_>, u64, Receipt)>,
     test_now: Option<u64>,
 ) -> Result<(u64, u64, Reported), BackendError> {
     let op = operation("lease", test_now);
     let charge = limit.charge;
-    let mark = back.map(|back| limit.mark(&back.receipt));
+    let mark = back.map(|(earlier, _, receipt)| earlier.mark(receipt));
     let args = |cmd: &mut Cmd| {
         cmd.arg(&*op)
             .arg(limit.code())
@@ -37,37 +31,21 @@ pub(crate) async fn lease(
             .arg(charge.burst)
             .arg(charge.cost)
             .arg(want.max(charge.cost));
-        if let (Some(back), Some(mark)) = (back, &mark) {
-            cmd.arg(back.left)
-                .arg(back.units)
-                .arg(back.receipt.at)
+        if let (Some((earlier, left, receipt)), Some(mark)) = (back, &mark) {
+            cmd.arg(*left)
+                .arg(earlier.charge.cost)
+                .arg(receipt.at)
                 .arg(mark.as_str());
         }
     };
     let reply: Vec<Value> = LIMITER.run(connection, &[limit.key], args).await?;
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let int = |i: usize| match reply.get(i) {
-        Some(Value::Int(n)) => Some(non_negative(*n)),
-        _ => None,
-    };
-    let (Some(now), Some(taken), Some(first)) = (int(0), int(1), int(2)) else {
+    let [Some(now), Some(taken), Some(first)] = [0, 1, 2].map(|i| int(&reply, i)) else {
         return Err(unexpected());
     };
     let reported = match limit.algorithm {
         Algorithm::FixedWindow => Reported::Count(first),
-        _ => {
-            let (since, given) = match reply.get(3) {
-                Some(Value::BulkString(run)) if !run.is_empty() => {
-                    parse_run(run).ok_or_else(unexpected)?
-                }
-                _ => (0, 0),
-            };
-            Reported::Queue {
-                queued: u128::from(first),
-                since,
-                given,
-            }
-        }
+        _ => bucket(first, reply.get(3)).ok_or_else(unexpected)?,
     };
     Ok((now, taken, reported))
 }

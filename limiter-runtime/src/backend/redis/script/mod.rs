@@ -5,10 +5,12 @@
 mod lease;
 mod nonce;
 mod one_limit;
+mod reply;
 
-pub(crate) use self::lease::{lease, GiveBack};
+pub(crate) use self::lease::lease;
 use self::nonce::{nonce_text, NonceText};
 use self::one_limit::decide_one_limit;
+use self::reply::{int, non_negative};
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -148,11 +150,7 @@ impl Limit<'_> {
     /// The outcome the script's `answer` for this limit says, for a call decided `now` and named by `nonce`;
     /// `None` if the answer is not one.
     fn outcome(&self, answer: &[Value], now: u64, nonce: u64) -> Option<Outcome> {
-        let int = |i: usize| match answer.get(i) {
-            Some(Value::Int(n)) => Some(non_negative(*n)),
-            _ => None,
-        };
-        let allowed = int(0)? == 1;
+        let allowed = int(answer, 0)? == 1;
         let receipt = match self.algorithm {
             Algorithm::SlidingLog => Receipt {
                 mark: nonce,
@@ -170,11 +168,11 @@ impl Limit<'_> {
         };
         Some(Outcome {
             allowed,
-            remaining: int(1)?,
-            retry_after: int(2)?,
-            reset_after: int(3)?,
+            remaining: int(answer, 1)?,
+            retry_after: int(answer, 2)?,
+            reset_after: int(answer, 3)?,
             delay: match self.algorithm {
-                Algorithm::LeakyBucket => int(4)?,
+                Algorithm::LeakyBucket => int(answer, 4)?,
                 _ => 0,
             },
             receipt: Receipt {
@@ -228,9 +226,10 @@ pub(crate) struct Call<'a> {
     pub(crate) costs: &'a [u64],
 }
 
-/// What the script decided of one call: whether it was admitted, and each limit's outcome.
+/// What the script decided of one call of a batch: whether the call was admitted, and each of its limits'
+/// [`Outcome`] (not `decide::Decided`: a call's answers as the limiter returns them).
 #[derive(Debug, Clone)]
-pub(crate) struct Decided {
+pub(crate) struct CallOutcome {
     pub(crate) admitted: bool,
     pub(crate) outcomes: Vec<Outcome>,
 }
@@ -243,7 +242,7 @@ pub(crate) async fn decide(
     limits: &[Limit<'_>],
     calls: &[Call<'_>],
     test_now: Option<u64>,
-) -> Result<(Vec<Decided>, u64), BackendError> {
+) -> Result<(Vec<CallOutcome>, u64), BackendError> {
     if let [limit] = limits {
         return decide_one_limit(connection, limit, calls, test_now).await;
     }
@@ -295,7 +294,7 @@ pub(crate) async fn decide(
             .iter()
             .zip(&outcomes)
             .all(|(l, o)| o.allowed || !l.vetoes);
-        decided.push(Decided { admitted, outcomes });
+        decided.push(CallOutcome { admitted, outcomes });
     }
     Ok((decided, now))
 }
@@ -327,8 +326,4 @@ pub(crate) async fn refund(
     };
     let _: Vec<i64> = LIMITER.run(connection, &keys, args).await?;
     Ok(())
-}
-
-fn non_negative(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(0)
 }

@@ -5,7 +5,8 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
-use super::{non_negative, Call, Decided, Limit, LEAN, TEST_MIN_TTL_MILLIS};
+use super::reply::{bucket, non_negative};
+use super::{Call, CallOutcome, Limit, LEAN, TEST_MIN_TTL_MILLIS};
 use crate::algorithm::{sliding_log, Algorithm, Charge, Outcome, Reported, State};
 use crate::error::BackendError;
 
@@ -18,7 +19,7 @@ pub(super) async fn decide_one_limit(
     limit: &Limit<'_>,
     calls: &[Call<'_>],
     test_now: Option<u64>,
-) -> Result<(Vec<Decided>, u64), BackendError> {
+) -> Result<(Vec<CallOutcome>, u64), BackendError> {
     let charge = limit.charge;
     // A test's "now" and minimum TTL ride with the window.
     let test_window = test_now.map(|now| format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window));
@@ -71,7 +72,7 @@ pub(super) async fn decide_one_limit(
         cost: cost(call),
         ..*charge
     };
-    let decided = |outcome: Outcome| Decided {
+    let decided = |outcome: Outcome| CallOutcome {
         admitted: outcome.allowed || !limit.vetoes,
         outcomes: vec![outcome],
     };
@@ -113,15 +114,11 @@ pub(super) async fn decide_one_limit(
         },
         _ => {
             let run = match rest {
-                [] => (0, 0),
-                [Value::BulkString(run)] => parse_run(run).ok_or_else(unexpected)?,
+                [] => None,
+                [run] => Some(run),
                 _ => return Err(unexpected()),
             };
-            Reported::Queue {
-                queued: u128::from(first),
-                since: run.0,
-                given: run.1,
-            }
+            bucket(first, run).ok_or_else(unexpected)?
         }
     };
     let mut state =
@@ -142,10 +139,4 @@ fn score(value: &Value) -> Option<u64> {
     text.parse::<u64>()
         .ok()
         .or_else(|| text.parse::<f64>().ok().map(|s| s as u64))
-}
-
-/// A bucket's run as its script answers it: `<since>:<given>`.
-pub(super) fn parse_run(run: &[u8]) -> Option<(u64, u64)> {
-    let (since, given) = std::str::from_utf8(run).ok()?.split_once(':')?;
-    Some((since.parse().ok()?, given.parse().ok()?))
 }

@@ -16,8 +16,8 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::watch;
 
-use super::call::Owned;
-use super::script::{self, GiveBack, Limit};
+use super::call::{Owned, Refund};
+use super::script;
 use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, State};
 use crate::backend::{Answer, Ask, Charged};
@@ -60,7 +60,7 @@ enum Slot {
 
 /// A lease this node holds.
 #[derive(Debug)]
-pub(super) struct Held {
+struct Held {
     generation: u64,
     key: StoreKey,
     algorithm: Algorithm,
@@ -84,7 +84,7 @@ pub(super) struct Held {
 #[derive(Debug)]
 pub(super) enum Take {
     /// Take a lease, giving back what is left of the one this node held (if any).
-    Lease(Option<Box<Held>>),
+    Lease(Option<Refund>),
     /// Another call is taking one: wait for it (the receiver says when the slot changed), then spend it.
     Wait(watch::Receiver<()>),
 }
@@ -135,22 +135,15 @@ impl Held {
         }
     }
 
-    /// What giving back what is left of it sends Redis.
-    fn give_back(&self) -> GiveBack {
-        GiveBack {
-            left: self.left,
-            units: self.charge.cost,
-            receipt: self.receipt,
-        }
-    }
-
-    fn limit(&self) -> Limit<'_> {
-        Limit {
-            algorithm: self.algorithm,
-            key: &self.key,
-            charge: &self.charge,
-            vetoes: true,
-        }
+    /// What is left of it, to give back: its units left, of what taking it charged.
+    fn into_refund(self) -> Refund {
+        Refund::of(
+            self.algorithm,
+            self.key,
+            self.charge,
+            self.left,
+            self.receipt,
+        )
     }
 }
 
@@ -186,7 +179,7 @@ impl Leases {
             // What is left goes back with the next lease: on the same limit only (a key whose algorithm
             // changed holds another kind of state).
             Slot::Held(held) if held.left > 0 && held.algorithm == ask.algorithm => {
-                Take::Lease(Some(held))
+                Take::Lease(Some(held.into_refund()))
             }
             _ => Take::Lease(None),
         }
@@ -257,12 +250,12 @@ impl RedisBackend {
         owned: &Owned,
         sent: Duration,
         terms: LeaseTerms,
-        back: Option<&Held>,
+        back: Option<&Refund>,
     ) -> Result<Answer, BackendError> {
         let ask = owned.ask();
         let mut connection = self.connection()?;
         let limit = owned.limit();
-        let back = back.map(Held::give_back);
+        let back = back.map(Refund::limit);
         let (now, taken, reported) = script::lease(
             &mut connection,
             &limit,
@@ -311,25 +304,16 @@ impl RedisBackend {
         Ok(answer)
     }
 
-    /// Gives back what is left of the leases that ran out of time while no call came for them (each within
-    /// the deadline; one that fails is dropped, and its units are lost until their window passes: the limit
-    /// admits less, never more), and reports the units this node's leases still hold.
+    /// Gives back what is left of the leases that ran out of time while no call came for them, as any charge
+    /// is given back ([`refund`](RedisBackend::refund): each within the deadline; one that fails is dropped,
+    /// and its units are lost until their window passes: the limit admits less, never more), and reports the
+    /// units this node's leases still hold.
     pub(crate) async fn return_expired_leases(&self) {
         let (expired, outstanding) = self.leases.expired(self.clock.now(), self.taking_stale());
         crate::observe::lease_units(outstanding);
         for held in expired {
-            let give_back = held.give_back();
-            let refund = [(held.limit(), give_back.left, give_back.receipt)];
-            let returned = async {
-                let mut connection = self.connection()?;
-                script::refund(&mut connection, &refund, self.test_now()).await
-            };
-            if let Ok(Err(error)) | Err(error) = tokio::time::timeout(self.deadline, returned)
-                .await
-                .map_err(|_| BackendError::Timeout(self.deadline))
-            {
-                tracing::debug!(%error, key = &*held.key, "rate limiter: a lease could not be given back");
-            }
+            let call = held.key.clone();
+            self.refund(vec![held.into_refund()], call).await;
         }
     }
 }
@@ -350,127 +334,4 @@ pub(crate) fn spawn_lease_sweep(redis: Weak<RedisBackend>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::OnError;
-
-    const SECOND: Duration = Duration::from_secs(1);
-
-    fn ask(charge: &Charge) -> Ask<'_> {
-        Ask {
-            algorithm: Algorithm::TokenBucket,
-            key: KeyRef {
-                prefix: "p:",
-                rest: "hot",
-            },
-            charge: *charge,
-            vetoes: true,
-            on_error: OnError::Open,
-            preset: None,
-            lease: Some(LeaseTerms {
-                units: 10,
-                ttl: SECOND,
-            }),
-        }
-    }
-
-    fn held(charge: &Charge, left: u64, expires: Duration) -> Held {
-        Held {
-            generation: 7,
-            key: StoreKey::new("p:", format_args!("hot")),
-            algorithm: Algorithm::TokenBucket,
-            charge: Charge {
-                cost: 10,
-                ..*charge
-            },
-            receipt: Receipt::default(),
-            left,
-            expires,
-            taken_at: 0,
-            received: Duration::ZERO,
-            remaining: 0,
-            reset_after: 0,
-        }
-    }
-
-    fn charge() -> Charge {
-        Charge {
-            window: 1_000_000,
-            max: 100,
-            cost: 1,
-            burst: 100,
-            max_wait: 0,
-        }
-    }
-
-    #[test]
-    fn one_call_takes_a_lease_and_the_others_go_to_redis_meanwhile() {
-        let (leases, charge) = (Leases::default(), charge());
-        assert!(leases.spend(&ask(&charge), SECOND).is_none());
-        assert!(matches!(
-            leases.take(&ask(&charge), SECOND, SECOND),
-            Take::Lease(None)
-        ));
-        let Take::Wait(waiting) = leases.take(&ask(&charge), SECOND, SECOND) else {
-            panic!("a call is taking the lease: the next waits for it");
-        };
-        assert!(!waiting.has_changed().unwrap_or(true));
-        leases.hold(held(&charge, 5, 2 * SECOND));
-        assert!(waiting.has_changed().is_err(), "the waiting call is woken");
-        assert!(leases.spend(&ask(&charge), SECOND).is_some());
-        leases.abandon(ask(&charge).key);
-        assert!(matches!(
-            leases.take(&ask(&charge), SECOND, SECOND),
-            Take::Lease(Some(_))
-        ));
-        // A taking older than `stale` was dropped: the next call takes the lease.
-        assert!(matches!(
-            leases.take(&ask(&charge), 3 * SECOND, SECOND),
-            Take::Lease(None)
-        ));
-    }
-
-    #[test]
-    fn a_lease_is_spent_until_it_runs_out_of_units_or_time_and_then_given_back() {
-        let (leases, charge) = (Leases::default(), charge());
-        leases.hold(held(&charge, 3, 2 * SECOND));
-        for _ in 0..3 {
-            let answer = leases.spend(&ask(&charge), SECOND).expect("units left");
-            assert_eq!(answer.charged, Charged::Lease);
-        }
-        assert!(leases.spend(&ask(&charge), SECOND).is_none(), "none left");
-        // A unit given back to it is spent again; one given back to another lease is not.
-        leases.refund(
-            ask(&charge).key,
-            1,
-            &Receipt {
-                mark: 7,
-                ..Receipt::default()
-            },
-        );
-        leases.refund(
-            ask(&charge).key,
-            1,
-            &Receipt {
-                mark: 6,
-                ..Receipt::default()
-            },
-        );
-        assert!(leases.spend(&ask(&charge), SECOND).is_some());
-        assert!(leases.spend(&ask(&charge), SECOND).is_none());
-
-        leases.hold(held(&charge, 4, 2 * SECOND));
-        // Another limit (an override changed `max`) does not spend it.
-        let other = Charge { max: 50, ..charge };
-        assert!(leases.spend(&ask(&other), SECOND).is_none());
-        // Out of time: not spent, and the sweep takes it out with its units left to give back.
-        assert!(leases.spend(&ask(&charge), 2 * SECOND).is_none());
-        let (expired, outstanding) = leases.expired(2 * SECOND, SECOND);
-        assert_eq!(expired.iter().map(|h| h.left).collect::<Vec<_>>(), [4]);
-        assert_eq!(outstanding, 0);
-        assert!(matches!(
-            leases.take(&ask(&charge), 2 * SECOND, SECOND),
-            Take::Lease(None)
-        ));
-    }
-}
+mod tests;

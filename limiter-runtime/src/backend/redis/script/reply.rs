@@ -1,0 +1,41 @@
+//! Reading the scripts' replies: their integers, and a bucket's state.
+
+use redis::Value;
+
+use crate::algorithm::Reported;
+
+/// The integer at `i` of a reply's `values`; `None` if there is none there.
+pub(super) fn int(values: &[Value], i: usize) -> Option<u64> {
+    match values.get(i) {
+        Some(Value::Int(n)) => Some(non_negative(*n)),
+        _ => None,
+    }
+}
+
+/// A bucket's state as its script answers it: how far its queue reached past now (µs × max), and the
+/// queue's run, `<since>:<given>`, absent or "" when the queue was empty (then read as (0, 0)); `None` if
+/// the run is not one.
+pub(super) fn bucket(queued: u64, run: Option<&Value>) -> Option<Reported> {
+    let (since, given) = match run {
+        None => (0, 0),
+        Some(Value::BulkString(run)) if run.is_empty() => (0, 0),
+        Some(Value::BulkString(run)) => parse_run(run)?,
+        Some(_) => return None,
+    };
+    Some(Reported::Queue {
+        queued: u128::from(queued),
+        since,
+        given,
+    })
+}
+
+/// A bucket's run as its script answers it: `<since>:<given>`.
+fn parse_run(run: &[u8]) -> Option<(u64, u64)> {
+    let (since, given) = std::str::from_utf8(run).ok()?.split_once(':')?;
+    Some((since.parse().ok()?, given.parse().ok()?))
+}
+
+/// An integer Redis answers, which the scripts never answer negative (read as 0 if it were).
+pub(super) fn non_negative(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
