@@ -21,7 +21,7 @@ use super::script::{self, Call, CallOutcome, Limit};
 use super::RedisBackend;
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
-use crate::sharded::{Keys, Sharded};
+use crate::sharded::{KeyHash, Keys, Sharded};
 
 /// Calls of more limits than this are sent alone.
 pub(super) const MAX_LIMITS: usize = 4;
@@ -126,15 +126,17 @@ impl Default for Coalescer {
 }
 
 impl Coalescer {
-    /// Joins the line of `key` for a call of `shape` (its `nonce` and `costs` for when it waits).
+    /// Joins the line of `key` (whose hash is `hash`) for a call of `shape` (its `nonce` and `costs` for when
+    /// it waits).
     pub(super) fn join(
         &self,
         key: KeyRef<'_>,
+        hash: KeyHash,
         shape: Shape,
         nonce: u64,
         costs: [u64; MAX_LIMITS],
     ) -> Place {
-        let (mut lines, hash) = self.lines.lock(key);
+        let mut lines = self.lines.lock_shard(hash.shard);
         let (line, new) = lines.get_or_insert_with(hash, key, || Line {
             shape,
             in_flight: 1,
@@ -155,11 +157,17 @@ impl Coalescer {
         Place::Wait(waits)
     }
 
-    /// After a round trip on `key`: hands its line to the first call waiting in it whose caller is still
+    /// The hash of `key`'s line, for [`join`](Coalescer::join) and [`pass_on`](Coalescer::pass_on): taken
+    /// once for both.
+    pub(super) fn hash(&self, key: KeyRef<'_>) -> KeyHash {
+        self.lines.hash(key)
+    }
+
+    /// After a round trip on `key` (whose hash is `hash`): hands its line to the first call waiting in it whose caller is still
     /// there, with at most [`MAX_BATCH`] - 1 calls waiting behind it (the rest wait for the next); closes the
     /// line when no one waits. `returned` are calls of a batch that was never sent: first in line again.
-    fn pass_on(self: &Arc<Self>, key: KeyRef<'_>, returned: Vec<Member>) {
-        let (mut lines, hash) = self.lines.lock(key);
+    fn pass_on(self: &Arc<Self>, key: KeyRef<'_>, hash: KeyHash, returned: Vec<Member>) {
+        let mut lines = self.lines.lock_shard(hash.shard);
         let Some(line) = lines.get_mut(hash, key) else {
             // Only the holder of a line closes it: this cannot be, but no call is left waiting if it were.
             return fail(returned, &BackendError::Dropped);
@@ -202,7 +210,8 @@ impl Drop for Baton {
     fn drop(&mut self) {
         if let Some((coalescer, key)) = self.line.take() {
             // Its calls were never sent: they go back in line.
-            coalescer.pass_on(key.parts(), std::mem::take(&mut self.members));
+            let hash = coalescer.hash(key.parts());
+            coalescer.pass_on(key.parts(), hash, std::mem::take(&mut self.members));
         }
     }
 }
@@ -220,6 +229,7 @@ fn fail(members: Vec<Member>, error: &BackendError) {
 struct Leading<'a> {
     coalescer: &'a Arc<Coalescer>,
     key: KeyRef<'a>,
+    hash: KeyHash,
     members: Vec<Member>,
     error: BackendError,
 }
@@ -246,7 +256,7 @@ impl Leading<'_> {
 impl Drop for Leading<'_> {
     fn drop(&mut self) {
         fail(std::mem::take(&mut self.members), &self.error);
-        self.coalescer.pass_on(self.key, Vec::new());
+        self.coalescer.pass_on(self.key, self.hash, Vec::new());
     }
 }
 
@@ -266,7 +276,8 @@ impl RedisBackend {
         };
         let mut costs = [0; MAX_LIMITS];
         costs[..call.costs.len()].copy_from_slice(call.costs);
-        let members = match coalescer.join(key, shape, call.nonce, costs) {
+        let hash = coalescer.hash(key);
+        let members = match coalescer.join(key, hash, shape, call.nonce, costs) {
             Place::Alone => return self.decide_alone(connection, limits, call).await,
             Place::Lead => Vec::new(),
             Place::Wait(turn) => match turn.await {
@@ -280,6 +291,7 @@ impl RedisBackend {
         let leading = Leading {
             coalescer,
             key,
+            hash,
             members,
             error: BackendError::Timeout(self.deadline),
         };

@@ -13,7 +13,7 @@ const KEY: KeyRef<'static> = KeyRef {
 };
 
 fn join(coalescer: &Coalescer, nonce: u64) -> Place {
-    coalescer.join(KEY, shape(), nonce, [1; MAX_LIMITS])
+    coalescer.join(KEY, coalescer.hash(KEY), shape(), nonce, [1; MAX_LIMITS])
 }
 
 fn waits(place: Place) -> oneshot::Receiver<Turn> {
@@ -36,7 +36,7 @@ fn the_first_calls_go_at_once_and_the_next_wait_for_a_round_trip() {
     fill(&coalescer);
     let mut second = waits(join(&coalescer, 2));
     let mut third = waits(join(&coalescer, 3));
-    coalescer.pass_on(KEY, Vec::new());
+    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
     let Ok(Turn::Lead(baton)) = second.try_recv() else {
         panic!("the second call leads the next batch");
     };
@@ -46,10 +46,10 @@ fn the_first_calls_go_at_once_and_the_next_wait_for_a_round_trip() {
     // As many batches as before are in flight: a new call waits. Once they are all done, with no one
     // waiting, the line closes.
     let mut fourth = waits(join(&coalescer, 4));
-    coalescer.pass_on(KEY, Vec::new());
+    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
     assert!(matches!(fourth.try_recv(), Ok(Turn::Lead(_))));
     for _ in 0..IN_FLIGHT {
-        coalescer.pass_on(KEY, Vec::new());
+        coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
     }
     let (mut lines, hash) = coalescer.lines.lock(KEY);
     assert!(lines.get_mut(hash, KEY).is_none(), "the line is closed");
@@ -61,14 +61,14 @@ fn a_baton_whose_caller_is_gone_before_reading_it_passes_the_line_on() {
     fill(&coalescer);
     let second = waits(join(&coalescer, 2));
     let mut third = waits(join(&coalescer, 3));
-    coalescer.pass_on(KEY, Vec::new());
+    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
     // The baton is in the second call's channel, unread, when its caller is dropped (its deadline passed).
     drop(second);
     let Ok(Turn::Lead(baton)) = third.try_recv() else {
         panic!("the third call, never sent, leads instead");
     };
     drop(baton.take());
-    coalescer.pass_on(KEY, Vec::new());
+    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
     assert!(
         matches!(join(&coalescer, 4), Place::Lead),
         "a batch fewer is in flight: a new call is sent at once"
@@ -82,12 +82,12 @@ fn a_batch_carries_at_most_max_batch_calls() {
     let mut waiting: Vec<_> = (1..=MAX_BATCH as u64 + 10)
         .map(|n| waits(join(&coalescer, n)))
         .collect();
-    coalescer.pass_on(KEY, Vec::new());
+    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
     let Ok(Turn::Lead(baton)) = waiting[0].try_recv() else {
         panic!("the first waiting call leads");
     };
     assert_eq!(baton.take().len(), MAX_BATCH - 1);
-    coalescer.pass_on(KEY, Vec::new());
+    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
     let Ok(Turn::Lead(baton)) = waiting[MAX_BATCH].try_recv() else {
         panic!("the first call left behind leads the next batch");
     };
@@ -100,7 +100,7 @@ fn calls_on_other_limits_go_alone() {
     assert!(matches!(join(&coalescer, 1), Place::Lead));
     let other = Shape::of([[1, 60_000_000, 5, 0]].into_iter()).unwrap();
     assert!(matches!(
-        coalescer.join(KEY, other, 2, [1; MAX_LIMITS]),
+        coalescer.join(KEY, coalescer.hash(KEY), other, 2, [1; MAX_LIMITS]),
         Place::Alone
     ));
 }
