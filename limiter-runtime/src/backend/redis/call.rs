@@ -168,8 +168,8 @@ impl RedisBackend {
             }
             None => self.decide_alone(connection, limits, call).await?,
         };
-        for (&i, outcome) in group.iter().zip(decided.outcomes) {
-            outcomes[i] = outcome;
+        for (&i, outcome) in group.iter().zip(decided.outcomes.as_slice()) {
+            outcomes[i] = *outcome;
         }
         Ok((decided.admitted, now))
     }

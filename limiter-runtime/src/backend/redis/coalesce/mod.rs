@@ -296,15 +296,22 @@ impl RedisBackend {
             error: BackendError::Timeout(self.deadline),
         };
         crate::observe::batch(1 + leading.members.len());
-        let decided = {
-            let mut calls = Vec::with_capacity(1 + leading.members.len());
-            calls.push(call);
-            calls.extend(leading.members.iter().map(|member| Call {
-                nonce: member.nonce,
-                costs: &member.costs[..limits.len()],
-            }));
-            script::decide(connection, limits, &calls, self.test_now()).await
+        // A call alone (the uncontended case) goes as it is; a batch, its leader first.
+        let batch: Vec<Call<'_>> = match leading.members.is_empty() {
+            true => Vec::new(),
+            false => std::iter::once(call)
+                .chain(leading.members.iter().map(|member| Call {
+                    nonce: member.nonce,
+                    costs: &member.costs[..limits.len()],
+                }))
+                .collect(),
         };
+        let calls = if batch.is_empty() {
+            &[call][..]
+        } else {
+            &batch
+        };
+        let decided = script::decide(connection, limits, calls, self.test_now()).await;
         match decided {
             Ok((mut decided, now)) if !decided.is_empty() => {
                 leading.finish(Ok((&decided[1..], now)));

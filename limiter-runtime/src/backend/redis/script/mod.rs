@@ -231,7 +231,24 @@ pub(crate) struct Call<'a> {
 #[derive(Debug, Clone)]
 pub(crate) struct CallOutcome {
     pub(crate) admitted: bool,
-    pub(crate) outcomes: Vec<Outcome>,
+    pub(crate) outcomes: Outcomes,
+}
+
+/// A call's outcomes, one per limit: a call of one limit (the common call) keeps its own inline, so that
+/// deciding it, and handing it to a coalesced caller, allocates nothing.
+#[derive(Debug, Clone)]
+pub(crate) enum Outcomes {
+    One(Outcome),
+    Many(Vec<Outcome>),
+}
+
+impl Outcomes {
+    pub(crate) fn as_slice(&self) -> &[Outcome] {
+        match self {
+            Outcomes::One(outcome) => std::slice::from_ref(outcome),
+            Outcomes::Many(outcomes) => outcomes,
+        }
+    }
 }
 
 /// Decides `calls` on `limits`, in turn, in one script call: each call as one, admitted only if all its
@@ -294,7 +311,10 @@ pub(crate) async fn decide(
             .iter()
             .zip(&outcomes)
             .all(|(l, o)| o.allowed || !l.vetoes);
-        decided.push(CallOutcome { admitted, outcomes });
+        decided.push(CallOutcome {
+            admitted,
+            outcomes: Outcomes::Many(outcomes),
+        });
     }
     Ok((decided, now))
 }

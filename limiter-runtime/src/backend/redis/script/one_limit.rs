@@ -6,7 +6,7 @@ use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
 use super::reply::{bucket, non_negative};
-use super::{Call, CallOutcome, Limit, LEAN, TEST_MIN_TTL_MILLIS};
+use super::{Call, CallOutcome, Limit, Outcomes, LEAN, TEST_MIN_TTL_MILLIS};
 use crate::algorithm::{sliding_log, Algorithm, Charge, Outcome, Reported, State};
 use crate::error::BackendError;
 
@@ -74,7 +74,7 @@ pub(super) async fn decide_one_limit(
     };
     let decided = |outcome: Outcome| CallOutcome {
         admitted: outcome.allowed || !limit.vetoes,
-        outcomes: vec![outcome],
+        outcomes: Outcomes::One(outcome),
     };
     let mut each = Vec::with_capacity(calls.len());
     if logs {
