@@ -90,17 +90,15 @@ pub(crate) fn minimal_ceiling_args(algorithm: Algorithm, limit: Limit) -> Vec<St
 
 /// The lean script's arguments for one call of cost 1, as the library sends them (see each script's header),
 /// for `redis-benchmark`: window, max, the bucket's depth (the token bucket's burst, the leaky bucket's max
-/// wait: 0, it rejects), the cost, and the sliding log's nonce and `:` (16 digits, random here).
+/// wait: 0, it rejects), and the sliding log's one member (its nonce, 16 digits, random here, and `:1`); a
+/// call of cost 1 sends no cost.
 pub(crate) fn library_ceiling_args(algorithm: Algorithm, limit: Limit) -> Vec<String> {
     let mut args = vec![limit.window_us().to_string(), limit.max.to_string()];
     match algorithm {
         Algorithm::TokenBucket => args.push(limit.max.to_string()),
         Algorithm::LeakyBucket => args.push("0".to_owned()),
+        Algorithm::SlidingLog => args.push(format!("0000{RANDOM}:1")),
         _ => {}
-    }
-    args.push("1".to_owned());
-    if algorithm == Algorithm::SlidingLog {
-        args.push(format!("0000{RANDOM}:"));
     }
     args
 }
