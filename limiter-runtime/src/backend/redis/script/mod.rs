@@ -238,11 +238,14 @@ pub(crate) struct CallOutcome {
 /// deciding it, and handing it to a coalesced caller, allocates nothing.
 #[derive(Debug, Clone)]
 pub(crate) enum Outcomes {
+    /// A call of one limit.
     One(Outcome),
+    /// A call of several, in the order of its limits.
     Many(Vec<Outcome>),
 }
 
 impl Outcomes {
+    /// Each limit's outcome, in the order of the call's limits.
     pub(crate) fn as_slice(&self) -> &[Outcome] {
         match self {
             Outcomes::One(outcome) => std::slice::from_ref(outcome),
