@@ -43,7 +43,8 @@ else
   end
 end
 if queued > first then
-  -- Whole us past now (exact, in integers), and a TTL of the queue's length, ms up.
+  -- Whole us past now, and a TTL of the queue's length, ms up (exact: below 2^53, a float quotient never
+  -- rounds across an integer).
   local rest = queued % max
   local ahead = (queued - rest) / max
   local ttl = ahead
