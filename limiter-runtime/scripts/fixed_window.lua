@@ -29,13 +29,11 @@ local open = tonumber(state[1]) == index
 local first = 0
 if open then first = tonumber(state[2]) end
 local count = first
-if #ARGV == 2 then
-  if count < max then count = count + 1 end
-else
-  for c = 3, #ARGV do
-    local cost = tonumber(ARGV[c])
-    if count + cost <= max then count = count + cost end
-  end
+-- No cost at all is one call of cost 1.
+for c = 3, #ARGV > 2 and #ARGV or 3 do
+  local cost = 1
+  if ARGV[c] then cost = tonumber(ARGV[c]) end
+  if count + cost <= max then count = count + cost end
 end
 if count > first then
   if open then

@@ -34,13 +34,11 @@ if type(state) == 'string' then
 end
 -- One slot weighs `window`; a call is admitted while the queue before it is within the wait.
 local limit, queued = tonumber(ARGV[3]) * max, first
-if #ARGV == 3 then
-  if queued <= limit then queued = queued + window end
-else
-  for c = 4, #ARGV do
-    local cost = tonumber(ARGV[c])
-    if cost <= max and queued <= limit then queued = queued + cost * window end
-  end
+-- No cost at all is one call of cost 1.
+for c = 4, #ARGV > 3 and #ARGV or 4 do
+  local cost = 1
+  if ARGV[c] then cost = tonumber(ARGV[c]) end
+  if cost <= max and queued <= limit then queued = queued + cost * window end
 end
 if queued > first then
   -- Whole us past now, and a TTL of the queue's length, ms up (exact: below 2^53, a float quotient never

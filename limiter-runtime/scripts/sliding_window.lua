@@ -39,13 +39,11 @@ end
 local elapsed = now - index * window
 local room = max * window - previous * (window - elapsed)
 local current = first
-if #ARGV == 2 then
-  if (current + 1) * window <= room then current = current + 1 end
-else
-  for i = 3, #ARGV do
-    local cost = tonumber(ARGV[i])
-    if (current + cost) * window <= room then current = current + cost end
-  end
+-- No cost at all is one call of cost 1.
+for i = 3, #ARGV > 2 and #ARGV or 3 do
+  local cost = 1
+  if ARGV[i] then cost = tonumber(ARGV[i]) end
+  if (current + cost) * window <= room then current = current + cost end
 end
 if current > first then
   -- The current window's count weighs until the next window ends.

@@ -36,13 +36,11 @@ if type(state) == 'string' then
 end
 -- One token weighs `window`.
 local capacity, queued = burst * window, first
-if #ARGV == 3 then
-  if queued + window <= capacity then queued = queued + window end
-else
-  for c = 4, #ARGV do
-    local need = tonumber(ARGV[c]) * window
-    if need <= capacity and queued + need <= capacity then queued = queued + need end
-  end
+-- No cost at all is one call of cost 1.
+for c = 4, #ARGV > 3 and #ARGV or 4 do
+  local need = window
+  if ARGV[c] then need = tonumber(ARGV[c]) * window end
+  if need <= capacity and queued + need <= capacity then queued = queued + need end
 end
 if queued > first then
   -- Whole us past now, and a TTL of the queue's length, ms up (exact: below 2^53, a float quotient never
