@@ -2,8 +2,8 @@
 //! pipeline reports its decisions, so that the tower layer in front of the handlers writes them all in one
 //! set of quota headers (`RateLimit-Policy`, `RateLimit`).
 //!
-//! The layer opens a `scope` (with the `tower` feature) over each request. While the request's future runs, the
-//! pipeline adds each decision it makes, whichever way it was asked: the layer's own limits, an annotated
+//! The layer opens a `scope` (with the `tower` feature) over each request. While the request's future runs,
+//! the pipeline adds each decision it makes, whichever way it was asked: the layer's own limits, an annotated
 //! handler's, the plain API's. Outside a scope nothing is recorded, and looking costs one thread-local read;
 //! without the `tower` feature, nothing at all.
 //!

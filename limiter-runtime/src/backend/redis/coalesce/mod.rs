@@ -163,9 +163,10 @@ impl Coalescer {
         self.lines.hash(key)
     }
 
-    /// After a round trip on `key` (whose hash is `hash`): hands its line to the first call waiting in it whose caller is still
-    /// there, with at most [`MAX_BATCH`] - 1 calls waiting behind it (the rest wait for the next); closes the
-    /// line when no one waits. `returned` are calls of a batch that was never sent: first in line again.
+    /// After a round trip on `key` (whose hash is `hash`): hands its line to the first call waiting in it
+    /// whose caller is still there, with at most [`MAX_BATCH`] - 1 calls waiting behind it (the rest wait for
+    /// the next); closes the line when no one waits. `returned` are calls of a batch that was never sent:
+    /// first in line again.
     fn pass_on(self: &Arc<Self>, key: KeyRef<'_>, hash: KeyHash, returned: Vec<Member>) {
         let mut lines = self.lines.lock_shard(hash.shard);
         let Some(line) = lines.get_mut(hash, key) else {

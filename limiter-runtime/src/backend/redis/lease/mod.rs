@@ -10,9 +10,8 @@
 //! their deadline) and spend it, or, when it brings them nothing, go to Redis as any call does (coalesced).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
-
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -243,8 +242,8 @@ impl RedisBackend {
         self.deadline * 2
     }
 
-    /// Takes a lease for the one limit `owned` of a call sent at `sent` (giving back `back`), and answers the call with the
-    /// first of its units; refused, with the limit's answer to the call alone.
+    /// Takes a lease for the one limit `owned` of a call sent at `sent` (giving back `back`), and answers the
+    /// call with the first of its units; refused, with the limit's answer to the call alone.
     pub(super) async fn take_lease(
         &self,
         owned: &Owned,
