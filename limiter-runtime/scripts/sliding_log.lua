@@ -33,31 +33,29 @@ local key, max = KEYS[1], tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
 local first = redis.call('ZCARD', key)
 local count, reply = first, nil
-if #ARGV == 3 and count < max then
-  redis.call('ZADD', key, now, ARGV[3])
-  count = count + 1
-else
-  for c = 3, #ARGV, 2 do
-    -- A call of cost 1 alone comes here only when it does not fit.
-    local cost = 1
-    if #ARGV > 3 then cost = tonumber(ARGV[c]) end
-    if count + cost <= max then
-      local nonce = ARGV[c + 1]
+for c = 3, #ARGV, 2 do
+  -- A call of cost 1 alone is its one member; else each call is its cost and its nonce.
+  local cost, nonce = 1, nil
+  if #ARGV > 3 then cost, nonce = tonumber(ARGV[c]), ARGV[c + 1] end
+  if count + cost <= max then
+    if nonce then
       for unit = 1, cost do
         redis.call('ZADD', key, now, nonce .. unit)
       end
-      count = count + cost
     else
-      -- Admitted once the (count + cost - max)-th oldest member has left the window.
-      local blocking = ''
-      if cost <= max then
-        local index = count + cost - max - 1
-        blocking = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
-      end
-      reply = reply or {now, first}
-      reply[#reply + 1] = blocking
-      reply[#reply + 1] = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] or ''
+      redis.call('ZADD', key, now, ARGV[c])
     end
+    count = count + cost
+  else
+    -- Admitted once the (count + cost - max)-th oldest member has left the window.
+    local blocking = ''
+    if cost <= max then
+      local index = count + cost - max - 1
+      blocking = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
+    end
+    reply = reply or {now, first}
+    reply[#reply + 1] = blocking
+    reply[#reply + 1] = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2] or ''
   end
 end
 if count > first then
