@@ -35,7 +35,9 @@
 -- only refunds and calls of several limits can need, is the one function, made only for them.
 --
 -- The state of each algorithm, one key per limit:
---   sliding log     a sorted set, one member per admitted unit, "<nonce>:<i>", scored by its admission time
+--   sliding log     a sorted set, one member per admitted call, scored by its admission time: "<nonce>:1", or
+--                   "<nonce>*<cost>" for a call of a greater cost; and "#", scored minus the sum of their costs
+--                   less one each, while there are such calls
 --   fixed window    a hash: w = the window's index, n = units admitted in it
 --   sliding window  a string "<w>:<c>:<p>": the window's index, its count, the previous window's count
 --   buckets         a string "<t>:<f>:<s>:<g>", the queue of charges: when they have all left (t in whole us,
@@ -65,9 +67,26 @@ local give_back
 if op ~= 'decide' or limits > 1 then
   give_back = function(key, algorithm, window, max, units, cost, at, mark)
     if algorithm == 1 then
-      if at <= now - window then return end
-      for i = cost - units + 1, cost do
-        redis.call('ZREM', key, mark .. ':' .. i)
+      -- The call's one member, weighing its cost: it goes, or weighs what is left.
+      if at <= now - window or units == 0 then return end
+      local member = mark .. ':1'
+      if cost > 1 then member = mark .. '*' .. cost end
+      local score = redis.call('ZSCORE', key, member)
+      if not score then return end
+      redis.call('ZREM', key, member)
+      local left, fewer = cost - units, cost - 1
+      if left == 1 then
+        redis.call('ZADD', key, score, mark .. ':1')
+      elseif left > 1 then
+        redis.call('ZADD', key, score, mark .. '*' .. left)
+        fewer = units
+      end
+      if fewer == 0 then return end
+      local extra = -(tonumber(redis.call('ZSCORE', key, '#')) or 0) - fewer
+      if extra > 0 then
+        redis.call('ZADD', key, -extra, '#')
+      else
+        redis.call('ZREM', key, '#')
       end
     elseif algorithm == 2 then
       local state = redis.call('HMGET', key, 'w', 'n')
@@ -189,28 +208,63 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
 
     if algorithm == 1 then
       -- Sliding-window log: at most `max` units in any interval of length `window`. An admission at time s
-      -- counts while s > now - window.
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-      local count = redis.call('ZCARD', key)
+      -- counts while s > now - window. One member per call ("<nonce>:1", or "<nonce>*<cost>" for a heavier
+      -- one), and "#" scored minus the heavier calls' extra units while there are any (see sliding_log.lua).
+      local stored = tonumber(redis.call('ZSCORE', key, '#'))
+      local extra = 0
+      if stored then
+        extra = -stored
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
+          local weight = string.match(member, '%*(%d+)$')
+          if weight then extra = extra - weight + 1 end
+        end
+      end
+      redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+      local skip = 0
+      if stored then skip = 1 end
+      local count = redis.call('ZCARD', key) - skip + extra
       if count + cost <= max then
-        for unit = 1, cost do
-          redis.call('ZADD', key, now, nonce .. ':' .. unit)
+        if cost == 1 then
+          redis.call('ZADD', key, now, nonce .. ':1')
+        elseif cost > 1 then
+          redis.call('ZADD', key, now, nonce .. '*' .. cost)
+          extra = extra + cost - 1
         end
         -- Every member leaves the window at most `window` from now: so does the key.
         redis.call('PEXPIRE', key, max_of(ceil(window / 1000), min_ttl))
         allowed, remaining, reset_after = 1, max - count - cost, window
       else
         -- A cost above the limit can never be admitted: report the whole window. Else admitted once the
-        -- (count + cost - max)-th oldest member has left the window.
+        -- oldest members holding (count + cost - max) units have left the window.
         retry_after = window
-        if cost <= max then
-          local index = count + cost - max - 1
+        if cost <= max and extra == 0 then
+          local index = count + cost - max - 1 + skip
           local oldest = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
           retry_after = tonumber(oldest[2]) + window - now
+        elseif cost <= max then
+          -- Heavier calls among them: their weights, from the oldest, 64 members at a time.
+          local need, blocking, start, page = count + cost - max, nil, skip, nil
+          repeat
+            page = redis.call('ZRANGE', key, start, start + 63, 'WITHSCORES')
+            for m = 1, #page, 2 do
+              need = need - (tonumber(string.match(page[m], '%*(%d+)$')) or 1)
+              if need <= 0 then
+                blocking = tonumber(page[m + 1])
+                break
+              end
+            end
+            start = start + 64
+          until blocking or #page < 128
+          if blocking then retry_after = blocking + window - now end
         end
         local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-        if newest[2] then reset_after = tonumber(newest[2]) + window - now end
+        if newest[2] and newest[1] ~= '#' then reset_after = tonumber(newest[2]) + window - now end
         remaining = max_of(max - count, 0)
+      end
+      if extra > 0 then
+        if -extra ~= stored then redis.call('ZADD', key, -extra, '#') end
+      elseif stored then
+        redis.call('ZREM', key, '#')
       end
 
     elseif algorithm == 2 then

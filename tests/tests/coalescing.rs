@@ -110,7 +110,7 @@ async fn every_algorithm_admits_as_one_call_at_a_time_would_in_fewer_script_call
     assert_eq!(
         members,
         [300, 300],
-        "one sliding-log member per admitted unit"
+        "one sliding-log member per admitted call (of cost 1 here)"
     );
 }
 

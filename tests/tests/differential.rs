@@ -18,7 +18,8 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
     let window = Duration::from_micros(
         *rng.pick(&[1_000_000, 1_500_000, 10_000_000, 60_000_000, 3_333_333]),
     );
-    let max = *rng.pick(&[1, 3, 7, 10, 100]);
+    // A cost is a weight: a limit of millions takes costs of millions, each one entry.
+    let max = *rng.pick(&[1, 3, 7, 10, 100, 10_000_000]);
     let mut rule = Rule::new()
         .algorithm(algorithm)
         .window(window)
@@ -61,7 +62,8 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
         memory_clock.advance(Duration::from_micros(step));
         redis_clock.advance(Duration::from_micros(step));
         let key = format!("k{}", rng.below(12));
-        let cost = *rng.pick(&[1, 1, 1, 1, 2, 3, 0, max, max + 1]);
+        let heavy = rng.below(max + 1);
+        let cost = *rng.pick(&[1, 1, 1, 1, 2, 3, 0, max, max + 1, heavy, heavy]);
 
         let in_memory = memory.check_cost(&rule, &key, cost).await;
         let in_redis = redis.check_cost(&rule, &key, cost).await;
@@ -143,7 +145,7 @@ async fn leaky_bucket() {
 fn random_rule(rng: &mut Rng, name: &str) -> Rule {
     let algorithm = *rng.pick(&Algorithm::ALL);
     let window = Duration::from_micros(*rng.pick(&[1_000_000, 1_500_000, 10_000_000, 3_333_333]));
-    let max = *rng.pick(&[2, 3, 5]);
+    let max = *rng.pick(&[2, 3, 5, 1_000_000]);
     let mut rule = Rule::new()
         .prefix(format!("{name}:"))
         .algorithm(algorithm)
@@ -227,7 +229,7 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
         memory_clock.advance(Duration::from_micros(step));
         redis_clock.advance(Duration::from_micros(step));
         let key = |rng: &mut Rng| format!("k{}", rng.below(2));
-        let cost = |rng: &mut Rng| *rng.pick(&[1, 1, 1, 2, 3, 0]);
+        let cost = |rng: &mut Rng| *rng.pick(&[1, 1, 1, 2, 3, 0, 600_000]);
         let context = format!("seed {seed}, deny cache {deny_cache}, call {call}, rules {rules:?}");
         match rng.below(10) {
             0..=4 => {

@@ -44,14 +44,59 @@ async fn memory_per_limit() {
         );
         println!("| {algorithm:?} | {small} B | {large} B |");
         if algorithm == Algorithm::SlidingLog {
-            // One member per admission: memory grows with max.
+            // One member per admission: memory grows with max, as the README says (3.1 KB, 1.23 MB).
             assert!(large > 50 * small, "{small} B → {large} B");
+            assert!(small <= 3_200 && large <= 1_250_000, "{small} B, {large} B");
         } else {
-            // O(1): one small value (a hash or a string) whatever the limit.
+            // O(1): one small value (a hash or a string) whatever the limit, as the README says (≤ 120 B).
             assert!(
-                small < 200 && large < 200,
+                small <= 120 && large <= 120,
                 "{algorithm:?}: {small} B, {large} B"
             );
         }
     }
+}
+
+/// A cost is a weight, never a number of entries: twenty calls of 50,000 units hold a few hundred bytes,
+/// whatever the algorithm, and a limit of ten million is exact at its edge.
+#[tokio::test]
+async fn a_cost_is_a_weight_not_entries() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let limiter = server.limiter_with_clock(&clock);
+    let mut redis = server.connection();
+    for algorithm in ALGORITHMS {
+        let prefix = format!("heavy:{algorithm:?}:");
+        let rule = Rule::new()
+            .algorithm(algorithm)
+            .max(10_000_000)
+            .window(Duration::from_secs(60))
+            .prefix(prefix.clone());
+        let rule = match algorithm {
+            Algorithm::LeakyBucket => rule.max_wait(Duration::from_secs(60)),
+            _ => rule,
+        };
+        for _ in 0..20 {
+            assert!(limiter.check_cost(&rule, "k", 50_000).await.allowed);
+            clock.advance(Duration::from_millis(10));
+        }
+        let bytes: u64 = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(format!("{prefix}k"))
+            .arg("SAMPLES")
+            .arg(0)
+            .query(&mut redis)
+            .unwrap();
+        assert!(bytes < 64 * 1024, "{algorithm:?}: {bytes} B");
+    }
+    let log = Rule::new()
+        .max(10_000_000)
+        .window(Duration::from_secs(60))
+        .prefix("edge:");
+    assert!(limiter.check_cost(&log, "k", 1_000_000).await.allowed);
+    let refused = limiter.check_cost(&log, "k", 9_000_001).await;
+    assert!(!refused.allowed);
+    assert_eq!(refused.remaining, 9_000_000);
+    assert!(limiter.check_cost(&log, "k", 9_000_000).await.allowed);
+    assert!(!limiter.check(&log, "k").await.allowed);
 }

@@ -187,8 +187,8 @@ async fn reserve_then_settle_charges_what_was_used() {
     }
 }
 
-/// What a refund removes from Redis: a sliding log's own members (not a newer call's), and only from the
-/// window charged; nothing once the charge has left.
+/// What a refund removes from Redis: a sliding log's own member (not a newer call's), or part of its weight,
+/// and only from the window charged; nothing once the charge has left.
 #[tokio::test]
 async fn a_refund_removes_its_own_members_and_nothing_once_gone() {
     let server = RedisServer::start();
@@ -198,28 +198,32 @@ async fn a_refund_removes_its_own_members_and_nothing_once_gone() {
         .prefix("log:")
         .max(10)
         .window(Duration::from_secs(10));
-    let members = || -> Vec<String> {
+    // Each member with its score: one per call, and "#" scored minus the heavier calls' extra units.
+    let members = || -> Vec<(String, i64)> {
         redis::cmd("ZRANGE")
             .arg("log:k")
             .arg(0)
             .arg(-1)
+            .arg("WITHSCORES")
             .query(&mut server.connection())
             .unwrap()
     };
     let first = limiter.reserve(&log, "k", 2).await.unwrap();
     let older = members();
+    assert_eq!(older.len(), 2, "{older:?}");
     clock.advance(Duration::from_secs(1));
     let second = limiter.reserve(&log, "k", 3).await.unwrap();
     let all = members();
-    assert_eq!(all.len(), 5);
-    // The second gives back two of its three: the first's stay, one of the second's.
+    assert_eq!(all.len(), 3, "one member a call, and #: {all:?}");
+    assert_eq!(all[0], ("#".to_owned(), -3), "1 + 2 extra units");
+    // The second gives back two of its three: the first stays, the second weighs one.
     second.settle(1).await;
     let left = members();
-    assert_eq!(left.len(), 3);
-    assert!(
-        older.iter().all(|m| left.contains(m)),
-        "{left:?} lost one of {older:?}"
-    );
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert_eq!(left[0], ("#".to_owned(), -1));
+    assert_eq!(left[1], older[1], "the first call's member is untouched");
+    assert!(left[2].0.ends_with(":1"), "{left:?}");
+    assert_eq!(limiter.check_cost(&log, "k", 0).await.remaining, 7);
     // Once its charge has left the window, giving back the first changes nothing.
     clock.advance(Duration::from_secs(10));
     let third = limiter.reserve(&log, "k", 1).await.unwrap();

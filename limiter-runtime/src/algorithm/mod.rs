@@ -34,7 +34,7 @@ use crate::error::ParseError;
 ///
 /// | algorithm | guarantee | memory per key | `retry_after` |
 /// |---|---|---|---|
-/// | [`SlidingLog`](Algorithm::SlidingLog) | ≤ `max` in **any** `window` | grows with `max` | exact |
+/// | [`SlidingLog`](Algorithm::SlidingLog) | ≤ `max` in **any** `window` | grows with the calls in the window | exact |
 /// | [`FixedWindow`](Algorithm::FixedWindow) | ≤ `max` per aligned window (2 × `max` across a boundary) | O(1) | exact |
 /// | [`SlidingWindow`](Algorithm::SlidingWindow) | weighted estimate of the sliding window | O(1) | exact for the estimate |
 /// | [`TokenBucket`](Algorithm::TokenBucket) | ≤ `burst` + `max` · t / `window` over any t | O(1) | exact |
@@ -44,8 +44,9 @@ use crate::error::ParseError;
 pub enum Algorithm {
     /// Sliding-window log, exact: at most `max` admissions in **any** interval of length `window`.
     ///
-    /// One sorted set per key holding one member per admitted unit, so memory grows with `max` (never beyond
-    /// it). `retry_after` is when the oldest admission that blocks this call leaves the window.
+    /// One sorted set per key holding one member per admitted call, weighing its cost (a cost is a weight,
+    /// never a number of entries), so memory grows with the calls in the window (never beyond `max` of them).
+    /// `retry_after` is when the oldest admission that blocks this call leaves the window.
     #[default]
     SlidingLog,
     /// Fixed window: at most `max` admissions per aligned window (`[k·window, (k+1)·window)`).

@@ -7,31 +7,48 @@ use std::collections::VecDeque;
 
 use super::{Charge, Outcome, Receipt};
 
-/// The admission times (µs) of one key, oldest first; never more than `max` of them.
+/// The admissions of one key, oldest first: one entry per microsecond that admitted anything, weighing the
+/// units admitted then (a call's cost is a weight, never a number of entries), and their sum.
 #[derive(Debug, Default)]
 pub(crate) struct SlidingLog {
-    admitted: VecDeque<u64>,
+    admitted: VecDeque<Admitted>,
+    units: u64,
+}
+
+/// The units admitted at one time (µs).
+#[derive(Debug, Clone, Copy)]
+struct Admitted {
+    at: u64,
+    units: u64,
 }
 
 impl SlidingLog {
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
-        while self
+        while let Some(oldest) = self
             .admitted
             .front()
-            .is_some_and(|&s| s.saturating_add(req.window) <= now)
+            .filter(|oldest| oldest.at.saturating_add(req.window) <= now)
         {
+            self.units -= oldest.units;
             self.admitted.pop_front();
         }
-        let count = self.admitted.len() as u64;
+        let admitted = &self.admitted;
         let outcome = outcome(
             now,
             req,
-            count,
-            |index| self.admitted[index],
-            self.admitted.back().copied(),
+            self.units,
+            |need| blocking(admitted, need),
+            admitted.back().map(|newest| newest.at),
         );
-        if outcome.allowed {
-            self.admitted.extend((0..req.cost).map(|_| now));
+        if outcome.allowed && req.cost > 0 {
+            self.units += req.cost;
+            match self.admitted.back_mut().filter(|newest| newest.at == now) {
+                Some(newest) => newest.units += req.cost,
+                None => self.admitted.push_back(Admitted {
+                    at: now,
+                    units: req.cost,
+                }),
+            }
         }
         outcome
     }
@@ -42,25 +59,45 @@ impl SlidingLog {
         if receipt.at.saturating_add(req.window) <= now {
             return;
         }
-        // The log is in time order: the admissions of that microsecond are one run.
-        let start = self.admitted.partition_point(|&s| s < receipt.at);
-        let end = self.admitted.partition_point(|&s| s <= receipt.at);
-        let units = usize::try_from(units)
-            .unwrap_or(usize::MAX)
-            .min(end - start);
-        self.admitted.drain(end - units..end);
+        // The log is in time order, one entry per microsecond.
+        let Ok(i) = self
+            .admitted
+            .binary_search_by_key(&receipt.at, |admitted| admitted.at)
+        else {
+            return;
+        };
+        let entry = &mut self.admitted[i];
+        let back = units.min(entry.units);
+        entry.units -= back;
+        self.units -= back;
+        if entry.units == 0 {
+            self.admitted.remove(i);
+        }
     }
 }
 
-/// What a log holding `count` admissions in the window decides of a call of `req` at `now`: `blocking(i)` is
-/// the time of its `i`-th oldest admission (asked for only when the call is refused, and can be admitted
-/// later), `newest` the time of its newest. In memory the log is at hand; from Redis, the script reports
-/// these times.
+/// The time of the admission whose leaving takes the oldest `need` units (at least 1) out of the window.
+fn blocking(admitted: &VecDeque<Admitted>, need: u64) -> u64 {
+    let mut left = need;
+    for admission in admitted {
+        if admission.units >= left {
+            return admission.at;
+        }
+        left -= admission.units;
+    }
+    // Never reached: a log holds at least the units a refused call that fits needs to leave.
+    admitted.back().map_or(0, |newest| newest.at)
+}
+
+/// What a log holding `count` units in the window decides of a call of `req` at `now`: `blocking(need)` is
+/// the time of the admission whose leaving takes the oldest `need` units out of the window (asked for only
+/// when the call is refused, and can be admitted later), `newest` the time of its newest. In memory the log is
+/// at hand; from Redis, the script reports these times.
 pub(crate) fn outcome(
     now: u64,
     req: &Charge,
     count: u64,
-    blocking: impl FnOnce(usize) -> u64,
+    blocking: impl FnOnce(u64) -> u64,
     newest: Option<u64>,
 ) -> Outcome {
     if count + req.cost <= req.max {
@@ -77,9 +114,8 @@ pub(crate) fn outcome(
         };
     }
     let retry_after = if req.cost <= req.max {
-        // Admitted once the (count + cost - max)-th oldest admission has left the window.
-        let index = (count + req.cost - req.max - 1) as usize;
-        (blocking(index) + req.window).saturating_sub(now)
+        // Admitted once the oldest (count + cost - max) units have left the window.
+        (blocking(count + req.cost - req.max) + req.window).saturating_sub(now)
     } else {
         req.window
     };
@@ -126,5 +162,40 @@ mod tests {
         assert!(!o.allowed);
         assert_eq!(o.retry_after, 10 * SECOND);
         assert_eq!(o.remaining, 5);
+    }
+
+    /// A cost is a weight: one entry however heavy, and exact at the edge.
+    #[test]
+    fn a_cost_is_a_weight_exact_at_the_edge() {
+        let mut log = SlidingLog::default();
+        let limit = |cost| Charge {
+            cost,
+            ..req(10_000_000)
+        };
+        assert!(log.decide(0, &limit(1_000_000)).allowed);
+        let refused = log.decide(SECOND, &limit(9_000_001));
+        assert!(!refused.allowed);
+        assert_eq!(refused.remaining, 9_000_000);
+        // The first admission's leaving makes room.
+        assert_eq!(refused.retry_after, 9 * SECOND);
+        assert!(log.decide(SECOND, &limit(9_000_000)).allowed);
+        assert_eq!(log.admitted.len(), 2);
+        // Full: a unit waits for the oldest call to leave; 9,000,001 units, for both.
+        assert_eq!(log.decide(2 * SECOND, &limit(1)).retry_after, 8 * SECOND);
+        let all = log.decide(2 * SECOND, &limit(9_000_001));
+        assert_eq!(all.retry_after, 9 * SECOND);
+    }
+
+    /// Giving back part of a call leaves the rest of it counted.
+    #[test]
+    fn a_refund_takes_part_of_a_call() {
+        let mut log = SlidingLog::default();
+        let limit = |cost| Charge { cost, ..req(100) };
+        let heavy = log.decide(0, &limit(60));
+        log.refund(SECOND, &limit(60), 25, &heavy.receipt);
+        assert_eq!(log.decide(SECOND, &limit(65)).remaining, 0);
+        assert!(!log.decide(SECOND, &limit(1)).allowed);
+        log.refund(SECOND, &limit(60), 1_000, &heavy.receipt);
+        assert_eq!(log.units, 65);
     }
 }

@@ -19,9 +19,9 @@ impl NonceText {
         std::str::from_utf8(&self.digits[..self.len]).unwrap_or_default()
     }
 
-    /// What the call's members start with: its digits and `:` (the unit follows).
-    pub(super) fn member_prefix(&self) -> Member {
-        self.member_text(17)
+    /// The digits alone: the script names the call's member after them.
+    pub(super) fn digits(&self) -> Member {
+        self.member_text(16)
     }
 
     /// The one member of a call of cost 1: its digits and `:1`.
@@ -36,7 +36,7 @@ impl NonceText {
     }
 }
 
-/// A call's sliding-log member, or what its members start with: its nonce, `:` and perhaps the unit.
+/// A call's sliding-log member (its nonce and `:1`), or its nonce alone.
 pub(super) struct Member {
     text: [u8; 18],
     len: usize,

@@ -48,7 +48,7 @@ pub(super) async fn decide_one_limit(
                 for call in calls {
                     cmd.arg(cost(call));
                     if logs {
-                        cmd.arg(nonce_text(call.nonce).member_prefix());
+                        cmd.arg(nonce_text(call.nonce).digits());
                     }
                 }
             }
@@ -78,7 +78,7 @@ pub(super) async fn decide_one_limit(
     };
     let mut each = Vec::with_capacity(calls.len());
     if logs {
-        // The count goes up by each admitted call's cost; each call refused reads two times.
+        // The count (units) goes up by each admitted call's cost; each call refused reads two times.
         let (mut count, mut times) = (first, rest.chunks(2));
         for call in calls {
             let charge = charge_of(call);
