@@ -10,6 +10,7 @@
 //! | `limiter_redis_batch_calls` | histogram | none: the calls one script call decided (coalesced calls on one key) |
 //! | `limiter_lease_units_taken_total` | counter | none: units this node took from Redis in leases |
 //! | `limiter_lease_units` | gauge | none: units this node's leases hold, unspent (every 100 ms) |
+//! | `limiter_unidentified_requests_total` | counter | `policy` (the layer's first rule's), `outcome` = `peer`, `fallback`, `passed` or `unlimited`: requests a tower layer's key found nothing in, and what became of them |
 //!
 //! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
 //! then allocates nothing. (Install the `metrics` recorder before the first decision.)
@@ -143,6 +144,47 @@ pub(crate) fn lease_units(units: u64) {
     metrics::gauge!("limiter_lease_units").set(units as f64);
     #[cfg(not(feature = "metrics"))]
     let _ = units;
+}
+
+/// Counts a request a tower layer's key found nothing in, and what became of it (`outcome`).
+#[cfg(feature = "tower")]
+pub(crate) fn unidentified(policy: &str, outcome: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("limiter_unidentified_requests_total", "policy" => policy.to_owned(), "outcome" => outcome)
+        .increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = (policy, outcome);
+}
+
+/// Says when something worth a warning, but not one per request, is due to be told again: at most once a
+/// minute.
+#[cfg(feature = "tower")]
+#[derive(Debug, Default)]
+pub(crate) struct Notice {
+    /// When it was last told, in ms since [`Notice::EPOCH`], plus one (0: never).
+    last: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(feature = "tower")]
+impl Notice {
+    const EVERY_MS: u64 = 60_000;
+
+    /// Whether to tell it now; if so, the next minute is quiet.
+    pub(crate) fn due(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let now = EPOCH
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_millis() as u64
+            + 1;
+        let last = self.last.load(Ordering::Relaxed);
+        (last == 0 || now >= last + Self::EVERY_MS)
+            && self
+                .last
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
 }
 
 /// Times one Redis decision (nothing without the feature).

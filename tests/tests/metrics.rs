@@ -189,3 +189,63 @@ fn batch_sizes_and_lease_units_are_reported() {
     );
     assert_eq!(get("limiter_lease_units{}"), 90, "{recorded:#?}");
 }
+
+/// Requests a tower layer's key finds nothing in are counted by what became of them: counted under the peer's
+/// address, under the fallback key, or let through.
+#[test]
+fn requests_a_layers_key_finds_nothing_in_are_counted() {
+    use axum::routing::get;
+    use limiter_runtime::tower::{Key, RateLimitLayer};
+    use tower_service::Service;
+
+    let recorded = Recorded::default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorded, || {
+        runtime.block_on(async {
+            let limiter = Limiter::in_memory();
+            let rule = |name: &'static str| Rule::new().prefix(format!("{name}:")).name(name);
+            let layers = [
+                RateLimitLayer::new(&limiter, [rule("peer")], Key::x_forwarded_for(1)),
+                RateLimitLayer::new(&limiter, [rule("shared")], Key::x_forwarded_for(1))
+                    .fallback("unidentified"),
+                RateLimitLayer::new(&limiter, [rule("passing")], Key::x_forwarded_for(1))
+                    .pass_unidentified(),
+            ];
+            for layer in layers {
+                let mut app = axum::Router::new()
+                    .route("/", get(|| async { "hi" }))
+                    .layer(layer);
+                for forwarded in [None, Some("garbage"), Some("203.0.113.7")] {
+                    let mut request = http::Request::builder().uri("/");
+                    if let Some(forwarded) = forwarded {
+                        request = request.header("x-forwarded-for", forwarded);
+                    }
+                    let mut request = request.body(axum::body::Body::empty()).unwrap();
+                    request
+                        .extensions_mut()
+                        .insert("192.0.2.1:4000".parse::<std::net::SocketAddr>().unwrap());
+                    let response = app.call(request).await.unwrap();
+                    assert_eq!(response.status(), 200);
+                }
+            }
+        })
+    });
+    let recorded = recorded.0.lock().unwrap().clone();
+    let get = |key: &str| recorded.get(key).copied().unwrap_or(0);
+    for (policy, outcome) in [
+        ("peer", "peer"),
+        ("shared", "fallback"),
+        ("passing", "passed"),
+    ] {
+        assert_eq!(
+            get(&format!(
+                "limiter_unidentified_requests_total{{policy={policy},outcome={outcome}}}"
+            )),
+            2,
+            "{recorded:#?}"
+        );
+    }
+}

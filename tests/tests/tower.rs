@@ -1,7 +1,7 @@
 //! The tower layer over real HTTP (an axum server on loopback): keys from the peer address, from
 //! `X-Forwarded-For` and `Forwarded` behind 0, 1 and 2 trusted proxies (forged and malformed entries
-//! included), from a header, the route and a closure; a request without a key not limited, or counted under
-//! the fallback; several rules decided as one; the quota fields on 2xx and 429, read with a Structured Fields
+//! included, IPv6 clients by their /64), from a header, the route and a closure; a request without a key
+//! counted under its peer's address, the fallback, or let through as asked, and told of; several rules decided as one; the quota fields on 2xx and 429, read with a Structured Fields
 //! parser, with the handlers' decisions merged in; in memory and on a real Redis.
 
 mod fields;
@@ -14,10 +14,10 @@ use axum::middleware::{self, Next};
 use axum::routing::get;
 use axum::Router;
 use fields::{member, policies, quota, retry_after};
-use http::HeaderName;
 use limiter_runtime::tower::{Key, RateLimitLayer};
 use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
 use tests::http::{request, request_with, Response};
+use tests::logs::Captured;
 use tests::RedisServer;
 
 /// A limit of `max` an hour under `prefix`, named `name`.
@@ -86,10 +86,13 @@ async fn the_peer_address_from_axums_connection_info_is_the_key() {
     assert_eq!(used(&limiter, &per_peer, "127.0.0.1").await, 2);
 }
 
-/// A server that does not record the peer's address gives the key nothing: not limited, unless a fallback
-/// key is set, which every such request then shares.
+/// A server that does not record the peer's address gives the key nothing, and no peer address to fall back
+/// on: the request goes through unlimited, told of once a minute (not once a request), unless a fallback key
+/// is set, which every such request then shares.
 #[tokio::test]
-async fn without_a_key_a_request_is_not_limited_or_counts_under_the_fallback() {
+async fn without_a_key_or_a_peer_a_request_is_told_of_or_counts_under_the_fallback() {
+    let logs = Captured::default();
+    let _guard = tracing::subscriber::set_default(logs.subscriber());
     let limiter = Limiter::in_memory();
     let per_peer = rule("no-peer:", "per-peer", 1);
     let open = serve_without_peer(app(&limiter, [per_peer.clone()], Key::peer_ip())).await;
@@ -99,6 +102,14 @@ async fn without_a_key_a_request_is_not_limited_or_counts_under_the_fallback() {
         response.header("ratelimit").is_none(),
         "nothing decided, nothing advertised: {response:?}"
     );
+    let told = logs.text();
+    assert_eq!(
+        told.matches("rate limiter: a request had no the peer's address")
+            .count(),
+        1,
+        "{told}"
+    );
+    assert!(told.contains("no peer address either"), "{told}");
 
     let layer =
         RateLimitLayer::new(&limiter, [per_peer.clone()], Key::peer_ip()).fallback("unknown");
@@ -156,22 +167,46 @@ async fn behind_trusted_proxies_the_client_is_counted_from_the_right() {
     }
 }
 
-/// A malformed chain (garbage, non-ASCII bytes, `unknown`, an obfuscated node, too few entries, none at all)
-/// gives the key nothing: the request is not limited, or counts under the fallback. The server never fails.
+/// A chain the key cannot read (none at all, garbage, non-ASCII bytes, `unknown`, an obfuscated node, a zone
+/// id, a trailing comma, too few entries) never leaves the request unlimited by default: it counts under its
+/// peer's address, told of once a minute. A fallback key counts all such requests together instead, and
+/// `pass_unidentified` lets them through. The server never fails.
 #[tokio::test]
-async fn malformed_forwarding_headers_are_not_limited_or_fall_back() {
+async fn unreadable_forwarding_headers_count_under_the_peer_or_fall_back() {
+    let logs = Captured::default();
+    let _guard = tracing::subscriber::set_default(logs.subscriber());
     let limiter = Limiter::in_memory();
-    let malformed: [&[(&str, &str)]; 7] = [
+    let unreadable: [&[(&str, &str)]; 9] = [
         &[],
         &[("x-forwarded-for", "garbage, more garbage")],
         &[("x-forwarded-for", "é, ü")],
         &[("x-forwarded-for", "unknown, unknown")],
+        &[("x-forwarded-for", "fe80::1%eth0, fe80::2%eth0")],
+        &[("x-forwarded-for", "203.0.113.7, , ")],
         &[("x-forwarded-for", "10.0.0.1")],
         &[("x-forwarded-for", "")],
         &[("forwarded", "for=_hidden, for=\"[::1\"")],
     ];
-    let per_client = rule("malformed:", "per-client", 1);
-    let open = serve(app(&limiter, [per_client.clone()], Key::x_forwarded_for(2))).await;
+    let per_client = rule("unreadable:", "per-client", 2);
+    let by_peer = serve(app(&limiter, [per_client.clone()], Key::x_forwarded_for(2))).await;
+    let mut all = Vec::new();
+    for headers in unreadable {
+        all.extend(statuses(by_peer, "/hello", headers, 1).await);
+    }
+    assert_eq!(all, [200, 200, 429, 429, 429, 429, 429, 429, 429]);
+    assert_eq!(used(&limiter, &per_client, "127.0.0.1").await, 2);
+    let told = logs.text();
+    assert_eq!(
+        told.matches("rate limiter: a request had no a X-Forwarded-For entry 2 from the right")
+            .count(),
+        1,
+        "told once a minute: {told}"
+    );
+    assert!(
+        told.contains("counted it under its peer's address"),
+        "{told}"
+    );
+
     let layer = RateLimitLayer::new(
         &limiter,
         [rule("fallback:", "per-client", 1)],
@@ -179,28 +214,81 @@ async fn malformed_forwarding_headers_are_not_limited_or_fall_back() {
     )
     .fallback("unidentified");
     let fallback = serve(Router::new().route("/hello", get(hello)).layer(layer)).await;
-    for headers in malformed {
+    // Every unreadable request shares the fallback's one unit.
+    let mut all = Vec::new();
+    for headers in unreadable {
+        all.extend(statuses(fallback, "/hello", headers, 1).await);
+    }
+    assert_eq!(all, [200, 429, 429, 429, 429, 429, 429, 429, 429]);
+
+    let passing = rule("passing:", "per-client", 1);
+    let layer = RateLimitLayer::new(&limiter, [passing.clone()], Key::x_forwarded_for(2))
+        .pass_unidentified();
+    let open = serve(Router::new().route("/hello", get(hello)).layer(layer)).await;
+    for headers in unreadable {
         assert_eq!(
-            statuses(open, "/hello", headers, 3).await,
-            [200; 3],
+            statuses(open, "/hello", headers, 2).await,
+            [200; 2],
             "{headers:?}"
         );
     }
-    assert_eq!(used(&limiter, &per_client, "10.0.0.1").await, 0);
-    // Every malformed request shares the fallback's one unit.
-    let mut all = Vec::new();
-    for headers in malformed {
-        all.extend(statuses(fallback, "/hello", headers, 1).await);
-    }
-    assert_eq!(all, [200, 429, 429, 429, 429, 429, 429]);
+    assert_eq!(used(&limiter, &passing, "127.0.0.1").await, 0);
+}
+
+/// IPv6 clients count by their /64: one client's addresses share its count, unless the key is told to count
+/// each address alone.
+#[tokio::test]
+async fn ipv6_clients_count_by_their_slash_64() {
+    let limiter = Limiter::in_memory();
+    let per_network = rule("v6:", "per-client", 2);
+    let network = serve(app(
+        &limiter,
+        [per_network.clone()],
+        Key::x_forwarded_for(1),
+    ))
+    .await;
+    let from = |address: &'static str| [("x-forwarded-for", address)];
+    assert_eq!(
+        statuses(network, "/hello", &from("2001:db8:1:2::a"), 1).await,
+        [200]
+    );
+    assert_eq!(
+        statuses(network, "/hello", &from("2001:db8:1:2:ffff::b"), 2).await,
+        [200, 429]
+    );
+    assert_eq!(
+        statuses(network, "/hello", &from("2001:db8:1:3::a"), 1).await,
+        [200]
+    );
+    assert_eq!(used(&limiter, &per_network, "2001:db8:1:2::/64").await, 2);
+
+    let per_address = rule("v6-each:", "per-client", 1);
+    let each = serve(app(
+        &limiter,
+        [per_address],
+        Key::x_forwarded_for(1).ipv6_prefix(128),
+    ))
+    .await;
+    assert_eq!(
+        statuses(each, "/hello", &from("2001:db8:1:2::a"), 1).await,
+        [200]
+    );
+    assert_eq!(
+        statuses(each, "/hello", &from("2001:db8:1:2::b"), 1).await,
+        [200]
+    );
 }
 
 #[tokio::test]
 async fn a_header_the_route_and_a_closure_are_keys() {
     let limiter = Limiter::in_memory();
-    let api_key = HeaderName::from_static("x-api-key");
     let per_api_key = rule("api-key:", "per-api-key", 1);
-    let by_header = serve(app(&limiter, [per_api_key.clone()], Key::header(api_key))).await;
+    let by_header = serve(app(
+        &limiter,
+        [per_api_key.clone()],
+        Key::header("X-Api-Key"),
+    ))
+    .await;
     assert_eq!(
         statuses(by_header, "/hello", &[("x-api-key", "alpha")], 2).await,
         [200, 429]
@@ -209,8 +297,9 @@ async fn a_header_the_route_and_a_closure_are_keys() {
         statuses(by_header, "/hello", &[("x-api-key", "beta")], 1).await,
         [200]
     );
-    // No such header: not limited.
-    assert_eq!(statuses(by_header, "/hello", &[], 3).await, [200; 3]);
+    // No such header: counted under the peer's address.
+    assert_eq!(statuses(by_header, "/hello", &[], 3).await, [200, 429, 429]);
+    assert_eq!(used(&limiter, &per_api_key, "127.0.0.1").await, 1);
     assert_eq!(used(&limiter, &per_api_key, "alpha").await, 1);
 
     // The route matched, not the path: every item shares one count.
@@ -250,7 +339,8 @@ async fn a_header_the_route_and_a_closure_are_keys() {
         statuses(by_tenant, "/hello?tenant=globex", &[], 1).await,
         [200]
     );
-    assert_eq!(statuses(by_tenant, "/hello", &[], 2).await, [200, 200]);
+    // The closure finds nothing: counted under the peer's address.
+    assert_eq!(statuses(by_tenant, "/hello", &[], 2).await, [200, 429]);
     assert_eq!(used(&limiter, &per_tenant, "acme").await, 1);
 }
 

@@ -10,6 +10,8 @@ use tower_layer::Layer;
 use super::{Key, RateLimitService};
 use crate::decide::{Decided, Request};
 use crate::key::StoreKey;
+use crate::observe::Notice;
+use crate::quota::PolicyName;
 use crate::{Limiter, RateLimited, Rule};
 
 /// A tower [`Layer`] that limits each request under one or more rules, its key taken from the request.
@@ -37,7 +39,20 @@ pub(super) struct Config<const N: usize> {
     /// The rules, resolved once against the limiter's defaults, every part set.
     rules: [Rule; N],
     key: Key,
-    fallback: Option<Cow<'static, str>>,
+    unidentified: Unidentified,
+    /// When a request the key found nothing in was last told of (at most once a minute).
+    told: Arc<Notice>,
+}
+
+/// What a layer does with a request its key finds nothing in.
+#[derive(Debug, Clone)]
+enum Unidentified {
+    /// Counts it under its peer's address (the default).
+    Peer,
+    /// Counts it under one key that all such requests share.
+    Shared(Cow<'static, str>),
+    /// Lets it through, unlimited.
+    Pass,
 }
 
 impl<const N: usize> RateLimitLayer<N> {
@@ -53,26 +68,67 @@ impl<const N: usize> RateLimitLayer<N> {
                 limiter: limiter.clone(),
                 rules,
                 key,
-                fallback: None,
+                unidentified: Unidentified::Peer,
+                told: Arc::default(),
             }),
         }
     }
 
-    /// The key of a request the [`Key`] finds nothing in (no peer address, no such header, a malformed
-    /// `Forwarded`, ...): all such requests share one count. Without it, such a request is not limited.
+    /// The key of every request the [`Key`] finds nothing in (no such header, a forwarding chain missing or
+    /// too short, no peer address, ...): all such requests share one count, instead of each counting under
+    /// its peer's address (the default).
     pub fn fallback(mut self, key: impl Into<Cow<'static, str>>) -> Self {
-        Arc::make_mut(&mut self.config).fallback = Some(key.into());
+        Arc::make_mut(&mut self.config).unidentified = Unidentified::Shared(key.into());
+        self
+    }
+
+    /// Lets every request the [`Key`] finds nothing in through, unlimited, instead of counting it under its
+    /// peer's address (the default). Each is still counted in the metric
+    /// `limiter_unidentified_requests_total` (`outcome = "passed"`) and told of in a warning at most once a
+    /// minute.
+    pub fn pass_unidentified(mut self) -> Self {
+        Arc::make_mut(&mut self.config).unidentified = Unidentified::Pass;
         self
     }
 }
 
 impl<const N: usize> Config<N> {
-    /// The key of `request`: what the [`Key`] finds, else the fallback, else none (not limited).
+    /// The key of `request`: what the [`Key`] finds; else its peer's address, the fallback key, or none (not
+    /// limited), as the layer says, each counted and told of.
     pub(super) fn key_of(&self, request: &Parts) -> Option<String> {
-        match self.key.extract(request) {
-            Some(key) => Some(key.into_owned()),
-            None => self.fallback.as_deref().map(str::to_owned),
+        if let Some(key) = self.key.extract(request) {
+            return Some(key.into_owned());
         }
+        let (key, outcome, then) = match &self.unidentified {
+            Unidentified::Peer => match self.key.peer_of(request) {
+                Some(peer) => (Some(peer.into_owned()), "peer", "counted it under its peer's address"),
+                None => (
+                    None,
+                    "unlimited",
+                    "let it through unlimited: the server records no peer address either (serve with \
+                     ConnectInfo, or give the layer a fallback key)",
+                ),
+            },
+            Unidentified::Shared(key) => (
+                Some(key.to_string()),
+                "fallback",
+                "counted it under the layer's fallback key",
+            ),
+            Unidentified::Pass => (None, "passed", "let it through (pass_unidentified)"),
+        };
+        let policy = self.rules.first().map(PolicyName::of);
+        let policy = policy.as_deref().unwrap_or("");
+        crate::observe::unidentified(policy, outcome);
+        if self.told.due() {
+            tracing::warn!(
+                policy,
+                key = ?self.key,
+                "rate limiter: a request had no {}; the layer {then} (told at most once a minute; the metric \
+                 limiter_unidentified_requests_total counts each)",
+                self.key.describe(),
+            );
+        }
+        key
     }
 
     /// Decides a request keyed `key` under every rule, as one call of the pipeline: admitted (after its slot,
@@ -116,7 +172,7 @@ impl<const N: usize> fmt::Debug for Config<N> {
         f.debug_struct("RateLimitLayer")
             .field("rules", &self.rules)
             .field("key", &self.key)
-            .field("fallback", &self.fallback)
+            .field("unidentified", &self.unidentified)
             .finish()
     }
 }
