@@ -48,6 +48,8 @@ pub struct LimiterBuilder {
     no_deny_cache: bool,
     no_coalescing: bool,
     max_keys: Option<usize>,
+    /// Whether Redis's URL came from `LIMITER_REDIS_URL` (its errors then name it).
+    redis_from_env: bool,
 }
 
 /// Where the builder was told Redis is.
@@ -83,6 +85,7 @@ impl LimiterBuilder {
     /// decision and remade in the background whenever it drops.
     pub fn redis(mut self, url: impl Into<String>) -> Self {
         self.redis = Some(Redis::Server(url.into()));
+        self.redis_from_env = false;
         self
     }
 
@@ -232,7 +235,16 @@ impl LimiterBuilder {
     /// it.
     pub fn env(mut self) -> Result<Self, Error> {
         if let Some(url) = env(REDIS_URL_ENV) {
+            if redis::parse_redis_url(&url).is_none() {
+                return Err(Error::InvalidEnv {
+                    name: REDIS_URL_ENV,
+                    value: redacted(&url),
+                    expected: "a Redis URL such as redis://127.0.0.1:6379/0 (rediss://user:password@host:6380/ \
+                               for TLS)",
+                });
+            }
             self.redis = Some(Redis::Server(url));
+            self.redis_from_env = true;
         }
         self.tls = std::mem::take(&mut self.tls).with_env()?;
         self.defaults.crate_wide = std::mem::take(&mut self.defaults.crate_wide).with_env()?;
@@ -240,8 +252,8 @@ impl LimiterBuilder {
             self.deadline = Some(parse_env(
                 "LIMITER_DEADLINE",
                 &v,
-                "a duration such as 20ms",
-                duration,
+                "a duration longer than zero, such as 20ms",
+                |v| duration(v).filter(|d| !d.is_zero()),
             )?);
         }
         Ok(self)
@@ -336,9 +348,33 @@ impl LimiterBuilder {
         self
     }
 
+    /// Builds the limiter, then connects to Redis and checks it can be used: connected, authenticated, the
+    /// database selected, every decision script loaded ([`Limiter::ready`]). A refused port, a wrong
+    /// password, a database that does not exist or a TLS certificate refused is an error naming the cause,
+    /// at start-up, not degraded decisions found by the first requests. In memory, the same as
+    /// [`build`](LimiterBuilder::build).
+    ///
+    /// ```no_run
+    /// use limiter_runtime::Limiter;
+    ///
+    /// # async fn start() -> Result<(), limiter_runtime::Error> {
+    /// Limiter::builder()
+    ///     .redis("redis://127.0.0.1:6379/")
+    ///     .connect()
+    ///     .await?
+    ///     .install()?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(self) -> Result<Limiter, Error> {
+        let limiter = self.build()?;
+        limiter.ready().await?;
+        Ok(limiter)
+    }
+
     /// Builds the limiter. Fails only on a Redis setup that cannot work: an unparsable URL, a Cluster or
     /// Sentinel setup with no node or no master name, TLS settings that cannot be used. Nothing is connected
-    /// yet.
+    /// yet: the first decision connects (its deadline is for Redis to decide, not to be connected to), or
+    /// [`connect`](LimiterBuilder::connect) does, and checks, at start-up.
     pub fn build(self) -> Result<Limiter, Error> {
         let clock: Arc<dyn Clock> = match self.local_clock.as_ref().or(self.clock.as_ref()) {
             Some(clock) => clock.clone(),
@@ -351,6 +387,14 @@ impl LimiterBuilder {
                 let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
                 let timeout = connect_timeout(deadline);
                 let topology = match redis {
+                    Redis::Server(url) if self.redis_from_env => {
+                        Topology::server(&url, &self.tls, timeout).map_err(|source| {
+                            Error::InvalidEnvSetup {
+                                name: REDIS_URL_ENV,
+                                source: Box::new(source),
+                            }
+                        })?
+                    }
                     Redis::Server(url) => Topology::server(&url, &self.tls, timeout)?,
                     Redis::Cluster(seeds) => Topology::cluster(&seeds, &self.tls, timeout)?,
                     Redis::Sentinel { master, sentinels } => {

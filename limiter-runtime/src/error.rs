@@ -229,6 +229,16 @@ pub enum Error {
         /// What it should look like.
         expected: &'static str,
     },
+    /// The Redis setup an environment variable gives cannot work (`LIMITER_REDIS_URL` names a URL the limiter
+    /// cannot use, say `rediss://` without the `tls` feature).
+    #[error("{name} cannot be used: {source}")]
+    InvalidEnvSetup {
+        /// The variable.
+        name: &'static str,
+        /// Why the setup it gives cannot work.
+        #[source]
+        source: Box<Error>,
+    },
     /// An environment variable names a file the limiter cannot use (`LIMITER_REDIS_CA`, ...).
     #[error("{name}={path:?} cannot be used: {reason}")]
     InvalidEnvFile {
@@ -250,6 +260,15 @@ pub enum Error {
     /// that holds no certificate, a CA with no `rediss://` URL to use it).
     #[error("{0}")]
     InvalidRedisSetup(String),
+    /// Redis cannot be used as set up: it refused or did not answer the connection, refused the password,
+    /// the database, or the scripts ([`Limiter::ready`](crate::Limiter::ready) says so at start-up).
+    #[error("Redis ({redis}) is not ready: {cause}")]
+    NotReady {
+        /// Where Redis is, without a password.
+        redis: String,
+        /// What failed.
+        cause: String,
+    },
     /// A limiter was already installed as the shared runtime.
     #[error("a limiter is already installed as the shared runtime; install one once, at start-up")]
     AlreadyInstalled,
@@ -279,6 +298,9 @@ impl ParseError {
 pub(crate) enum BackendError {
     #[error("Redis did not answer within the {0:?} deadline")]
     Timeout(Duration),
+    /// The connection could not be made in time (a connection attempt's own bound, not a decision's).
+    #[error("Redis could not be connected to within {0:?}")]
+    Connect(Duration),
     #[error("Redis failed: {0}")]
     Redis(#[from] redis::RedisError),
     /// What Redis answered, written out.

@@ -109,6 +109,24 @@ impl Limiter {
         LimiterBuilder::default()
     }
 
+    /// Whether the store can be used as set up, checked now: Redis connected, the password and the database
+    /// accepted, every decision script loaded (always, in memory). Call it at start-up to find a refused
+    /// port, a wrong password or a database that does not exist before the first request does;
+    /// [`LimiterBuilder::connect`] builds and checks in one step.
+    ///
+    /// ```no_run
+    /// # async fn start() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = limiter_runtime::Limiter::builder().redis("redis://127.0.0.1:6379/").build()?;
+    /// limiter.ready().await?; // Err: "Redis (redis://127.0.0.1:6379) is not ready: ..."
+    /// # Ok(()) }
+    /// ```
+    pub async fn ready(&self) -> Result<(), Error> {
+        match &self.inner.backend {
+            Backend::Memory(_) => Ok(()),
+            Backend::Redis(redis) => redis.ready().await,
+        }
+    }
+
     /// A limiter counting in this process's memory, with the default settings.
     ///
     /// Its limits are per process: each node counts alone. Use Redis for one count shared by every node.
@@ -339,6 +357,17 @@ impl Limiter {
         spawn_heartbeat(Arc::downgrade(redis), overrides.clone());
         overrides::sync::spawn(overrides, Arc::downgrade(redis));
         spawn_lease_sweep(Arc::downgrade(redis));
+    }
+}
+
+impl Limiter {
+    /// This limiter in a few words, for messages that name two: "limiter #2 (Redis at redis://10.0.0.5:6379)".
+    pub(crate) fn describe(&self) -> String {
+        let store = match &self.inner.backend {
+            Backend::Memory(_) => "in memory".to_owned(),
+            Backend::Redis(redis) => format!("Redis at {}", redis.describe()),
+        };
+        format!("limiter #{} ({store})", self.inner.id)
     }
 }
 

@@ -36,6 +36,28 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
         other => panic!("expected InvalidEnv, got {other:?}"),
     }
     std::env::set_var("LIMITER_WINDOW", "1s");
+    // As `max = 0` is a compile error, so is LIMITER_MAX=0 an error at start-up.
+    std::env::set_var("LIMITER_MAX", "0");
+    let error = Limiter::from_env().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        r#"LIMITER_MAX="0" is invalid: expected a whole number, at least 1"#
+    );
+    std::env::set_var("LIMITER_MAX", "3");
+    // A URL without its scheme, and one that parses but cannot be used: both name the variable.
+    std::env::set_var("LIMITER_REDIS_URL", "localhost:6379");
+    let error = Limiter::from_env().unwrap_err().to_string();
+    assert!(
+        error.starts_with(r#"LIMITER_REDIS_URL="localhost:6379" is invalid: expected a Redis URL"#),
+        "{error}"
+    );
+    std::env::set_var("LIMITER_REDIS_URL", "redis://");
+    let error = Limiter::from_env().unwrap_err().to_string();
+    assert!(
+        error.starts_with("LIMITER_REDIS_URL cannot be used: "),
+        "{error}"
+    );
+    std::env::remove_var("LIMITER_REDIS_URL");
     std::env::set_var("LIMITER_ON_ERROR", "sometimes");
     let error = Limiter::from_env().unwrap_err();
     assert_eq!(

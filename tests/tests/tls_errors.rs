@@ -1,5 +1,6 @@
-//! Every way TLS or ACL auth to Redis can be wrong is a degraded decision (by `on_error`) with one warn-level
-//! log naming the cause, and never a wait past the deadline: a CA that did not sign the server's certificate,
+//! Every way TLS or ACL auth to Redis can be wrong is an error of `Limiter::ready` at start-up naming the
+//! cause, then a degraded decision (by `on_error`) with one warn-level log naming it, and never a wait past
+//! the deadline: a CA that did not sign the server's certificate,
 //! no CA (the system's roots do not know the test's), a wrong password, a client certificate missing where
 //! the server asks for one, a TLS port spoken to in the clear, and a plain Redis spoken to with `rediss://`
 //! (it never answers the handshake: the cause is the deadline). A cluster's and Sentinel's failures are named
@@ -27,9 +28,16 @@ fn quick(builder: LimiterBuilder, on_error: OnError) -> Limiter {
         .unwrap()
 }
 
-/// Calls `limiter` 10 times: every call is degraded (let through under `open`, refused as unavailable under
-/// `closed`) and within the deadline, and the one warning names the cause (one of `causes`).
-async fn fails_named(case: &str, limiter: Limiter, causes: &[&str]) {
+/// Checks `limiter` at start-up: `ready` fails naming the cause (one of `causes`). Then calls it 10 times:
+/// every call is degraded (let through under `open`, refused as unavailable under `closed`) and within the
+/// deadline, and the one warning names the cause.
+async fn fails_named(case: &str, builder: LimiterBuilder, on_error: OnError, causes: &[&str]) {
+    let limiter = quick(builder, on_error);
+    let not_ready = limiter.ready().await.expect_err(case).to_string();
+    assert!(
+        causes.iter().any(|cause| not_ready.contains(cause)),
+        "{case}: ready names the cause, one of {causes:?}: {not_ready}"
+    );
     let logs = Captured::default();
     let on_error_closed = async {
         let rule = Rule::new().max(3);
@@ -49,6 +57,19 @@ async fn fails_named(case: &str, limiter: Limiter, causes: &[&str]) {
     }
     .with_subscriber(logs.subscriber())
     .await;
+    assert_eq!(
+        on_error_closed,
+        on_error == OnError::Closed,
+        "{case}: {on_error} decides"
+    );
+    if on_error_closed {
+        let refused = limiter.enforce(&Rule::new().max(3), "k").await.unwrap_err();
+        assert_eq!(
+            refused.reason(),
+            Reason::Unavailable,
+            "{case}: closed refuses"
+        );
+    }
     let text = logs.text();
     let warnings: Vec<&str> = text
         .lines()
@@ -75,43 +96,23 @@ async fn each_misconfiguration_is_a_degraded_decision_logged_once_with_its_cause
     let plain = RedisServer::start();
     let other_ca = tls.certificates.pem("other-ca.pem");
     let builder = || Limiter::builder().redis(server.url());
+    let unknown_issuer = ["invalid peer certificate: UnknownIssuer"];
+    let open = OnError::Open;
 
-    let limiter = quick(builder().redis_ca(other_ca.clone()), OnError::Open);
-    fails_named(
-        "another CA",
-        limiter,
-        &["invalid peer certificate: UnknownIssuer"],
-    )
-    .await;
-
-    let limiter = quick(builder(), OnError::Open);
-    fails_named(
-        "the system's CAs",
-        limiter,
-        &["invalid peer certificate: UnknownIssuer"],
-    )
-    .await;
+    let another_ca = builder().redis_ca(other_ca.clone());
+    fails_named("another CA", another_ca, open, &unknown_issuer).await;
+    fails_named("the system's CAs", builder(), open, &unknown_issuer).await;
 
     let wrong = server.url().replace(PASSWORD, "not-the-password");
-    let limiter = quick(
-        tls.configure(Limiter::builder().redis(wrong)),
-        OnError::Closed,
-    );
     fails_named(
         "a wrong password",
-        limiter.clone(),
+        tls.configure(Limiter::builder().redis(wrong)),
+        OnError::Closed,
         &["Password authentication failed"],
     )
     .await;
-    let refused = limiter.enforce(&Rule::new(), "k").await.unwrap_err();
-    assert_eq!(
-        refused.reason(),
-        Reason::Unavailable,
-        "on_error = closed refuses"
-    );
 
     let in_the_clear = server.url().replace("rediss://", "redis://");
-    let limiter = quick(Limiter::builder().redis(in_the_clear), OnError::Open);
     let dropped = [
         "Connection reset by peer",
         "broken pipe",
@@ -120,17 +121,15 @@ async fn each_misconfiguration_is_a_degraded_decision_logged_once_with_its_cause
         "EOF",
         "eof",
     ];
-    fails_named("a TLS port in the clear", limiter, &dropped).await;
+    let clear = Limiter::builder().redis(in_the_clear);
+    fails_named("a TLS port in the clear", clear, open, &dropped).await;
 
     let over_tls = plain.url().replace("redis://", "rediss://");
-    let limiter = quick(
-        tls.configure(Limiter::builder().redis(over_tls)),
-        OnError::Open,
-    );
     fails_named(
         "a plain Redis over TLS",
-        limiter,
-        &["deadline", "timed out"],
+        tls.configure(Limiter::builder().redis(over_tls)),
+        open,
+        &["connected to within", "timed out"],
     )
     .await;
 
@@ -139,38 +138,47 @@ async fn each_misconfiguration_is_a_degraded_decision_logged_once_with_its_cause
     let without_certificate = Limiter::builder()
         .redis(server.url())
         .redis_ca(mutual.certificates.pem("ca.pem"));
-    let limiter = quick(without_certificate, OnError::Open);
-    fails_named("no client certificate", limiter, &["CertificateRequired"]).await;
+    let no_certificate = ["CertificateRequired"];
+    fails_named(
+        "no client certificate",
+        without_certificate,
+        open,
+        &no_certificate,
+    )
+    .await;
 
     let cluster = RedisCluster::start_tls(&tls);
-    let limiter = quick(cluster.builder().redis_ca(other_ca.clone()), OnError::Open);
-    fails_named("a cluster, another CA", limiter, &["UnknownIssuer"]).await;
+    let another_ca = cluster.builder().redis_ca(other_ca.clone());
+    fails_named(
+        "a cluster, another CA",
+        another_ca,
+        open,
+        &["UnknownIssuer"],
+    )
+    .await;
     let seeds: Vec<String> = cluster
         .seeds()
         .iter()
         .map(|s| s.replace(PASSWORD, "nope"))
         .collect();
-    let limiter = quick(cluster.builder().redis_cluster(seeds), OnError::Open);
     fails_named(
         "a cluster, a wrong password",
-        limiter,
+        cluster.builder().redis_cluster(seeds),
+        open,
         &["Password authentication failed"],
     )
     .await;
 
     let sentinel = RedisSentinel::start_tls(&tls);
-    let limiter = quick(sentinel.builder().redis_ca(other_ca), OnError::Open);
-    fails_named("Sentinel, another CA", limiter, &["UnknownIssuer"]).await;
+    let another_ca = sentinel.builder().redis_ca(other_ca);
+    fails_named("Sentinel, another CA", another_ca, open, &["UnknownIssuer"]).await;
     let master = sentinel.master().replace(PASSWORD, "nope");
-    let limiter = quick(
+    fails_named(
+        "Sentinel, the master's password wrong",
         sentinel
             .builder()
             .redis_sentinel(master, sentinel.sentinel_urls()),
-        OnError::Open,
-    );
-    fails_named(
-        "Sentinel, the master's password wrong",
-        limiter,
+        open,
         &["Password authentication failed"],
     )
     .await;

@@ -14,12 +14,15 @@ impl Rule {
             self.prefix = Some(prefix.into());
         }
         if let Some(v) = env("LIMITER_WINDOW") {
-            let expected = "a duration such as 10s, 500ms, 1m";
-            self.window = Some(parse_env("LIMITER_WINDOW", &v, expected, duration)?);
+            let expected = "a duration longer than zero, such as 10s, 500ms, 1m";
+            let parse = |v: &str| duration(v).filter(|d| !d.is_zero());
+            self.window = Some(parse_env("LIMITER_WINDOW", &v, expected, parse)?);
         }
         if let Some(v) = env("LIMITER_MAX") {
-            let parse = |v: &str| v.parse().ok();
-            self.max = Some(parse_env("LIMITER_MAX", &v, "a whole number", parse)?);
+            // As `max = 0` is a compile error: a limit of zero would reject every call.
+            let parse = |v: &str| v.parse().ok().filter(|&max: &u64| max >= 1);
+            let expected = "a whole number, at least 1";
+            self.max = Some(parse_env("LIMITER_MAX", &v, expected, parse)?);
         }
         if let Some(message) = env("LIMITER_MESSAGE") {
             self.message = Some(message.into());

@@ -41,8 +41,13 @@ impl ClusterLink {
         }))
     }
 
+    /// Whether the connection is made: a call then spends no time connecting.
+    pub(crate) fn is_made(&self) -> bool {
+        self.0.made.get().is_some()
+    }
+
     /// The connection: made, else once the attempt under way succeeds.
-    async fn connection(&self) -> RedisResult<ClusterConnection> {
+    pub(crate) async fn connection(&self) -> RedisResult<ClusterConnection> {
         if let Some(made) = self.0.made.get() {
             return Ok(made.clone());
         }

@@ -174,6 +174,21 @@ impl Topology {
     }
 }
 
+impl Topology {
+    /// Where Redis is, for errors: "redis://10.0.0.5:6379", never a password.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Topology::Server(server) => match server.locator() {
+                Locator::Fixed(client) => address(client),
+                Locator::Sentinel {
+                    master, sentinels, ..
+                } => format!("the master {master:?} of the Sentinels at {sentinels}"),
+            },
+            Topology::Cluster { seeds, .. } => format!("the Redis Cluster at {}", addresses(seeds)),
+        }
+    }
+}
+
 impl fmt::Debug for Topology {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -233,6 +248,24 @@ pub(crate) enum Connection {
 }
 
 impl Connection {
+    /// Whether the connection is made (to the server, or to the cluster): a call then spends no time
+    /// connecting.
+    pub(crate) fn is_made(&self) -> bool {
+        match self {
+            Connection::Server(server) => server.is_made(),
+            Connection::Cluster(cluster) => cluster.is_made(),
+        }
+    }
+
+    /// Makes the connection if none is (connects, authenticates, selects the database), or waits for the
+    /// attempt under way.
+    pub(crate) async fn establish(&self) -> RedisResult<()> {
+        match self {
+            Connection::Server(server) => server.establish().await,
+            Connection::Cluster(cluster) => cluster.connection().await.map(drop),
+        }
+    }
+
     /// When `keys` cannot go in one script call (a cluster, and keys in several slots): their indices grouped
     /// by slot, each group in the order of its first key. `None`: all in one call.
     pub(crate) fn slots_apart(&self, keys: &[&str]) -> Option<Vec<Vec<usize>>> {

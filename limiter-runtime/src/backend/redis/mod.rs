@@ -37,7 +37,7 @@ use self::deny_cache::{DenyCache, Lookup};
 use self::lease::{Leases, Take};
 use super::{admitted, Answer, Ask, MemoryStore};
 use crate::clock::{as_micros, Clock};
-use crate::error::BackendError;
+use crate::error::{BackendError, Error};
 use crate::key::KeyRef;
 use crate::overrides::Change;
 
@@ -113,6 +113,11 @@ impl RedisBackend {
         }
     }
 
+    /// Where Redis is, without a password.
+    pub(crate) fn describe(&self) -> String {
+        self.topology.describe()
+    }
+
     /// The bound on one decision.
     pub(crate) fn deadline(&self) -> Duration {
         self.deadline
@@ -125,6 +130,39 @@ impl RedisBackend {
         }
         let connection = self.topology.connect()?;
         Ok(self.connection.get_or_init(|| connection).clone())
+    }
+
+    /// Makes the shared connection if none is (connects, authenticates, selects the database), within the
+    /// connection's own bound: a decision's deadline is for Redis to decide, not to be connected to.
+    pub(crate) async fn establish(&self) -> Result<(), BackendError> {
+        let connection = self.connection()?;
+        if connection.is_made() {
+            return Ok(());
+        }
+        let bound = connect_timeout(self.deadline);
+        match tokio::time::timeout(bound, connection.establish()).await {
+            Ok(made) => Ok(made?),
+            Err(_) => Err(BackendError::Connect(bound)),
+        }
+    }
+
+    /// Whether Redis can be used as set up: connected, authenticated, the database selected, every decision
+    /// script loaded; else what failed.
+    pub(crate) async fn ready(&self) -> Result<(), Error> {
+        let bound = connect_timeout(self.deadline).max(Duration::from_secs(5));
+        let work = async {
+            self.establish().await?;
+            script::load(&mut self.connection()?).await
+        };
+        let failed = match tokio::time::timeout(bound, work).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(cause)) => cause.to_string(),
+            Err(_) => format!("no answer within {bound:?}"),
+        };
+        Err(Error::NotReady {
+            redis: self.topology.describe(),
+            cause: failed,
+        })
     }
 
     /// A connection of its own for pub/sub (see [`Topology::pubsub`]).
@@ -243,8 +281,14 @@ impl RedisBackend {
                 return (std::array::from_fn(|_| answer), answer.decision.allowed);
             }
         }
-        let asked = tokio::time::timeout(self.deadline, self.decide(question)).await;
-        let answers = match asked.unwrap_or(Err(BackendError::Timeout(self.deadline))) {
+        // Making the connection spends no decision's deadline: it has a bound of its own.
+        let asked = match self.establish().await {
+            Ok(()) => tokio::time::timeout(self.deadline, self.decide(question))
+                .await
+                .unwrap_or(Err(BackendError::Timeout(self.deadline))),
+            Err(cause) => Err(cause),
+        };
+        let answers = match asked {
             Ok(answers) => {
                 if self.breaker.succeeded(question.permit) == Transition::Recovered {
                     tracing::warn!(

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
+use futures_util::future::{BoxFuture, FutureExt};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::SentinelClient;
 use redis::{Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
@@ -23,7 +24,13 @@ struct Shared {
     config: ConnectionManagerConfig,
     /// The manager last made; `None` once forgotten (and before the first call).
     current: ArcSwapOption<ConnectionManager>,
+    /// The attempt to make one under way, shared by every call that waits for it.
+    attempt: std::sync::Mutex<Option<Attempt>>,
 }
+
+/// An attempt to connect (and authenticate, and select the database), shared by the calls that wait for it.
+type Attempt =
+    futures_util::future::Shared<BoxFuture<'static, RedisResult<Arc<ConnectionManager>>>>;
 
 /// Where the server is.
 pub(crate) enum Locator {
@@ -45,7 +52,20 @@ impl ServerConnection {
             locator,
             config,
             current: ArcSwapOption::empty(),
+            attempt: std::sync::Mutex::new(None),
         }))
+    }
+
+    /// Whether a connection is made: a call then spends no time connecting.
+    pub(crate) fn is_made(&self) -> bool {
+        self.0.current.load().is_some()
+    }
+
+    /// Makes the connection if none is: connects, authenticates and selects the database (for the master,
+    /// once the Sentinels have named it). Calls that ask meanwhile wait for the same attempt; a failed attempt
+    /// is the next call's to make again.
+    pub(crate) async fn establish(&self) -> RedisResult<()> {
+        self.manager().await.map(drop)
     }
 
     pub(crate) fn locator(&self) -> &Locator {
@@ -60,38 +80,35 @@ impl ServerConnection {
         }
     }
 
-    /// The manager to call through: the one last made, else a new one (for the master, once the Sentinels
-    /// have named it).
+    /// The manager to call through: the one last made, else one made now (see
+    /// [`establish`](ServerConnection::establish)).
     async fn manager(&self) -> RedisResult<Arc<ConnectionManager>> {
         if let Some(manager) = self.0.current.load_full() {
             return Ok(manager);
         }
-        match &self.0.locator {
-            Locator::Fixed(client) => {
-                let made = self.make(client.clone())?;
-                // Another call may have made one meanwhile: the first stored is everyone's.
-                let before = self
-                    .0
-                    .current
-                    .compare_and_swap(&None::<Arc<_>>, Some(made.clone()));
-                Ok(before.as_ref().map_or(made, Arc::clone))
+        let attempt = {
+            let mut under_way = self.0.attempt.lock().unwrap_or_else(|e| e.into_inner());
+            // Made while this call waited for the lock.
+            if let Some(manager) = self.0.current.load_full() {
+                return Ok(manager);
             }
-            Locator::Sentinel { client, .. } => {
-                let mut sentinels = client.lock().await;
-                // Another call may have asked while this one waited for the lock.
-                if let Some(manager) = self.0.current.load_full() {
-                    return Ok(manager);
-                }
-                let made = self.make(sentinels.async_get_client().await?)?;
-                self.0.current.store(Some(made.clone()));
-                Ok(made)
+            under_way
+                .get_or_insert_with(|| {
+                    let shared = Arc::clone(&self.0);
+                    async move { shared.make().await }.boxed().shared()
+                })
+                .clone()
+        };
+        let made = attempt.clone().await;
+        let mut under_way = self.0.attempt.lock().unwrap_or_else(|e| e.into_inner());
+        if under_way.as_ref().is_some_and(|it| it.ptr_eq(&attempt)) {
+            *under_way = None;
+            if let Ok(manager) = &made {
+                self.0.current.store(Some(Arc::clone(manager)));
             }
         }
-    }
-
-    fn make(&self, client: Client) -> RedisResult<Arc<ConnectionManager>> {
-        let manager = ConnectionManager::new_lazy_with_config(client, self.0.config.clone())?;
-        Ok(Arc::new(manager))
+        drop(under_way);
+        made
     }
 
     /// After a call through `manager` failed with `error`: forgets it if it is not to be called again. Only
@@ -102,6 +119,18 @@ impl ServerConnection {
                 .current
                 .compare_and_swap(&Some(manager.clone()), None::<Arc<_>>);
         }
+    }
+}
+
+impl Shared {
+    /// A new manager, connected: for the master, once the Sentinels have named it.
+    async fn make(&self) -> RedisResult<Arc<ConnectionManager>> {
+        let client = match &self.locator {
+            Locator::Fixed(client) => client.clone(),
+            Locator::Sentinel { client, .. } => client.lock().await.async_get_client().await?,
+        };
+        let manager = ConnectionManager::new_with_config(client, self.config.clone()).await?;
+        Ok(Arc::new(manager))
     }
 }
 

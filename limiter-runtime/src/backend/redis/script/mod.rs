@@ -96,6 +96,19 @@ static LEAN: LazyLock<[LuaScript; 5]> = LazyLock::new(|| {
     ]
 });
 
+/// Loads every decision script (`SCRIPT LOAD`: on every node of a cluster), so that the first decision finds
+/// it, and a server that refuses scripts says so at start-up.
+pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), BackendError> {
+    for script in std::iter::once(&*LIMITER).chain(LEAN.iter()) {
+        let _: Value = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script.source)
+            .query_async(connection)
+            .await?;
+    }
+    Ok(())
+}
+
 /// One limit of a call, as the script is told it.
 #[derive(Clone)]
 pub(crate) struct Limit<'a> {
