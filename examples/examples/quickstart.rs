@@ -44,7 +44,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("counting in memory ({REDIS_URL_ENV} is not set): this process counts alone")
         }
     }
-    Limiter::from_env()?.install()?;
+    // Connected and checked now (with Redis): a Redis that cannot be used is an error here, not degraded
+    // calls later.
+    Limiter::builder().env()?.connect().await?.install()?;
 
     for call in 1..=7 {
         match get_by_id("1001").await {

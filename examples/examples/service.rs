@@ -16,7 +16,10 @@ use limiter_runtime::Limiter;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt().with_target(false).init();
-    let limiter = Limiter::from_env()?;
+    // Connected and checked now: a Redis that cannot be used stops the service here, with the cause, not at
+    // its first request. Installed, so that annotated functions anywhere count where the layer does.
+    let limiter = Limiter::builder().env()?.connect().await?;
+    limiter.clone().install()?;
     let address = std::env::var("SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&address).await?;
     println!("employee service on http://{address}");

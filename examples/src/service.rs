@@ -66,7 +66,6 @@ impl AdminToken {
 /// The service's routes, deciding with `limiter` (each instance of the service may have its own); the
 /// operators' routes require `admin`.
 pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
-    let scoped = limiter.clone();
     let operators = Router::new()
         .route("/limit/update", post(update_limit))
         .route("/limit/enabled", post(set_enabled))
@@ -82,15 +81,9 @@ pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
         .route("/api/test", get(api_test))
         .route("/employees/{id}", get(employee))
         .route("/whoami", get(whoami))
+        // The layer's limiter is the handlers' too: one count for the service.
         .layer(RateLimitLayer::new(&limiter, [per_client], Key::peer_ip()));
-    public
-        .merge(operators)
-        // Every request decides with this instance's limiter.
-        .layer(middleware::from_fn(move |request: Request, next: Next| {
-            let limiter = scoped.clone();
-            async move { limiter.scope(next.run(request)).await }
-        }))
-        .with_state(limiter)
+    public.merge(operators).with_state(limiter)
 }
 
 /// Lets a request through to an operators' route only with the admin token: 401 without it or with another,

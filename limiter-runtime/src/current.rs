@@ -12,6 +12,11 @@ pub const REDIS_URL_ENV: &str = "LIMITER_REDIS_URL";
 
 static GLOBAL: OnceLock<Limiter> = OnceLock::new();
 
+/// The first limiter a tower layer was given while none was installed: the one the global limiter, built from
+/// the environment later, would count apart from.
+#[cfg(feature = "tower")]
+static LAYERED: OnceLock<String> = OnceLock::new();
+
 tokio::task_local! {
     static SCOPED: Limiter;
 }
@@ -32,6 +37,15 @@ impl Limiter {
                 tracing::error!(%error, "rate limiter: the LIMITER_* environment is unusable; counting in memory instead");
                 Limiter::in_memory()
             });
+            #[cfg(feature = "tower")]
+            if let Some(layered) = LAYERED.get() {
+                tracing::warn!(
+                    "rate limiter: annotated functions outside a RateLimitLayer's requests decide in {}, built \
+                     from the environment, while the layer decides in {layered}: they count apart; install the \
+                     layer's limiter at start-up (`limiter.clone().install()`) to count them together",
+                    limiter.describe(),
+                );
+            }
             match &limiter.inner.backend {
                 Backend::Redis(redis) => tracing::warn!(
                     ?redis,
@@ -44,6 +58,27 @@ impl Limiter {
             }
             limiter
         })
+    }
+
+    /// Called by a tower layer deciding in this limiter: says so once if the installed limiter is another
+    /// (the layer's requests then count apart from the rest of the program), and remembers it if none is
+    /// installed yet (see [`global`](Limiter::global)).
+    #[cfg(feature = "tower")]
+    pub(crate) fn layered(&self) {
+        match GLOBAL.get() {
+            Some(installed) if installed.inner.id != self.inner.id => tracing::warn!(
+                "rate limiter: a RateLimitLayer decides in {}, but the installed limiter is {}: the layer's \
+                 requests (and the annotated handlers behind it) count in the layer's, the rest of the program \
+                 in the installed one; give the layer the installed limiter (`Limiter::current()`) to count \
+                 them together",
+                self.describe(),
+                installed.describe(),
+            ),
+            Some(_) => {}
+            None => {
+                let _ = LAYERED.set(self.describe());
+            }
+        }
     }
 
     /// The limiter annotated functions use here: the one [`scope`](Limiter::scope)d over the current task,

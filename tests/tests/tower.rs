@@ -463,7 +463,6 @@ async fn plain(Path(id): Path<String>) -> Result<String, RateLimited> {
 /// The service: `/things/{id}` (annotated) and `/plain/{id}` (the plain API) behind a layer limiting each
 /// client to 100 an hour, the handlers deciding with `limiter` too.
 fn service(limiter: &Limiter) -> Router {
-    let scoped = limiter.clone();
     Router::new()
         .route("/things/{id}", get(thing))
         .route("/plain/{id}", get(plain))
@@ -472,10 +471,39 @@ fn service(limiter: &Limiter) -> Router {
             [rule("client:", "per-client", 100)],
             Key::peer_ip(),
         ))
-        .layer(middleware::from_fn(move |request: Request, next: Next| {
-            let limiter = scoped.clone();
+}
+
+/// The handlers behind a layer decide in the layer's limiter, none installed: one limiter for the service
+/// (its counts, its deadline, its `on_error`). Told otherwise, they decide in the installed one.
+#[tokio::test]
+async fn the_handlers_decide_in_the_layers_limiter() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let address = serve(service(&limiter)).await;
+    for _ in 0..3 {
+        assert_eq!(request(address, "GET", "/things/7").await.status, 200);
+    }
+    let per_thing = rule("handler:", "per-thing", 5).window(Duration::from_secs(10));
+    assert_eq!(used(&limiter, &per_thing, "7").await, 3, "counted in Redis");
+
+    let unscoped = Router::new().route("/things/{id}", get(thing)).layer(
+        RateLimitLayer::new(
+            &limiter,
+            [rule("client:", "per-client", 100)],
+            Key::peer_ip(),
+        )
+        .scope_handlers(false),
+    );
+    let elsewhere = Limiter::in_memory();
+    let address = serve(unscoped.layer(middleware::from_fn(
+        move |request: Request, next: Next| {
+            let limiter = elsewhere.clone();
             async move { limiter.scope(next.run(request)).await }
-        }))
+        },
+    )))
+    .await;
+    assert_eq!(request(address, "GET", "/things/8").await.status, 200);
+    assert_eq!(used(&limiter, &per_thing, "8").await, 0, "not the layer's");
 }
 
 /// The handlers' decisions join the layer's in one set of fields: a 2xx advertises both, and so does the

@@ -16,6 +16,10 @@ use crate::{Limiter, RateLimited, Rule};
 
 /// A tower [`Layer`] that limits each request under one or more rules, its key taken from the request.
 ///
+/// The handlers behind the layer decide in the layer's limiter too (see
+/// [`scope_handlers`](RateLimitLayer::scope_handlers)): give it the limiter you install, and the whole
+/// service counts in one.
+///
 /// The rules of one layer are one decision, as stacked `#[rate_limit]` attributes are: checked in the order
 /// given, a request goes through only when every rule admits it, and a refused request is charged to none of
 /// them. A request the [`Key`] finds nothing in is not limited, unless a [`fallback`](RateLimitLayer::fallback)
@@ -42,6 +46,8 @@ pub(super) struct Config<const N: usize> {
     unidentified: Unidentified,
     /// When a request the key found nothing in was last told of (at most once a minute).
     told: Arc<Notice>,
+    /// Whether the handlers behind the layer decide in its limiter (the default).
+    pub(super) scoped: bool,
 }
 
 /// What a layer does with a request its key finds nothing in.
@@ -63,6 +69,7 @@ impl<const N: usize> RateLimitLayer<N> {
     /// a [`name`](Rule::name) for the quota headers.
     pub fn new(limiter: &Limiter, rules: [Rule; N], key: Key) -> Self {
         let rules = rules.map(|rule| limiter.inner.defaults.resolve(&rule, "").completed());
+        limiter.layered();
         RateLimitLayer {
             config: Arc::new(Config {
                 limiter: limiter.clone(),
@@ -70,8 +77,19 @@ impl<const N: usize> RateLimitLayer<N> {
                 key,
                 unidentified: Unidentified::Peer,
                 told: Arc::default(),
+                scoped: true,
             }),
         }
+    }
+
+    /// Whether the handlers behind the layer decide in its limiter (default: yes): their `#[rate_limit]`
+    /// functions, and [`Limiter::current`], while they serve a request the layer let through, as
+    /// [`Limiter::scope`] does. So the layer and the attributes behind it count in one limiter, with its
+    /// deadline and `on_error`, even when none was installed. `false` leaves the handlers to the installed
+    /// limiter. (Tasks a handler spawns do not inherit the scope: they use the installed limiter.)
+    pub fn scope_handlers(mut self, scoped: bool) -> Self {
+        Arc::make_mut(&mut self.config).scoped = scoped;
+        self
     }
 
     /// The key of every request the [`Key`] finds nothing in (no such header, a forwarding chain missing or
@@ -129,6 +147,11 @@ impl<const N: usize> Config<N> {
             );
         }
         key
+    }
+
+    /// The limiter the layer decides in.
+    pub(super) fn limiter(&self) -> &Limiter {
+        &self.limiter
     }
 
     /// Decides a request keyed `key` under every rule, as one call of the pipeline: admitted (after its slot,

@@ -76,7 +76,7 @@ async fn serve<S, ReqBody, ResBody, const N: usize>(
 where
     S: Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
 {
-    let (response, quotas) = quota::scope(async {
+    let deciding = quota::scope(async {
         if let Some(key) = &key {
             if let Err(rejection) = config.decide(key).await {
                 return Ok(refusal.response(&rejection));
@@ -84,8 +84,12 @@ where
         }
         let response = inner.call(request).await?;
         Ok(response.map(ResponseBody::new))
-    })
-    .await;
+    });
+    // The handlers decide in the layer's limiter, unless the layer says otherwise.
+    let (response, quotas) = match config.scoped {
+        true => config.limiter().scope(deciding).await,
+        false => deciding.await,
+    };
     let mut response = response?;
     if let Some(quotas) = quotas {
         let quotas = quotas.iter().map(|quota| (&*quota.policy, &quota.decision));
