@@ -419,6 +419,18 @@ impl LimiterBuilder {
                 )))
             }
         };
-        Ok(Limiter::new(backend, self.defaults, clock))
+        let limiter = Limiter::new(backend, self.defaults, clock);
+        if let (Backend::Redis(redis), Ok(_)) = (
+            &limiter.inner.backend,
+            tokio::runtime::Handle::try_current(),
+        ) {
+            // The heartbeat from now, not from the first decision: an instance is counted in the others'
+            // `local` shares by being there, idle or not.
+            limiter
+                .inner
+                .background
+                .call_once(|| limiter.spawn_background(redis));
+        }
+        Ok(limiter)
     }
 }

@@ -362,6 +362,7 @@ impl Limiter {
 
 impl Limiter {
     /// This limiter in a few words, for messages that name two: "limiter #2 (Redis at redis://10.0.0.5:6379)".
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn describe(&self) -> String {
         let store = match &self.inner.backend {
             Backend::Memory(_) => "in memory".to_owned(),

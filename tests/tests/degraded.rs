@@ -329,10 +329,8 @@ async fn redis_restarted_empty_forgets_the_counts_and_keeps_working() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_mode_gives_each_of_three_runtimes_a_third_of_the_limit() {
     let mut server = RedisServer::start();
+    // Counted by being there: none of them has decided anything yet.
     let nodes: Vec<Limiter> = (0..3).map(|_| limiter(&server, OnError::Local)).collect();
-    for node in &nodes {
-        node.check(&Rule::new().prefix("warm-up:"), "node").await;
-    }
     let started = Instant::now();
     while nodes.iter().any(|node| node.stats().instances != 3) {
         assert!(
@@ -355,6 +353,45 @@ async fn local_mode_gives_each_of_three_runtimes_a_third_of_the_limit() {
             admitted += usize::from(decision.allowed);
         }
         assert_eq!(admitted, 30, "each node takes ceil(90 / 3)");
+    }
+}
+
+/// What the `local` fallback decided stays in memory no longer than it matters: once Redis decides again for
+/// a minute, every key goes (and keys whose limit is full again go sooner).
+#[tokio::test]
+async fn the_local_fallback_forgets_its_keys_once_redis_decides_again() {
+    let mut server = RedisServer::start();
+    let clock = limiter_runtime::FakeClock::new();
+    let limiter = Limiter::builder()
+        .redis(server.url())
+        .deadline(DEADLINE)
+        .on_error(OnError::Local)
+        .heartbeat_every(Duration::from_millis(20))
+        .breaker(1, Duration::from_millis(20))
+        .local_clock(clock.clone())
+        .build()
+        .unwrap();
+    let rule = Rule::new().max(10).window(Duration::from_secs(3_600));
+    assert!(!limiter.check(&rule, "warm").await.degraded);
+    server.kill();
+    for i in 0..1_000 {
+        assert!(limiter.check(&rule, format!("k{i}")).await.degraded);
+    }
+    assert_eq!(limiter.stats().keys, 1_000);
+    server.restart();
+    until_redis_decides(&limiter, &rule).await;
+    // Kept a while, in case Redis fails again at once: an hour's window is not full again yet.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(limiter.stats().keys >= 1_000, "{:?}", limiter.stats());
+    clock.advance(Duration::from_secs(61));
+    let started = Instant::now();
+    while limiter.stats().keys > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{} keys kept",
+            limiter.stats().keys
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

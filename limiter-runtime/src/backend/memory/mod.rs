@@ -60,6 +60,24 @@ impl MemoryStore {
         self.sum(|shard| shard.evicted)
     }
 
+    /// Forgets every key whose limit is full again (each shard locked in turn), so that memory is given back
+    /// without a decision to sweep as it goes: the `local` fallback's, once Redis decides again.
+    pub(crate) fn sweep(&self) {
+        let now = self.clock.now_micros();
+        for i in 0..self.shards.count() {
+            self.shards.lock_shard(i).sweep(now);
+        }
+    }
+
+    /// Forgets every key.
+    pub(crate) fn clear(&self) {
+        for i in 0..self.shards.count() {
+            let mut shard = self.shards.lock_shard(i);
+            shard.entries.retain(|_| false);
+            shard.entries.shrink_when_mostly_empty();
+        }
+    }
+
     /// `count` of every shard, added up (each shard locked in turn).
     fn sum(&self, count: impl Fn(&Shard) -> u64) -> u64 {
         (0..self.shards.count())

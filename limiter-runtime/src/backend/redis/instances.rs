@@ -74,6 +74,7 @@ pub(crate) fn spawn_heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrid
                     }
                 }
             }
+            redis.tidy_local();
             let every = redis.instances.every;
             drop((redis, overrides));
             tokio::time::sleep(every).await;

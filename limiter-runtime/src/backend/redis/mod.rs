@@ -26,7 +26,7 @@ mod server;
 mod tls;
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -85,7 +85,14 @@ pub(crate) struct RedisBackend {
     pub(crate) leases: Leases,
     /// Calls decided in degraded mode.
     degraded: AtomicU64,
+    /// When Redis last decided again after failing (µs on this process's clock; 0: not since the local
+    /// fallback was last forgotten).
+    recovered_at: AtomicU64,
 }
+
+/// How long the `local` fallback's state is kept once Redis decides again: its counts bridge a Redis that
+/// flaps (fails again at once), and go once Redis has decided for this long.
+const LOCAL_KEPT: Duration = Duration::from_secs(60);
 
 impl RedisBackend {
     pub(crate) fn new(
@@ -110,10 +117,30 @@ impl RedisBackend {
             coalescer: sparing.coalesce.then(Arc::default),
             leases: Leases::default(),
             degraded: AtomicU64::new(0),
+            recovered_at: AtomicU64::new(0),
+        }
+    }
+
+    /// Gives back the memory of the `local` fallback: keys whose limit is full again at once, and every key
+    /// once Redis has decided again for [`LOCAL_KEPT`]. (The heartbeat calls it on each beat.)
+    pub(crate) fn tidy_local(&self) {
+        if self.local.keys() == 0 {
+            return;
+        }
+        self.local.sweep();
+        let since = self.recovered_at.load(Ordering::Relaxed);
+        let now = self.clock.now_micros();
+        if since != 0
+            && !self.breaker.is_failing()
+            && now.saturating_sub(since) >= as_micros(LOCAL_KEPT)
+        {
+            self.local.clear();
+            self.recovered_at.store(0, Ordering::Relaxed);
         }
     }
 
     /// Where Redis is, without a password.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn describe(&self) -> String {
         self.topology.describe()
     }
@@ -291,6 +318,8 @@ impl RedisBackend {
         let answers = match asked {
             Ok(answers) => {
                 if self.breaker.succeeded(question.permit) == Transition::Recovered {
+                    let now = self.clock.now_micros().max(1);
+                    self.recovered_at.store(now, Ordering::Relaxed);
                     tracing::warn!(
                         key = &*question.call,
                         "rate limiter: Redis answers again; deciding in Redis"
