@@ -36,8 +36,8 @@
 --
 -- The state of each algorithm, one key per limit:
 --   sliding log     a sorted set, one member per admitted call, scored by its admission time: "<nonce>:1", or
---                   "<nonce>*<cost>" for a call of a greater cost; and "#", scored minus the sum of their costs
---                   less one each, while there are such calls
+--                   "<nonce>*<cost>" for a call of a greater cost; and "#", scored minus the units in the window
+--                   (plus 2^52 while heavier calls may be among them)
 --   fixed window    a hash: w = the window's index, n = units admitted in it
 --   sliding window  a string "<w>:<c>:<p>": the window's index, its count, the previous window's count
 --   buckets         a string "<t>:<f>:<s>:<g>", the queue of charges: when they have all left (t in whole us,
@@ -50,6 +50,8 @@
 
 local floor, ceil, max_of, min_of = math.floor, math.ceil, math.max, math.min
 local QUEUE, RUN, COUNTERS = '^(%d+):(%d+):(%d+):(%d+)$', '^(%d+):(%d+):(%d+:%d+)$', '^(%d+):(%d+):(%d+)$'
+-- The sliding log's mark of heavier calls in "#"'s score (see sliding_log.lua).
+local HEAVY = 4503599627370496
 
 local op, now, min_ttl = ARGV[1], nil, 0
 if op ~= 'decide' and op ~= 'refund' and op ~= 'lease' then
@@ -67,27 +69,31 @@ local give_back
 if op ~= 'decide' or limits > 1 then
   give_back = function(key, algorithm, window, max, units, cost, at, mark)
     if algorithm == 1 then
-      -- The call's one member, weighing its cost: it goes, or weighs what is left.
+      -- The call's one member, weighing its cost: it goes, or weighs what is left; "#" counts as much fewer.
       if at <= now - window or units == 0 then return end
       local member = mark .. ':1'
       if cost > 1 then member = mark .. '*' .. cost end
       local score = redis.call('ZSCORE', key, member)
       if not score then return end
+      local left = max_of(cost - units, 0)
       redis.call('ZREM', key, member)
-      local left, fewer = cost - units, cost - 1
       if left == 1 then
         redis.call('ZADD', key, score, mark .. ':1')
       elseif left > 1 then
         redis.call('ZADD', key, score, mark .. '*' .. left)
-        fewer = units
       end
-      if fewer == 0 then return end
-      local extra = -(tonumber(redis.call('ZSCORE', key, '#')) or 0) - fewer
-      if extra > 0 then
-        redis.call('ZADD', key, -extra, '#')
-      else
+      local written = tonumber(redis.call('ZSCORE', key, '#'))
+      if not written then return end
+      local total, heavy = -written, false
+      if total >= HEAVY then total, heavy = total - HEAVY, true end
+      total = total - (cost - left)
+      if total <= 0 then
         redis.call('ZREM', key, '#')
+        return
       end
+      if heavy and redis.call('ZCARD', key) - 1 == total then heavy = false end
+      if heavy then total = total + HEAVY end
+      redis.call('ZADD', key, -total, '#')
     elseif algorithm == 2 then
       local state = redis.call('HMGET', key, 'w', 'n')
       if tonumber(state[1]) == tonumber(mark) then
@@ -209,40 +215,53 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
     if algorithm == 1 then
       -- Sliding-window log: at most `max` units in any interval of length `window`. An admission at time s
       -- counts while s > now - window. One member per call ("<nonce>:1", or "<nonce>*<cost>" for a heavier
-      -- one), and "#" scored minus the heavier calls' extra units while there are any (see sliding_log.lua).
-      local stored = tonumber(redis.call('ZSCORE', key, '#'))
-      local extra = 0
-      if stored then
-        extra = -stored
-        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
-          local weight = string.match(member, '%*(%d+)$')
-          if weight then extra = extra - weight + 1 end
+      -- one), and "#" scored minus the units in the window, plus 2^52 while heavier calls may be among them
+      -- (see sliding_log.lua).
+      local written = tonumber(redis.call('ZSCORE', key, '#'))
+      local count, heavy = 0, false
+      if written then
+        count = -written
+        if count >= HEAVY then count, heavy = count - HEAVY, true end
+        if heavy then
+          for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
+            count = count - (tonumber(string.match(member, '%*(%d+)$')) or 1)
+          end
+          redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+          if redis.call('ZCARD', key) - 1 == count then heavy = false end
+        else
+          count = count - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+        end
+      else
+        count = redis.call('ZCARD', key)
+        if count > 0 then
+          redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+          count = redis.call('ZCARD', key)
         end
       end
-      redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
-      local skip = 0
-      if stored then skip = 1 end
-      local count = redis.call('ZCARD', key) - skip + extra
+      local skip, kept = 0, nil
+      if written then skip = 1 end
       if count + cost <= max then
-        if cost == 1 then
-          redis.call('ZADD', key, now, nonce .. ':1')
-        elseif cost > 1 then
-          redis.call('ZADD', key, now, nonce .. '*' .. cost)
-          extra = extra + cost - 1
+        if cost > 0 then
+          local member = nonce .. ':1'
+          if cost > 1 then member, heavy = nonce .. '*' .. cost, true end
+          kept = -(count + cost)
+          if heavy then kept = kept - HEAVY end
+          redis.call('ZADD', key, now, member, kept, '#')
+          written = kept
         end
         -- Every member leaves the window at most `window` from now: so does the key.
         redis.call('PEXPIRE', key, max_of(ceil(window / 1000), min_ttl))
         allowed, remaining, reset_after = 1, max - count - cost, window
       else
         -- A cost above the limit can never be admitted: report the whole window. Else admitted once the
-        -- oldest members holding (count + cost - max) units have left the window.
+        -- oldest members holding (count + cost - max) units have left the window ("#" is the lowest).
         retry_after = window
-        if cost <= max and extra == 0 then
+        if cost <= max and not heavy then
           local index = count + cost - max - 1 + skip
           local oldest = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
           retry_after = tonumber(oldest[2]) + window - now
         elseif cost <= max then
-          -- Heavier calls among them: their weights, from the oldest, 64 members at a time.
+          -- Heavier calls may be among them: their weights, from the oldest, 64 members at a time.
           local need, blocking, start, page = count + cost - max, nil, skip, nil
           repeat
             page = redis.call('ZRANGE', key, start, start + 63, 'WITHSCORES')
@@ -261,10 +280,15 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
         if newest[2] and newest[1] ~= '#' then reset_after = tonumber(newest[2]) + window - now end
         remaining = max_of(max - count, 0)
       end
-      if extra > 0 then
-        if -extra ~= stored then redis.call('ZADD', key, -extra, '#') end
-      elseif stored then
-        redis.call('ZREM', key, '#')
+      -- "#" as the members that left, and the call, left it.
+      local total = count
+      if allowed == 1 then total = count + cost end
+      kept = -total
+      if heavy then kept = kept - HEAVY end
+      if total == 0 then
+        if written then redis.call('ZREM', key, '#') end
+      elseif kept ~= written then
+        redis.call('ZADD', key, kept, '#')
       end
 
     elseif algorithm == 2 then

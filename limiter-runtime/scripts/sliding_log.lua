@@ -5,9 +5,9 @@
 -- and charges given back, go through limiter.lua, on the same state.
 --
 --   KEYS[1]  the limit's key: a sorted set, one member per admitted call, scored by its admission time (us):
---            "<nonce>:1" for a call of cost 1, "<nonce>*<cost>" for a heavier one; and, while heavier calls
---            are in it, the member "#" scored minus their extra units (the sum of their costs less one each),
---            so that a call's cost is a weight, never a number of entries
+--            "<nonce>:1" for a call of cost 1, "<nonce>*<cost>" for a heavier one (a cost is a weight, never a
+--            number of entries); and "#", scored minus the units in the window, plus 2^52 while heavier calls
+--            may be among them (a key an older version wrote has no "#": each of its members is one unit)
 --   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>" (Redis expires keys on its own
 --            clock, not the test's)
 --   ARGV[2]  max
@@ -29,62 +29,67 @@ else
   window, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
   window, now, min_ttl = tonumber(window), tonumber(now), tonumber(min_ttl)
 end
-local key, max = KEYS[1], tonumber(ARGV[2])
+local key, max, HEAVY = KEYS[1], tonumber(ARGV[2]), 4503599627370496
 
--- An admission at time s counts while s > now - window. The extra units of the heavier calls leaving go with
--- them.
-local stored = tonumber(redis.call('ZSCORE', key, '#'))
-local extra = 0
-if stored then
-  extra = -stored
-  for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
-    local cost = string.match(member, '%*(%d+)$')
-    if cost then extra = extra - cost + 1 end
+-- The units in the window, as "#" keeps them. An admission at time s counts while s > now - window: the
+-- members that left take their units with them (each one's, read, while heavier calls may be among them).
+local written = tonumber(redis.call('ZSCORE', key, '#'))
+local first, heavy = 0, false
+if written then
+  first = -written
+  if first >= HEAVY then first, heavy = first - HEAVY, true end
+  if heavy then
+    for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
+      first = first - (tonumber(string.match(member, '%*(%d+)$')) or 1)
+    end
+    redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+  else
+    first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+  end
+else
+  first = redis.call('ZCARD', key)
+  if first > 0 then
+    redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+    first = redis.call('ZCARD', key)
   end
 end
-redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
--- While the script runs, "#" (when there) is the lowest member.
-local skip = 0
-if stored then skip = 1 end
-local first = redis.call('ZCARD', key) - skip + extra
-local count, held, reply = first, extra, nil
+-- Whether a call here was heavier: "#" then keeps its mark for sure.
+local count, reply, weighed = first, nil, false
 for c = 3, #ARGV, 2 do
   -- A call of cost 1 alone is its one member; else each call is its cost and its nonce.
-  local cost, nonce = 1, nil
-  if #ARGV > 3 then cost, nonce = tonumber(ARGV[c]), ARGV[c + 1] end
+  local cost, member = 1, ARGV[c]
+  if #ARGV > 3 then cost, member = tonumber(ARGV[c]), ARGV[c + 1] .. ':1' end
   if count + cost <= max then
-    if not nonce then
-      redis.call('ZADD', key, now, ARGV[c])
-    elseif cost == 1 then
-      redis.call('ZADD', key, now, nonce .. ':1')
-    elseif cost > 1 then
-      redis.call('ZADD', key, now, nonce .. '*' .. cost)
-      held = held + cost - 1
+    if cost > 0 then
+      if cost > 1 then member, heavy, weighed = ARGV[c + 1] .. '*' .. cost, true, true end
+      -- The member, and "#" with the units it adds: one command.
+      count = count + cost
+      written = -count
+      if heavy then written = written - HEAVY end
+      redis.call('ZADD', key, now, member, written, '#')
     end
-    count = count + cost
   else
-    -- Admitted once the oldest members holding (count + cost - max) units have left the window.
-    local blocking = ''
-    if cost <= max then
-      local need = count + cost - max
-      if held == 0 then
-        blocking = redis.call('ZRANGE', key, need - 1 + skip, need - 1 + skip, 'WITHSCORES')[2]
-      else
-        -- Heavier calls among them: their weights, from the oldest, 64 members at a time.
-        local start, found, page = skip, nil, nil
-        repeat
-          page = redis.call('ZRANGE', key, start, start + 63, 'WITHSCORES')
-          for i = 1, #page, 2 do
-            need = need - (tonumber(string.match(page[i], '%*(%d+)$')) or 1)
-            if need <= 0 then
-              found = page[i + 1]
-              break
-            end
+    -- Admitted once the oldest members holding (count + cost - max) units have left the window ("#", when
+    -- there, is the lowest: past it).
+    local blocking, skip = '', 0
+    if written then skip = 1 end
+    if cost <= max and not heavy then
+      local index = count + cost - max - 1 + skip
+      blocking = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
+    elseif cost <= max then
+      -- Heavier calls may be among them: their weights, from the oldest, 64 members at a time.
+      local need, start, page = count + cost - max, skip, nil
+      repeat
+        page = redis.call('ZRANGE', key, start, start + 63, 'WITHSCORES')
+        for m = 1, #page, 2 do
+          need = need - (tonumber(string.match(page[m], '%*(%d+)$')) or 1)
+          if need <= 0 then
+            blocking = page[m + 1]
+            break
           end
-          start = start + 64
-        until found or #page < 128
-        blocking = found or ''
-      end
+        end
+        start = start + 64
+      until need <= 0 or #page < 128
     end
     local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     reply = reply or {now, first}
@@ -92,10 +97,15 @@ for c = 3, #ARGV, 2 do
     reply[#reply + 1] = (newest[1] ~= '#' and newest[2]) or ''
   end
 end
-if held > 0 then
-  if -held ~= stored then redis.call('ZADD', key, -held, '#') end
-elseif stored then
-  redis.call('ZREM', key, '#')
+-- "#" as the calls left it: heavier calls no longer marked once none is left (every member one unit again),
+-- and gone with the last unit.
+if heavy and not weighed and redis.call('ZCARD', key) - 1 == count then heavy = false end
+local kept = -count
+if heavy then kept = kept - HEAVY end
+if count == 0 then
+  if written then redis.call('ZREM', key, '#') end
+elseif kept ~= written then
+  redis.call('ZADD', key, kept, '#')
 end
 if count > first then
   -- Every member leaves the window at most `window` from now: so does the key.

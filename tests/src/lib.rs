@@ -299,6 +299,17 @@ pub mod http {
     }
 }
 
+/// The calls a sliding log in Redis holds at `key`: its members scored by their admission time (`#`, which keeps
+/// the count, is scored below zero).
+pub fn logged_calls(connection: &mut redis::Connection, key: &str) -> usize {
+    redis::cmd("ZCOUNT")
+        .arg(key)
+        .arg(0)
+        .arg("+inf")
+        .query(connection)
+        .expect("ZCOUNT answers")
+}
+
 /// Calls (key `probe`) until a decision comes from Redis again, and says how long that took; fails after 5 s.
 pub async fn until_redis_decides(limiter: &Limiter, rule: &Rule) -> Duration {
     let started = Instant::now();

@@ -2,7 +2,6 @@
 //! from the environment and says so once. (A test binary of its own: the global runtime is built once.)
 
 use limiter_runtime::{rate_limit, Limiter, RateLimited, REDIS_URL_ENV};
-use redis::Commands;
 use tests::logs::Captured;
 use tests::RedisServer;
 use tracing::instrument::WithSubscriber;
@@ -26,7 +25,7 @@ async fn the_environment_names_the_redis_of_the_shared_runtime() {
     .with_subscriber(logs.subscriber())
     .await;
 
-    let members: usize = server.connection().zcard("rate_limit:7").unwrap();
+    let members = tests::logged_calls(&mut server.connection(), "rate_limit:7");
     assert_eq!(members, 2, "the count is in Redis");
     let logs = logs.text();
     assert_eq!(logs.matches("WARN").count(), 1, "said once: {logs}");

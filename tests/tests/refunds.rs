@@ -198,7 +198,9 @@ async fn a_refund_removes_its_own_members_and_nothing_once_gone() {
         .prefix("log:")
         .max(10)
         .window(Duration::from_secs(10));
-    // Each member with its score: one per call, and "#" scored minus the heavier calls' extra units.
+    // Each member with its score: one per call, and "#" scored minus the units in the window (and 2^52 while
+    // heavier calls may be among them).
+    const HEAVY: i64 = 1 << 52;
     let members = || -> Vec<(String, i64)> {
         redis::cmd("ZRANGE")
             .arg("log:k")
@@ -215,12 +217,20 @@ async fn a_refund_removes_its_own_members_and_nothing_once_gone() {
     let second = limiter.reserve(&log, "k", 3).await.unwrap();
     let all = members();
     assert_eq!(all.len(), 3, "one member a call, and #: {all:?}");
-    assert_eq!(all[0], ("#".to_owned(), -3), "1 + 2 extra units");
+    assert_eq!(
+        all[0],
+        ("#".to_owned(), -5 - HEAVY),
+        "2 + 3 units, heavier calls"
+    );
     // The second gives back two of its three: the first stays, the second weighs one.
     second.settle(1).await;
     let left = members();
     assert_eq!(left.len(), 3, "{left:?}");
-    assert_eq!(left[0], ("#".to_owned(), -1));
+    assert_eq!(
+        left[0],
+        ("#".to_owned(), -3 - HEAVY),
+        "the first call still weighs 2"
+    );
     assert_eq!(left[1], older[1], "the first call's member is untouched");
     assert!(left[2].0.ends_with(":1"), "{left:?}");
     assert_eq!(limiter.check_cost(&log, "k", 0).await.remaining, 7);
