@@ -109,6 +109,8 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     access: Access,
+    /// A program (and its arguments) that runs `redis-server`, such as valgrind; none: run it directly.
+    launcher: Vec<String>,
 }
 
 impl RedisServer {
@@ -131,7 +133,21 @@ impl RedisServer {
         RedisServer::start_with(Access::Tls(tls.clone()))
     }
 
+    /// Starts a server as [`start`](RedisServer::start) does, run by `launcher` (a program and its arguments,
+    /// `redis-server` and its own following them): valgrind, to count its instructions.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](RedisServer::start).
+    pub fn start_launched(launcher: &[&str]) -> RedisServer {
+        RedisServer::start_as(Access::Plain, launcher)
+    }
+
     fn start_with(access: Access) -> RedisServer {
+        RedisServer::start_as(access, &[])
+    }
+
+    fn start_as(access: Access, launcher: &[&str]) -> RedisServer {
         let mut last_error = String::new();
         for _ in 0..5 {
             let port = free_port();
@@ -141,6 +157,7 @@ impl RedisServer {
                 dir: std::env::temp_dir()
                     .join(format!("limiter-redis-{}-{port}", std::process::id())),
                 access: access.clone(),
+                launcher: launcher.iter().map(|arg| (*arg).to_owned()).collect(),
             };
             match server.spawn() {
                 Ok(()) => return server,
@@ -264,7 +281,7 @@ impl RedisServer {
     }
 
     fn spawn(&mut self) -> Result<(), String> {
-        let child = spawn_redis(self.port, &self.dir, &[], &self.access)?;
+        let child = spawn_launched(&self.launcher, self.port, &self.dir, &[], &self.access)?;
         self.child = Some(child);
         Ok(())
     }
@@ -278,8 +295,27 @@ pub(crate) fn spawn_redis(
     extra: &[&str],
     access: &Access,
 ) -> Result<Child, String> {
+    spawn_launched(&[], port, dir, extra, access)
+}
+
+/// [`spawn_redis`], run by `launcher` (none: directly).
+fn spawn_launched(
+    launcher: &[String],
+    port: u16,
+    dir: &Path,
+    extra: &[&str],
+    access: &Access,
+) -> Result<Child, String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    let mut child = Command::new(redis_server_binary())
+    let mut command = match launcher.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg(redis_server_binary());
+            command
+        }
+        None => Command::new(redis_server_binary()),
+    };
+    let mut child = command
         .args(access.server_args(port))
         .args(["--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])

@@ -46,6 +46,10 @@ redis-benchmark's ceiling), abuse (one key, almost every call denied), hot (one 
                         (a tokio timeout; a connection clone), to see what the library's overhead is made of
   --out <file>          also write the report to this file
   --plot <file.png>     draw decisions/s and p99 against tasks for the annotated fn, the plain API and the baseline
+  --instructions        count instructions with callgrind instead (valgrind must be installed): Redis's per
+                        call and the client's per decision, of the baseline, the plain API and the annotated fn,
+                        and what a coalesced waiter costs; nothing else runs
+  --calls <n>           calls per count of --instructions (default 2000)
   --smoke               a quick check that everything runs (CI): tiny durations, 1 round, concurrency 1,64 (64 on
                         the hot key); fails if any run made no decision, met an error or decided without Redis
   --help";
@@ -76,6 +80,9 @@ pub(crate) struct Options {
     /// Where to draw the plot (PNG).
     pub(crate) plot: Option<PathBuf>,
     pub(crate) smoke: bool,
+    /// Count instructions instead (`--instructions`), this many calls per count.
+    pub(crate) instructions: bool,
+    pub(crate) calls: u64,
 }
 
 /// The name of `algorithm`, as the attribute spells it.
@@ -107,6 +114,8 @@ impl Default for Options {
             out: None,
             plot: None,
             smoke: false,
+            instructions: false,
+            calls: 2_000,
         }
     }
 }
@@ -182,6 +191,8 @@ impl Options {
                 "--out" => options.out = Some(PathBuf::from(value("a file")?)),
                 "--plot" => options.plot = Some(PathBuf::from(value("a file")?)),
                 "--smoke" => options.smoke = true,
+                "--instructions" => options.instructions = true,
+                "--calls" => options.calls = number(&value("a number")?)?.max(64) as u64,
                 // `cargo bench` passes --bench to every benchmark binary.
                 "--bench" => {}
                 "--help" | "-h" => return Err(USAGE.to_owned()),

@@ -221,10 +221,8 @@ impl Caller {
                 .deadline(Duration::from_secs(1))
                 .deny_cache(contender != Contender::PlainNoCache)
                 .coalesce(contender != Contender::PlainNoCoalesce);
-            if scenario != Scenario::Spread {
-                // So that INFO counts only the one key's calls (the heartbeat is an EVALSHA too).
-                builder = builder.heartbeat_every(Duration::from_secs(3600));
-            }
+            // So that INFO (and callgrind) count only the contender's calls: the heartbeat is an EVALSHA too.
+            builder = builder.heartbeat_every(Duration::from_secs(3600));
             builder.build().expect("a valid Redis URL")
         };
         match contender {

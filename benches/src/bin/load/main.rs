@@ -22,6 +22,7 @@ mod ceiling;
 mod cli;
 mod contender;
 mod hot;
+mod instructions;
 mod pinning;
 mod plot;
 mod report;
@@ -60,6 +61,10 @@ fn main() {
         args.next();
         hot::worker::main(args);
     }
+    if args.peek().map(String::as_str) == Some(instructions::worker::FLAG) {
+        args.next();
+        instructions::worker::main(args);
+    }
     let options = match Options::parse(args) {
         Ok(options) => options,
         Err(message) => {
@@ -67,6 +72,27 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if options.instructions {
+        let plan = instructions::Plan {
+            calls: options.calls,
+            algorithms: options.algorithms.clone(),
+        };
+        match instructions::run(&plan) {
+            Ok(text) => {
+                println!("{text}");
+                if let Some(path) = &options.out {
+                    if let Err(error) = std::fs::write(path, &text) {
+                        eprintln!("load: cannot write {}: {error}", path.display());
+                    }
+                }
+                return;
+            }
+            Err(error) => {
+                eprintln!("load: {error}");
+                std::process::exit(1);
+            }
+        }
+    }
     if cfg!(debug_assertions) && !options.smoke {
         eprintln!("load: this is a debug build; its numbers mean little. Build with --release (scripts/bench does).");
     }
