@@ -172,6 +172,7 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             #result
         });
     }
+    let body = spliced(body);
     let check = quote! {
         #site_and_call
         if let ::core::result::Result::Err(#error) = #checked.await {
@@ -193,6 +194,17 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             })
         }
         _ => syn::parse_quote!({ #(#skips)* #check #body }),
+    }
+}
+
+/// The body as the guarded block ends with it. A body of one expression is that expression: left in braces of
+/// its own, `{ Ok(()) }` on one line would warn of unnecessary braces (`unused_braces`) in the user's crate.
+/// Any other body keeps its block, so that its items and `let`s stay scoped as written (the lint only looks at
+/// blocks of one expression).
+fn spliced(body: &Block) -> TokenStream {
+    match body.stmts.as_slice() {
+        [Stmt::Expr(tail, None)] => tail.to_token_stream(),
+        _ => body.to_token_stream(),
     }
 }
 
