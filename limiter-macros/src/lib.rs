@@ -2,7 +2,6 @@
 //! `limiter-runtime`, which re-exports it; this crate only generates code.
 
 use proc_macro::TokenStream;
-use quote::ToTokens;
 
 mod attr;
 mod expand;
@@ -209,9 +208,12 @@ fn parse_function(item: TokenStream) -> syn::Result<syn::ItemFn> {
 }
 
 /// On error, the user's function unchanged plus the one error, so the rest of the crate (and the IDE)
-/// keeps working and the user sees no cascade of secondary errors.
+/// keeps working and the user sees no cascade of secondary errors. Nor a warning: an argument only the
+/// rejected attribute read (in `key`, `cost` or `skip_if`) is not unused, so `unused_variables` is allowed on
+/// the function.
 fn with_error(item: TokenStream, error: syn::Error) -> TokenStream {
-    let mut tokens = proc_macro2::TokenStream::from(item);
+    let mut tokens = quote::quote!(#[allow(unused_variables)]);
+    tokens.extend(proc_macro2::TokenStream::from(item));
     tokens.extend(error.into_compile_error());
-    tokens.into_token_stream().into()
+    tokens.into()
 }
