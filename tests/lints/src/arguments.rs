@@ -1,0 +1,176 @@
+//! Every argument of the attribute, each written in every form it takes.
+
+use limiter_runtime::{rate_limit, RateLimited};
+
+use crate::AppError;
+
+/// A user, whose fields the arguments read.
+pub struct User {
+    /// Keys the limits.
+    pub id: u64,
+    /// Skips them.
+    pub admin: bool,
+}
+
+/// `prefix`, `key`, `window` in seconds, `max`, `message`, `name`.
+#[rate_limit(prefix = "emp:", key = id, window = 10, max = 5, message = "slow down", name = "employees")]
+pub async fn texts(id: &str) -> Result<(), AppError> {
+    Ok(())
+}
+
+/// A key list over arguments, their fields and method calls.
+#[rate_limit(key = (tenant, user.id, region.to_lowercase()), max = 5)]
+pub async fn key_list(tenant: &str, user: &User, region: String) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `cost`, from an argument the body also uses.
+#[rate_limit(key = user, max = 1000, window = "1h", cost = rows.len())]
+pub async fn cost(user: &str, rows: Vec<String>) -> Result<usize, RateLimited> {
+    Ok(rows.len())
+}
+
+/// `skip_if` over an argument's field.
+#[rate_limit(key = user.id, max = 5, skip_if = user.admin)]
+pub async fn skip_if(user: &User) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `shadow`.
+#[rate_limit(max = 5, shadow = true)]
+pub async fn shadow() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `shadow = false`.
+#[rate_limit(max = 5, shadow = false)]
+pub async fn not_shadow() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `count = failures`, one expression.
+#[rate_limit(prefix = "failed_logins:", key = user, max = 5, window = "15m", count = failures)]
+pub async fn count_failures(user: &str, password: &str) -> Result<(), AppError> {
+    if password == "hunter2" {
+        Ok(())
+    } else {
+        Err(AppError::Failed)
+    }
+}
+
+/// `count = successes`, with `return` and `?` in the body.
+#[rate_limit(key = input, max = 5, count = successes)]
+pub async fn count_successes(input: &str) -> Result<u32, AppError> {
+    if input.is_empty() {
+        return Err(AppError::Failed);
+    }
+    let value: u32 = input.parse().map_err(|_| AppError::Failed)?;
+    Ok(value)
+}
+
+/// `count = all`, as if left out.
+#[rate_limit(max = 5, count = all)]
+pub async fn count_all() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `count = successes`, one expression of unit.
+#[rate_limit(max = 5, count = successes)]
+pub async fn count_unit() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// Every algorithm.
+#[rate_limit(prefix = "log:", algorithm = sliding_log, max = 2)]
+pub async fn sliding_log() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `fixed_window`.
+#[rate_limit(prefix = "fixed:", algorithm = fixed_window, max = 2)]
+pub async fn fixed_window() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `sliding_window`.
+#[rate_limit(prefix = "sliding:", algorithm = sliding_window, max = 2)]
+pub async fn sliding_window() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `token_bucket` with `burst`.
+#[rate_limit(prefix = "bucket:", algorithm = token_bucket, max = 1, burst = 2)]
+pub async fn token_bucket() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `leaky_bucket`, `mode = reject`.
+#[rate_limit(prefix = "leaky:", algorithm = leaky_bucket, max = 1, mode = reject)]
+pub async fn leaky_bucket() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `mode = wait`.
+#[rate_limit(prefix = "shaped:", key = request, algorithm = leaky_bucket, max = 10, window = "1s", mode = wait)]
+pub async fn wait(request: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `mode = wait` with `max_wait`.
+#[rate_limit(prefix = "shaped2:", key = request, algorithm = leaky_bucket, max = 10, window = 1, mode = wait, max_wait = "2s")]
+pub async fn max_wait(request: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `lease` and `lease_ttl`.
+#[rate_limit(prefix = "leased:", key = event, algorithm = token_bucket, max = 1_000_000, window = 1, lease = 1000, lease_ttl = "250ms")]
+pub async fn lease(event: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `lease` on a fixed window, without `lease_ttl`.
+#[rate_limit(prefix = "leased2:", algorithm = fixed_window, max = 100, lease = 10)]
+pub async fn lease_fixed() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `on_error = open`.
+#[rate_limit(prefix = "open:", max = 5, on_error = open)]
+pub async fn on_error_open() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `on_error = closed`.
+#[rate_limit(prefix = "closed:", max = 5, on_error = closed)]
+pub async fn on_error_closed() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// `on_error = local`.
+#[rate_limit(prefix = "local:", max = 5, on_error = local)]
+pub async fn on_error_local() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// The runtime, re-exported under another path.
+pub mod rt {
+    pub use limiter_runtime::*;
+}
+
+/// `crate = "..."`.
+#[rt::rate_limit(crate = "crate::arguments::rt", key = id, max = 5)]
+pub async fn krate(id: u32) -> Result<u32, RateLimited> {
+    Ok(id)
+}
+
+/// The attribute without arguments.
+#[rate_limit]
+pub async fn no_arguments() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// The attribute with empty parentheses.
+#[rate_limit()]
+pub async fn empty_arguments() -> Result<(), RateLimited> {
+    Ok(())
+}

@@ -1,0 +1,54 @@
+#![deny(warnings)]
+//! Every shape `#[rate_limit]` accepts, under `#![deny(warnings)]` (and, in CI, `cargo clippy -- -D warnings`):
+//! a warning the expansion adds to a user's crate fails the build here.
+//!
+//! Each function is public, so that none is dead code, and small: what is checked is that it compiles
+//! without a warning. The test at the end runs a few, to show the expansions also work.
+
+pub mod arguments;
+#[rustfmt::skip]
+pub mod one_line;
+pub mod shapes;
+
+use limiter_runtime::RateLimited;
+
+/// An application's error, which a rejection converts into.
+#[derive(Debug)]
+pub enum AppError {
+    /// The body failed.
+    Failed,
+    /// A limit rejected the call.
+    Limited(RateLimited),
+}
+
+impl From<RateLimited> for AppError {
+    fn from(rejection: RateLimited) -> Self {
+        AppError::Limited(rejection)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use limiter_runtime::Limiter;
+
+    use crate::{arguments, one_line, shapes};
+
+    /// A few of the expansions, run: each admits its first call, and one with `max = 5` rejects its sixth.
+    #[tokio::test(flavor = "current_thread")]
+    async fn expansions_run() {
+        Limiter::in_memory()
+            .scope(async {
+                assert!(one_line::key("ada").await.is_ok());
+                assert_eq!(shapes::statements("21").await.unwrap(), 42);
+                assert!(shapes::statements("").await.is_err());
+                let mut account = shapes::Account::open(7).await.unwrap();
+                assert_eq!(account.deposit(5).await.unwrap(), 5);
+                assert!(arguments::count_failures("ada", "hunter2").await.is_ok());
+                for _ in 0..5 {
+                    assert!(shapes::no_arguments().await.is_ok());
+                }
+                assert!(shapes::no_arguments().await.is_err());
+            })
+            .await;
+    }
+}
