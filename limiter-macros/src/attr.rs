@@ -1,34 +1,12 @@
 //! Parsing and validating the attribute's arguments: every mistake is a `syn::Error` at the user's token.
+//!
+//! Each argument is one line of [`ARGUMENTS`]: its name, an example value, and where its value goes, read by a
+//! small parser of its kind (a string, an expression, a positive integer, a duration, one of some names).
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{discouraged::Speculative, Parse, ParseStream};
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
-
-mod kw {
-    syn::custom_keyword!(prefix);
-    syn::custom_keyword!(name);
-    syn::custom_keyword!(key);
-    syn::custom_keyword!(window);
-    syn::custom_keyword!(max);
-    syn::custom_keyword!(message);
-    syn::custom_keyword!(algorithm);
-    syn::custom_keyword!(burst);
-    syn::custom_keyword!(cost);
-    syn::custom_keyword!(mode);
-    syn::custom_keyword!(max_wait);
-    syn::custom_keyword!(on_error);
-    syn::custom_keyword!(skip_if);
-    syn::custom_keyword!(shadow);
-    syn::custom_keyword!(count);
-    syn::custom_keyword!(lease);
-    syn::custom_keyword!(lease_ttl);
-}
-
-const EXPECTED: &str =
-    "expected one of: `prefix`, `key`, `window`, `max`, `message`, `name`, `algorithm`, `burst`, \
-                        `cost`, `mode`, `max_wait`, `lease`, `lease_ttl`, `on_error`, `skip_if`, `shadow`, \
-                        `count`, `crate`";
 
 /// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
 /// see (it generates code for the runtime, and cannot depend on it). A test holds the two lists together.
@@ -66,11 +44,8 @@ pub(crate) struct Args {
     /// A `bool` expression over the arguments: when true, the call is not limited at all.
     pub(crate) skip_if: Option<Expr>,
     pub(crate) shadow: Option<bool>,
-    /// The runtime's `Count` variant, `Failures` or `Successes` (`All` is as if left out), spanned at the
-    /// argument's name.
-    pub(crate) count: Option<Spanned<Ident>>,
-    /// Whether `count` was written (`count = all` leaves `count` empty).
-    pub(crate) counted: bool,
+    /// The runtime's `Count` variant: `All`, `Failures` or `Successes`.
+    pub(crate) count: Option<Ident>,
     pub(crate) krate: Option<Path>,
 }
 
@@ -83,167 +58,81 @@ pub(crate) struct Spanned<T> {
     pub(crate) span: Span,
 }
 
+/// Every argument, in the order error messages list them, with an example value for the error that says one
+/// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in [`Args`], a line
+/// here, an arm in [`Args::read`], and its validation.
+const ARGUMENTS: [(&str, &str); 18] = [
+    ("prefix", "\"rate_limit:emp:\""),
+    ("key", "id"),
+    ("window", "10"),
+    ("max", "100"),
+    ("message", "\"slow down\""),
+    ("name", "\"employees\""),
+    ("algorithm", "token_bucket"),
+    ("burst", "20"),
+    ("cost", "items.len()"),
+    ("mode", "wait"),
+    ("max_wait", "\"2s\""),
+    ("lease", "50"),
+    ("lease_ttl", "\"100ms\""),
+    ("on_error", "closed"),
+    ("skip_if", "user.is_admin()"),
+    ("shadow", "true"),
+    ("count", "failures"),
+    ("crate", "\"my_app::limiter\""),
+];
+
+/// "expected one of: `prefix`, `key`, ...": every argument's name.
+fn expected_arguments() -> String {
+    let names: Vec<String> = ARGUMENTS
+        .iter()
+        .map(|(name, _)| format!("`{name}`"))
+        .collect();
+    format!("expected one of: {}", names.join(", "))
+}
+
+impl Args {
+    /// Reads one argument's value into its field, with the parser of its kind.
+    fn read(&mut self, value: &Value<'_>) -> syn::Result<()> {
+        match value.name {
+            "prefix" => value.once(&mut self.prefix, string),
+            "key" => value.once(&mut self.key, key),
+            "window" => value.once(&mut self.window, duration),
+            "max" => value.once(&mut self.max, max),
+            "message" => value.once(&mut self.message, string),
+            "name" => value.once(&mut self.name, string),
+            "algorithm" => value.once(&mut self.algorithm, algorithm),
+            "burst" => value.once(&mut self.burst, |v| v.spanned(positive(v, "`burst = 20`"))),
+            "cost" => value.once(&mut self.cost, expression),
+            "mode" => value.once(&mut self.wait, mode),
+            "max_wait" => value.once(&mut self.max_wait, |v| v.spanned(duration(v))),
+            "lease" => value.once(&mut self.lease, |v| v.spanned(positive(v, "`lease = 50`"))),
+            "lease_ttl" => value.once(&mut self.lease_ttl, |v| v.spanned(duration(v))),
+            "on_error" => value.once(&mut self.on_error, on_error),
+            "skip_if" => value.once(&mut self.skip_if, expression),
+            "shadow" => value.once(&mut self.shadow, shadow),
+            "count" => value.once(&mut self.count, counting),
+            "crate" => value.once(&mut self.krate, krate),
+            other => unreachable!("`{other}` is in ARGUMENTS but has no parser"),
+        }
+    }
+}
+
 impl Parse for Args {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let mut args = Args::default();
         while !input.is_empty() {
-            let lookahead = input.lookahead1();
-            if lookahead.peek(kw::prefix) {
-                let name = input.parse::<kw::prefix>()?;
-                assign(input, "prefix", name.span, "prefix = \"rate_limit:emp:\"")?;
-                set(
-                    &mut args.prefix,
-                    "prefix",
-                    name.span,
-                    string(input, "prefix")?,
-                )?;
-            } else if lookahead.peek(kw::key) {
-                let name = input.parse::<kw::key>()?;
-                assign(input, "key", name.span, "key = id")?;
-                let key = key_parts(expression(input, "key", name.span)?)?;
-                set(&mut args.key, "key", name.span, key)?;
-            } else if lookahead.peek(kw::window) {
-                let name = input.parse::<kw::window>()?;
-                assign(input, "window", name.span, "window = 10")?;
-                set(&mut args.window, "window", name.span, window(input)?)?;
-            } else if lookahead.peek(kw::max) {
-                let name = input.parse::<kw::max>()?;
-                assign(input, "max", name.span, "max = 100")?;
-                set(&mut args.max, "max", name.span, max(input)?)?;
-            } else if lookahead.peek(kw::message) {
-                let name = input.parse::<kw::message>()?;
-                assign(input, "message", name.span, "message = \"slow down\"")?;
-                set(
-                    &mut args.message,
-                    "message",
-                    name.span,
-                    string(input, "message")?,
-                )?;
-            } else if lookahead.peek(kw::name) {
-                let name = input.parse::<kw::name>()?;
-                assign(input, "name", name.span, "name = \"employees\"")?;
-                set(&mut args.name, "name", name.span, string(input, "name")?)?;
-            } else if lookahead.peek(kw::algorithm) {
-                let name = input.parse::<kw::algorithm>()?;
-                assign(input, "algorithm", name.span, "algorithm = token_bucket")?;
-                set(
-                    &mut args.algorithm,
-                    "algorithm",
-                    name.span,
-                    algorithm(input)?,
-                )?;
-            } else if lookahead.peek(kw::burst) {
-                let name = input.parse::<kw::burst>()?;
-                assign(input, "burst", name.span, "burst = 20")?;
-                let value = count(input, "burst", "`burst = 20`")?;
-                set(
-                    &mut args.burst,
-                    "burst",
-                    name.span,
-                    Spanned {
-                        value,
-                        span: name.span,
-                    },
-                )?;
-            } else if lookahead.peek(kw::cost) {
-                let name = input.parse::<kw::cost>()?;
-                assign(input, "cost", name.span, "cost = items.len()")?;
-                let cost = expression(input, "cost", name.span)?;
-                set(&mut args.cost, "cost", name.span, cost)?;
-            } else if lookahead.peek(kw::mode) {
-                let name = input.parse::<kw::mode>()?;
-                assign(input, "mode", name.span, "mode = wait")?;
-                set(&mut args.wait, "mode", name.span, mode(input)?)?;
-            } else if lookahead.peek(kw::max_wait) {
-                let name = input.parse::<kw::max_wait>()?;
-                assign(input, "max_wait", name.span, "max_wait = \"2s\"")?;
-                let value = duration_arg(input, "max_wait")?;
-                set(
-                    &mut args.max_wait,
-                    "max_wait",
-                    name.span,
-                    Spanned {
-                        value,
-                        span: name.span,
-                    },
-                )?;
-            } else if lookahead.peek(kw::lease) {
-                let name = input.parse::<kw::lease>()?;
-                assign(input, "lease", name.span, "lease = 50")?;
-                let value = count(input, "lease", "`lease = 50`")?;
-                set(
-                    &mut args.lease,
-                    "lease",
-                    name.span,
-                    Spanned {
-                        value,
-                        span: name.span,
-                    },
-                )?;
-            } else if lookahead.peek(kw::lease_ttl) {
-                let name = input.parse::<kw::lease_ttl>()?;
-                assign(input, "lease_ttl", name.span, "lease_ttl = \"100ms\"")?;
-                let value = duration_arg(input, "lease_ttl")?;
-                set(
-                    &mut args.lease_ttl,
-                    "lease_ttl",
-                    name.span,
-                    Spanned {
-                        value,
-                        span: name.span,
-                    },
-                )?;
-            } else if lookahead.peek(kw::on_error) {
-                let name = input.parse::<kw::on_error>()?;
-                assign(input, "on_error", name.span, "on_error = closed")?;
-                set(&mut args.on_error, "on_error", name.span, on_error(input)?)?;
-            } else if lookahead.peek(kw::skip_if) {
-                let name = input.parse::<kw::skip_if>()?;
-                assign(input, "skip_if", name.span, "skip_if = user.is_admin()")?;
-                let skip = expression(input, "skip_if", name.span)?;
-                set(&mut args.skip_if, "skip_if", name.span, skip)?;
-            } else if lookahead.peek(kw::shadow) {
-                let name = input.parse::<kw::shadow>()?;
-                assign(input, "shadow", name.span, "shadow = true")?;
-                let value = match input.parse::<Lit>()? {
-                    Lit::Bool(value) => value.value,
-                    other => {
-                        return Err(syn::Error::new(
-                            other.span(),
-                            "`shadow` is `true` (count and report, never reject) or `false`",
-                        ))
-                    }
-                };
-                set(&mut args.shadow, "shadow", name.span, value)?;
-            } else if lookahead.peek(kw::count) {
-                let name = input.parse::<kw::count>()?;
-                assign(input, "count", name.span, "count = failures")?;
-                let value = counting(input)?;
-                let spanned = value.map(|value| Spanned {
-                    value,
-                    span: name.span,
-                });
-                if args.counted {
-                    return Err(syn::Error::new(
-                        name.span,
-                        "`count` is given more than once",
-                    ));
-                }
-                args.counted = true;
-                args.count = spanned;
-            } else if lookahead.peek(Token![crate]) {
-                let name = input.parse::<Token![crate]>()?;
-                assign(input, "crate", name.span, "crate = \"my_app::limiter\"")?;
-                set(&mut args.krate, "crate", name.span, krate(input)?)?;
-            } else if input.peek(syn::Ident::peek_any) {
-                let unknown = input.call(syn::Ident::parse_any)?;
-                return Err(syn::Error::new(
-                    unknown.span(),
-                    format!("unknown argument `{unknown}`; {EXPECTED}"),
-                ));
-            } else {
-                return Err(lookahead.error());
+            if !input.peek(Ident::peek_any) {
+                return Err(input.error(expected_arguments()));
             }
+            let name = input.call(Ident::parse_any)?;
+            let Some(argument) = ARGUMENTS.iter().find(|(known, _)| name == known) else {
+                return Err(syn::Error::new(
+                    name.span(),
+                    format!("unknown argument `{name}`; {}", expected_arguments()),
+                ));
+            };
+            args.read(&Value::after_equals(input, *argument, name.span())?)?;
             if input.is_empty() {
                 break;
             }
@@ -253,51 +142,84 @@ impl Parse for Args {
     }
 }
 
-/// Consumes the `=` after an argument's name and makes sure a value follows. A missing `=` or value is
-/// reported at the name: the end of the arguments has no span of its own, so syn's own error would point at
-/// the whole attribute.
-fn assign(input: ParseStream<'_>, name: &str, span: Span, example: &str) -> syn::Result<()> {
-    let missing = || syn::Error::new(span, format!("`{name}` needs a value, e.g. `{example}`"));
-    if !input.peek(Token![=]) {
-        return Err(missing());
+/// An argument's value, still to read: the input after the `=`, with the argument's name and its span (errors
+/// that concern the argument as a whole point at its name).
+struct Value<'a> {
+    input: ParseStream<'a>,
+    name: &'static str,
+    span: Span,
+}
+
+impl<'a> Value<'a> {
+    /// Consumes the `=` after an argument's name and makes sure a value follows. A missing `=` or value is
+    /// reported at the name: the end of the arguments has no span of its own, so syn's own error would point
+    /// at the whole attribute.
+    fn after_equals(
+        input: ParseStream<'a>,
+        (name, example): (&'static str, &str),
+        span: Span,
+    ) -> syn::Result<Self> {
+        let missing = || {
+            syn::Error::new(
+                span,
+                format!("`{name}` needs a value, e.g. `{name} = {example}`"),
+            )
+        };
+        if !input.peek(Token![=]) {
+            return Err(missing());
+        }
+        input.parse::<Token![=]>()?;
+        if input.is_empty() || input.peek(Token![,]) {
+            return Err(missing());
+        }
+        Ok(Value { input, name, span })
     }
-    input.parse::<Token![=]>()?;
-    if input.is_empty() || input.peek(Token![,]) {
-        return Err(missing());
+
+    /// Reads the value with `parse` into `slot`, refusing a second occurrence of the argument (the error
+    /// points at the second one's name).
+    fn once<T>(
+        &self,
+        slot: &mut Option<T>,
+        parse: impl FnOnce(&Self) -> syn::Result<T>,
+    ) -> syn::Result<()> {
+        if slot.is_some() {
+            return Err(syn::Error::new(
+                self.span,
+                format!("`{}` is given more than once", self.name),
+            ));
+        }
+        *slot = Some(parse(self)?);
+        Ok(())
     }
-    Ok(())
+
+    /// A value, spanned at the argument's name (for validation errors about the argument).
+    fn spanned<T>(&self, value: syn::Result<T>) -> syn::Result<Spanned<T>> {
+        Ok(Spanned {
+            value: value?,
+            span: self.span,
+        })
+    }
 }
 
 /// An expression argument's value. One cut short by the end of the arguments is reported at the argument's
 /// name (syn would point at the whole attribute): `key = user.` says "`key`'s expression is incomplete".
-fn expression(input: ParseStream<'_>, name: &str, span: Span) -> syn::Result<Expr> {
-    let fork = input.fork();
+fn expression(value: &Value<'_>) -> syn::Result<Expr> {
+    let fork = value.input.fork();
     match fork.parse::<Expr>() {
         Ok(expr) => {
-            input.advance_to(&fork);
+            value.input.advance_to(&fork);
             Ok(expr)
         }
         Err(error) if fork.is_empty() => Err(syn::Error::new(
-            span,
-            format!("`{name}`'s expression is incomplete: {error}"),
+            value.span,
+            format!("`{}`'s expression is incomplete: {error}", value.name),
         )),
         Err(error) => Err(error),
     }
 }
 
-/// Stores an argument, refusing a second occurrence (the error points at the second one).
-fn set<T>(slot: &mut Option<T>, name: &str, span: Span, value: T) -> syn::Result<()> {
-    if slot.is_some() {
-        return Err(syn::Error::new(
-            span,
-            format!("`{name}` is given more than once"),
-        ));
-    }
-    *slot = Some(value);
-    Ok(())
-}
-
-fn string(input: ParseStream<'_>, name: &str) -> syn::Result<LitStr> {
+fn string(value: &Value<'_>) -> syn::Result<LitStr> {
+    let (input, name) = (value.input, value.name);
     if !input.peek(Lit) {
         let found: proc_macro2::TokenTree = input.parse()?;
         return Err(syn::Error::new(
@@ -314,6 +236,10 @@ fn string(input: ParseStream<'_>, name: &str) -> syn::Result<LitStr> {
     }
 }
 
+fn key(value: &Value<'_>) -> syn::Result<Vec<Expr>> {
+    key_parts(expression(value)?)
+}
+
 fn key_parts(expr: Expr) -> syn::Result<Vec<Expr>> {
     match expr {
         Expr::Tuple(tuple) if tuple.elems.is_empty() => Err(syn::Error::new(
@@ -326,13 +252,14 @@ fn key_parts(expr: Expr) -> syn::Result<Vec<Expr>> {
     }
 }
 
-fn max(input: ParseStream<'_>) -> syn::Result<u64> {
-    count(input, "max", "the admissions per window, e.g. `max = 100`")
+fn max(value: &Value<'_>) -> syn::Result<u64> {
+    positive(value, "the admissions per window, e.g. `max = 100`")
 }
 
-/// A positive integer literal: `max`, `burst`.
-fn count(input: ParseStream<'_>, name: &str, example: &str) -> syn::Result<u64> {
-    let lit = match input.parse::<Lit>()? {
+/// A positive integer literal: `max`, `burst`, `lease`.
+fn positive(value: &Value<'_>, example: &str) -> syn::Result<u64> {
+    let name = value.name;
+    let lit = match value.input.parse::<Lit>()? {
         Lit::Int(int) if int.suffix().is_empty() => int,
         Lit::Int(int) => {
             return Err(syn::Error::new(
@@ -350,120 +277,102 @@ fn count(input: ParseStream<'_>, name: &str, example: &str) -> syn::Result<u64> 
             ))
         }
     };
-    let value = unsigned(&lit, name)?;
-    if value == 0 {
-        return Err(syn::Error::new(
-            lit.span(),
-            match name {
-                "lease" => {
-                    "`lease` must be at least 1: a lease of zero units spares no call".to_owned()
-                }
-                _ => {
-                    format!("`{name}` must be at least 1: a limit of zero would reject every call")
-                }
-            },
-        ));
+    let number = unsigned(&lit, name)?;
+    if number == 0 {
+        return Err(syn::Error::new(lit.span(), zero(name)));
     }
-    Ok(value)
+    Ok(number)
 }
 
-fn algorithm(input: ParseStream<'_>) -> syn::Result<Ident> {
-    let expected = || {
-        ALGORITHMS
-            .iter()
-            .map(|name| format!("`{name}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if !input.peek(Ident::peek_any) {
-        return Err(input.error(format!("`algorithm` takes one of: {}", expected())));
+/// Why a positive integer argument cannot be zero.
+fn zero(name: &str) -> String {
+    match name {
+        "lease" => "`lease` must be at least 1: a lease of zero units spares no call".to_owned(),
+        _ => format!("`{name}` must be at least 1: a limit of zero would reject every call"),
     }
-    let name = input.call(Ident::parse_any)?;
-    if !ALGORITHMS.iter().any(|known| name == known) {
-        return Err(syn::Error::new(
-            name.span(),
-            format!(
-                "unknown algorithm `{name}`; expected one of: {}",
-                expected()
-            ),
-        ));
-    }
-    Ok(name)
 }
 
-fn mode(input: ParseStream<'_>) -> syn::Result<Spanned<bool>> {
+/// One of the names `choices` pairs with what they mean. A value that is not a name is refused with
+/// `expected`, another name with `unknown(name)`; both at the value.
+fn one_of<T: Copy>(
+    value: &Value<'_>,
+    choices: &[(&str, T)],
+    expected: &str,
+    unknown: impl FnOnce(&Ident) -> String,
+) -> syn::Result<(Ident, T)> {
+    if !value.input.peek(Ident::peek_any) {
+        return Err(value.input.error(expected));
+    }
+    let name = value.input.call(Ident::parse_any)?;
+    match choices.iter().find(|(known, _)| name == known) {
+        Some(&(_, meaning)) => Ok((name, meaning)),
+        None => Err(syn::Error::new(name.span(), unknown(&name))),
+    }
+}
+
+fn algorithm(value: &Value<'_>) -> syn::Result<Ident> {
+    let names: Vec<String> = ALGORITHMS.iter().map(|name| format!("`{name}`")).collect();
+    let names = names.join(", ");
+    let choices = ALGORITHMS.map(|name| (name, ()));
+    let expected = format!("`algorithm` takes one of: {names}");
+    let unknown = |name: &Ident| format!("unknown algorithm `{name}`; expected one of: {names}");
+    Ok(one_of(value, &choices, &expected, unknown)?.0)
+}
+
+/// `wait` (true) or `reject` (false), spanned at the value.
+fn mode(value: &Value<'_>) -> syn::Result<Spanned<bool>> {
     let expected = "`mode` is `wait` (sleep until the call's slot) or `reject` (the default)";
-    if !input.peek(Ident::peek_any) {
-        return Err(input.error(expected));
-    }
-    let mode = input.call(Ident::parse_any)?;
-    let wait = match mode.to_string().as_str() {
-        "wait" => true,
-        "reject" => false,
-        _ => {
-            return Err(syn::Error::new(
-                mode.span(),
-                format!("unknown mode `{mode}`: {expected}"),
-            ))
-        }
-    };
+    let unknown = |mode: &Ident| format!("unknown mode `{mode}`: {expected}");
+    let (mode, wait) = one_of(
+        value,
+        &[("wait", true), ("reject", false)],
+        expected,
+        unknown,
+    )?;
     Ok(Spanned {
         value: wait,
         span: mode.span(),
     })
 }
 
-/// `all`, `failures` or `successes`: the runtime's `Count` variant, none for `all` (spanned at the value).
-fn counting(input: ParseStream<'_>) -> syn::Result<Option<Ident>> {
+/// `all`, `failures` or `successes`, as the runtime's `Count` variant (spanned at the value).
+fn counting(value: &Value<'_>) -> syn::Result<Ident> {
     let expected = "`count` is `failures` (charge only calls whose body returns `Err`), `successes` (only `Ok` \
                     ones) or `all` (the default)";
-    if !input.peek(Ident::peek_any) {
-        return Err(input.error(expected));
-    }
-    let value = input.call(Ident::parse_any)?;
-    let variant = match value.to_string().as_str() {
-        "all" => return Ok(None),
-        "failures" => "Failures",
-        "successes" => "Successes",
-        _ => {
-            return Err(syn::Error::new(
-                value.span(),
-                format!("unknown `count = {value}`: {expected}"),
-            ))
-        }
-    };
-    Ok(Some(Ident::new(variant, value.span())))
+    let choices = [
+        ("all", "All"),
+        ("failures", "Failures"),
+        ("successes", "Successes"),
+    ];
+    let unknown = |count: &Ident| format!("unknown `count = {count}`: {expected}");
+    let (count, variant) = one_of(value, &choices, expected, unknown)?;
+    Ok(Ident::new(variant, count.span()))
 }
 
 /// `open`, `closed` or `local`, as the runtime's `OnError` variant (spanned at the value).
-fn on_error(input: ParseStream<'_>) -> syn::Result<Ident> {
+fn on_error(value: &Value<'_>) -> syn::Result<Ident> {
     let expected = "`on_error` is `open` (let the call through), `closed` (reject it) or `local` (decide in this \
                     process) when Redis fails";
-    if !input.peek(Ident::peek_any) {
-        return Err(input.error(expected));
+    let choices = [("open", "Open"), ("closed", "Closed"), ("local", "Local")];
+    let unknown = |on_error: &Ident| format!("unknown `on_error = {on_error}`: {expected}");
+    let (on_error, variant) = one_of(value, &choices, expected, unknown)?;
+    Ok(Ident::new(variant, on_error.span()))
+}
+
+fn shadow(value: &Value<'_>) -> syn::Result<bool> {
+    match value.input.parse::<Lit>()? {
+        Lit::Bool(shadow) => Ok(shadow.value),
+        other => Err(syn::Error::new(
+            other.span(),
+            "`shadow` is `true` (count and report, never reject) or `false`",
+        )),
     }
-    let value = input.call(Ident::parse_any)?;
-    let variant = match value.to_string().as_str() {
-        "open" => "Open",
-        "closed" => "Closed",
-        "local" => "Local",
-        _ => {
-            return Err(syn::Error::new(
-                value.span(),
-                format!("unknown `on_error = {value}`: {expected}"),
-            ))
-        }
-    };
-    Ok(Ident::new(variant, value.span()))
 }
 
-fn window(input: ParseStream<'_>) -> syn::Result<Millis> {
-    duration_arg(input, "window")
-}
-
-/// Whole seconds or a duration string, longer than zero: `window`, `max_wait`.
-fn duration_arg(input: ParseStream<'_>, name: &str) -> syn::Result<Millis> {
-    let (millis, span) = match input.parse::<Lit>()? {
+/// Whole seconds or a duration string, longer than zero: `window`, `max_wait`, `lease_ttl`.
+fn duration(value: &Value<'_>) -> syn::Result<Millis> {
+    let name = value.name;
+    let (millis, span) = match value.input.parse::<Lit>()? {
         Lit::Int(secs) if !secs.suffix().is_empty() => {
             // `window = 500ms` lexes as the integer 500 with a suffix; never read it as 500 seconds.
             return Err(syn::Error::new(
@@ -476,7 +385,7 @@ fn duration_arg(input: ParseStream<'_>, name: &str) -> syn::Result<Millis> {
             ));
         }
         Lit::Int(secs) => (seconds(&secs, name)?, secs.span()),
-        Lit::Str(text) => (duration(&text, name)?, text.span()),
+        Lit::Str(text) => (duration_text(&text, name)?, text.span()),
         other => {
             return Err(syn::Error::new(
                 other.span(),
@@ -519,7 +428,7 @@ fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
 }
 
 /// `"500ms"`, `"10s"`, `"1m"`, `"1h"`: one whole number and one unit.
-fn duration(lit: &LitStr, name: &str) -> syn::Result<u64> {
+fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     let text = lit.value();
     let malformed = || {
         syn::Error::new(
@@ -554,8 +463,8 @@ fn duration(lit: &LitStr, name: &str) -> syn::Result<u64> {
         .ok_or_else(|| syn::Error::new(lit.span(), format!("`{name}` is too long")))
 }
 
-fn krate(input: ParseStream<'_>) -> syn::Result<Path> {
-    let lit = string(input, "crate")?;
+fn krate(value: &Value<'_>) -> syn::Result<Path> {
+    let lit = string(value)?;
     lit.parse::<Path>().map_err(|_| {
         syn::Error::new(
             lit.span(),
@@ -566,6 +475,19 @@ fn krate(input: ParseStream<'_>) -> syn::Result<Path> {
 
 #[cfg(test)]
 mod tests {
+    use super::{Args, ARGUMENTS};
+
+    /// Each argument has a parser, and the example its "needs a value" error shows is a value it takes.
+    #[test]
+    fn every_argument_takes_its_example() {
+        for (name, example) in ARGUMENTS {
+            let written = format!("{name} = {example}");
+            if let Err(error) = syn::parse_str::<Args>(&written) {
+                panic!("`{written}`: {error}");
+            }
+        }
+    }
+
     /// The names this crate accepts are the runtime's, in the same order (its error messages list them).
     #[test]
     fn the_algorithms_are_the_runtimes() {

@@ -127,7 +127,7 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
     };
     let counting: Vec<_> = limits
         .iter()
-        .map(|args| args.count.as_ref().map(|c| &c.value))
+        .map(|args| args.count.as_ref().filter(|variant| *variant != "All"))
         .collect();
     let by_outcome = counting.iter().any(Option::is_some);
     let enforce = if by_outcome {
