@@ -24,21 +24,21 @@ pub(crate) struct Args {
     pub(crate) prefix: Option<LitStr>,
     /// The parts of the key: `key = a` has one, `key = (a, b.c)` two.
     pub(crate) key: Option<Vec<Expr>>,
-    pub(crate) window: Option<Millis>,
-    pub(crate) max: Option<u64>,
+    pub(crate) window: Option<Duration>,
+    pub(crate) max: Option<Integer>,
     pub(crate) message: Option<LitStr>,
     /// The policy's name, for the HTTP quota fields.
     pub(crate) name: Option<LitStr>,
     /// The algorithm's name as written (one of [`ALGORITHMS`]).
     pub(crate) algorithm: Option<Ident>,
-    pub(crate) burst: Option<Spanned<u64>>,
+    pub(crate) burst: Option<Spanned<Integer>>,
     pub(crate) cost: Option<Expr>,
     /// `mode = wait` (true) or `mode = reject` (false), spanned at the mode.
     pub(crate) wait: Option<Spanned<bool>>,
-    pub(crate) max_wait: Option<Spanned<Millis>>,
+    pub(crate) max_wait: Option<Spanned<Duration>>,
     /// Units a node takes from Redis at once, and how long it may spend them.
-    pub(crate) lease: Option<Spanned<u64>>,
-    pub(crate) lease_ttl: Option<Spanned<Millis>>,
+    pub(crate) lease: Option<Spanned<Integer>>,
+    pub(crate) lease_ttl: Option<Spanned<Duration>>,
     /// The runtime's `OnError` variant: `Open`, `Closed` or `Local`.
     pub(crate) on_error: Option<Ident>,
     /// A `bool` expression over the arguments: when true, the call is not limited at all.
@@ -49,8 +49,23 @@ pub(crate) struct Args {
     pub(crate) krate: Option<Path>,
 }
 
-/// A window length in milliseconds, checked at compile time.
-pub(crate) struct Millis(pub(crate) u64);
+/// A positive integer argument (`max`, `burst`, `lease`).
+pub(crate) enum Integer {
+    /// A literal, checked as it is parsed.
+    Literal(u64),
+    /// A constant expression of any integer type (`max = MAX`, `max = limits::LOGIN * 2`), checked by the
+    /// code the expansion generates, where the compiler evaluates it.
+    Const(Expr),
+}
+
+/// A duration argument longer than zero (`window`, `max_wait`, `lease_ttl`).
+pub(crate) enum Duration {
+    /// A literal, checked as it is parsed: whole seconds, or a duration string.
+    Millis(u64),
+    /// A constant expression of any integer type, whole seconds (`window = HOUR`), checked by the code the
+    /// expansion generates.
+    Seconds(Expr),
+}
 
 /// A value and the span of the token it came from (validation errors point there).
 pub(crate) struct Spanned<T> {
@@ -81,6 +96,14 @@ const ARGUMENTS: [(&str, &str); 18] = [
     ("count", "failures"),
     ("crate", "\"my_app::limiter\""),
 ];
+
+/// The example value of the argument `name`.
+pub(crate) fn example(name: &str) -> &'static str {
+    ARGUMENTS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map_or("", |(_, example)| example)
+}
 
 /// "expected one of: `prefix`, `key`, ...": every argument's name.
 fn expected_arguments() -> String {
@@ -252,13 +275,23 @@ fn key_parts(expr: Expr) -> syn::Result<Vec<Expr>> {
     }
 }
 
-fn max(value: &Value<'_>) -> syn::Result<u64> {
+fn max(value: &Value<'_>) -> syn::Result<Integer> {
     positive(value, "the admissions per window, e.g. `max = 100`")
 }
 
-/// A positive integer literal: `max`, `burst`, `lease`.
-fn positive(value: &Value<'_>, example: &str) -> syn::Result<u64> {
+/// Whether the value is a literal alone, which is checked as it is parsed; any other value is an expression,
+/// which must be constant (the rules are in a `static`) and is checked when the compiler evaluates it.
+fn is_literal(value: &Value<'_>) -> bool {
+    let fork = value.input.fork();
+    fork.parse::<Lit>().is_ok() && (fork.is_empty() || fork.peek(Token![,]))
+}
+
+/// A positive integer: `max`, `burst`, `lease`.
+fn positive(value: &Value<'_>, example: &str) -> syn::Result<Integer> {
     let name = value.name;
+    if !is_literal(value) {
+        return Ok(Integer::Const(expression(value)?));
+    }
     let lit = match value.input.parse::<Lit>()? {
         Lit::Int(int) if int.suffix().is_empty() => int,
         Lit::Int(int) => {
@@ -281,15 +314,35 @@ fn positive(value: &Value<'_>, example: &str) -> syn::Result<u64> {
     if number == 0 {
         return Err(syn::Error::new(lit.span(), zero(name)));
     }
-    Ok(number)
+    Ok(Integer::Literal(number))
 }
 
-/// Why a positive integer argument cannot be zero.
-fn zero(name: &str) -> String {
+/// Why a positive integer argument cannot be zero (a literal's error, and a constant's).
+pub(crate) fn zero(name: &str) -> String {
     match name {
         "lease" => "`lease` must be at least 1: a lease of zero units spares no call".to_owned(),
         _ => format!("`{name}` must be at least 1: a limit of zero would reject every call"),
     }
+}
+
+/// Why an integer argument cannot be negative (a literal's error, and a constant's).
+pub(crate) fn negative(name: &str) -> String {
+    format!("`{name}` cannot be negative")
+}
+
+/// Why an integer argument cannot be over `u64::MAX` (a literal's error, and a constant's).
+pub(crate) fn too_large(name: &str) -> String {
+    format!("`{name}` is too large: at most {}", u64::MAX)
+}
+
+/// Why a duration argument cannot be zero (a literal's error, and a constant's).
+pub(crate) fn not_longer_than_zero(name: &str) -> String {
+    format!("`{name}` must be longer than zero")
+}
+
+/// Why a duration argument cannot be over `u64::MAX` milliseconds (a literal's error, and a constant's).
+pub(crate) fn too_long(name: &str) -> String {
+    format!("`{name}` is too long")
 }
 
 /// One of the names `choices` pairs with what they mean. A value that is not a name is refused with
@@ -370,8 +423,11 @@ fn shadow(value: &Value<'_>) -> syn::Result<bool> {
 }
 
 /// Whole seconds or a duration string, longer than zero: `window`, `max_wait`, `lease_ttl`.
-fn duration(value: &Value<'_>) -> syn::Result<Millis> {
+fn duration(value: &Value<'_>) -> syn::Result<Duration> {
     let name = value.name;
+    if !is_literal(value) {
+        return Ok(Duration::Seconds(expression(value)?));
+    }
     let (millis, span) = match value.input.parse::<Lit>()? {
         Lit::Int(secs) if !secs.suffix().is_empty() => {
             // `window = 500ms` lexes as the integer 500 with a suffix; never read it as 500 seconds.
@@ -397,34 +453,24 @@ fn duration(value: &Value<'_>) -> syn::Result<Millis> {
         }
     };
     if millis == 0 {
-        return Err(syn::Error::new(
-            span,
-            format!("`{name}` must be longer than zero"),
-        ));
+        return Err(syn::Error::new(span, not_longer_than_zero(name)));
     }
-    Ok(Millis(millis))
+    Ok(Duration::Millis(millis))
 }
 
 fn seconds(lit: &LitInt, name: &str) -> syn::Result<u64> {
     unsigned(lit, name)?
         .checked_mul(1000)
-        .ok_or_else(|| syn::Error::new(lit.span(), format!("`{name}` is too long")))
+        .ok_or_else(|| syn::Error::new(lit.span(), too_long(name)))
 }
 
 /// An integer literal's value as a `u64`, with an error that names the argument.
 fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
     if lit.base10_digits().starts_with('-') {
-        return Err(syn::Error::new(
-            lit.span(),
-            format!("`{name}` cannot be negative"),
-        ));
+        return Err(syn::Error::new(lit.span(), negative(name)));
     }
-    lit.base10_parse().map_err(|_| {
-        syn::Error::new(
-            lit.span(),
-            format!("`{name}` is too large: at most {}", u64::MAX),
-        )
-    })
+    lit.base10_parse()
+        .map_err(|_| syn::Error::new(lit.span(), too_large(name)))
 }
 
 /// `"500ms"`, `"10s"`, `"1m"`, `"1h"`: one whole number and one unit.
@@ -460,7 +506,7 @@ fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     };
     number
         .checked_mul(unit_millis)
-        .ok_or_else(|| syn::Error::new(lit.span(), format!("`{name}` is too long")))
+        .ok_or_else(|| syn::Error::new(lit.span(), too_long(name)))
 }
 
 fn krate(value: &Value<'_>) -> syn::Result<Path> {

@@ -10,6 +10,7 @@ use syn::{
 };
 
 use crate::attr::Args;
+use crate::constant;
 
 /// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
 pub(crate) fn expand(mut limits: Vec<Args>, mut item: ItemFn) -> syn::Result<TokenStream> {
@@ -217,10 +218,11 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     let (prefix, message, policy) = (text(&args.prefix), text(&args.message), text(&args.name));
     let mut rule = quote!(#krate::Rule::from_attribute(#prefix, #message, #policy));
     if let Some(window) = &args.window {
-        let millis = window.0;
-        rule = quote!(#rule.window(::core::time::Duration::from_millis(#millis)));
+        let window = constant::duration("window", window);
+        rule = quote!(#rule.window(#window));
     }
-    if let Some(max) = args.max {
+    if let Some(max) = &args.max {
+        let max = constant::integer("max", max);
         rule = quote!(#rule.max(#max));
     }
     if let Some(name) = &args.algorithm {
@@ -228,16 +230,16 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
         rule = quote!(#rule.algorithm(#krate::Algorithm::#variant));
     }
     if let Some(burst) = &args.burst {
-        let burst = burst.value;
+        let burst = constant::integer("burst", &burst.value);
         rule = quote!(#rule.burst(#burst));
     }
     if let Some(lease) = &args.lease {
-        let units = lease.value;
+        let units = constant::integer("lease", &lease.value);
         rule = quote!(#rule.lease(#units));
     }
     if let Some(ttl) = &args.lease_ttl {
-        let millis = ttl.value.0;
-        rule = quote!(#rule.lease_ttl(::core::time::Duration::from_millis(#millis)));
+        let ttl = constant::duration("lease_ttl", &ttl.value);
+        rule = quote!(#rule.lease_ttl(#ttl));
     }
     if let Some(shadow) = args.shadow {
         rule = quote!(#rule.shadow(#shadow));
@@ -248,8 +250,8 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     if args.wait.as_ref().is_some_and(|mode| mode.value) {
         rule = match &args.max_wait {
             Some(max_wait) => {
-                let millis = max_wait.value.0;
-                quote!(#rule.max_wait(::core::time::Duration::from_millis(#millis)))
+                let max_wait = constant::duration("max_wait", &max_wait.value);
+                quote!(#rule.max_wait(#max_wait))
             }
             None => quote!(#rule.wait()),
         };

@@ -4,6 +4,7 @@
 use proc_macro::TokenStream;
 
 mod attr;
+mod constant;
 mod expand;
 mod valid;
 

@@ -6,6 +6,7 @@
 //! without a warning. The test at the end runs a few, to show the expansions also work.
 
 pub mod arguments;
+pub mod constants;
 #[rustfmt::skip]
 pub mod one_line;
 pub mod shapes;
@@ -31,7 +32,7 @@ impl From<RateLimited> for AppError {
 mod tests {
     use limiter_runtime::Limiter;
 
-    use crate::{arguments, one_line, shapes};
+    use crate::{arguments, constants, one_line, shapes};
 
     /// A few of the expansions, run: each admits its first call, and one with `max = 5` rejects its sixth.
     #[tokio::test(flavor = "current_thread")]
@@ -48,6 +49,13 @@ mod tests {
                     assert!(shapes::no_arguments().await.is_ok());
                 }
                 assert!(shapes::no_arguments().await.is_err());
+                for _ in 0..10 {
+                    assert!(constants::login("ada").await.is_ok());
+                }
+                assert!(
+                    constants::login("ada").await.is_err(),
+                    "`max = limits::LOGIN * 2` is 10"
+                );
             })
             .await;
     }
