@@ -8,6 +8,8 @@ use syn::ext::IdentExt;
 use syn::parse::{discouraged::Speculative, Parse, ParseStream};
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
 
+use crate::duration::{self, Refused};
+
 /// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
 /// see (it generates code for the runtime, and cannot depend on it). A test holds the two lists together.
 pub(crate) const ALGORITHMS: [&str; 5] = [
@@ -447,7 +449,7 @@ fn duration(value: &Value<'_>) -> syn::Result<Duration> {
                 other.span(),
                 format!(
                     "`{name}` takes whole seconds (`{name} = 10`) or a duration string (`\"500ms\"`, `\"10s\"`, \
-                     `\"1m\"`, `\"1h\"`)"
+                     `\"1m30s\"`, `\"1h\"`, `\"1d\"`)"
                 ),
             ))
         }
@@ -473,40 +475,38 @@ fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
         .map_err(|_| syn::Error::new(lit.span(), too_large(name)))
 }
 
-/// `"500ms"`, `"10s"`, `"1m"`, `"1h"`: one whole number and one unit.
+/// A duration string's length in milliseconds (see [`duration`](crate::duration) for its grammar).
 fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     let text = lit.value();
-    let malformed = || {
-        syn::Error::new(
-            lit.span(),
-            format!(
-                "invalid duration {text:?}: expected a whole number and a unit, one of `ms`, `s`, `m`, `h` \
-                 (e.g. \"500ms\", \"10s\", \"1m\", \"1h\")"
-            ),
-        )
+    let message = match duration::millis(&text) {
+        Ok(millis) => return Ok(millis),
+        Err(Refused::Malformed) => format!(
+            "invalid duration {text:?}: expected whole numbers, each followed by a unit, `d`, `h`, `m`, `s` or \
+             `ms`, the largest first (e.g. \"500ms\", \"10s\", \"1m30s\", \"1h\", \"1d12h\")"
+        ),
+        Err(Refused::NoUnit(number)) => format!(
+            "duration {text:?} has no unit: write `{name} = \"{number}s\"` (or `{name} = {number}`) for seconds, \
+             or use `ms`, `m`, `h` or `d`"
+        ),
+        Err(Refused::OutOfOrder { unit, after }) => {
+            let problem = if unit == after {
+                format!("`{unit}` is written twice")
+            } else {
+                format!("`{unit}` comes after the smaller `{after}`")
+            };
+            match duration::reordered(&text) {
+                Some(reordered) => format!(
+                    "invalid duration {text:?}: {problem}; write the units largest first: \"{reordered}\""
+                ),
+                None => format!(
+                    "invalid duration {text:?}: {problem}; write each unit once, the largest first (e.g. \
+                     \"1h30m\")"
+                ),
+            }
+        }
+        Err(Refused::TooLong) => too_long(name),
     };
-    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = text.split_at(digits);
-    let number: u64 = number.parse().map_err(|_| malformed())?;
-    if unit.is_empty() {
-        return Err(syn::Error::new(
-            lit.span(),
-            format!(
-                "duration {text:?} has no unit: write `{name} = \"{number}s\"` (or `{name} = {number}`) for seconds, \
-                 or use `ms`, `m` or `h`"
-            ),
-        ));
-    }
-    let unit_millis = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(malformed()),
-    };
-    number
-        .checked_mul(unit_millis)
-        .ok_or_else(|| syn::Error::new(lit.span(), too_long(name)))
+    Err(syn::Error::new(lit.span(), message))
 }
 
 fn krate(value: &Value<'_>) -> syn::Result<Path> {

@@ -51,7 +51,7 @@ pub(crate) fn duration(name: &'static str, value: &Duration) -> TokenStream {
             not_integer: format!("`{name}` takes whole seconds as an integer, not `{{Self}}`"),
             label: format!(
                 "whole seconds (`{name} = 10` or `{name} = SECONDS`) or a duration string literal \
-                 (`{name} = \"1m\"`)"
+                 (`{name} = \"1m30s\"`)"
             ),
             zero: attr::not_longer_than_zero(name),
             too_large: attr::too_long(name),

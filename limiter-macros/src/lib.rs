@@ -5,6 +5,7 @@ use proc_macro::TokenStream;
 
 mod attr;
 mod constant;
+mod duration;
 mod expand;
 mod valid;
 

@@ -128,6 +128,13 @@ pub async fn lease(event: &str) -> Result<(), RateLimited> {
     Ok(())
 }
 
+/// Durations of several units, and a day: `window`, `max_wait`, `lease_ttl`.
+#[rate_limit(prefix = "units:", algorithm = leaky_bucket, max = 10, window = "1d12h", mode = wait, max_wait = "1m30s")]
+#[rate_limit(prefix = "units_leased:", algorithm = token_bucket, max = 10, window = "1d", lease = 5, lease_ttl = "1s500ms")]
+pub async fn duration_units() -> Result<(), RateLimited> {
+    Ok(())
+}
+
 /// `lease` on a fixed window, without `lease_ttl`.
 #[rate_limit(prefix = "leased2:", algorithm = fixed_window, max = 100, lease = 10)]
 pub async fn lease_fixed() -> Result<(), RateLimited> {
