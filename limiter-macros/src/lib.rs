@@ -47,15 +47,42 @@ mod valid;
 ///   }
 ///   ```
 /// - `prefix = "..."` — the key namespace; the store key is prefix + key. Default `"rate_limit:"`.
-/// - `window = 10` or `window = "500ms"` / `"10s"` / `"1m"` / `"1h"` — the window; an integer is seconds.
-///   Default 60 s.
+/// - `window = 10` or `window = "1m30s"` — the window: whole seconds, or a duration string. Default 60 s.
+///   A duration string is whole numbers, each followed by a unit, `d`, `h`, `m`, `s` or `ms`, the largest
+///   first and each at most once: `"500ms"`, `"10s"`, `"1m"`, `"1h30m"`, `"1d"`, `"1d12h"`, `"1s500ms"`
+///   (`"30m1h"` and `"1m1m"` are refused as slips). The environment's `LIMITER_WINDOW` reads the same text.
 /// - `max = 100` — admissions per window, at least 1. Default 100.
+///
+///   `max`, `burst`, `lease`, and the duration arguments in whole seconds also take a constant: a `const`
+///   item or a constant expression of any integer type (`u32`, `usize`, `i64`, ...), checked where the
+///   compiler evaluates it, with the errors a literal gets (zero, negative, or over `u64::MAX`, is refused
+///   at the expression). The limits are in a `static`, so the constant cannot name `Self`, a generic
+///   parameter, or an argument: `Self::MAX` is written `MyType::MAX`.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited};
+///   mod limits {
+///       pub const LOGIN: usize = 5;
+///       pub const HOUR: u32 = 3600;
+///   }
+///   const BURST: u64 = 20;
+///
+///   #[rate_limit(key = user, max = limits::LOGIN * 2, window = limits::HOUR)]
+///   async fn login(user: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///
+///   #[rate_limit(algorithm = token_bucket, max = BURST / 2, burst = BURST, window = "1m30s")]
+///   async fn search(query: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///   ```
 /// - `message = "..."` — the [`RateLimited`] error's message.
 /// - `name = "..."` — the policy's name, as the HTTP quota fields and `RateLimited::policy` call this
 ///   limit. Default: `limit-` and the first 8 hex digits of the SHA-1 of the prefix, which does not show it.
 /// - `algorithm = sliding_log | fixed_window | sliding_window | token_bucket | leaky_bucket` — how calls are
 ///   counted (see [`Algorithm`]). Default `sliding_log`: exact, at most `max` in any `window`.
-/// - `burst = 20` — with `algorithm = token_bucket`: the bucket's capacity. Default `max`.
+/// - `burst = 20` (or a constant) — with `algorithm = token_bucket`: the bucket's capacity. Default `max`.
 /// - `cost = <expr>` — the weight of one call, an unsigned integer computed from the arguments like `key`.
 ///   Default 1. A cost above the limit is rejected.
 ///
@@ -68,8 +95,8 @@ mod valid;
 ///   ```
 /// - `mode = wait` — with `algorithm = leaky_bucket`: instead of rejecting a call that must wait for its slot,
 ///   sleep until the slot, then run (shaping). `mode = reject` (the default) rejects it.
-/// - `max_wait = "2s"` — with `mode = wait`: the longest wait; a call whose slot is further away is rejected.
-///   Default: the window.
+/// - `max_wait = "2s"` (a duration, as `window` takes it) — with `mode = wait`: the longest wait; a call whose
+///   slot is further away is rejected. Default: the window.
 ///
 ///   ```
 ///   # use limiter_runtime::{rate_limit, RateLimited};
@@ -79,12 +106,13 @@ mod valid;
 ///       Ok(())
 ///   }
 ///   ```
-/// - `lease = 50` — with `algorithm = token_bucket` or `fixed_window`, on Redis: a node takes up to 50 units in
-///   one call and spends them in memory, for one hot key that one Redis core cannot serve. What is not spent
-///   goes back when the lease ends. The cost, exactly: a token bucket admits at most
+/// - `lease = 50` (or a constant) — with `algorithm = token_bucket` or `fixed_window`, on Redis: a node takes up
+///   to 50 units in one call and spends them in memory, for one hot key that one Redis core cannot serve. What
+///   is not spent goes back when the lease ends. The cost, exactly: a token bucket admits at most
 ///   `burst + max · (t + lease_ttl) / window` over any interval `t`; a fixed window never more than `max` per
 ///   window.
-/// - `lease_ttl = "100ms"` — with `lease`: how long a node may spend a lease. Default 100 ms.
+/// - `lease_ttl = "100ms"` (a duration, as `window` takes it) — with `lease`: how long a node may spend a lease.
+///   Default 100 ms.
 ///
 ///   ```
 ///   # use limiter_runtime::{rate_limit, RateLimited};
