@@ -1,7 +1,9 @@
 //! Parsing and validating the attribute's arguments: every mistake is a `syn::Error` at the user's token.
 //!
-//! Each argument is one line of [`ARGUMENTS`]: its name, an example value, and where its value goes, read by a
-//! small parser of its kind (a string, an expression, a positive integer, a duration, one of some names).
+//! Each argument is a line of [`ARGUMENTS`] (its name and an example value) and an arm of [`Args::read`],
+//! which reads its value with a small parser of its kind: a string, an expression, a positive integer, a
+//! duration, or one of a few names. A positive integer or a duration is a literal, checked here, or a constant
+//! expression, checked by the code `constant.rs` generates.
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -475,7 +477,7 @@ fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
         .map_err(|_| syn::Error::new(lit.span(), too_large(name)))
 }
 
-/// A duration string's length in milliseconds (see [`duration`](crate::duration) for its grammar).
+/// A duration string's length in milliseconds (see [`duration`](mod@crate::duration) for its grammar).
 fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     let text = lit.value();
     let message = match duration::millis(&text) {
