@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::key::StoreKey;
-use crate::quota::PolicyName;
+use crate::policy::PolicyName;
 use crate::Decision;
 
 /// A call was rejected by a rate limit.
@@ -57,7 +57,7 @@ pub(crate) struct LimitState {
     pub(crate) policy: PolicyName,
     pub(crate) decision: Decision,
     /// Whether the quota headers advertise it: it applies to the call (not a shadow limit, not one the call
-    /// skipped) and its decision was counted ([`quota::counted`](crate::quota::counted)).
+    /// skipped) and its decision was counted (not made by `on_error = open | closed` while Redis failed).
     pub(crate) advertised: bool,
 }
 
@@ -72,6 +72,10 @@ pub enum Reason {
     /// The store could not decide and the rule fails closed ([`OnError::Closed`](crate::OnError::Closed)):
     /// not the caller's fault (HTTP 503).
     Unavailable,
+    /// The call weighs more than the limit can ever admit (a cost above `max`, or above a token bucket's
+    /// capacity; or a limit of zero): no wait admits it, so the rejection has no retry time (HTTP 413, with no
+    /// `Retry-After`).
+    TooLarge,
 }
 
 /// The message of a rejection for [`Reason::Unavailable`].
@@ -91,7 +95,7 @@ impl RateLimited {
     ) -> Self {
         let message = match reason {
             Reason::Unavailable => Cow::Borrowed(UNAVAILABLE),
-            Reason::Limited => message,
+            Reason::Limited | Reason::TooLarge => message,
         };
         RateLimited(Box::new(Rejection {
             message,
@@ -177,7 +181,8 @@ impl RateLimited {
         self.0.decision.remaining
     }
 
-    /// How long until the same call would be admitted if nothing else happened.
+    /// How long until the same call would be admitted if nothing else happened; zero when no wait admits it
+    /// ([`Reason::TooLarge`]).
     pub fn retry_after(&self) -> Duration {
         self.0.decision.retry_after
     }
@@ -274,25 +279,6 @@ pub enum Error {
     AlreadyInstalled,
 }
 
-/// A name that is not one of its kind's: what `"gcra".parse::<Algorithm>()` returns.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {kind} `{name}`: expected {expected}")]
-pub struct ParseError {
-    kind: &'static str,
-    name: String,
-    expected: &'static str,
-}
-
-impl ParseError {
-    pub(crate) fn new(kind: &'static str, name: &str, expected: &'static str) -> Self {
-        ParseError {
-            kind,
-            name: name.to_owned(),
-            expected,
-        }
-    }
-}
-
 /// Why a store could not decide: the cause behind a degraded decision.
 #[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum BackendError {
@@ -306,7 +292,4 @@ pub(crate) enum BackendError {
     /// What Redis answered, written out.
     #[error("Redis answered {0}, which is not a decision")]
     Reply(String),
-    /// A coalesced call's batch was dropped before Redis answered it (it may have been applied).
-    #[error("the call carrying this one to Redis was dropped before Redis answered")]
-    Dropped,
 }

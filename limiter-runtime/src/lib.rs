@@ -47,45 +47,49 @@
 //! first 128 bytes, `#` and its SHA-1, so any key text maps to a bounded key and distinct keys never share a
 //! count.
 
+// The layers, bottom up: keys, algorithms, the clock, policy names, decisions and errors; then rules, the
+// overrides, the call; the backends; the pipeline; the public API (the limiter, its builder, a resolved
+// limit, a reservation); and, on top, the service edges. `tests/tests/layers.rs` holds them to it.
 mod algorithm;
-mod backend;
 mod budget;
-mod builder;
 mod clock;
-mod current;
-mod decide;
 mod decision;
 mod error;
-#[cfg(any(feature = "tonic", feature = "tower"))]
-mod grpc;
-#[cfg(any(feature = "axum", feature = "tower"))]
-pub mod http;
 mod key;
-mod limit;
-mod limiter;
-mod observe;
-mod overrides;
-mod quota;
-mod reservation;
-mod rule;
+mod parse;
+mod policy;
 mod sharded;
+
+mod call;
+mod overrides;
+mod rule;
+
+mod backend;
+mod observe;
+mod pipeline;
+
+mod limiter;
+
+mod edge;
+#[cfg(any(feature = "axum", feature = "tower"))]
+pub use crate::edge::http;
 #[cfg(feature = "tower")]
-pub mod tower;
+pub use crate::edge::tower;
 
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
 
 pub use crate::algorithm::Algorithm;
-pub use crate::builder::LimiterBuilder;
 pub use crate::clock::{Clock, FakeClock, SystemClock};
-pub use crate::current::REDIS_URL_ENV;
 pub use crate::decision::Decision;
-pub use crate::error::{Error, ParseError, RateLimited, Reason};
-pub use crate::limit::Limit;
-pub use crate::limiter::{Limiter, Stats, DEFAULT_DEADLINE};
+pub use crate::error::{Error, RateLimited, Reason};
+pub use crate::limiter::{
+    Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Reservation, Stats, DEFAULT_DEADLINE,
+    REDIS_URL_ENV,
+};
 pub use crate::overrides::Override;
-pub use crate::reservation::Reservation;
+pub use crate::parse::ParseError;
 pub use crate::rule::{OnError, Rule};
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.

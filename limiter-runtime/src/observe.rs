@@ -1,4 +1,7 @@
-//! Counters and a latency histogram through the `metrics` facade (feature `metrics`), labelled by limit
+//! What the pipeline tells of each decision, through one hook ([`Observers`]): the metrics, a tracing event, and,
+//! where a service edge records them (the tower layer's requests), the quotas a response advertises.
+//!
+//! Counters and a latency histogram go through the `metrics` facade (feature `metrics`), labelled by limit
 //! (prefix), never by user key; without the feature everything here is empty and compiles away.
 //!
 //! | metric | kind | labels |
@@ -10,12 +13,77 @@
 //! | `limiter_redis_batch_calls` | histogram | none: the calls one script call decided (coalesced calls on one key) |
 //! | `limiter_lease_units_taken_total` | counter | none: units this node took from Redis in leases |
 //! | `limiter_lease_units` | gauge | none: units this node's leases hold, unspent (every 100 ms) |
+//! | `limiter_reconciled_total` | counter | none: calls Redis admitted after their caller's deadline, whose caller was refused meanwhile: given back |
 //! | `limiter_unidentified_requests_total` | counter | `policy` (the layer's first rule's), `outcome` = `peer`, `fallback`, `passed` or `unlimited`: requests a tower layer's key found nothing in, and what became of them |
 //!
 //! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
 //! then allocates nothing. (Install the `metrics` recorder before the first decision.)
 
+use std::sync::OnceLock;
+
+use crate::call::{Call, Decided};
 use crate::Decision;
+
+/// What a service edge records of the decisions made while it serves a request (the quotas its response
+/// advertises), installed by the edge itself: the pipeline knows no edge.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Edge {
+    /// A call was decided.
+    pub(crate) decided: fn(&Call<'_>, &Decided),
+    /// Units of an admitted call's charges were given back, limit by limit.
+    pub(crate) given_back: fn(&Call<'_>, &[u64]),
+}
+
+/// The edge installed, if any.
+static EDGE: OnceLock<Edge> = OnceLock::new();
+
+/// Installs `edge`: the first one stays.
+#[cfg(feature = "tower")]
+pub(crate) fn install_edge(edge: Edge) {
+    let _ = EDGE.set(edge);
+}
+
+/// Who hears of every decision of one limiter: its metrics, and the edge, if one is installed.
+#[derive(Debug, Default)]
+pub(crate) struct Observers {
+    metrics: Metrics,
+}
+
+impl Observers {
+    /// `call` was decided `decided`; `counted`: limiting was on (switched off, no limit applies, and nothing
+    /// is advertised).
+    #[inline]
+    pub(crate) fn decided(&self, call: &Call<'_>, decided: &Decided, counted: bool) {
+        for (limit, decision) in call.limits().iter().zip(decided.decisions()) {
+            self.metrics.decision(limit.key.parts().prefix, &decision);
+        }
+        if counted {
+            if let Some(edge) = EDGE.get() {
+                (edge.decided)(call, decided);
+            }
+        }
+    }
+
+    /// `units[i]` of what limit `i` of an admitted `call` charged were given back.
+    pub(crate) fn given_back(&self, call: &Call<'_>, units: &[u64]) {
+        if let Some(edge) = EDGE.get() {
+            (edge.given_back)(call, units);
+        }
+    }
+
+    /// A call a shadow limit would have rejected (under `prefix`).
+    pub(crate) fn shadow_rejection(&self, prefix: &str) {
+        self.metrics.shadow_rejection(prefix);
+    }
+
+    /// How long one Redis round trip of `call` took, from `timer`.
+    pub(crate) fn redis(&self, call: &Call<'_>, timer: Timer) {
+        self.metrics.redis(
+            call.limits().iter().map(|limit| limit.key.parts().prefix),
+            timer,
+        );
+    }
+}
 
 /// The registered metrics of every prefix seen.
 #[derive(Debug, Default)]
@@ -127,6 +195,13 @@ pub(crate) fn batch(calls: usize) {
     metrics::histogram!("limiter_redis_batch_calls").record(calls as f64);
     #[cfg(not(feature = "metrics"))]
     let _ = calls;
+}
+
+/// Counts a call Redis admitted past its caller's deadline whose caller was refused meanwhile: given back.
+#[inline]
+pub(crate) fn reconciled() {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("limiter_reconciled_total").increment(1);
 }
 
 /// Counts the units of a lease taken.

@@ -2,15 +2,17 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use futures_util::future::{BoxFuture, Either};
 
 use crate::budget::now;
 pub use crate::budget::Now;
-use crate::decide::{after, Request};
+use crate::call::{Ask, Call, RuleRef};
 use crate::key::StoreKey;
-use crate::reservation::Held;
+use crate::limiter::current;
+use crate::limiter::Held;
+use crate::pipeline::after;
 use crate::{Limiter, RateLimited, Rule};
 
 /// One annotated function: its limits as written on its attributes (top first), and its path (the default
@@ -39,34 +41,27 @@ pub type Charging<const N: usize> = Verdict<Admission<N>>;
 /// A call's verdict, ready at once or still to await.
 type Verdict<T> = Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
 
-/// A verdict still to await.
-fn later<T>(
-    rest: impl std::future::Future<Output = Result<T, RateLimited>> + Send + 'static,
-) -> Verdict<T> {
-    Either::Right(Box::pin(rest))
-}
-
 /// What a call of a function with `count = failures | successes` was charged, held while its body runs.
-pub struct Admission<const N: usize>(Option<Box<Held<N>>>);
+pub struct Admission<const N: usize>(Option<Box<Held>>);
 
 /// What an admitted call keeps of its admission: nothing (`count = all`), or what it charged.
 trait Kept<const N: usize>: Send + 'static {
     /// A call decided without the limiter (switched off, or every limit skipped): nothing was charged.
     fn nothing() -> Self;
     /// An admitted call, `held` what it charged.
-    fn kept(held: impl FnOnce() -> Held<N>) -> Self;
+    fn kept(held: impl FnOnce() -> Held) -> Self;
 }
 
 impl<const N: usize> Kept<N> for () {
     fn nothing() {}
-    fn kept(_: impl FnOnce() -> Held<N>) {}
+    fn kept(_: impl FnOnce() -> Held) {}
 }
 
 impl<const N: usize> Kept<N> for Admission<N> {
     fn nothing() -> Self {
         Admission(None)
     }
-    fn kept(held: impl FnOnce() -> Held<N>) -> Self {
+    fn kept(held: impl FnOnce() -> Held) -> Self {
         Admission(Some(Box::new(held())))
     }
 }
@@ -114,7 +109,7 @@ impl<const N: usize> Site<N> {
         if keys.iter().all(|(skip, _, _)| *skip) {
             return Either::Left(now(Ok(T::nothing())));
         }
-        Limiter::with_current(|limiter| {
+        current::with_current(|limiter| {
             if limiter.is_enabled() {
                 self.decide_on(limiter, keys)
             } else {
@@ -129,30 +124,32 @@ impl<const N: usize> Site<N> {
     #[inline(never)]
     fn decide_on<T: Kept<N>>(&'static self, limiter: &Limiter, keys: [Key<'_>; N]) -> Verdict<T> {
         let rules = self.rules_for(limiter);
-        let written: [StoreKey; N] = std::array::from_fn(|i| match keys[i] {
+        let asks = keys.into_iter().enumerate().map(|(i, (skip, key, cost))| {
+            let rule = match &rules {
+                Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
+                Cow::Owned(rules) => RuleRef::Shared(Arc::new(rules[i].clone())),
+            };
             // A skipped limit's key is never written out.
-            (true, _, _) => StoreKey::joined("", ""),
-            (false, key, _) => StoreKey::new(rules[i].prefix_value(), key),
+            let key = match skip {
+                true => StoreKey::joined("", ""),
+                false => StoreKey::new(rule.prefix_value(), key),
+            };
+            Ask {
+                rule,
+                key,
+                cost,
+                skip,
+            }
         });
-        let costs = keys.map(|(_, _, cost)| cost);
-        let skipped = keys.map(|(skip, _, _)| skip);
-        let batch = std::array::from_fn(|i| Request {
-            rule: &rules[i],
-            key: written[i].parts(),
-            cost: costs[i],
-            skip: skipped[i],
-        });
-        match limiter.decide(&batch) {
+        let pipeline = &limiter.pipeline;
+        let call: Call<'static> = pipeline.call(asks);
+        match pipeline.decide_now(&call) {
             Ok(decided) => {
-                let parts = batch.each_ref().map(|request| request.key);
-                let verdict = limiter.verdict(&rules.each_ref(), &parts, &skipped, &decided);
+                let verdict = pipeline.verdict(&call, &decided);
                 let kept = || {
                     T::kept(|| Held {
                         limiter: limiter.clone(),
-                        rules: rules.clone(),
-                        keys: written.clone(),
-                        costs,
-                        skipped,
+                        call,
                         decided,
                     })
                 };
@@ -161,18 +158,18 @@ impl<const N: usize> Site<N> {
                     verdict => Either::Left(now(verdict.map(|_| kept()))),
                 }
             }
-            Err(pending) => {
+            Err(redis) => {
                 let limiter = limiter.clone();
                 later(async move {
-                    let decided = limiter.enforce_pending(pending, rules.each_ref()).await?;
-                    Ok(T::kept(|| Held {
-                        limiter,
-                        rules,
-                        keys: written,
-                        costs,
-                        skipped,
+                    let pipeline = &limiter.pipeline;
+                    let decided = pipeline.decide_later(&call, redis).await;
+                    let wait = pipeline.verdict(&call, &decided)?;
+                    let kept = T::kept(|| Held {
+                        limiter: limiter.clone(),
+                        call,
                         decided,
-                    }))
+                    });
+                    Ok(after(wait, kept).await)
                 })
             }
         }
@@ -180,13 +177,14 @@ impl<const N: usize> Site<N> {
 
     /// This site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
     fn rules_for(&'static self, limiter: &Limiter) -> Cow<'static, [Rule; N]> {
+        let pipeline = &limiter.pipeline;
         let resolve = || {
             self.rules
                 .each_ref()
-                .map(|rule| limiter.inner.defaults.resolve(rule, self.module))
+                .map(|rule| pipeline.defaults.resolve(rule, self.module))
         };
-        let (id, rules) = self.resolved.get_or_init(|| (limiter.inner.id, resolve()));
-        if *id == limiter.inner.id {
+        let (id, rules) = self.resolved.get_or_init(|| (pipeline.id, resolve()));
+        if *id == pipeline.id {
             Cow::Borrowed(rules)
         } else {
             Cow::Owned(resolve())
@@ -194,12 +192,24 @@ impl<const N: usize> Site<N> {
     }
 }
 
+/// A verdict still to await.
+fn later<T>(
+    rest: impl std::future::Future<Output = Result<T, RateLimited>> + Send + 'static,
+) -> Verdict<T> {
+    Either::Right(Box::pin(rest))
+}
+
 impl<const N: usize> Admission<N> {
     /// Once the body has returned: gives back the charge of each limit that does not count the outcome.
     pub async fn settle(self, counted: [bool; N]) {
         if let Some(held) = self.0 {
-            let units = std::array::from_fn(|i| if counted[i] { 0 } else { held.costs[i] });
-            held.give_back(units).await;
+            let mut units = held.costs();
+            for (units, counted) in units.iter_mut().zip(counted) {
+                if counted {
+                    *units = 0;
+                }
+            }
+            held.give_back(&units).await;
         }
     }
 }

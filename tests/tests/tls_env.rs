@@ -83,9 +83,14 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
 
     // A CA with a URL that is not rediss:// would never be used: most often a URL missing its `s`.
     std::env::set_var(REDIS_URL_ENV, server.url().replace("rediss://", "redis://"));
+    // The error names the variable that gave the URL.
     let error = Limiter::from_env().unwrap_err();
+    let Error::InvalidEnvSetup { name, source } = &error else {
+        panic!("{error}");
+    };
+    assert_eq!(*name, REDIS_URL_ENV);
     assert!(
-        matches!(&error, Error::InvalidRedisSetup(why) if why.contains("no Redis URL uses TLS")),
+        matches!(&**source, Error::InvalidRedisSetup(why) if why.contains("no Redis URL uses TLS")),
         "{error}"
     );
 }

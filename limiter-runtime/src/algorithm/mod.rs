@@ -25,7 +25,7 @@ use self::queue::Queue;
 use self::sliding_log::SlidingLog;
 use self::sliding_window::SlidingWindow;
 use self::token_bucket::TokenBucket;
-use crate::error::ParseError;
+use crate::parse::ParseError;
 
 /// How a limit counts calls.
 ///

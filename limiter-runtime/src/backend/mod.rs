@@ -1,115 +1,26 @@
-//! Where counts live, each backend owning what it needs: this process's memory, or Redis (one global count
-//! for every node) with what decides when Redis cannot.
+//! Where counts live, each backend owning what it needs: this process's memory, or Redis (one global count for
+//! every node) with what decides when Redis cannot.
 //!
-//! Both run the same algorithms on the same integers (see [`crate::algorithm`]); a backend is asked about a
-//! key, an algorithm and a charge, and knows nothing of rules, overrides or HTTP.
+//! Both run the same algorithms on the same integers (see [`crate::algorithm`]) and answer the pipeline the
+//! same few questions about a [`Call`]: decide it now if this process can ([`Backend::decide_now`]: always
+//! in memory), else later ([`Backend::decide_later`]: a Redis round trip), and give back what an admitted
+//! call charged ([`Backend::give_back`]). A backend knows the call, not the rules' defaults, the overrides or
+//! HTTP.
 
-mod memory;
+pub(crate) mod memory;
 pub(crate) mod redis;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
-use crate::key::KeyRef;
-use crate::rule::LeaseTerms;
-use crate::{Decision, OnError};
+use crate::call::{Answer, Call, Decided};
+use crate::error::Error;
+use crate::overrides::{Change, Overrides};
 
 pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
-pub(crate) use self::redis::RedisBackend;
-
-/// One limit of a call, as a backend is asked about it. A call's limits are decided as one: admitted when
-/// every limit that vetoes admits it, and then charged to each; else charged to none.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Ask<'a> {
-    pub(crate) algorithm: Algorithm,
-    pub(crate) key: KeyRef<'a>,
-    pub(crate) charge: Charge,
-    /// Whether its denial denies the call (a shadow limit's does not).
-    pub(crate) vetoes: bool,
-    /// What decides it when Redis cannot.
-    pub(crate) on_error: OnError,
-    /// Set when it is decided before any store is asked: then no store hears of it.
-    pub(crate) preset: Option<Preset>,
-    /// Its rule's lease: with Redis, units this node takes at once and spends in memory.
-    pub(crate) lease: Option<LeaseTerms>,
-}
-
-/// A limit of a call decided before any store is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Preset {
-    /// The call skips it (its `skip_if` held): admitted, counted nowhere.
-    Skipped,
-    /// It admits nothing (`max = 0`; no algorithm divides by zero).
-    Closed,
-}
-
-impl Preset {
-    /// What it decides of a call of `charge`.
-    pub(crate) fn outcome(self, charge: &Charge) -> Outcome {
-        match self {
-            Preset::Skipped => Outcome::admit(charge.max),
-            Preset::Closed => Outcome::denied(0, charge.window, 0),
-        }
-    }
-}
-
-/// What a backend answered for one limit of a call.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Answer {
-    pub(crate) decision: Decision,
-    /// What an admission charged, for giving it back.
-    pub(crate) receipt: Receipt,
-    /// Where it charged it.
-    pub(crate) charged: Charged,
-}
-
-/// Where an answer charged the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Charged {
-    /// Nowhere: a denial, a call another limit denied, or one admitted without counting.
-    Nothing,
-    /// The backend's store: this process's memory, or Redis.
-    Store,
-    /// This process's memory, deciding for Redis in degraded mode (`on_error = local`).
-    Local,
-    /// A lease this node holds (its units were counted in Redis when it was taken).
-    Lease,
-}
-
-impl Answer {
-    /// What `outcome`, decided at `at` (µs), says of `ask` in a call that was (`call_admitted`) or was not
-    /// admitted: charged to the store when the call was admitted and this limit counted it.
-    #[inline(always)]
-    pub(crate) fn of(ask: &Ask<'_>, outcome: Outcome, at: u64, call_admitted: bool) -> Answer {
-        let charged = call_admitted && outcome.allowed && ask.preset.is_none();
-        Answer {
-            decision: Decision::new(&ask.charge, outcome, at, false),
-            receipt: outcome.receipt,
-            charged: if charged {
-                Charged::Store
-            } else {
-                Charged::Nothing
-            },
-        }
-    }
-
-    /// A decision that charged nothing.
-    pub(crate) fn uncharged(decision: Decision) -> Answer {
-        Answer {
-            decision,
-            receipt: Receipt::default(),
-            charged: Charged::Nothing,
-        }
-    }
-}
-
-/// Whether a call is admitted, its limits' answers told by `allowed`: no limit that vetoes denied it.
-pub(crate) fn admitted<const N: usize>(
-    asks: &[Ask<'_>; N],
-    allowed: impl Fn(usize) -> bool,
-) -> bool {
-    (0..N).all(|i| allowed(i) || !asks[i].vetoes)
-}
+pub(crate) use self::redis::{Later, RedisBackend};
 
 /// The backend of one limiter.
 #[derive(Debug)]
@@ -117,4 +28,101 @@ pub(crate) enum Backend {
     Memory(MemoryStore),
     /// Shared with the background tasks that keep Redis's view current (heartbeats, overrides).
     Redis(Arc<RedisBackend>),
+}
+
+impl Backend {
+    /// Decides `call` now if this process can: in memory, always; with Redis, from a lease, a denial Redis
+    /// already gave, or the breaker open. Else what Redis is to decide ([`decide_later`](Backend::decide_later)).
+    #[inline(always)]
+    pub(crate) fn decide_now(&self, call: &Call<'_>) -> Result<Decided, Later> {
+        match self {
+            Backend::Memory(memory) => {
+                let (outcomes, at) = memory.decide(call, |limit| limit.charge);
+                let admitted = call.admits(|i| outcomes[i].allowed);
+                let answers = call
+                    .limits()
+                    .iter()
+                    .zip(outcomes.iter())
+                    .map(|(limit, outcome)| Answer::of(limit, *outcome, at, admitted))
+                    .collect();
+                Ok(Decided { answers, admitted })
+            }
+            Backend::Redis(redis) => redis.decide_now(call),
+        }
+    }
+
+    /// Decides what [`decide_now`](Backend::decide_now) left to Redis: within the deadline, else by each
+    /// limit's failure policy.
+    pub(crate) async fn decide_later(call: &Call<'_>, later: Later) -> Decided {
+        RedisBackend::decide_later(call, later).await
+    }
+
+    /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says): exactly,
+    /// unless a charge has left its limit already (then nothing), never more. In memory at once; with Redis,
+    /// one script call to await.
+    pub(crate) fn give_back<'a>(
+        &'a self,
+        call: &'a Call<'a>,
+        decided: &'a Decided,
+        units: &'a [u64],
+    ) -> GivingBack<'a> {
+        match self {
+            Backend::Memory(memory) => {
+                let given = call.limits().iter().zip(decided.answers.iter()).zip(units);
+                for ((limit, answer), &units) in given {
+                    if answer.charged != crate::call::Charged::Nothing {
+                        let units = units.min(limit.charge.cost);
+                        memory.refund(limit, &limit.charge, units, &answer.receipt);
+                    }
+                }
+                GivingBack(None)
+            }
+            Backend::Redis(redis) => {
+                GivingBack(Some(Box::pin(redis.give_back(call, decided, units))))
+            }
+        }
+    }
+}
+
+impl Backend {
+    /// Starts what keeps a Redis backend's view current while it lives: its heartbeat, the sync of
+    /// `overrides`, and the sweep of idle leases. Nothing in memory.
+    pub(crate) fn start(&self, overrides: &Arc<Overrides>) {
+        if let Backend::Redis(redis) = self {
+            let overrides = Arc::downgrade(overrides);
+            redis::spawn_heartbeat(Arc::downgrade(redis), overrides.clone());
+            redis::spawn_overrides_sync(overrides, Arc::downgrade(redis));
+            redis::spawn_lease_sweep(Arc::downgrade(redis));
+        }
+    }
+
+    /// Makes an operator's `change` where every runtime sees it: in Redis, announced, with the version Redis
+    /// gave it; in memory, nowhere but here (`None`).
+    pub(crate) async fn publish(&self, change: &Change) -> Result<Option<u64>, Error> {
+        match self {
+            Backend::Memory(_) => Ok(None),
+            Backend::Redis(redis) => {
+                let version = redis::publish(redis, change).await?;
+                if let Change::Set(o) | Change::Clear(o) = change {
+                    redis.forget_denials_of(o.target_prefix(), o.target_key());
+                }
+                Ok(Some(version))
+            }
+        }
+    }
+}
+
+/// What [`Backend::give_back`] has left to await: nothing in memory, the script call with Redis.
+#[must_use = "a charge is given back in Redis only when this is awaited"]
+pub(crate) struct GivingBack<'a>(Option<Pin<Box<dyn Future<Output = ()> + Send + 'a>>>);
+
+impl Future for GivingBack<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match &mut self.0 {
+            None => Poll::Ready(()),
+            Some(giving) => giving.as_mut().poll(cx),
+        }
+    }
 }

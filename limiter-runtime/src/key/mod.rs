@@ -216,23 +216,6 @@ pub(crate) struct KeyRef<'a> {
 }
 
 impl<'a> KeyRef<'a> {
-    /// The parts of the store key [`StoreKey::of_str`] builds of `prefix` and a key written out: `prefix` and
-    /// the key as they are when the key is kept verbatim (at most [`MAX_VERBATIM`] bytes), so that nothing is
-    /// copied; else the store key, digested into `digested`, split after its prefix.
-    #[inline]
-    pub(crate) fn of_str(
-        prefix: &'a str,
-        key: &'a str,
-        digested: &'a mut Option<StoreKey>,
-    ) -> KeyRef<'a> {
-        let rest = if key.len() <= MAX_VERBATIM {
-            key
-        } else {
-            digest_into(prefix, key, digested)
-        };
-        KeyRef { prefix, rest }
-    }
-
     pub(crate) fn len(&self) -> usize {
         self.prefix.len() + self.rest.len()
     }
@@ -246,19 +229,11 @@ impl<'a> KeyRef<'a> {
         }
     }
 
-    /// The key in one piece. `rest` is taken as it is, verbatim or already digested ([`of_str`](KeyRef::of_str),
-    /// [`StoreKey::parts`]): never digested again.
+    /// The key in one piece. `rest` is taken as it is, verbatim or already digested ([`StoreKey::parts`]):
+    /// never digested again.
     pub(crate) fn to_store_key(self) -> StoreKey {
         StoreKey::joined(self.prefix, self.rest)
     }
-}
-
-/// What follows `prefix` in the store key of a key too long to keep verbatim: the key digested into
-/// `digested`. Out of line, so that the verbatim case stays lean (benchmark: `in_memory/100k_keys`).
-#[cold]
-#[inline(never)]
-fn digest_into<'a>(prefix: &str, key: &str, digested: &'a mut Option<StoreKey>) -> &'a str {
-    digested.insert(StoreKey::of_str(prefix, key)).parts().rest
 }
 
 /// A key with no prefix.
@@ -336,23 +311,21 @@ mod tests {
         }
     }
 
-    /// A key handed over with its prefix apart is the store key the plain API builds for it: verbatim, in two
-    /// pieces; past `MAX_VERBATIM`, digested first (as `Limit` does), then split after the prefix.
+    /// A store key split after its prefix is the whole key, in two pieces: verbatim, or, past `MAX_VERBATIM`,
+    /// digested.
     #[test]
     fn a_key_in_two_parts_is_its_store_key() {
         let prefix = "rate_limit:emp:";
         for len in [0, 1, MAX_VERBATIM, MAX_VERBATIM + 1, 10_000] {
             let key = "k".repeat(len);
             let whole = StoreKey::of_str(prefix, &key);
-            let mut digested = None;
-            let parts = KeyRef::of_str(prefix, &key, &mut digested);
+            let parts = whole.parts();
             assert_eq!(parts.prefix, prefix);
             assert!(parts.is(whole.as_bytes()), "{len}");
             assert!(!parts.is(&whole.as_bytes()[1..]), "{len}");
             assert_eq!(parts.to_store_key(), whole, "{len}");
             assert_eq!(parts.to_string(), *whole, "{len}");
-            // Only a key past the line is copied (digested).
-            assert_eq!(digested.is_some(), len > MAX_VERBATIM, "{len}");
+            assert_eq!(parts.rest == key, len <= MAX_VERBATIM, "{len}");
         }
     }
 

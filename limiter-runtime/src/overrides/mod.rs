@@ -7,16 +7,14 @@
 //! version that skips tells a runtime it missed a change: it then reloads the whole hash.
 
 mod change;
-mod operator;
 mod switch;
-pub(crate) mod sync;
 mod table;
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub use self::change::Override;
-pub(crate) use self::change::{Change, SWITCH};
+pub(crate) use self::change::{parse_switch, Change, SWITCH};
 use self::switch::Switch;
 use self::table::Table;
 

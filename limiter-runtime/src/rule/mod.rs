@@ -11,9 +11,8 @@ use std::time::Duration;
 use crate::Algorithm;
 
 pub(crate) use self::env::{duration, env, parse_env};
-pub(crate) use self::on_error::share;
 pub use self::on_error::OnError;
-pub(crate) use self::resolve::{Defaults, PREFIX};
+pub(crate) use self::resolve::Defaults;
 
 /// What to limit: at most `max` calls per `window`, counted under `prefix` + key.
 ///
@@ -52,13 +51,6 @@ pub struct Rule {
     pub(crate) shadow: Option<bool>,
     pub(crate) lease: Option<u64>,
     pub(crate) lease_ttl: Option<Duration>,
-}
-
-/// A rule's lease: how many units a node takes from Redis at once, and how long it may spend them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct LeaseTerms {
-    pub(crate) units: u64,
-    pub(crate) ttl: Duration,
 }
 
 /// How long a [`LeakyBucket`](Algorithm::LeakyBucket) call may wait for its slot.

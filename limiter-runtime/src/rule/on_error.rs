@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::ParseError;
+use crate::parse::ParseError;
 
 /// What decides a call when the store cannot: Redis failed, missed the deadline, or the breaker is open.
 ///
@@ -59,9 +59,4 @@ impl FromStr for OnError {
             .find(|policy| policy.name() == name)
             .ok_or_else(|| ParseError::new("on_error", name, "open, closed or local"))
     }
-}
-
-/// A node's share of a limit of `max` shared by `instances` runtimes: `ceil(max / instances)`.
-pub(crate) fn share(max: u64, instances: u64) -> u64 {
-    max.div_ceil(instances.max(1))
 }

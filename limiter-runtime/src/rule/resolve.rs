@@ -11,10 +11,8 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use super::{LeaseTerms, Rule, Wait};
-use crate::algorithm::Charge;
-use crate::clock::as_micros;
-use crate::overrides::Limits;
+use super::Rule;
+use crate::policy::PolicyName;
 use crate::{Algorithm, OnError};
 
 /// The built-in prefix and message.
@@ -92,6 +90,16 @@ impl Rule {
         }
     }
 
+    /// The policy name of this rule (resolved: its prefix is the one its store keys start with): its `name`,
+    /// else one derived from its prefix.
+    pub(crate) fn policy_name(&self) -> PolicyName {
+        match (&self.name, &self.prefix) {
+            (Some(name), _) => PolicyName::named(name.clone()),
+            (None, Some(prefix)) => PolicyName::derived(prefix.clone()),
+            (None, None) => PolicyName::derived(Cow::Borrowed(PREFIX)),
+        }
+    }
+
     /// The store key's namespace.
     #[inline]
     pub(crate) fn prefix_value(&self) -> &str {
@@ -122,42 +130,6 @@ impl Rule {
     #[inline]
     pub(crate) fn shadow_value(&self) -> bool {
         self.shadow.unwrap_or(false)
-    }
-
-    /// The rule's lease, if it has one its algorithm can take (a token bucket's, a fixed window's).
-    #[inline]
-    pub(crate) fn lease_terms(&self) -> Option<LeaseTerms> {
-        let units = self.lease.filter(|&units| units > 0)?;
-        let leases = matches!(
-            self.algorithm_value(),
-            Algorithm::TokenBucket | Algorithm::FixedWindow
-        );
-        let ttl = self.lease_ttl.unwrap_or(Duration::from_millis(100));
-        (leases && !ttl.is_zero()).then_some(LeaseTerms { units, ttl })
-    }
-
-    /// What one call weighing `cost` asks of this rule's limit, with what `overrides` (the run-time overrides
-    /// of its key) sets winning.
-    #[inline]
-    pub(crate) fn charge(&self, overrides: Option<Limits>, cost: u64) -> Charge {
-        let max = overrides
-            .and_then(|o| o.max)
-            .unwrap_or_else(|| self.max_value());
-        let window = overrides
-            .and_then(|o| o.window)
-            .unwrap_or_else(|| self.window_value());
-        let max_wait = match self.wait {
-            None => Duration::ZERO,
-            Some(Wait::Window) => window,
-            Some(Wait::Up(max_wait)) => max_wait,
-        };
-        Charge {
-            window: as_micros(window).max(1),
-            max,
-            cost,
-            burst: self.burst.unwrap_or(max),
-            max_wait: as_micros(max_wait),
-        }
     }
 }
 
@@ -206,21 +178,5 @@ mod tests {
             ..Defaults::default()
         };
         assert_eq!(other.resolve(&completed, "m"), completed);
-    }
-
-    /// An override of `max` moves what follows it (a bucket's capacity, unless set), and `mode = wait` waits up
-    /// to the window as overridden.
-    #[test]
-    fn overrides_win_and_carry_what_depends_on_them() {
-        let rule = Rule::new().max(10).window(Duration::from_secs(1)).wait();
-        let overrides = Limits {
-            max: Some(4),
-            window: Some(Duration::from_secs(2)),
-        };
-        let charge = rule.charge(Some(overrides), 1);
-        assert_eq!((charge.max, charge.burst), (4, 4));
-        assert_eq!((charge.window, charge.max_wait), (2_000_000, 2_000_000));
-        assert_eq!(rule.charge(None, 1).max, 10);
-        assert_eq!(rule.clone().burst(20).charge(Some(overrides), 1).burst, 20);
     }
 }

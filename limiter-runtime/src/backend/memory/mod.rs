@@ -15,8 +15,8 @@ mod shard;
 use std::sync::{Arc, MutexGuard};
 
 use self::shard::Shard;
-use super::{admitted, Ask};
-use crate::algorithm::{Outcome, Receipt};
+use crate::algorithm::{Charge, Outcome, Receipt};
+use crate::call::{Call, CallLimit, OneOrMany};
 use crate::clock::Clock;
 use crate::sharded::Sharded;
 
@@ -85,34 +85,40 @@ impl MemoryStore {
             .sum()
     }
 
-    /// Decides the limits of one call as one, and says when on this store's clock (µs): under the locks of
-    /// every shard they live in, each limit decides (and charges) in turn; when one that vetoes denies, what
+    /// Decides the limits of `call` as one, each charged what `charge` says (its own charge, or under
+    /// `on_error = local` this node's share of it), and says when on this store's clock (µs): under the locks
+    /// of every shard they live in, each limit decides (and charges) in turn; when one that vetoes denies, what
     /// the others charged is given back at once, exactly, before the locks are released. A limit given back
-    /// reports its remaining quota as the call left it. Inlined: the caller then reads the outcomes where it
-    /// builds its decisions, not copied out through memory.
-    pub(crate) fn decide<const N: usize>(&self, asks: &[Ask<'_>; N]) -> ([Outcome; N], u64) {
-        match asks.as_slice() {
-            [ask] => {
-                let (outcome, at) = self.decide_one(ask);
-                ([outcome; N], at)
+    /// reports its remaining quota as the call left it.
+    #[inline(always)]
+    pub(crate) fn decide(
+        &self,
+        call: &Call<'_>,
+        charge: impl Fn(&CallLimit<'_>) -> Charge,
+    ) -> (OneOrMany<Outcome>, u64) {
+        match call.limits() {
+            [limit] => {
+                let (outcome, at) = self.decide_one(limit, &charge(limit));
+                (OneOrMany::One(outcome), at)
             }
-            _ => self.decide_together(asks, self.clock.now_micros()),
+            _ => self.decide_together(call, charge, self.clock.now_micros()),
         }
     }
 
     /// [`decide`](MemoryStore::decide) for a call of one limit: one shard, and nothing to give back (a denial
     /// charges nothing). Inlined: the caller reads the outcome where it builds its decision.
     #[inline(always)]
-    pub(crate) fn decide_one(&self, ask: &Ask<'_>) -> (Outcome, u64) {
+    pub(crate) fn decide_one(&self, limit: &CallLimit<'_>, charge: &Charge) -> (Outcome, u64) {
         // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
         // decision: as a script reads `TIME`, the decisions of one key see time in their order.
         let read = self.clock.now_micros();
-        let (mut shard, hash) = self.shards.lock(ask.key);
+        let key = limit.key.parts();
+        let (mut shard, hash) = self.shards.lock(key);
         let now = read.max(shard.latest);
         shard.latest = now;
-        let outcome = match ask.preset {
-            Some(preset) => preset.outcome(&ask.charge),
-            None => shard.decide(hash, ask, now, self.per_shard),
+        let outcome = match limit.preset {
+            Some(preset) => preset.outcome(charge),
+            None => shard.decide((hash, key), limit.algorithm, charge, now, self.per_shard),
         };
         self.forget_idle(hash.shard, &mut shard, now);
         (outcome, now)
@@ -120,67 +126,87 @@ impl MemoryStore {
 
     /// [`decide`](MemoryStore::decide) for a call of several limits, the clock read at `read` (before the
     /// locks, then never behind any shard's latest decision, as for one).
-    fn decide_together<const N: usize>(
+    fn decide_together(
         &self,
-        asks: &[Ask<'_>; N],
+        call: &Call<'_>,
+        charge: impl Fn(&CallLimit<'_>) -> Charge,
         read: u64,
-    ) -> ([Outcome; N], u64) {
-        let hashes = asks.each_ref().map(|ask| self.shards.hash(ask.key));
+    ) -> (OneOrMany<Outcome>, u64) {
+        let limits = call.limits();
+        let charges: Vec<Charge> = limits.iter().map(&charge).collect();
+        let hashes: Vec<_> = limits
+            .iter()
+            .map(|limit| self.shards.hash(limit.key.parts()))
+            .collect();
         // Shards are locked in their order, each once, so that two calls never wait for each other; limits
         // in one shard keep the order written.
-        let mut order: [usize; N] = std::array::from_fn(|i| i);
+        let mut order: Vec<usize> = (0..limits.len()).collect();
         order.sort_by_key(|&i| hashes[i].shard);
-        let mut held: [Option<(usize, MutexGuard<'_, Shard>)>; N] = std::array::from_fn(|_| None);
+        let mut held: Vec<(usize, MutexGuard<'_, Shard>)> = Vec::with_capacity(limits.len());
         let mut now = read;
-        let mut runs = 0;
         for (k, &i) in order.iter().enumerate() {
             if k == 0 || hashes[order[k - 1]].shard != hashes[i].shard {
                 let shard = self.shards.lock_shard(hashes[i].shard);
                 now = now.max(shard.latest);
-                held[runs] = Some((hashes[i].shard, shard));
-                runs += 1;
+                held.push((hashes[i].shard, shard));
             }
         }
-        let mut outcomes = asks.each_ref().map(|ask| {
-            ask.preset.map_or(Outcome::denied(0, 0, 0), |preset| {
-                preset.outcome(&ask.charge)
+        let mut outcomes: Vec<Outcome> = limits
+            .iter()
+            .zip(&charges)
+            .map(|(limit, charge)| {
+                limit
+                    .preset
+                    .map_or(Outcome::denied(0, 0, 0), |preset| preset.outcome(charge))
             })
-        });
+            .collect();
         let mut asked = order.iter().copied().peekable();
-        for (index, shard) in held.iter_mut().flatten() {
+        for (index, shard) in &mut held {
             shard.latest = now;
             while let Some(i) = asked.next_if(|&i| hashes[i].shard == *index) {
-                if asks[i].preset.is_none() {
-                    outcomes[i] = shard.decide(hashes[i], &asks[i], now, self.per_shard);
+                let limit = &limits[i];
+                if limit.preset.is_none() {
+                    let key = (hashes[i], limit.key.parts());
+                    outcomes[i] =
+                        shard.decide(key, limit.algorithm, &charges[i], now, self.per_shard);
                 }
             }
         }
-        if !admitted(asks, |i| outcomes[i].allowed) {
+        if !call.admits(|i| outcomes[i].allowed) {
             let mut refunded = order.iter().copied().peekable();
-            for (index, shard) in held.iter_mut().flatten() {
+            for (index, shard) in &mut held {
                 while let Some(i) = refunded.next_if(|&i| hashes[i].shard == *index) {
-                    let outcome = &mut outcomes[i];
-                    if outcome.allowed && asks[i].preset.is_none() {
-                        let ask = &asks[i];
-                        shard.refund(hashes[i], ask, now, ask.charge.cost, &outcome.receipt);
-                        outcome.remaining += ask.charge.cost;
+                    let (limit, outcome) = (&limits[i], &mut outcomes[i]);
+                    if outcome.allowed && limit.preset.is_none() {
+                        let units = charges[i].cost;
+                        let key = (hashes[i], limit.key.parts());
+                        let given = (units, &outcome.receipt);
+                        shard.refund(key, limit.algorithm, &charges[i], now, given);
+                        outcome.remaining += units;
                     }
                 }
             }
         }
-        for (index, shard) in held.iter_mut().flatten() {
+        for (index, shard) in &mut held {
             self.forget_idle(*index, shard, now);
         }
-        (outcomes, now)
+        (OneOrMany::Many(outcomes), now)
     }
 
-    /// Gives back `units` of what `ask`'s admission charged (`receipt`), now.
-    pub(crate) fn refund(&self, ask: &Ask<'_>, units: u64, receipt: &Receipt) {
+    /// Gives back `units` of what `limit`'s admission, charged `charge`, charged (`receipt`), now.
+    pub(crate) fn refund(
+        &self,
+        limit: &CallLimit<'_>,
+        charge: &Charge,
+        units: u64,
+        receipt: &Receipt,
+    ) {
         let read = self.clock.now_micros();
-        let (mut shard, hash) = self.shards.lock(ask.key);
+        let key = limit.key.parts();
+        let (mut shard, hash) = self.shards.lock(key);
         let now = read.max(shard.latest);
         shard.latest = now;
-        shard.refund(hash, ask, now, units, receipt);
+        shard.refund((hash, key), limit.algorithm, charge, now, (units, receipt));
     }
 
     /// Forgets idle keys now and then: after a decision, so the keys just used are never among them.
@@ -203,23 +229,10 @@ impl MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::{Algorithm, Charge};
+    use crate::algorithm::Algorithm;
     use crate::clock::as_micros;
-    use crate::key::KeyRef;
-    use crate::{FakeClock, OnError};
+    use crate::FakeClock;
     use std::time::Duration;
-
-    fn ask<'a>(algorithm: Algorithm, key: &'a str, charge: &Charge) -> Ask<'a> {
-        Ask {
-            algorithm,
-            key: KeyRef::from(key),
-            charge: *charge,
-            vetoes: true,
-            on_error: OnError::Open,
-            lease: None,
-            preset: None,
-        }
-    }
 
     /// One limit's decision.
     fn decide(
@@ -228,8 +241,9 @@ mod tests {
         key: &str,
         charge: &Charge,
     ) -> (Outcome, u64) {
-        let ([outcome], at) = store.decide(&[ask(algorithm, key, charge)]);
-        (outcome, at)
+        let call = Call::of([(algorithm, key, *charge)]);
+        let (outcomes, at) = store.decide(&call, |limit| limit.charge);
+        (outcomes[0], at)
     }
 
     /// The times a clock was read at, in the order the reads were made, whichever call's lock is taken first.
@@ -354,14 +368,13 @@ mod tests {
                 let tag = |key: &str| format!("{algorithm}:{key}");
                 let (first, second) = (tag(&format!("first:{other}")), tag(&format!("k{other}")));
                 let both = |store: &MemoryStore| {
-                    store.decide(&[
-                        ask(algorithm, &first, &twice),
-                        ask(algorithm, &second, &once),
-                    ])
+                    let call = Call::of([(algorithm, &*first, twice), (algorithm, &*second, once)]);
+                    let (outcomes, _) = store.decide(&call, |limit| limit.charge);
+                    (outcomes[0], outcomes[1])
                 };
-                let ([a, b], _) = both(&store);
+                let (a, b) = both(&store);
                 assert!(a.allowed && b.allowed, "{algorithm}");
-                let ([a, b], _) = both(&store);
+                let (a, b) = both(&store);
                 assert!(
                     a.allowed && !b.allowed,
                     "{algorithm}: the second limit is spent"
@@ -377,12 +390,11 @@ mod tests {
                     "{algorithm}"
                 );
                 // A shadow limit that denies lets the others charge.
-                let shadow = Ask {
-                    vetoes: false,
-                    ..ask(algorithm, &second, &once)
-                };
                 let fresh = tag(&format!("fresh:{other}"));
-                let ([a, b], _) = store.decide(&[ask(algorithm, &fresh, &once), shadow]);
+                let call = Call::of([(algorithm, &*fresh, once), (algorithm, &*second, once)])
+                    .shadowing(1);
+                let (outcomes, _) = store.decide(&call, |limit| limit.charge);
+                let (a, b) = (outcomes[0], outcomes[1]);
                 assert!(a.allowed && !b.allowed, "{algorithm}");
                 assert!(
                     !decide(&store, algorithm, &fresh, &once).0.allowed,

@@ -1,8 +1,8 @@
 //! One shard of the in-memory store: its keys' states, decided and given back under the shard's lock, and
 //! forgotten when idle or, at the bound, closest to their expiry first.
 
-use crate::algorithm::{Outcome, Receipt, State};
-use crate::backend::Ask;
+use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, State};
+use crate::key::KeyRef;
 use crate::sharded::{KeyHash, Keys};
 
 #[derive(Debug, Default)]
@@ -25,20 +25,21 @@ pub(super) struct Entry {
 }
 
 impl Shard {
-    /// Decides `ask` at `now`, charging it if admitted; a shard holding `most` keys makes room first.
+    /// Decides a call of `charge` on `key` under `algorithm` at `now`, charging it if admitted; a shard holding
+    /// `most` keys makes room first.
     #[inline(always)]
     pub(super) fn decide(
         &mut self,
-        hash: KeyHash,
-        ask: &Ask<'_>,
+        (hash, key): (KeyHash, KeyRef<'_>),
+        algorithm: Algorithm,
+        charge: &Charge,
         now: u64,
         most: usize,
     ) -> Outcome {
         if self.entries.len() >= most {
             self.make_room(now, most);
         }
-        let algorithm = ask.algorithm;
-        let (entry, _) = self.entries.get_or_insert_with(hash, ask.key, || Entry {
+        let (entry, _) = self.entries.get_or_insert_with(hash, key, || Entry {
             state: State::new(algorithm),
             expires_at: 0,
         });
@@ -46,7 +47,7 @@ impl Shard {
         if entry.expires_at <= now || entry.state.algorithm() != algorithm {
             entry.state = State::new(algorithm);
         }
-        let outcome = entry.state.decide(now, &ask.charge);
+        let outcome = entry.state.decide(now, charge);
         // Once the limit is back to its full quota the state says nothing a fresh one would not: the
         // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
         // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
@@ -58,19 +59,20 @@ impl Shard {
         outcome
     }
 
-    /// Gives back `units` of what `ask`'s admission charged, while its state lives (a state that expired, or
-    /// was replaced, holds none of it). Its expiry stays: the limit is full again no later than before.
+    /// Gives back `units` of what an admission of `charge` on `key` under `algorithm` charged (`receipt`),
+    /// while its state lives (a state that expired, or was replaced, holds none of it). Its expiry stays: the
+    /// limit is full again no later than before.
     pub(super) fn refund(
         &mut self,
-        hash: KeyHash,
-        ask: &Ask<'_>,
+        (hash, key): (KeyHash, KeyRef<'_>),
+        algorithm: Algorithm,
+        charge: &Charge,
         now: u64,
-        units: u64,
-        receipt: &Receipt,
+        (units, receipt): (u64, &Receipt),
     ) {
-        if let Some(entry) = self.entries.get_mut(hash, ask.key) {
-            if entry.expires_at > now && entry.state.algorithm() == ask.algorithm {
-                entry.state.refund(now, &ask.charge, units, receipt);
+        if let Some(entry) = self.entries.get_mut(hash, key) {
+            if entry.expires_at > now && entry.state.algorithm() == algorithm {
+                entry.state.refund(now, charge, units, receipt);
             }
         }
     }

@@ -3,86 +3,180 @@
 //! this node's share of the limit. A call is still one decision: a `closed` limit that vetoes rejects it, and
 //! then nothing is charged; `local` limits are charged together or not at all.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::breaker::Transition;
-use super::RedisBackend;
+use super::instances::Instances;
 use crate::algorithm::{Charge, Outcome};
-use crate::backend::{admitted, Answer, Ask, Charged};
+use crate::backend::MemoryStore;
+use crate::call::{Answer, Call, CallLimit, Charged, Decided, OneOrMany};
 use crate::clock::as_micros;
 use crate::error::BackendError;
-use crate::rule::share;
 use crate::{Decision, OnError};
 
-impl RedisBackend {
+/// How long the `local` fallback's state is kept once Redis decides again: its counts bridge a Redis that
+/// flaps (fails again at once), and go once Redis has decided for this long.
+const LOCAL_KEPT: Duration = Duration::from_secs(60);
+
+/// What decides while Redis cannot: the failure policies, and the in-process limiter of `on_error = local`.
+#[derive(Debug)]
+pub(crate) struct Fallback {
+    /// The in-process limiter of `on_error = local` (on this process's clock).
+    pub(crate) local: MemoryStore,
+    pub(crate) instances: Instances,
+    /// Calls decided in degraded mode.
+    degraded: AtomicU64,
+    /// When Redis last decided again after failing (µs on this process's clock; 0: not since the local
+    /// state was last forgotten).
+    recovered_at: AtomicU64,
+}
+
+/// A node's share of a limit of `max` shared by `instances` runtimes: `ceil(max / instances)`.
+fn share(max: u64, instances: u64) -> u64 {
+    max.div_ceil(instances.max(1))
+}
+
+impl Fallback {
+    pub(crate) fn new(local: MemoryStore, instances: Instances) -> Fallback {
+        Fallback {
+            local,
+            instances,
+            degraded: AtomicU64::new(0),
+            recovered_at: AtomicU64::new(0),
+        }
+    }
+
     /// Decisions made in degraded mode so far (calls).
-    pub(crate) fn degraded_count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.degraded.load(Ordering::Relaxed)
     }
 
-    /// A call decided without Redis, by each limit's [`OnError`] policy (counted).
-    pub(super) fn degraded<const N: usize>(&self, asks: &[Ask<'_>; N]) -> [Answer; N] {
-        self.degraded.fetch_add(1, Ordering::Relaxed);
-        let now = self.clock.now_micros();
-        let closes = asks
-            .iter()
-            .any(|ask| ask.preset.is_none() && ask.vetoes && ask.on_error == OnError::Closed);
-        // This node's share of each local limit, among the runtimes last seen sharing it.
+    /// This node's share of `limit`'s charge, among the runtimes last seen sharing it.
+    fn local(&self, limit: &CallLimit<'_>) -> Charge {
         let instances = self.instances.live();
-        let local = |charge: &Charge| Charge {
-            max: share(charge.max, instances),
-            burst: share(charge.burst, instances),
-            ..*charge
-        };
-        let mut answers = asks.each_ref().map(|ask| {
-            let (charge, outcome) = match (ask.preset, ask.on_error) {
-                (Some(preset), _) => {
-                    let outcome = preset.outcome(&ask.charge);
-                    return Answer::uncharged(Decision::new(&ask.charge, outcome, now, false));
-                }
-                (None, OnError::Open) => (ask.charge, Outcome::admit(ask.charge.max)),
-                (None, OnError::Closed) => {
-                    let retry_after = as_micros(self.breaker.probe_every());
-                    (ask.charge, Outcome::denied(0, retry_after, 0))
-                }
-                (None, OnError::Local) if closes => {
-                    (local(&ask.charge), Outcome::admit(local(&ask.charge).max))
-                }
-                (None, OnError::Local) => {
-                    let charge = local(&ask.charge);
-                    let ([outcome], _) = self.local.decide(&[Ask { charge, ..*ask }]);
-                    (charge, outcome)
-                }
-            };
-            Answer {
-                decision: Decision::new(&charge, outcome, now, true),
-                receipt: outcome.receipt,
-                charged: Charged::Local,
-            }
+        Charge {
+            max: share(limit.charge.max, instances),
+            burst: share(limit.charge.burst, instances),
+            ..limit.charge
+        }
+    }
+
+    /// `call` decided without Redis, by each limit's [`OnError`] policy (counted); a refusal of `closed`
+    /// says to retry after `retry` (when Redis is next asked).
+    pub(crate) fn decide(&self, call: &Call<'_>, retry: Duration) -> Decided {
+        self.degraded.fetch_add(1, Ordering::Relaxed);
+        let now = self.local.clock().now_micros();
+        let limits = call.limits();
+        let closes = limits.iter().any(|limit| {
+            limit.preset.is_none() && limit.vetoes && limit.on_error == OnError::Closed
         });
-        let call_admitted = admitted(asks, |i| answers[i].decision.allowed);
-        for (ask, answer) in asks.iter().zip(&mut answers) {
-            let charged_here = ask.preset.is_none() && ask.on_error == OnError::Local && !closes;
-            if !charged_here || !answer.decision.allowed {
-                answer.charged = Charged::Nothing;
-            } else if !call_admitted {
-                // Another limit denied the call: what it charged here goes back at once.
-                let charge = local(&ask.charge);
-                self.local
-                    .refund(&Ask { charge, ..*ask }, charge.cost, &answer.receipt);
-                answer.decision.remaining += charge.cost;
-                answer.charged = Charged::Nothing;
+        // The local limits decide together (unless a closed one refuses the call anyway): as one call.
+        let locally = !closes
+            && limits
+                .iter()
+                .any(|l| l.preset.is_none() && l.on_error == OnError::Local);
+        let outcomes = match locally {
+            true => Some(self.local.decide(call, |limit| match limit.on_error {
+                OnError::Local => self.local(limit),
+                // Decided below, not here: nothing is charged to it.
+                _ => Charge {
+                    cost: 0,
+                    ..limit.charge
+                },
+            })),
+            false => None,
+        };
+        let answers: OneOrMany<Answer> = limits
+            .iter()
+            .enumerate()
+            .map(|(i, limit)| {
+                let (charge, outcome, charged) = match (limit.preset, limit.on_error) {
+                    (Some(preset), _) => {
+                        let outcome = preset.outcome(&limit.charge);
+                        return Answer::uncharged(Decision::new(
+                            &limit.charge,
+                            outcome,
+                            now,
+                            false,
+                        ));
+                    }
+                    (None, OnError::Open) => {
+                        (limit.charge, Outcome::admit(limit.charge.max), false)
+                    }
+                    (None, OnError::Closed) => {
+                        let outcome = Outcome::denied(0, as_micros(retry), 0);
+                        (limit.charge, outcome, false)
+                    }
+                    (None, OnError::Local) => match &outcomes {
+                        Some((outcomes, _)) => (self.local(limit), outcomes[i], true),
+                        None => {
+                            let charge = self.local(limit);
+                            (charge, Outcome::admit(charge.max), false)
+                        }
+                    },
+                };
+                Answer {
+                    decision: Decision::new(&charge, outcome, now, true),
+                    receipt: outcome.receipt,
+                    charged: match charged && outcome.allowed {
+                        true => Charged::Local,
+                        false => Charged::Nothing,
+                    },
+                }
+            })
+            .collect();
+        let admitted = call.admits(|i| answers[i].decision.allowed);
+        let mut answers = answers;
+        if !admitted {
+            // Another limit denied the call: what it charged here goes back at once.
+            for (limit, answer) in limits.iter().zip(answers.iter_mut()) {
+                if answer.charged == Charged::Local {
+                    let charge = self.local(limit);
+                    self.local
+                        .refund(limit, &charge, charge.cost, &answer.receipt);
+                    answer.decision.remaining += charge.cost;
+                    answer.charged = Charged::Nothing;
+                }
             }
         }
-        answers
+        Decided { answers, admitted }
+    }
+
+    /// Gives back `units` of what a degraded `on_error = local` decision charged this process.
+    pub(crate) fn refund(&self, limit: &CallLimit<'_>, units: u64, answer: &Answer) {
+        self.local
+            .refund(limit, &self.local(limit), units, &answer.receipt);
+    }
+
+    /// Redis decided again after failing: the local state is kept a while, then forgotten.
+    pub(crate) fn recovered(&self) {
+        let now = self.local.clock().now_micros().max(1);
+        self.recovered_at.store(now, Ordering::Relaxed);
+    }
+
+    /// Gives back the memory of the `local` fallback: keys whose limit is full again at once, and every key
+    /// once Redis has decided again for [`LOCAL_KEPT`] (unless it is `failing` again). The heartbeat calls it
+    /// on each beat.
+    pub(crate) fn tidy(&self, failing: bool) {
+        if self.local.keys() == 0 {
+            return;
+        }
+        self.local.sweep();
+        let since = self.recovered_at.load(Ordering::Relaxed);
+        let now = self.local.clock().now_micros();
+        if since != 0 && !failing && now.saturating_sub(since) >= as_micros(LOCAL_KEPT) {
+            self.local.clear();
+            self.recovered_at.store(0, Ordering::Relaxed);
+        }
     }
 }
 
 /// Logs a failure: the first after a healthy period at warn level (with the call's key, the cause and the
 /// policy deciding meanwhile), the rest at debug.
-pub(super) fn log_failure<const N: usize>(
+pub(super) fn log_failure(
     key: &str,
-    on_error: [OnError; N],
+    on_error: impl Iterator<Item = OnError>,
     cause: &BackendError,
     transition: Transition,
 ) {
@@ -90,18 +184,21 @@ pub(super) fn log_failure<const N: usize>(
         tracing::debug!(key, %cause, "rate limiter: Redis failed");
         return;
     }
-    match on_error.as_slice() {
-        [first, rest @ ..] if rest.iter().all(|other| other == first) => tracing::warn!(
+    let mut on_error = on_error.peekable();
+    let first = on_error.peek().copied().unwrap_or_default();
+    if on_error.all(|other| other == first) {
+        tracing::warn!(
             key,
             %cause,
             on_error = %first,
             "rate limiter: Redis failed; deciding in degraded mode until it answers again (fail {first})",
-        ),
-        _ => tracing::warn!(
+        );
+    } else {
+        tracing::warn!(
             key,
             %cause,
             "rate limiter: Redis failed; deciding in degraded mode until it answers again (each limit by its \
              own on_error)",
-        ),
+        );
     }
 }

@@ -66,7 +66,7 @@ pub(crate) fn spawn_heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrid
             };
             if !redis.breaker_open() && overrides.is_enabled_here() {
                 if let Ok(mut connection) = redis.connection() {
-                    let beat = redis.instances.beat(&mut connection);
+                    let beat = redis.fallback.instances.beat(&mut connection);
                     match tokio::time::timeout(redis.deadline(), beat).await {
                         Ok(Ok(_)) => {}
                         Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
@@ -75,7 +75,7 @@ pub(crate) fn spawn_heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrid
                 }
             }
             redis.tidy_local();
-            let every = redis.instances.every;
+            let every = redis.fallback.instances.every;
             drop((redis, overrides));
             tokio::time::sleep(every).await;
         }

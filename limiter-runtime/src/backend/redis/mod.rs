@@ -1,11 +1,14 @@
 //! The Redis backend: one script call per decision (all of a call's limits at once) on one shared,
 //! reconnecting connection, and what keeps each decision within its deadline when Redis fails.
 //!
-//! - Every Redis decision has a deadline; missing it is a failure, never retried (it may have been applied).
+//! - Every Redis decision has a deadline; missing it is a failure, decided by the failure policy, and never
+//!   retried (it may have been applied). The script call runs on to its answer all the same, and a call Redis
+//!   admitted whose caller was refused meanwhile is given back (reconciled): a refused call is never charged.
 //! - The breaker stops calling Redis after repeated failures, so a dead Redis costs no latency, and probes for
 //!   recovery one call at a time.
-//! - A limit's [`OnError`](crate::OnError) says what decides meanwhile (`degraded`).
+//! - A limit's [`OnError`](crate::OnError) says what decides meanwhile ([`Fallback`]).
 //! - The deny cache answers, until their `retry_after`, calls Redis said are limited.
+//! - Calls on one hot key go to Redis together ([`Coalescer`]), or spend a lease ([`Leases`]).
 //!
 //! On one server (and Sentinel's master) a call's limits are one atomic script call. On a cluster, the keys of
 //! one slot go together, slot after slot; when one slot's limits deny the call, what the others charged is
@@ -13,7 +16,6 @@
 //! never more).
 
 mod breaker;
-mod call;
 mod cluster;
 mod coalesce;
 mod connection;
@@ -21,39 +23,48 @@ mod degraded;
 mod deny_cache;
 mod instances;
 mod lease;
+mod overrides;
 mod script;
 mod server;
 mod tls;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
+use redis::Value;
+use tokio::sync::watch;
+
 use self::breaker::{Breaker, Permit, Transition};
-use self::call::{joined, nonce, LeaseStep, Owned};
-use self::coalesce::Coalescer;
+use self::coalesce::{Batch, Coalescer, Member, Place, Shape, MAX_LIMITS};
 use self::deny_cache::{DenyCache, Lookup};
-use self::lease::{Leases, Take};
-use super::{admitted, Answer, Ask, MemoryStore};
+use self::lease::{Held, Leases, Take};
+use self::script::{nonce, BatchCall, CallOutcome, GiveBack, Sent};
+use crate::algorithm::Outcome;
+use crate::call::{Answer, Call, CallLimit, Charged, Decided, LeaseTerms, OneOrMany};
 use crate::clock::{as_micros, Clock};
 use crate::error::{BackendError, Error};
-use crate::key::KeyRef;
-use crate::overrides::Change;
+use crate::key::{KeyRef, StoreKey};
 
 pub(crate) use self::breaker::BreakerConfig;
-pub(crate) use self::call::{call_key, Question, Refund};
 pub(crate) use self::connection::{Connection, Topology};
+pub(crate) use self::degraded::Fallback;
 pub(crate) use self::instances::{spawn_heartbeat, Instances};
 pub(crate) use self::lease::spawn_lease_sweep;
+pub(crate) use self::overrides::{publish, spawn as spawn_overrides_sync};
 pub(crate) use self::script::LuaScript;
 pub(crate) use self::tls::{redacted, Tls};
 
 /// How long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline still
-/// lets a connection be made (the first call fails, a later one finds the connection up).
+/// lets a connection be made.
 pub(crate) fn connect_timeout(deadline: Duration) -> Duration {
     deadline.max(Duration::from_millis(250))
 }
+
+/// How long a script call's late answer is awaited, to reconcile it: past this, Redis is taken to have lost it.
+const LATE: Duration = Duration::from_secs(30);
 
 /// What spares Redis calls: the deny cache, and coalescing (both on by default).
 #[derive(Debug, Clone, Copy)]
@@ -65,8 +76,8 @@ pub(crate) struct Sparing {
 /// Redis, and what decides when it cannot.
 pub(crate) struct RedisBackend {
     topology: Box<Topology>,
-    /// Created on the first decision, inside the caller's Tokio runtime; it connects lazily and reconnects in
-    /// the background after a failure.
+    /// Created on the first decision, inside the caller's Tokio runtime; it reconnects in the background after
+    /// a failure.
     connection: OnceLock<Connection>,
     deadline: Duration,
     /// Test-only: pass "now" from this clock instead of reading Redis `TIME`.
@@ -74,34 +85,209 @@ pub(crate) struct RedisBackend {
     /// This process's clock: the time of the decisions made without Redis.
     clock: Arc<dyn Clock>,
     breaker: Breaker,
-    /// The in-process limiter of `on_error = local` (on this process's clock).
-    pub(crate) local: MemoryStore,
-    pub(crate) instances: Instances,
+    /// What decides while Redis cannot.
+    pub(crate) fallback: Fallback,
     /// Calls Redis said are limited, answered here until their `retry_after` (unless switched off).
     denied: Option<DenyCache>,
     /// The lines of calls waiting to go to Redis together (unless switched off).
-    coalescer: Option<Arc<Coalescer>>,
+    coalescer: Option<Coalescer>,
     /// The leases this node holds.
-    pub(crate) leases: Leases,
-    /// Calls decided in degraded mode.
-    degraded: AtomicU64,
-    /// When Redis last decided again after failing (µs on this process's clock; 0: not since the local
-    /// fallback was last forgotten).
-    recovered_at: AtomicU64,
+    leases: Leases,
 }
 
-/// How long the `local` fallback's state is kept once Redis decides again: its counts bridge a Redis that
-/// flaps (fails again at once), and go once Redis has decided for this long.
-const LOCAL_KEPT: Duration = Duration::from_secs(60);
+/// What Redis is to decide of a call this process could not decide at once.
+pub(crate) struct Later {
+    redis: Arc<RedisBackend>,
+    permit: Permit,
+    /// When the call was asked (this node's clock).
+    sent: Duration,
+    /// Whether the deny cache is to hear what Redis answers (it may hold this call's denial).
+    cached: bool,
+    /// This call re-asks Redis for a call whose cached denial ran out.
+    probe: bool,
+    /// This call (of one leased limit) takes a lease on it, or waits for the one another call is taking.
+    lease: Option<LeaseStep>,
+}
+
+/// What a call of one leased limit does about its lease before asking Redis.
+enum LeaseStep {
+    /// Take one, with its terms, giving back what is left of the lease this node held before.
+    Take {
+        terms: LeaseTerms,
+        back: Option<Box<Held>>,
+    },
+    /// Wait until the call taking one is done (the receiver says when), then spend it.
+    Wait(watch::Receiver<()>),
+}
+
+/// Why a script call gave no answer in time: the cause, and the call still running, whose answer is to be
+/// reconciled with the decision made meanwhile.
+struct Failed {
+    cause: BackendError,
+    late: Option<Late>,
+}
+
+/// A call to Redis still running past its deadline.
+enum Late {
+    /// One script call, of the call named by this nonce.
+    Script(Sent, u64),
+    /// A call's exchange across a cluster's slots: what it decided, once done.
+    Exchange(Exchange),
+}
+
+/// A call's exchange across a cluster's slots, owned: what Redis decided of it.
+type Exchange =
+    std::pin::Pin<Box<dyn Future<Output = Result<(Decided, Call<'static>), BackendError>> + Send>>;
+
+impl Failed {
+    /// The failure of the script call that named its call `nonce`.
+    fn named(mut self, nonce: u64) -> Failed {
+        if let Some(Late::Script(_, named)) = &mut self.late {
+            *named = nonce;
+        }
+        self
+    }
+}
+
+impl From<BackendError> for Failed {
+    fn from(cause: BackendError) -> Failed {
+        Failed { cause, late: None }
+    }
+}
+
+/// The limits of `call` Redis is asked about (not those decided before it was).
+fn asked<'a, 'r>(call: &'a Call<'r>) -> OneOrMany<&'a CallLimit<'r>> {
+    match call.limits() {
+        [one] => OneOrMany::One(one),
+        many => OneOrMany::Many(many.iter().filter(|l| l.preset.is_none()).collect()),
+    }
+}
+
+/// What names `call` in the deny cache and the coalescer's lines: its one limit's store key, or its limits'
+/// keys joined, each length first, so that no two calls share one (`-` for a limit decided before any store
+/// was asked).
+fn call_key(call: &Call<'_>) -> Option<StoreKey> {
+    use std::fmt::Write as _;
+    if let [_] = call.limits() {
+        return None;
+    }
+    let mut key = StoreKey::joined("", "");
+    for limit in call.limits() {
+        // Writing into a key cannot fail.
+        let _ = match limit.preset {
+            Some(_) => key.write_str("-|"),
+            None => write!(key, "{}:{}|", limit.key.len(), &*limit.key),
+        };
+    }
+    Some(key)
+}
+
+/// The key that names `call`, as [`call_key`] made it (`joined`), or its one limit's.
+fn named<'a>(call: &'a Call<'_>, joined: &'a Option<StoreKey>) -> KeyRef<'a> {
+    match joined {
+        Some(joined) => joined.parts(),
+        None => call.limits()[0].key.parts(),
+    }
+}
+
+/// Each call of a batch as the script is told it: `members` (their costs on `limits`' places).
+fn batch_calls(members: &[Member], limits: usize) -> Vec<BatchCall<'_>> {
+    members
+        .iter()
+        .map(|member| BatchCall {
+            nonce: member.nonce,
+            costs: &member.costs[..limits],
+        })
+        .collect()
+}
+
+/// `call`'s costs on the limits Redis is asked about, in their places.
+fn costs_of(asked: &[&CallLimit<'_>]) -> [u64; MAX_LIMITS] {
+    let mut costs = [0; MAX_LIMITS];
+    for (cost, limit) in costs.iter_mut().zip(asked) {
+        *cost = limit.charge.cost;
+    }
+    costs
+}
+
+/// What `outcome` (of the limits Redis was asked about, in their order) says of `call`, decided at `now`:
+/// the limits decided before Redis was asked keep their own outcome.
+fn decided_of(call: &Call<'_>, outcome: &CallOutcome, now: u64) -> Decided {
+    let mut from_redis = outcome.outcomes.iter();
+    let outcomes: OneOrMany<Outcome> = call
+        .limits()
+        .iter()
+        .map(|limit| match limit.preset {
+            Some(preset) => preset.outcome(&limit.charge),
+            None => from_redis.next().copied().unwrap_or(Outcome::admit(0)),
+        })
+        .collect();
+    let admitted = call.admits(|i| outcomes[i].allowed);
+    let answers = call
+        .limits()
+        .iter()
+        .zip(outcomes.iter())
+        .map(|(limit, outcome)| Answer::of(limit, *outcome, now, admitted))
+        .collect();
+    Decided { answers, admitted }
+}
+
+/// `call`, weighing `costs` on the limits Redis is asked about.
+fn weighing<'r>(call: &Call<'r>, costs: &[u64]) -> Call<'r> {
+    let mut call = call.clone();
+    let mut costs = costs.iter();
+    call.each_limit(|limit| {
+        if limit.preset.is_none() {
+            limit.charge.cost = costs.next().copied().unwrap_or(0);
+        }
+    });
+    call
+}
+
+/// Awaits `sent` for at most `budget`: its reply, or, past it, the call still running.
+async fn within(mut sent: Sent, budget: Duration) -> Result<Value, Failed> {
+    let timer = tokio::time::sleep(budget);
+    tokio::pin!(timer);
+    let answered = std::future::poll_fn(|cx| {
+        if let Poll::Ready(reply) = sent.as_mut().poll(cx) {
+            return Poll::Ready(Some(reply));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    match answered {
+        Some(reply) => Ok(reply.map_err(BackendError::from)?),
+        None => Err(Failed {
+            cause: BackendError::Timeout(budget),
+            late: Some(Late::Script(sent, 0)),
+        }),
+    }
+}
+
+/// A round trip of a line in flight: handed on, to the first batch gathering behind it, when it ends,
+/// however it ends (answered, past its deadline, or dropped with its caller).
+struct Turn<'a> {
+    redis: &'a Arc<RedisBackend>,
+    coalescer: &'a Coalescer,
+    key: KeyRef<'a>,
+    hash: crate::sharded::KeyHash,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if let Some(next) = self.coalescer.pass_on(self.key, self.hash) {
+            tokio::spawn(Arc::clone(self.redis).drive(next, self.key.to_store_key()));
+        }
+    }
+}
 
 impl RedisBackend {
     pub(crate) fn new(
         topology: Topology,
         deadline: Duration,
         test_clock: Option<Arc<dyn Clock>>,
-        local: MemoryStore,
+        fallback: Fallback,
         breaker: BreakerConfig,
-        instances: Instances,
         sparing: Sparing,
     ) -> RedisBackend {
         RedisBackend {
@@ -109,45 +295,24 @@ impl RedisBackend {
             connection: OnceLock::new(),
             deadline,
             test_clock,
-            clock: Arc::clone(local.clock()),
-            local,
+            clock: Arc::clone(fallback.local.clock()),
+            fallback,
             breaker: Breaker::new(breaker),
-            instances,
             denied: sparing.deny_cache.then(DenyCache::default),
-            coalescer: sparing.coalesce.then(Arc::default),
+            coalescer: sparing.coalesce.then(Coalescer::default),
             leases: Leases::default(),
-            degraded: AtomicU64::new(0),
-            recovered_at: AtomicU64::new(0),
         }
     }
 
-    /// Gives back the memory of the `local` fallback: keys whose limit is full again at once, and every key
-    /// once Redis has decided again for [`LOCAL_KEPT`]. (The heartbeat calls it on each beat.)
-    pub(crate) fn tidy_local(&self) {
-        if self.local.keys() == 0 {
-            return;
-        }
-        self.local.sweep();
-        let since = self.recovered_at.load(Ordering::Relaxed);
-        let now = self.clock.now_micros();
-        if since != 0
-            && !self.breaker.is_failing()
-            && now.saturating_sub(since) >= as_micros(LOCAL_KEPT)
-        {
-            self.local.clear();
-            self.recovered_at.store(0, Ordering::Relaxed);
-        }
+    /// The bound on one decision.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
     }
 
     /// Where Redis is, without a password.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn describe(&self) -> String {
         self.topology.describe()
-    }
-
-    /// The bound on one decision.
-    pub(crate) fn deadline(&self) -> Duration {
-        self.deadline
     }
 
     /// The shared connection (created on first use, inside the caller's Tokio runtime).
@@ -202,6 +367,16 @@ impl RedisBackend {
         self.breaker.is_open()
     }
 
+    /// Decisions made in degraded mode so far (calls).
+    pub(crate) fn degraded_count(&self) -> u64 {
+        self.fallback.count()
+    }
+
+    /// Gives back the memory of the `local` fallback (see [`Fallback::tidy`]).
+    pub(crate) fn tidy_local(&self) {
+        self.fallback.tidy(self.breaker.is_failing());
+    }
+
     /// Limits changed: what Redis said of them no longer holds.
     pub(crate) fn forget_denials(&self) {
         if let Some(cache) = &self.denied {
@@ -209,17 +384,11 @@ impl RedisBackend {
         }
     }
 
-    /// What Redis said under a limit that `change` changes no longer holds: forgets the denials of its key, or
-    /// of every key under its prefix. The switch changes no limit.
-    pub(crate) fn forget_denials_of(&self, change: &Change) {
-        let (Some(cache), Change::Set(o) | Change::Clear(o)) = (&self.denied, change) else {
-            return;
-        };
-        match o.target_key() {
-            Some(key) => cache.remove(KeyRef {
-                prefix: o.target_prefix(),
-                rest: key,
-            }),
+    /// A limit under `prefix` (of `key` alone, when given) changed: what Redis said of it no longer holds.
+    pub(crate) fn forget_denials_of(&self, prefix: &str, key: Option<&str>) {
+        let Some(cache) = &self.denied else { return };
+        match key {
+            Some(key) => cache.remove(KeyRef { prefix, rest: key }),
             None => cache.clear(),
         }
     }
@@ -229,43 +398,45 @@ impl RedisBackend {
         self.test_clock.as_ref().map(|clock| as_micros(clock.now()))
     }
 
-    /// Answers a call from what this process knows (a denial Redis already gave, the breaker open); else
-    /// the question to ask Redis.
-    pub(crate) fn try_answer<const N: usize>(
-        &self,
-        asks: &[Ask<'_>; N],
-    ) -> Result<[Answer; N], Box<Question<N>>> {
+    /// Decides `call` from what this process knows (a lease it holds, a denial Redis already gave, the breaker
+    /// open); else what Redis is to decide.
+    #[inline]
+    pub(crate) fn decide_now(self: &Arc<Self>, call: &Call<'_>) -> Result<Decided, Later> {
         let sent = self.clock.now();
-        let costs = asks.each_ref().map(|ask| ask.charge.cost);
         // A call that can never fit has only a nominal `retry_after`: nothing to keep.
-        let fits = asks.iter().all(|ask| ask.charge.can_fit(ask.algorithm));
+        let fits = call.limits().iter().all(CallLimit::can_fit);
         // A call of one leased limit spends this node's lease, if it holds enough of one.
-        let leased = match asks.as_slice() {
-            [ask] if fits && ask.preset.is_none() => ask.lease.map(|terms| (ask, terms)),
+        let leased = match call.limits() {
+            [limit] if fits && limit.preset.is_none() => limit.lease.map(|terms| (limit, terms)),
             _ => None,
         };
-        if let Some(answer) = leased.and_then(|(ask, _)| self.leases.spend(ask, sent)) {
-            return Ok(std::array::from_fn(|_| answer));
+        if let Some(answer) = leased.and_then(|(limit, _)| self.leases.spend(limit, sent)) {
+            return Ok(Decided {
+                admitted: answer.decision.allowed,
+                answers: OneOrMany::One(answer),
+            });
         }
         let cache = self.denied.as_ref().filter(|_| fits);
         let mut lookup = Lookup::Miss;
         if let Some(cache) = cache.filter(|cache| !cache.is_empty()) {
             let fails = self.breaker.is_failing();
-            lookup = match asks.as_slice() {
-                [one] => cache.get(one.key, costs, sent, self.deadline, fails),
-                _ => cache.get(joined(asks).parts(), costs, sent, self.deadline, fails),
-            };
+            let joined = call_key(call);
+            let costs = call.limits().iter().map(|limit| limit.charge.cost);
+            lookup = cache.get(named(call, &joined), costs, sent, self.deadline, fails);
         }
         if let Lookup::Denied(decisions) = lookup {
-            return Ok(decisions.map(Answer::uncharged));
+            return Ok(Decided {
+                answers: decisions.map(|decision| Answer::uncharged(*decision)),
+                admitted: false,
+            });
         }
         let permit = self.breaker.permit();
         if permit == Permit::Skip {
-            return Ok(self.degraded(asks));
+            return Ok(self.fallback.decide(call, self.breaker.probe_every()));
         }
         let lease =
             leased.map(
-                |(ask, terms)| match self.leases.take(ask, sent, self.taking_stale()) {
+                |(limit, terms)| match self.leases.take(limit, sent, self.taking_stale()) {
                     Take::Lease(back) => LeaseStep::Take { terms, back },
                     Take::Wait(taken) => LeaseStep::Wait(taken),
                 },
@@ -273,100 +444,547 @@ impl RedisBackend {
         // A probe must reach Redis, to close the breaker or keep it open: it waits for no lease.
         let lease =
             lease.filter(|step| permit == Permit::Call || !matches!(step, LeaseStep::Wait(_)));
-        Err(Box::new(Question {
-            limits: asks.each_ref().map(|ask| Owned {
-                algorithm: ask.algorithm,
-                key: ask.key.to_store_key(),
-                charge: ask.charge,
-                vetoes: ask.vetoes,
-                on_error: ask.on_error,
-                preset: ask.preset,
-                lease: ask.lease,
-            }),
-            call: call_key(asks),
-            nonce: nonce(),
+        Err(Later {
+            redis: Arc::clone(self),
             permit,
-            cached: cache.is_some(),
             sent,
+            cached: cache.is_some(),
             probe: matches!(lookup, Lookup::Probe),
             lease,
-        }))
+        })
     }
 
-    /// Asks Redis, within the deadline; decides in degraded mode when it cannot answer. Each limit's answer,
-    /// and whether the call was admitted.
-    pub(crate) async fn ask<const N: usize>(&self, question: &Question<N>) -> ([Answer; N], bool) {
-        if let (Some(LeaseStep::Wait(taken)), [owned]) =
-            (&question.lease, question.limits.as_slice())
-        {
+    /// Asks Redis what [`decide_now`](RedisBackend::decide_now) could not answer, within the deadline;
+    /// decides in degraded mode when Redis cannot answer in time, and reconciles its late answer.
+    pub(crate) async fn decide_later(call: &Call<'_>, later: Later) -> Decided {
+        let redis = &*later.redis;
+        let mut lease = later.lease;
+        // A call's deadline is for Redis to answer it, all of it: what it waited for a lease comes off it.
+        let mut budget = redis.deadline;
+        if let (Some(LeaseStep::Wait(taken)), [limit]) = (&mut lease, call.limits()) {
             // The call taking the lease is done within its deadline, and this call waits no longer than its
-            // own; then it spends the lease, or, when it brings nothing, asks Redis after all.
-            let mut taken = taken.clone();
-            let _ = tokio::time::timeout(self.deadline, taken.changed()).await;
-            let ask = owned.ask();
-            if let Some(answer) = self.leases.spend(&ask, self.clock.now()) {
-                return (std::array::from_fn(|_| answer), answer.decision.allowed);
+            // own; then it spends the lease, or, when it brings nothing, asks Redis with what is left of it.
+            let _ = tokio::time::timeout(redis.deadline, taken.changed()).await;
+            let now = redis.clock.now();
+            if let Some(answer) = redis.leases.spend(limit, now) {
+                return Decided {
+                    admitted: answer.decision.allowed,
+                    answers: OneOrMany::One(answer),
+                };
             }
+            budget = budget.saturating_sub(now.saturating_sub(later.sent));
         }
+        let joined = call_key(call);
+        let key = named(call, &joined);
+        let takes_lease = matches!(lease, Some(LeaseStep::Take { .. }));
         // Making the connection spends no decision's deadline: it has a bound of its own.
-        let asked = match self.establish().await {
-            Ok(()) => tokio::time::timeout(self.deadline, self.decide(question))
-                .await
-                .unwrap_or(Err(BackendError::Timeout(self.deadline))),
-            Err(cause) => Err(cause),
+        let asked = match redis.establish().await {
+            Ok(()) => match lease {
+                Some(LeaseStep::Take { terms, back }) => {
+                    later.redis.take_lease(call, later.sent, terms, back).await
+                }
+                _ => later.redis.ask(call, key, later.permit, budget).await,
+            },
+            Err(cause) => Err(Failed::from(cause)),
         };
-        let answers = match asked {
-            Ok(answers) => {
-                if self.breaker.succeeded(question.permit) == Transition::Recovered {
-                    let now = self.clock.now_micros().max(1);
-                    self.recovered_at.store(now, Ordering::Relaxed);
+        let mut decided = match asked {
+            // A batch it waited in, that Redis did not answer in time: decided (and counted) degraded by the
+            // batch's sender.
+            Ok(decided) if decided.answers.iter().any(|a| a.decision.degraded) => decided,
+            Ok(decided) => {
+                if redis.breaker.succeeded(later.permit) == Transition::Recovered {
+                    redis.fallback.recovered();
                     tracing::warn!(
-                        key = &*question.call,
+                        key = %key,
                         "rate limiter: Redis answers again; deciding in Redis"
                     );
                 }
-                answers
+                decided
             }
-            Err(cause) => {
-                if let Some(LeaseStep::Take { .. }) = question.lease {
-                    self.leases.abandon(question.limits[0].key.parts());
+            Err(failed) => {
+                if takes_lease {
+                    redis.leases.abandon(call.limits()[0].key.parts());
                 }
-                let transition = self.breaker.failed(question.permit);
-                degraded::log_failure(
-                    &question.call,
-                    question.limits.each_ref().map(|l| l.on_error),
-                    &cause,
-                    transition,
-                );
-                self.degraded(&question.limits.each_ref().map(Owned::ask))
+                let transition = redis.breaker.failed(later.permit);
+                let on_error = call.limits().iter().map(|limit| limit.on_error);
+                degraded::log_failure(&key.to_string(), on_error, &failed.cause, transition);
+                let decided = redis.fallback.decide(call, redis.breaker.probe_every());
+                if let Some(late) = failed.late {
+                    let call = call.detached();
+                    let refused = !decided.admitted;
+                    let redis = Arc::clone(&later.redis);
+                    tokio::spawn(async move { redis.reconcile(late, &call, refused).await });
+                }
+                decided
             }
         };
-        let mut answers = answers;
-        if let [owned] = question.limits.as_slice() {
-            if let (Some(terms), [answer]) = (owned.lease, answers.as_mut_slice()) {
-                // Units other nodes hold in leases come back within a lease's time to live (and a sweep):
-                // a refusal of a leased limit holds no longer.
+        redis.after(
+            call,
+            key,
+            &mut decided,
+            later.sent,
+            later.cached,
+            later.probe,
+        );
+        decided
+    }
+
+    /// What follows a decision Redis made (or the failure policy made for it): a leased limit's refusal holds
+    /// no longer than a lease's life, and the deny cache hears the answer.
+    fn after(
+        &self,
+        call: &Call<'_>,
+        key: KeyRef<'_>,
+        decided: &mut Decided,
+        sent: Duration,
+        cached: bool,
+        probe: bool,
+    ) {
+        if let ([limit], [answer]) = (call.limits(), &mut *decided.answers) {
+            if let Some(terms) = limit.lease {
+                // Units other nodes hold in leases come back within a lease's time to live (and a sweep): a
+                // refusal of a leased limit holds no longer.
                 let back = lease::back_within(terms);
                 answer.decision.retry_after = answer.decision.retry_after.min(back);
             }
         }
-        let decisions = answers.map(|answer| answer.decision);
-        let asks = question.limits.each_ref().map(Owned::ask);
-        let admitted = admitted(&asks, |i| decisions[i].allowed);
-        if let Some(cache) = self.denied.as_ref().filter(|_| question.cached) {
+        if let Some(cache) = self.denied.as_ref().filter(|_| cached) {
             // What Redis said (a degraded decision: nothing, and the cache forgets the call).
-            let costs = question.limits.each_ref().map(|limit| limit.charge.cost);
-            let (sent, probe) = (question.sent, question.probe);
-            cache.answered(
-                question.call.parts(),
-                costs,
-                &decisions,
-                admitted,
-                sent,
-                probe,
-            );
+            let decisions: Vec<_> = decided.decisions().collect();
+            let costs = call.limits().iter().map(|limit| limit.charge.cost);
+            cache.answered(key, costs, &decisions, decided.admitted, sent, probe);
         }
-        (answers, admitted)
+    }
+
+    /// Decides `call` in Redis: one script call (with the calls on the same key and limits waiting for the
+    /// same round trip, when coalescing is on), or, on a cluster whose slots split the call's keys, one per
+    /// slot.
+    async fn ask(
+        self: &Arc<Self>,
+        call: &Call<'_>,
+        key: KeyRef<'_>,
+        permit: Permit,
+        budget: Duration,
+    ) -> Result<Decided, Failed> {
+        let connection = self.connection()?;
+        let asked = asked(call);
+        let keys: Vec<&str> = match &*asked {
+            [_] => Vec::new(),
+            many => many.iter().map(|limit| &*limit.key).collect(),
+        };
+        if let Some(groups) = connection.slots_apart(&keys) {
+            return self.ask_across_slots(call, groups).await;
+        }
+        let nonce = nonce();
+        // A probe must reach Redis, to close the breaker or keep it open: it goes alone.
+        let coalescer = self.coalescer.as_ref().filter(|_| permit == Permit::Call);
+        let place = match (coalescer, Shape::of(call)) {
+            (Some(coalescer), Some(shape)) => {
+                let hash = coalescer.hash(key);
+                let member = Member {
+                    nonce,
+                    costs: costs_of(&asked),
+                };
+                let until = self.clock.now() + budget;
+                let place = coalescer.join((key, hash), shape, call, member, until);
+                Some((coalescer, hash, place))
+            }
+            _ => None,
+        };
+        match place {
+            Some((_, _, Place::Wait(batch, index))) => Ok(batch.decided(index).await),
+            Some((coalescer, hash, Place::Lead)) => {
+                // The line is this call's to hand on however its round trip ends: answered, past its deadline,
+                // or dropped with its caller.
+                let _turn = Turn {
+                    redis: self,
+                    coalescer,
+                    key,
+                    hash,
+                };
+                let costs = costs_of(&asked);
+                let calls = [BatchCall {
+                    nonce,
+                    costs: &costs[..asked.len()],
+                }];
+                let (mut each, now) = self
+                    .round_trip(&asked, &calls, budget)
+                    .await
+                    .map_err(|failed| failed.named(nonce))?;
+                Ok(decided_of(call, &each.swap_remove(0), now))
+            }
+            _ => {
+                let costs = costs_of(&asked);
+                let calls = [BatchCall {
+                    nonce,
+                    costs: &costs[..asked.len().min(MAX_LIMITS)],
+                }];
+                // Past the coalescer's bound on limits: costs of every limit.
+                let all: Vec<u64>;
+                let calls = match asked.len() > MAX_LIMITS {
+                    true => {
+                        all = asked.iter().map(|limit| limit.charge.cost).collect();
+                        vec![BatchCall { nonce, costs: &all }]
+                    }
+                    false => calls.to_vec(),
+                };
+                let (mut each, now) = self
+                    .round_trip(&asked, &calls, budget)
+                    .await
+                    .map_err(|failed| failed.named(nonce))?;
+                Ok(decided_of(call, &each.swap_remove(0), now))
+            }
+        }
+    }
+
+    /// One script call deciding `calls` on `limits`, answered within `budget`: each call's outcome, and when.
+    async fn round_trip(
+        &self,
+        limits: &[&CallLimit<'_>],
+        calls: &[BatchCall<'_>],
+        budget: Duration,
+    ) -> Result<(Vec<CallOutcome>, u64), Failed> {
+        crate::observe::batch(calls.len());
+        let (script, command) = script::decide_command(limits, calls, self.test_now());
+        let sent = script::send(script, self.connection()?, command);
+        let reply = within(sent, budget).await?;
+        Ok(script::read_decided(&reply, limits, calls)?)
+    }
+
+    /// Sends `batch` (on the line of `key`), once a round trip of its line has ended: decides each of its
+    /// calls within the batch's deadline (degraded when Redis cannot, reconciled with Redis's late answer),
+    /// then hands the line on.
+    fn drive(
+        self: Arc<Self>,
+        batch: Arc<Batch>,
+        key: StoreKey,
+    ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move { self.send_batch(batch, key).await })
+    }
+
+    /// What [`drive`](RedisBackend::drive) does.
+    async fn send_batch(self: Arc<Self>, batch: Arc<Batch>, key: StoreKey) {
+        let members = batch.members();
+        let asked = asked(&batch.call);
+        let calls = batch_calls(&members, asked.len());
+        let budget = batch.until.saturating_sub(self.clock.now());
+        let permit = Permit::Call;
+        let decided = match budget.is_zero() {
+            true => Err(Failed::from(BackendError::Timeout(self.deadline))),
+            false => self.round_trip(&asked, &calls, budget).await,
+        };
+        let coalescer = self.coalescer.as_ref();
+        let next = coalescer.and_then(|c| c.pass_on(key.parts(), c.hash(key.parts())));
+        if let Some(next) = next {
+            tokio::spawn(Arc::clone(&self).drive(next, key.clone()));
+        }
+        match decided {
+            Ok((each, now)) => {
+                if self.breaker.succeeded(permit) == Transition::Recovered {
+                    self.fallback.recovered();
+                }
+                let decided = each.iter().zip(&members).map(|(outcome, member)| {
+                    let call = weighing(&batch.call, &member.costs[..asked.len()]);
+                    decided_of(&call, outcome, now)
+                });
+                batch.decide(decided.collect());
+            }
+            Err(failed) => {
+                let transition = self.breaker.failed(permit);
+                let on_error = batch.call.limits().iter().map(|limit| limit.on_error);
+                degraded::log_failure(&key, on_error, &failed.cause, transition);
+                let retry = self.breaker.probe_every();
+                let degraded: Vec<Decided> = members
+                    .iter()
+                    .map(|member| {
+                        let call = weighing(&batch.call, &member.costs[..asked.len()]);
+                        self.fallback.decide(&call, retry)
+                    })
+                    .collect();
+                let refused: Vec<bool> = degraded.iter().map(|d| !d.admitted).collect();
+                batch.decide(degraded);
+                if let Some(Late::Script(late, _)) = failed.late {
+                    self.reconcile_calls(late, &batch.call, &members, &refused)
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// A call to Redis past its deadline, answered late: what Redis admitted of `call` though its caller was
+    /// refused meanwhile (`refused`) goes back, through the one give-back path. (What a caller let through,
+    /// Redis's count keeps.) Counted in the metric `limiter_reconciled_total`.
+    async fn reconcile(&self, late: Late, call: &Call<'_>, refused: bool) {
+        match late {
+            Late::Script(sent, nonce) => {
+                let member = Member {
+                    nonce,
+                    costs: costs_of(&asked(call)),
+                };
+                self.reconcile_calls(sent, call, &[member], &[refused])
+                    .await;
+            }
+            Late::Exchange(exchange) => {
+                let Ok(Ok((decided, owned))) = tokio::time::timeout(LATE, exchange).await else {
+                    return;
+                };
+                if decided.admitted && refused {
+                    crate::observe::reconciled();
+                    let units: Vec<u64> = owned.limits().iter().map(|l| l.charge.cost).collect();
+                    self.give_back(&owned, &decided, &units).await;
+                }
+            }
+        }
+    }
+
+    /// [`reconcile`](RedisBackend::reconcile) of a script call that carried `members` (of `call`'s limits),
+    /// each refused meanwhile or not (`refused`).
+    async fn reconcile_calls(
+        &self,
+        late: Sent,
+        call: &Call<'_>,
+        members: &[Member],
+        refused: &[bool],
+    ) {
+        let Ok(Ok(reply)) = tokio::time::timeout(LATE, late).await else {
+            return;
+        };
+        let asked = asked(call);
+        let calls = batch_calls(members, asked.len());
+        let Ok((each, now)) = script::read_decided(&reply, &asked, &calls) else {
+            return;
+        };
+        for ((outcome, member), refused) in each.iter().zip(members).zip(refused) {
+            if !*refused || !outcome.admitted {
+                continue;
+            }
+            let call = weighing(call, &member.costs[..asked.len()]);
+            let decided = decided_of(&call, outcome, now);
+            let units: Vec<u64> = call.limits().iter().map(|l| l.charge.cost).collect();
+            crate::observe::reconciled();
+            self.give_back(&call, &decided, &units).await;
+        }
+    }
+
+    /// Decides `call`'s limits one slot's `groups` at a time, giving back what the admitting slots charged
+    /// when another's limits deny the call. The whole exchange runs on past the deadline, and is reconciled
+    /// as a late answer is.
+    async fn ask_across_slots(
+        self: &Arc<Self>,
+        call: &Call<'_>,
+        groups: Vec<Vec<usize>>,
+    ) -> Result<Decided, Failed> {
+        let (redis, owned) = (Arc::clone(self), call.detached());
+        let exchange = async move {
+            let asked = asked(&owned);
+            let mut outcomes: Vec<Outcome> = Vec::with_capacity(asked.len());
+            outcomes.resize(asked.len(), Outcome::admit(0));
+            let (mut now, mut admitted, mut charged) = (0, true, Vec::new());
+            let nonce = nonce();
+            for group in &groups {
+                let limits: Vec<&CallLimit<'_>> = group.iter().map(|&j| asked[j]).collect();
+                let costs: Vec<u64> = limits.iter().map(|l| l.charge.cost).collect();
+                let calls = [BatchCall {
+                    nonce,
+                    costs: &costs,
+                }];
+                let (script, command) = script::decide_command(&limits, &calls, redis.test_now());
+                let reply = script::send(script, redis.connection()?, command).await?;
+                let (each, at) = script::read_decided(&reply, &limits, &calls)?;
+                now = now.max(at);
+                for (&j, outcome) in group.iter().zip(each[0].outcomes.iter()) {
+                    outcomes[j] = *outcome;
+                }
+                admitted &= each[0].admitted;
+                if each[0].admitted {
+                    charged.push(group.clone());
+                }
+            }
+            if !admitted {
+                // The slots that admitted the call give back what it charged them, before it returns.
+                let mut connection = redis.connection()?;
+                for group in charged {
+                    let given: Vec<GiveBack<'_>> = group
+                        .iter()
+                        .filter(|&&j| outcomes[j].allowed)
+                        .map(|&j| {
+                            GiveBack::of(asked[j], &outcomes[j].receipt, asked[j].charge.cost)
+                        })
+                        .collect();
+                    script::refund(&mut connection, &given, redis.test_now()).await?;
+                    for &j in &group {
+                        if outcomes[j].allowed {
+                            outcomes[j].remaining += asked[j].charge.cost;
+                        }
+                    }
+                }
+            }
+            let outcome = CallOutcome {
+                admitted,
+                outcomes: OneOrMany::Many(outcomes),
+            };
+            Ok::<_, BackendError>((decided_of(&owned, &outcome, now), owned))
+        };
+        let mut exchange: Exchange = Box::pin(exchange);
+        let timer = tokio::time::sleep(self.deadline);
+        tokio::pin!(timer);
+        let answered = std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = exchange.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            timer.as_mut().poll(cx).map(|()| None)
+        })
+        .await;
+        match answered {
+            Some(done) => Ok(done?.0),
+            // Past the deadline: the exchange runs on, to be reconciled with the decision made meanwhile.
+            None => Err(Failed {
+                cause: BackendError::Timeout(self.deadline),
+                late: Some(Late::Exchange(exchange)),
+            }),
+        }
+    }
+
+    /// How long a call may be taking a lease before it is taken to have been dropped: past its deadline.
+    fn taking_stale(&self) -> Duration {
+        self.deadline * 2
+    }
+
+    /// Takes a lease for the one limit of `call`, sent at `sent` (giving back `back`, what is left of the last
+    /// one), within the deadline, and answers the call with the first of its units; refused, with the limit's
+    /// answer to the call alone. A lease taken past the deadline goes back whole.
+    async fn take_lease(
+        self: &Arc<Self>,
+        call: &Call<'_>,
+        sent: Duration,
+        terms: LeaseTerms,
+        back: Option<Box<Held>>,
+    ) -> Result<Decided, Failed> {
+        let limit = &call.limits()[0];
+        let back_given = back.as_deref().map(Held::remainder);
+        let (script, command) =
+            script::lease_command(limit, terms.units, back_given.as_ref(), self.test_now());
+        let sending = script::send(script, self.connection()?, command);
+        let reply = match within(sending, self.deadline).await {
+            Ok(reply) => reply,
+            Err(mut failed) => {
+                if let Some(Late::Script(late, _)) = failed.late.take() {
+                    let (redis, call) = (Arc::clone(self), call.detached());
+                    tokio::spawn(async move { redis.return_late_lease(late, &call).await });
+                }
+                return Err(failed);
+            }
+        };
+        let taken = script::read_lease(&reply, limit.algorithm)?;
+        let received = self.clock.now();
+        let answer = self.leases.taken(limit, sent, terms, taken, received)?;
+        Ok(Decided {
+            admitted: answer.decision.allowed,
+            answers: OneOrMany::One(answer),
+        })
+    }
+
+    /// A lease taken past its deadline: its units go back whole, once Redis's answer comes.
+    async fn return_late_lease(&self, late: Sent, call: &Call<'_>) {
+        let limit = &call.limits()[0];
+        let Ok(Ok(reply)) = tokio::time::timeout(LATE, late).await else {
+            return;
+        };
+        let Ok((now, taken, reported)) = script::read_lease(&reply, limit.algorithm) else {
+            return;
+        };
+        if taken == 0 {
+            return;
+        }
+        let Some(mut state) =
+            crate::algorithm::State::reported(limit.algorithm, now, &limit.charge, reported)
+        else {
+            return;
+        };
+        let charge = crate::algorithm::Charge {
+            cost: taken,
+            ..limit.charge
+        };
+        let outcome = state.decide(now, &charge);
+        let given = GiveBack {
+            key: &limit.key,
+            algorithm: limit.algorithm,
+            charge: &charge,
+            receipt: &outcome.receipt,
+            units: taken,
+        };
+        crate::observe::reconciled();
+        self.refund(&[given], limit.key.parts()).await;
+    }
+
+    /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says): to a
+    /// lease it spent, to this process's `local` fallback, and in Redis, in one script call (per slot on a
+    /// cluster) within the deadline. Exactly, unless a charge has left its limit already (then nothing), never
+    /// more.
+    pub(crate) async fn give_back(&self, call: &Call<'_>, decided: &Decided, units: &[u64]) {
+        let mut in_redis = Vec::new();
+        for ((limit, answer), &units) in call.limits().iter().zip(decided.answers.iter()).zip(units)
+        {
+            let units = units.min(limit.charge.cost);
+            match answer.charged {
+                Charged::Nothing => {}
+                Charged::Local => self.fallback.refund(limit, units, answer),
+                Charged::Lease => self
+                    .leases
+                    .refund(limit.key.parts(), units, &answer.receipt),
+                Charged::Store => in_redis.push(GiveBack::of(limit, &answer.receipt, units)),
+            }
+        }
+        if in_redis.is_empty() {
+            return;
+        }
+        let joined = call_key(call);
+        self.refund(&in_redis, named(call, &joined)).await;
+    }
+
+    /// Gives back `given`, the charges of the call `call` names: one script call (per slot on a cluster),
+    /// within the deadline. A refund that fails is dropped (the limit then keeps the charge: it admits less,
+    /// never more), and logged.
+    async fn refund(&self, given: &[GiveBack<'_>], call: KeyRef<'_>) {
+        let test_now = self.test_now();
+        let giving = async {
+            let mut connection = self.connection()?;
+            let keys: Vec<&str> = given.iter().map(|given| given.key).collect();
+            match connection.slots_apart(&keys) {
+                None => script::refund(&mut connection, given, test_now).await,
+                Some(groups) => {
+                    for group in groups {
+                        let part: Vec<_> = group.iter().map(|&i| given[i]).collect();
+                        script::refund(&mut connection, &part, test_now).await?;
+                    }
+                    Ok(())
+                }
+            }
+        };
+        match tokio::time::timeout(self.deadline, giving).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::debug!(%error, key = %call, "rate limiter: a charge could not be given back")
+            }
+            Err(_) => tracing::debug!(key = %call, "rate limiter: giving a charge back timed out"),
+        }
+        if let Some(cache) = &self.denied {
+            // The call's limits have room again: what Redis said of it before no longer holds.
+            cache.remove(call);
+        }
+    }
+
+    /// Gives back what is left of the leases that ran out of time while no call came for them, as any charge
+    /// is given back (each within the deadline; one that fails is dropped, and its units are lost until their
+    /// window passes: the limit admits less, never more), and reports the units this node's leases still
+    /// hold.
+    pub(crate) async fn return_expired_leases(&self) {
+        let (expired, outstanding) = self.leases.expired(self.clock.now(), self.taking_stale());
+        crate::observe::lease_units(outstanding);
+        for held in expired {
+            self.refund(&[held.remainder()], held.remainder().key.into())
+                .await;
+        }
     }
 }
 

@@ -1,24 +1,45 @@
-//! The lines' own rules: which calls go at once, which wait, how a batch is handed on, and how many it
-//! carries.
+//! The lines' own rules: which calls go at once, which wait and in which batch, how a batch takes a round
+//! trip's place, and how its calls read their decisions.
+
+use std::time::Duration;
 
 use super::*;
-
-fn shape() -> Shape {
-    Shape::of([[1, 60_000_000, 100, 0]].into_iter()).unwrap()
-}
+use crate::algorithm::{Algorithm, Charge, Receipt};
+use crate::call::{Answer, Charged, OneOrMany};
+use crate::Decision;
 
 const KEY: KeyRef<'static> = KeyRef {
     prefix: "p:",
     rest: "hot",
 };
 
-fn join(coalescer: &Coalescer, nonce: u64) -> Place {
-    coalescer.join(KEY, coalescer.hash(KEY), shape(), nonce, [1; MAX_LIMITS])
+fn charge(max: u64) -> Charge {
+    Charge {
+        window: 60_000_000,
+        max,
+        cost: 1,
+        burst: max,
+        max_wait: 0,
+    }
 }
 
-fn waits(place: Place) -> oneshot::Receiver<Turn> {
+fn call(max: u64) -> Call<'static> {
+    Call::of([(Algorithm::SlidingLog, "p:hot", charge(max))])
+}
+
+fn join(coalescer: &Coalescer, call: &Call<'_>, nonce: u64) -> Place {
+    let shape = Shape::of(call).unwrap();
+    let until = Duration::from_secs(1);
+    let member = Member {
+        nonce,
+        costs: [1; MAX_LIMITS],
+    };
+    coalescer.join((KEY, coalescer.hash(KEY)), shape, call, member, until)
+}
+
+fn waits(place: Place) -> (Arc<Batch>, usize) {
     match place {
-        Place::Wait(turn) => turn,
+        Place::Wait(batch, index) => (batch, index),
         other => panic!("expected to wait, got {other:?}"),
     }
 }
@@ -26,81 +47,84 @@ fn waits(place: Place) -> oneshot::Receiver<Turn> {
 /// The first calls on a key, up to [`IN_FLIGHT`], are sent at once.
 fn fill(coalescer: &Coalescer) {
     for n in 0..IN_FLIGHT {
-        assert!(matches!(join(coalescer, 100 + n as u64), Place::Lead));
+        assert!(matches!(
+            join(coalescer, &call(100), 100 + n as u64),
+            Place::Lead
+        ));
     }
 }
 
 #[test]
-fn the_first_calls_go_at_once_and_the_next_wait_for_a_round_trip() {
-    let coalescer = Arc::new(Coalescer::default());
+fn the_first_calls_go_at_once_and_the_next_wait_in_one_batch() {
+    let coalescer = Coalescer::default();
     fill(&coalescer);
-    let mut second = waits(join(&coalescer, 2));
-    let mut third = waits(join(&coalescer, 3));
-    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
-    let Ok(Turn::Lead(baton)) = second.try_recv() else {
-        panic!("the second call leads the next batch");
-    };
-    assert!(third.try_recv().is_err(), "the third goes with the second");
-    let carried = baton.take();
-    assert_eq!(carried.iter().map(|m| m.nonce).collect::<Vec<_>>(), [3]);
-    // As many batches as before are in flight: a new call waits. Once they are all done, with no one
-    // waiting, the line closes.
-    let mut fourth = waits(join(&coalescer, 4));
-    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
-    assert!(matches!(fourth.try_recv(), Ok(Turn::Lead(_))));
+    let (second, i) = waits(join(&coalescer, &call(100), 2));
+    let (third, j) = waits(join(&coalescer, &call(100), 3));
+    assert!(Arc::ptr_eq(&second, &third), "one batch gathers them");
+    assert_eq!((i, j), (0, 1));
+    let nonces: Vec<u64> = second.members().iter().map(|m| m.nonce).collect();
+    assert_eq!(nonces, [2, 3]);
+    // A round trip ends: the batch takes its place, to be sent; a new call waits in a new batch.
+    let sent = coalescer
+        .pass_on(KEY, coalescer.hash(KEY))
+        .expect("a batch");
+    assert!(Arc::ptr_eq(&sent, &second));
+    let (fourth, _) = waits(join(&coalescer, &call(100), 4));
+    assert!(!Arc::ptr_eq(&fourth, &second));
+    assert!(coalescer.pass_on(KEY, coalescer.hash(KEY)).is_some());
+    // Every round trip done, none gathering: the line closes.
     for _ in 0..IN_FLIGHT {
-        coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
+        assert!(coalescer.pass_on(KEY, coalescer.hash(KEY)).is_none());
     }
     let (mut lines, hash) = coalescer.lines.lock(KEY);
     assert!(lines.get_mut(hash, KEY).is_none(), "the line is closed");
 }
 
 #[test]
-fn a_baton_whose_caller_is_gone_before_reading_it_passes_the_line_on() {
-    let coalescer = Arc::new(Coalescer::default());
+fn a_full_batch_starts_another_and_other_limits_go_alone() {
+    let coalescer = Coalescer::default();
     fill(&coalescer);
-    let second = waits(join(&coalescer, 2));
-    let mut third = waits(join(&coalescer, 3));
-    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
-    // The baton is in the second call's channel, unread, when its caller is dropped (its deadline passed).
-    drop(second);
-    let Ok(Turn::Lead(baton)) = third.try_recv() else {
-        panic!("the third call, never sent, leads instead");
-    };
-    drop(baton.take());
-    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
+    let (first, _) = waits(join(&coalescer, &call(100), 0));
+    for n in 1..MAX_BATCH as u64 {
+        let (batch, index) = waits(join(&coalescer, &call(100), n));
+        assert!(Arc::ptr_eq(&batch, &first));
+        assert_eq!(index, n as usize);
+    }
+    let (next, index) = waits(join(&coalescer, &call(100), 999));
     assert!(
-        matches!(join(&coalescer, 4), Place::Lead),
-        "a batch fewer is in flight: a new call is sent at once"
+        !Arc::ptr_eq(&next, &first),
+        "a batch carries at most {MAX_BATCH}"
     );
+    assert_eq!(index, 0);
+    // The same key, another limit (an override changed `max`): alone.
+    assert!(matches!(join(&coalescer, &call(50), 7), Place::Alone));
 }
 
-#[test]
-fn a_batch_carries_at_most_max_batch_calls() {
-    let coalescer = Arc::new(Coalescer::default());
+#[tokio::test]
+async fn each_call_of_a_batch_reads_its_own_decision() {
+    let coalescer = Coalescer::default();
     fill(&coalescer);
-    let mut waiting: Vec<_> = (1..=MAX_BATCH as u64 + 10)
-        .map(|n| waits(join(&coalescer, n)))
-        .collect();
-    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
-    let Ok(Turn::Lead(baton)) = waiting[0].try_recv() else {
-        panic!("the first waiting call leads");
+    let (batch, _) = waits(join(&coalescer, &call(100), 1));
+    let (same, index) = waits(join(&coalescer, &call(100), 2));
+    let decided = |remaining| Decided {
+        answers: OneOrMany::One(Answer {
+            decision: Decision::new(
+                &charge(100),
+                crate::algorithm::Outcome {
+                    remaining,
+                    ..crate::algorithm::Outcome::admit(100)
+                },
+                0,
+                false,
+            ),
+            receipt: Receipt::default(),
+            charged: Charged::Store,
+        }),
+        admitted: true,
     };
-    assert_eq!(baton.take().len(), MAX_BATCH - 1);
-    coalescer.pass_on(KEY, coalescer.hash(KEY), Vec::new());
-    let Ok(Turn::Lead(baton)) = waiting[MAX_BATCH].try_recv() else {
-        panic!("the first call left behind leads the next batch");
-    };
-    assert_eq!(baton.take().len(), 9);
-}
-
-#[test]
-fn calls_on_other_limits_go_alone() {
-    let coalescer = Arc::new(Coalescer::default());
-    assert!(matches!(join(&coalescer, 1), Place::Lead));
-    let other = Shape::of([[1, 60_000_000, 5, 0]].into_iter()).unwrap();
-    assert!(matches!(
-        coalescer.join(KEY, coalescer.hash(KEY), other, 2, [1; MAX_LIMITS]),
-        Place::Alone
-    ));
+    let waiting = tokio::spawn(async move { same.decided(index).await });
+    tokio::task::yield_now().await;
+    batch.decide(vec![decided(9), decided(8)]);
+    assert_eq!(batch.decided(0).await.decision().remaining, 9);
+    assert_eq!(waiting.await.unwrap().decision().remaining, 8);
 }

@@ -23,6 +23,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::call::OneOrMany;
 use crate::key::KeyRef;
 use crate::sharded::{Keys, Sharded};
 use crate::Decision;
@@ -52,13 +53,13 @@ struct Denial {
     probing_until: Duration,
 }
 
-/// What the cache knows of a call of `N` limits.
+/// What the cache knows of a call.
 #[derive(Debug)]
-pub(crate) enum Lookup<const N: usize> {
+pub(crate) enum Lookup {
     /// Nothing: ask Redis.
     Miss,
     /// Redis said no, and it still holds: each limit's decision.
-    Denied([Decision; N]),
+    Denied(OneOrMany<Decision>),
     /// The denial ran out: this call re-asks Redis, and must report back with [`DenyCache::answered`].
     Probe,
 }
@@ -81,20 +82,21 @@ impl DenyCache {
     /// What is known of a call of `costs` to the limits that `key` names, at `now`; a probe it starts may take
     /// up to `deadline`. While Redis `fails`, a denial that ran out is no longer known: no probe holds other
     /// calls back, and the failure policy decides them (a denial still running holds: it is exact).
-    pub(crate) fn get<const N: usize>(
+    pub(crate) fn get(
         &self,
         key: KeyRef<'_>,
-        costs: [u64; N],
+        costs: impl ExactSizeIterator<Item = u64>,
         now: Duration,
         deadline: Duration,
         fails: bool,
-    ) -> Lookup<N> {
+    ) -> Lookup {
         if self.is_empty() {
             return Lookup::Miss;
         }
         let (mut shard, hash) = self.shards.lock(key);
+        let len = costs.len();
         let Some(denial) = shard.get_mut(hash, key).filter(|denial| {
-            denial.limits.len() == N && denial.limits.iter().zip(costs).all(|(l, c)| l.0 == c)
+            denial.limits.len() == len && denial.limits.iter().zip(costs).all(|(l, c)| l.0 == c)
         }) else {
             // Other costs have another `retry_after` (smaller ones may even fit).
             return Lookup::Miss;
@@ -102,13 +104,17 @@ impl DenyCache {
         let decisions = |denial: &Denial, retry_after: &dyn Fn(&Decision) -> Duration| {
             // Another call may have stored this denial after `now` was read: never below zero.
             let elapsed = now.saturating_sub(denial.sent);
-            std::array::from_fn(|i| {
-                let mut decision = denial.limits[i].1;
-                decision.retry_after = retry_after(&decision);
-                decision.reset_after = decision.reset_after.saturating_sub(elapsed);
-                decision.decided_at += elapsed;
-                decision
-            })
+            denial
+                .limits
+                .iter()
+                .map(|(_, decision)| {
+                    let mut decision = *decision;
+                    decision.retry_after = retry_after(&decision);
+                    decision.reset_after = decision.reset_after.saturating_sub(elapsed);
+                    decision.decided_at += elapsed;
+                    decision
+                })
+                .collect()
         };
         if now < denial.until {
             let sent = denial.sent;
@@ -129,11 +135,11 @@ impl DenyCache {
     /// Records Redis's answer to a call of `costs` to the limits `key` names, sent at `sent`, after a
     /// [`Lookup::Probe`] (`probe`) or a [`Lookup::Miss`]: each limit's decision, and whether the call was
     /// `admitted`.
-    pub(crate) fn answered<const N: usize>(
+    pub(crate) fn answered(
         &self,
         key: KeyRef<'_>,
-        costs: [u64; N],
-        decisions: &[Decision; N],
+        costs: impl Iterator<Item = u64>,
+        decisions: &[Decision],
         admitted: bool,
         sent: Duration,
         probe: bool,
@@ -154,11 +160,11 @@ impl DenyCache {
 
     /// Remembers Redis's denial of a call, sent at `sent`: until the last of its refusing limits would admit
     /// it.
-    fn insert<const N: usize>(
+    fn insert(
         &self,
         key: KeyRef<'_>,
-        costs: [u64; N],
-        decisions: &[Decision; N],
+        costs: impl Iterator<Item = u64>,
+        decisions: &[Decision],
         sent: Duration,
     ) {
         let retry_after = decisions.iter().map(|d| d.retry_after).max();
@@ -175,17 +181,18 @@ impl DenyCache {
                 return;
             }
         }
-        let denial = || Denial {
+        let denial = Denial {
             until: sent + retry_after,
-            limits: costs.into_iter().zip(decisions.iter().copied()).collect(),
+            limits: costs.zip(decisions.iter().copied()).collect(),
             sent,
             probing_until: Duration::ZERO,
         };
-        let (known, new) = shard.get_or_insert_with(hash, key, denial);
+        let mut denial = Some(denial);
+        let (known, new) = shard.get_or_insert_with(hash, key, || denial.take().expect("once"));
         if new {
             self.held.fetch_add(1, Ordering::Relaxed);
-        } else {
-            *known = denial();
+        } else if let Some(denial) = denial {
+            *known = denial;
         }
     }
 

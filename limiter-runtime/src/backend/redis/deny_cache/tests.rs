@@ -20,13 +20,13 @@ fn denied(retry_after: Duration) -> Decision {
 
 const DEADLINE: Duration = Duration::from_millis(50);
 
-fn get(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Lookup<1> {
-    cache.get(key.into(), [cost], now, DEADLINE, false)
+fn get(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Lookup {
+    cache.get(key.into(), [cost].into_iter(), now, DEADLINE, false)
 }
 
 fn denied_now(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Option<Decision> {
     match get(cache, key, cost, now) {
-        Lookup::Denied([decision]) => Some(decision),
+        Lookup::Denied(decisions) => Some(decisions[0]),
         _ => None,
     }
 }
@@ -54,7 +54,7 @@ fn answered(
 ) {
     cache.answered(
         key.into(),
-        [cost],
+        [cost].into_iter(),
         &[decision],
         decision.allowed,
         sent,
@@ -89,7 +89,7 @@ fn answers_until_retry_after_from_the_send() {
 fn while_redis_fails_a_denial_that_ran_out_holds_nothing_back() {
     let cache = DenyCache::default();
     denied_for_500ms(&cache);
-    let fails = |now| cache.get("k".into(), [1], now, DEADLINE, true);
+    let fails = |now| cache.get("k".into(), [1].into_iter(), now, DEADLINE, true);
     assert!(
         matches!(fails(T0 + Duration::from_millis(499)), Lookup::Denied(_)),
         "a denial still running is exact"
@@ -158,10 +158,18 @@ fn a_call_of_several_limits_is_denied_until_the_last_would_admit_it() {
         admitted,
         denied(Duration::from_millis(500)),
     ];
-    cache.answered("call".into(), [1, 2, 1], &decisions, false, T0, false);
+    cache.answered(
+        "call".into(),
+        [1, 2, 1].into_iter(),
+        &decisions,
+        false,
+        T0,
+        false,
+    );
     let later = T0 + Duration::from_millis(300);
-    match cache.get("call".into(), [1, 2, 1], later, DEADLINE, false) {
-        Lookup::Denied([a, b, c]) => {
+    match cache.get("call".into(), [1, 2, 1].into_iter(), later, DEADLINE, false) {
+        Lookup::Denied(decisions) => {
+            let [a, b, c] = [decisions[0], decisions[1], decisions[2]];
             assert_eq!(a.retry_after, Duration::ZERO);
             assert!(b.allowed && b.retry_after.is_zero());
             assert_eq!(c.retry_after, Duration::from_millis(200));
@@ -169,12 +177,18 @@ fn a_call_of_several_limits_is_denied_until_the_last_would_admit_it() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        cache.get("call".into(), [1, 1, 1], later, DEADLINE, false),
+        cache.get("call".into(), [1, 1, 1].into_iter(), later, DEADLINE, false),
         Lookup::Miss
     ));
     let expired = T0 + Duration::from_millis(500);
     assert!(matches!(
-        cache.get("call".into(), [1, 2, 1], expired, DEADLINE, false),
+        cache.get(
+            "call".into(),
+            [1, 2, 1].into_iter(),
+            expired,
+            DEADLINE,
+            false
+        ),
         Lookup::Probe
     ));
 }

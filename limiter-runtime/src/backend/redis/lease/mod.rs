@@ -15,15 +15,13 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::call::{Owned, Refund};
-use super::script;
+use super::script::GiveBack;
 use super::RedisBackend;
-use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, State};
-use crate::backend::{Answer, Ask, Charged};
+use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, Reported, State};
+use crate::call::{Answer, CallLimit, Charged, LeaseTerms};
 use crate::clock::as_micros;
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
-use crate::rule::LeaseTerms;
 use crate::sharded::{Keys, Sharded};
 use crate::Decision;
 
@@ -59,7 +57,7 @@ enum Slot {
 
 /// A lease this node holds.
 #[derive(Debug)]
-struct Held {
+pub(super) struct Held {
     generation: u64,
     key: StoreKey,
     algorithm: Algorithm,
@@ -83,7 +81,7 @@ struct Held {
 #[derive(Debug)]
 pub(super) enum Take {
     /// Take a lease, giving back what is left of the one this node held (if any).
-    Lease(Option<Refund>),
+    Lease(Option<Box<Held>>),
     /// Another call is taking one: wait for it (the receiver says when the slot changed), then spend it.
     Wait(watch::Receiver<()>),
 }
@@ -98,18 +96,18 @@ impl Default for Leases {
 }
 
 impl Held {
-    /// Whether a call of `ask` can spend it at `now` (same limit, time and units left).
-    fn serves(&self, ask: &Ask<'_>, now: Duration) -> bool {
+    /// Whether a call of `limit` can spend it at `now` (same limit, time and units left).
+    fn serves(&self, limit: &CallLimit<'_>, now: Duration) -> bool {
         let terms = |c: &Charge| (c.window, c.max, c.burst);
         now < self.expires
-            && self.left >= ask.charge.cost
-            && self.algorithm == ask.algorithm
-            && terms(&self.charge) == terms(&ask.charge)
+            && self.left >= limit.charge.cost
+            && self.algorithm == limit.algorithm
+            && terms(&self.charge) == terms(&limit.charge)
     }
 
-    /// The answer to a call of `ask` spending `ask.charge.cost` of it at `now`.
-    fn spend(&mut self, ask: &Ask<'_>, now: Duration) -> Answer {
-        self.left -= ask.charge.cost;
+    /// The answer to a call of `limit` spending its cost of it at `now`.
+    fn spend(&mut self, limit: &CallLimit<'_>, now: Duration) -> Answer {
+        self.left -= limit.charge.cost;
         let elapsed = as_micros(now.saturating_sub(self.received));
         let outcome = Outcome {
             allowed: true,
@@ -120,7 +118,7 @@ impl Held {
             receipt: self.mark(),
         };
         Answer {
-            decision: Decision::new(&ask.charge, outcome, self.taken_at + elapsed, false),
+            decision: Decision::new(&limit.charge, outcome, self.taken_at + elapsed, false),
             receipt: outcome.receipt,
             charged: Charged::Lease,
         }
@@ -135,14 +133,14 @@ impl Held {
     }
 
     /// What is left of it, to give back: its units left, of what taking it charged.
-    fn into_refund(self) -> Refund {
-        Refund::of(
-            self.algorithm,
-            self.key,
-            self.charge,
-            self.left,
-            self.receipt,
-        )
+    pub(super) fn remainder(&self) -> GiveBack<'_> {
+        GiveBack {
+            key: &self.key,
+            algorithm: self.algorithm,
+            charge: &self.charge,
+            receipt: &self.receipt,
+            units: self.left,
+        }
     }
 }
 
@@ -152,20 +150,22 @@ fn taking(now: Duration) -> Slot {
 }
 
 impl Leases {
-    /// Spends `ask.charge.cost` of the lease this node holds for `ask`'s key, if it can, at `now`.
-    pub(super) fn spend(&self, ask: &Ask<'_>, now: Duration) -> Option<Answer> {
-        let (mut slots, hash) = self.slots.lock(ask.key);
-        match slots.get_mut(hash, ask.key)? {
-            Slot::Held(held) if held.serves(ask, now) => Some(held.spend(ask, now)),
+    /// Spends the cost of a call of `limit` from the lease this node holds for its key, if it can, at `now`.
+    pub(super) fn spend(&self, limit: &CallLimit<'_>, now: Duration) -> Option<Answer> {
+        let key = limit.key.parts();
+        let (mut slots, hash) = self.slots.lock(key);
+        match slots.get_mut(hash, key)? {
+            Slot::Held(held) if held.serves(limit, now) => Some(held.spend(limit, now)),
             _ => None,
         }
     }
 
-    /// What a call of `ask` that could not spend a lease does: take one, or wait for the call taking one (one
-    /// call at a time per key; a call taking one for longer than `stale` is taken to have been dropped).
-    pub(super) fn take(&self, ask: &Ask<'_>, now: Duration, stale: Duration) -> Take {
-        let (mut slots, hash) = self.slots.lock(ask.key);
-        let (slot, new) = slots.get_or_insert_with(hash, ask.key, || taking(now));
+    /// What a call of `limit` that could not spend a lease does: take one, or wait for the call taking one
+    /// (one call at a time per key; a call taking one for longer than `stale` is taken to have been dropped).
+    pub(super) fn take(&self, limit: &CallLimit<'_>, now: Duration, stale: Duration) -> Take {
+        let key = limit.key.parts();
+        let (mut slots, hash) = self.slots.lock(key);
+        let (slot, new) = slots.get_or_insert_with(hash, key, || taking(now));
         if new {
             return Take::Lease(None);
         }
@@ -177,8 +177,8 @@ impl Leases {
         match std::mem::replace(slot, taking(now)) {
             // What is left goes back with the next lease: on the same limit only (a key whose algorithm
             // changed holds another kind of state).
-            Slot::Held(held) if held.left > 0 && held.algorithm == ask.algorithm => {
-                Take::Lease(Some(held.into_refund()))
+            Slot::Held(held) if held.left > 0 && held.algorithm == limit.algorithm => {
+                Take::Lease(Some(held))
             }
             _ => Take::Lease(None),
         }
@@ -212,7 +212,7 @@ impl Leases {
 
     /// Takes out the leases that ran out of time by `now`, with units left to give back, and forgets the
     /// takings older than `stale` (their callers were dropped); counts the units every lease still holds.
-    fn expired(&self, now: Duration, stale: Duration) -> (Vec<Held>, u64) {
+    pub(super) fn expired(&self, now: Duration, stale: Duration) -> (Vec<Held>, u64) {
         let (mut expired, mut outstanding) = (Vec::new(), 0);
         for shard in 0..self.slots.count() {
             self.slots.lock_shard(shard).retain(|slot| {
@@ -236,57 +236,43 @@ impl Leases {
     }
 }
 
-impl RedisBackend {
-    /// How long a call may be taking a lease before it is taken to have been dropped: past its deadline.
-    pub(super) fn taking_stale(&self) -> Duration {
-        self.deadline * 2
-    }
-
-    /// Takes a lease for the one limit `owned` of a call sent at `sent` (giving back `back`), and answers the
-    /// call with the first of its units; refused, with the limit's answer to the call alone.
-    pub(super) async fn take_lease(
+impl Leases {
+    /// The lease taken by a call of `limit` sent at `sent`, for `terms`, from what the script answered: taken
+    /// at `now` (Redis's clock), `taken` units, the limit's state before them `reported`; received at
+    /// `received` (this node's clock). Holds it, and answers the call with the first of its units; none taken,
+    /// the call's answer alone (refused, or admitted without a lease).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn taken(
         &self,
-        owned: &Owned,
+        limit: &CallLimit<'_>,
         sent: Duration,
         terms: LeaseTerms,
-        back: Option<&Refund>,
+        (now, taken, reported): (u64, u64, Reported),
+        received: Duration,
     ) -> Result<Answer, BackendError> {
-        let ask = owned.ask();
-        let mut connection = self.connection()?;
-        let limit = owned.limit();
-        let back = back.map(Refund::limit);
-        let (now, taken, reported) = script::lease(
-            &mut connection,
-            &limit,
-            terms.units,
-            back.as_ref(),
-            self.test_now(),
-        )
-        .await?;
         let unexpected = || BackendError::Reply("a lease of another algorithm".into());
-        let mut state =
-            State::reported(ask.algorithm, now, &ask.charge, reported).ok_or_else(unexpected)?;
+        let mut state = State::reported(limit.algorithm, now, &limit.charge, reported)
+            .ok_or_else(unexpected)?;
         if taken == 0 {
-            self.leases.abandon(ask.key);
-            let outcome = state.decide(now, &ask.charge);
-            return Ok(Answer::of(&ask, outcome, now, outcome.allowed));
+            self.abandon(limit.key.parts());
+            let outcome = state.decide(now, &limit.charge);
+            return Ok(Answer::of(limit, outcome, now, outcome.allowed));
         }
         let charge = Charge {
             cost: taken,
-            ..ask.charge
+            ..limit.charge
         };
         let outcome = state.decide(now, &charge);
-        let received = self.clock.now();
         // A fixed window's lease ends with its window, at the latest: counted from when the call was sent,
         // which is before Redis's `now`.
         let mut ttl = terms.ttl;
-        if ask.algorithm == Algorithm::FixedWindow {
+        if limit.algorithm == Algorithm::FixedWindow {
             ttl = ttl.min(Duration::from_micros(outcome.reset_after));
         }
         let mut held = Held {
-            generation: self.leases.generation.fetch_add(1, Ordering::Relaxed),
-            key: owned.key.clone(),
-            algorithm: ask.algorithm,
+            generation: self.generation.fetch_add(1, Ordering::Relaxed),
+            key: limit.key.clone(),
+            algorithm: limit.algorithm,
             charge,
             receipt: outcome.receipt,
             left: taken,
@@ -298,22 +284,9 @@ impl RedisBackend {
         };
         crate::observe::lease_taken(taken);
         // This call spends the first units of it.
-        let answer = held.spend(&ask, received);
-        self.leases.hold(held);
+        let answer = held.spend(limit, received);
+        self.hold(held);
         Ok(answer)
-    }
-
-    /// Gives back what is left of the leases that ran out of time while no call came for them, as any charge
-    /// is given back ([`refund`](RedisBackend::refund): each within the deadline; one that fails is dropped,
-    /// and its units are lost until their window passes: the limit admits less, never more), and reports the
-    /// units this node's leases still hold.
-    pub(crate) async fn return_expired_leases(&self) {
-        let (expired, outstanding) = self.leases.expired(self.clock.now(), self.taking_stale());
-        crate::observe::lease_units(outstanding);
-        for held in expired {
-            let call = held.key.clone();
-            self.refund(vec![held.into_refund()], call).await;
-        }
     }
 }
 

@@ -1,24 +1,33 @@
 //! The Lua scripts of `scripts/` and how they are called: each algorithm's own (`one_limit`: the calls of one
 //! limit), the limiter's (the limits of a stacked call decided as one, charges given back, `lease`), the
 //! instances' heartbeat and the overrides'.
+//!
+//! A decision's script call is made in three steps: its command, built from the call ([`decide_command`]);
+//! sent, owned, so that its answer can be awaited after the caller has gone ([`send`]); its reply, read
+//! against the call ([`read_decided`]).
 
 mod lease;
 mod nonce;
 mod one_limit;
 mod reply;
 
-pub(crate) use self::lease::lease;
+pub(crate) use self::lease::{lease_command, read_lease};
+pub(crate) use self::nonce::nonce;
 use self::nonce::{nonce_text, NonceText};
-use self::one_limit::decide_one_limit;
+use self::one_limit::{one_limit_command, read_one_limit};
 use self::reply::{int, non_negative};
 
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, ToRedisArgs, Value};
+use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, Value};
 
+use super::connection::Connection;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
+use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
 
 /// Keys live at least this long when a test passes "now" in: Redis expires keys on its own clock, which does
@@ -41,47 +50,67 @@ impl LuaScript {
         }
     }
 
-    /// Runs the script on `key` with `args`. Only NOSCRIPT is retried: any other failure may have been
-    /// applied.
-    pub(crate) async fn invoke<T: redis::FromRedisValue>(
-        &self,
-        connection: &mut impl ConnectionLike,
-        key: &str,
-        args: impl ToRedisArgs,
-    ) -> RedisResult<T> {
-        self.run(connection, &[key], |cmd| {
-            cmd.arg(&args);
-        })
-        .await
+    /// The command that runs the script on `keys` (its arguments to be added), by its SHA-1.
+    pub(crate) fn command(&self, keys: &[&str]) -> Cmd {
+        // Room for a common call (the command, the SHA-1, a key and a few numbers) from the start: grown one
+        // argument at a time, the buffers cost more than the rest of building it.
+        let mut cmd = Cmd::with_capacity(8, 192);
+        cmd.arg("EVALSHA").arg(&self.sha1).arg(keys.len()).arg(keys);
+        cmd
     }
 
-    /// Runs the script on `keys`, with the arguments `args` writes.
-    async fn run<T: redis::FromRedisValue>(
-        &self,
+    /// Runs `command` (made by [`command`](LuaScript::command)). Only NOSCRIPT is retried, with the script's
+    /// source: any other failure may have been applied.
+    pub(crate) async fn run<T: redis::FromRedisValue>(
+        &'static self,
         connection: &mut impl ConnectionLike,
-        keys: &[&str],
-        args: impl Fn(&mut Cmd),
+        command: &Cmd,
     ) -> RedisResult<T> {
-        let call = |command: &str, script: &str| {
-            // Room for a common call (the command, the SHA-1, a key and a few numbers) from the start: grown
-            // one argument at a time, the buffers cost more than the rest of building it.
-            let mut cmd = Cmd::with_capacity(8, 192);
-            cmd.arg(command).arg(script).arg(keys.len()).arg(keys);
-            args(&mut cmd);
-            cmd
-        };
-        match call("EVALSHA", &self.sha1).query_async(connection).await {
+        match command.query_async(connection).await {
             Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                call("EVAL", self.source).query_async(connection).await
+                self.with_source(command).query_async(connection).await
             }
             result => result,
         }
     }
+
+    /// `command` with the script's source in place of its SHA-1 (EVAL).
+    fn with_source(&self, command: &Cmd) -> Cmd {
+        let mut eval = Cmd::new();
+        eval.arg("EVAL").arg(self.source);
+        for arg in command.args_iter().skip(2) {
+            if let redis::Arg::Simple(bytes) = arg {
+                eval.arg(bytes);
+            }
+        }
+        eval
+    }
+
+    /// Runs the script on `key` with `args`, as [`run`](LuaScript::run) does.
+    pub(crate) async fn invoke<T: redis::FromRedisValue>(
+        &'static self,
+        connection: &mut impl ConnectionLike,
+        key: &str,
+        args: impl redis::ToRedisArgs,
+    ) -> RedisResult<T> {
+        let mut command = self.command(&[key]);
+        command.arg(args);
+        self.run(connection, &command).await
+    }
+}
+
+/// A script call sent, owned: it runs to its answer whether its caller waits for it or not (a caller past
+/// its deadline hands it on, to be reconciled).
+pub(crate) type Sent = Pin<Box<dyn Future<Output = RedisResult<Value>> + Send>>;
+
+/// Sends `command` of `script` on `connection`.
+pub(crate) fn send(script: &'static LuaScript, mut connection: Connection, command: Cmd) -> Sent {
+    Box::pin(async move { script.run(&mut connection, &command).await })
 }
 
 /// The limiter's script: every algorithm, deciding the calls of several limits and giving back
 /// (`scripts/limiter.lua`).
-static LIMITER: LazyLock<LuaScript> =
+pub(crate) static LIMITER: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/limiter.lua")));
 
 /// Each algorithm's own script, deciding the calls of one limit with only what it needs: the common call
@@ -109,102 +138,105 @@ pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), Bac
     Ok(())
 }
 
-/// One limit of a call, as the script is told it.
-#[derive(Clone)]
-pub(crate) struct Limit<'a> {
-    pub(crate) algorithm: Algorithm,
-    pub(crate) key: &'a str,
-    pub(crate) charge: &'a Charge,
-    pub(crate) vetoes: bool,
+/// The script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1.
+fn code(algorithm: Algorithm) -> i64 {
+    let place = Algorithm::ALL.iter().position(|a| *a == algorithm);
+    place.map_or(0, |place| place as i64 + 1)
 }
 
-impl Limit<'_> {
-    /// The script's number for the algorithm: its place in [`Algorithm::ALL`], from 1.
-    pub(crate) fn code(&self) -> i64 {
-        let place = Algorithm::ALL.iter().position(|a| *a == self.algorithm);
-        place.map_or(0, |place| place as i64 + 1)
+/// How deep `limit`'s bucket is: the token bucket's burst, the leaky bucket's max wait (µs).
+fn depth(limit: &CallLimit<'_>) -> u64 {
+    match limit.algorithm {
+        Algorithm::TokenBucket => limit.charge.burst,
+        Algorithm::LeakyBucket => limit.charge.max_wait,
+        _ => 0,
     }
+}
 
-    /// How deep the limit's bucket is: the token bucket's burst, the leaky bucket's max wait (µs).
-    fn depth(&self) -> u64 {
-        match self.algorithm {
-            Algorithm::TokenBucket => self.charge.burst,
-            Algorithm::LeakyBucket => self.charge.max_wait,
+/// What the script is told of `limit` but a call's cost: the algorithm's code (negated when it does not
+/// veto), window, max and depth. Calls of the same go in one batch.
+pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 4] {
+    let code = match limit.vetoes {
+        true => code(limit.algorithm),
+        false => -code(limit.algorithm),
+    };
+    [
+        code as u64,
+        limit.charge.window,
+        limit.charge.max,
+        depth(limit),
+    ]
+}
+
+/// How many values the script answers for `limit`: allowed, remaining, retry_after and reset_after, then the
+/// leaky bucket's delay, then the buckets' receipt.
+fn answer_len(limit: &CallLimit<'_>) -> usize {
+    match limit.algorithm {
+        Algorithm::TokenBucket => 5,
+        Algorithm::LeakyBucket => 6,
+        _ => 4,
+    }
+}
+
+/// `limit`'s charge for a call that weighs `cost` on it.
+fn weighing(limit: &CallLimit<'_>, cost: u64) -> Charge {
+    Charge {
+        cost,
+        ..limit.charge
+    }
+}
+
+/// The outcome the script's `answer` for `limit` says, for a call decided `now` and named by `nonce`, of
+/// `charge`; `None` if the answer is not one.
+fn outcome(
+    limit: &CallLimit<'_>,
+    charge: &Charge,
+    answer: &[Value],
+    now: u64,
+    nonce: u64,
+) -> Option<Outcome> {
+    let allowed = int(answer, 0)? == 1;
+    let receipt = match limit.algorithm {
+        Algorithm::SlidingLog => Receipt {
+            mark: nonce,
+            ..Receipt::default()
+        },
+        Algorithm::TokenBucket | Algorithm::LeakyBucket => match answer.last() {
+            Some(Value::BulkString(queue)) if allowed => parse_queue(queue)?,
+            _ => Receipt::default(),
+        },
+        // The window's index, as the script computes it (in floating point, as Lua does).
+        _ => Receipt {
+            mark: (now as f64 / charge.window as f64).floor() as u64,
+            ..Receipt::default()
+        },
+    };
+    Some(Outcome {
+        allowed,
+        remaining: int(answer, 1)?,
+        retry_after: int(answer, 2)?,
+        reset_after: int(answer, 3)?,
+        delay: match limit.algorithm {
+            Algorithm::LeakyBucket => int(answer, 4)?,
             _ => 0,
-        }
-    }
+        },
+        receipt: Receipt {
+            at: if allowed { now } else { 0 },
+            ..receipt
+        },
+    })
+}
 
-    /// What the script is told of this limit but its cost: the algorithm's code (negated when it does not
-    /// veto), window, max and depth; two calls with the same go in one batch.
-    pub(crate) fn shape(&self) -> [u64; 4] {
-        let code = if self.vetoes {
-            self.code()
-        } else {
-            -self.code()
-        };
-        [
-            code as u64,
-            self.charge.window,
-            self.charge.max,
-            self.depth(),
-        ]
-    }
-
-    /// How many values the script answers for this limit: allowed, remaining, retry_after and reset_after,
-    /// then the leaky bucket's delay, then the buckets' receipt.
-    fn answer_len(&self) -> usize {
-        match self.algorithm {
-            Algorithm::TokenBucket => 5,
-            Algorithm::LeakyBucket => 6,
-            _ => 4,
-        }
-    }
-
-    /// The outcome the script's `answer` for this limit says, for a call decided `now` and named by `nonce`;
-    /// `None` if the answer is not one.
-    fn outcome(&self, answer: &[Value], now: u64, nonce: u64) -> Option<Outcome> {
-        let allowed = int(answer, 0)? == 1;
-        let receipt = match self.algorithm {
-            Algorithm::SlidingLog => Receipt {
-                mark: nonce,
-                ..Receipt::default()
-            },
-            Algorithm::TokenBucket | Algorithm::LeakyBucket => match answer.last() {
-                Some(Value::BulkString(queue)) if allowed => parse_queue(queue)?,
-                _ => Receipt::default(),
-            },
-            // The window's index, as the script computes it (in floating point, as Lua does).
-            _ => Receipt {
-                mark: (now as f64 / self.charge.window as f64).floor() as u64,
-                ..Receipt::default()
-            },
-        };
-        Some(Outcome {
-            allowed,
-            remaining: int(answer, 1)?,
-            retry_after: int(answer, 2)?,
-            reset_after: int(answer, 3)?,
-            delay: match self.algorithm {
-                Algorithm::LeakyBucket => int(answer, 4)?,
-                _ => 0,
-            },
-            receipt: Receipt {
-                at: if allowed { now } else { 0 },
-                ..receipt
-            },
-        })
-    }
-
-    /// The script's mark of what `receipt` charged: the nonce, the window's index, or the queue it left.
-    fn mark(&self, receipt: &Receipt) -> String {
-        match self.algorithm {
-            Algorithm::SlidingLog => nonce_text(receipt.mark).as_str().to_owned(),
-            Algorithm::TokenBucket | Algorithm::LeakyBucket => format!(
-                "{}:{}:{}:{}",
-                receipt.mark, receipt.fraction, receipt.since, receipt.given
-            ),
-            _ => receipt.mark.to_string(),
-        }
+/// The script's mark of what `receipt` charged on a limit of `algorithm`: the nonce, the window's index, or
+/// the queue it left.
+fn mark(algorithm: Algorithm, receipt: &Receipt) -> String {
+    match algorithm {
+        Algorithm::SlidingLog => nonce_text(receipt.mark).as_str().to_owned(),
+        Algorithm::TokenBucket | Algorithm::LeakyBucket => format!(
+            "{}:{}:{}:{}",
+            receipt.mark, receipt.fraction, receipt.since, receipt.given
+        ),
+        _ => receipt.mark.to_string(),
     }
 }
 
@@ -234,80 +266,65 @@ fn operation(op: &'static str, test_now: Option<u64>) -> Cow<'static, str> {
 /// One call of a batch on the same limits: its nonce (naming its sliding-log members) and its cost on each
 /// limit.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Call<'a> {
+pub(crate) struct BatchCall<'a> {
     pub(crate) nonce: u64,
     pub(crate) costs: &'a [u64],
 }
 
 /// What the script decided of one call of a batch: whether the call was admitted, and each of its limits'
-/// [`Outcome`] (not `decide::Decided`: a call's answers as the limiter returns them).
+/// [`Outcome`].
 #[derive(Debug, Clone)]
 pub(crate) struct CallOutcome {
     pub(crate) admitted: bool,
-    pub(crate) outcomes: Outcomes,
+    pub(crate) outcomes: OneOrMany<Outcome>,
 }
 
-/// A call's outcomes, one per limit: a call of one limit (the common call) keeps its own inline, so that
-/// deciding it, and handing it to a coalesced caller, allocates nothing.
-#[derive(Debug, Clone)]
-pub(crate) enum Outcomes {
-    /// A call of one limit.
-    One(Outcome),
-    /// A call of several, in the order of its limits.
-    Many(Vec<Outcome>),
-}
-
-impl Outcomes {
-    /// Each limit's outcome, in the order of the call's limits.
-    pub(crate) fn as_slice(&self) -> &[Outcome] {
-        match self {
-            Outcomes::One(outcome) => std::slice::from_ref(outcome),
-            Outcomes::Many(outcomes) => outcomes,
-        }
-    }
-}
-
-/// Decides `calls` on `limits`, in turn, in one script call: each call as one, admitted only if all its
-/// limits admit it, exactly as if each were sent alone in that order. Returns what each call was decided,
-/// and when, on Redis's clock (µs since the Unix epoch, or `test_now` when a test passes "now" in).
-pub(crate) async fn decide(
-    connection: &mut impl ConnectionLike,
-    limits: &[Limit<'_>],
-    calls: &[Call<'_>],
+/// The script and the command that decide `calls` on `limits` (of one slot), in turn, in one script call:
+/// each call as one, admitted only if all its limits admit it, exactly as if each were sent alone in that
+/// order; "now" from Redis `TIME`, or `test_now` when a test passes it in.
+pub(crate) fn decide_command(
+    limits: &[&CallLimit<'_>],
+    calls: &[BatchCall<'_>],
     test_now: Option<u64>,
+) -> (&'static LuaScript, Cmd) {
+    if let [limit] = limits {
+        let script = &LEAN[code(limit.algorithm) as usize - 1];
+        return (script, one_limit_command(script, limit, calls, test_now));
+    }
+    let keys: Vec<&str> = limits.iter().map(|limit| &*limit.key).collect();
+    let mut cmd = LIMITER.command(&keys);
+    cmd.arg(&*operation("decide", test_now));
+    for limit in limits {
+        cmd.arg(&shape(limit)[..]);
+    }
+    let logs = limits
+        .iter()
+        .any(|limit| limit.algorithm == Algorithm::SlidingLog);
+    for call in calls {
+        let nonce = match logs {
+            true => nonce_text(call.nonce),
+            false => NonceText::EMPTY,
+        };
+        cmd.arg(nonce.as_str()).arg(call.costs);
+    }
+    (&LIMITER, cmd)
+}
+
+/// What the script's `reply` says of `calls` on `limits` (as [`decide_command`] sent them): each call's
+/// outcome, and when, on Redis's clock (µs since the Unix epoch, or the test's "now").
+pub(crate) fn read_decided(
+    reply: &Value,
+    limits: &[&CallLimit<'_>],
+    calls: &[BatchCall<'_>],
 ) -> Result<(Vec<CallOutcome>, u64), BackendError> {
     if let [limit] = limits {
-        return decide_one_limit(connection, limit, calls, test_now).await;
+        return read_one_limit(reply, limit, calls);
     }
-    let keys: Vec<&str> = limits.iter().map(|limit| limit.key).collect();
-    let op = operation("decide", test_now);
-    let logs = limits.iter().any(|l| l.algorithm == Algorithm::SlidingLog);
-    let args = |cmd: &mut Cmd| {
-        cmd.arg(&*op);
-        for limit in limits {
-            let code = if limit.vetoes {
-                limit.code()
-            } else {
-                -limit.code()
-            };
-            let charge = limit.charge;
-            cmd.arg(code)
-                .arg(charge.window)
-                .arg(charge.max)
-                .arg(limit.depth());
-        }
-        for call in calls {
-            let nonce = if logs {
-                nonce_text(call.nonce)
-            } else {
-                NonceText::EMPTY
-            };
-            cmd.arg(nonce.as_str()).arg(call.costs);
-        }
-    };
-    let reply: Vec<Value> = LIMITER.run(connection, &keys, args).await?;
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let per_call = limits.iter().map(Limit::answer_len).sum::<usize>();
+    let Value::Array(reply) = reply else {
+        return Err(unexpected());
+    };
+    let per_call = limits.iter().map(|l| answer_len(l)).sum::<usize>();
     let (Some(Value::Int(now)), true) = (reply.first(), reply.len() == 1 + per_call * calls.len())
     else {
         return Err(unexpected());
@@ -317,10 +334,11 @@ pub(crate) async fn decide(
     let mut decided = Vec::with_capacity(calls.len());
     for call in calls {
         let mut outcomes = Vec::with_capacity(limits.len());
-        for limit in limits {
-            let (answer, after) = rest.split_at(limit.answer_len());
+        for (limit, cost) in limits.iter().zip(call.costs) {
+            let (answer, after) = rest.split_at(answer_len(limit));
             rest = after;
-            let outcome = limit.outcome(answer, now, call.nonce);
+            let charge = weighing(limit, *cost);
+            let outcome = outcome(limit, &charge, answer, now, call.nonce);
             outcomes.push(outcome.ok_or_else(unexpected)?);
         }
         let admitted = limits
@@ -329,37 +347,59 @@ pub(crate) async fn decide(
             .all(|(l, o)| o.allowed || !l.vetoes);
         decided.push(CallOutcome {
             admitted,
-            outcomes: Outcomes::Many(outcomes),
+            outcomes: OneOrMany::Many(outcomes),
         });
     }
     Ok((decided, now))
 }
 
-/// Gives back `units` of what each admission charged (its limit, and its receipt), in one script call.
+/// One charge to give back: where (its key, its algorithm), what the admission charged (its charge, whose
+/// cost is the units it took, and its receipt), and how many units go back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GiveBack<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) algorithm: Algorithm,
+    pub(crate) charge: &'a Charge,
+    pub(crate) receipt: &'a Receipt,
+    pub(crate) units: u64,
+}
+
+impl<'a> GiveBack<'a> {
+    /// `units` of what `limit` charged (`receipt`).
+    pub(crate) fn of(limit: &'a CallLimit<'_>, receipt: &'a Receipt, units: u64) -> Self {
+        GiveBack {
+            key: &limit.key,
+            algorithm: limit.algorithm,
+            charge: &limit.charge,
+            receipt,
+            units,
+        }
+    }
+
+    /// Its arguments to the script (`refund`'s, and `lease`'s for what an earlier lease left).
+    fn args(&self, cmd: &mut Cmd) {
+        cmd.arg(self.units)
+            .arg(self.charge.cost)
+            .arg(self.receipt.at)
+            .arg(mark(self.algorithm, self.receipt));
+    }
+}
+
+/// Gives back each of `charges` (all in one slot) in one script call.
 pub(crate) async fn refund(
     connection: &mut impl ConnectionLike,
-    charged: &[(Limit<'_>, u64, Receipt)],
+    charges: &[GiveBack<'_>],
     test_now: Option<u64>,
 ) -> Result<(), BackendError> {
-    let keys: Vec<&str> = charged.iter().map(|(limit, _, _)| limit.key).collect();
-    let op = operation("refund", test_now);
-    let marks: Vec<String> = charged
-        .iter()
-        .map(|(l, _, receipt)| l.mark(receipt))
-        .collect();
-    let args = |cmd: &mut Cmd| {
-        cmd.arg(&*op);
-        for ((limit, units, receipt), mark) in charged.iter().zip(&marks) {
-            let charge = limit.charge;
-            cmd.arg(limit.code())
-                .arg(charge.window)
-                .arg(charge.max)
-                .arg(*units)
-                .arg(charge.cost)
-                .arg(receipt.at)
-                .arg(mark);
-        }
-    };
-    let _: Vec<i64> = LIMITER.run(connection, &keys, args).await?;
+    let keys: Vec<&str> = charges.iter().map(|given| given.key).collect();
+    let mut cmd = LIMITER.command(&keys);
+    cmd.arg(&*operation("refund", test_now));
+    for given in charges {
+        cmd.arg(code(given.algorithm))
+            .arg(given.charge.window)
+            .arg(given.charge.max);
+        given.args(&mut cmd);
+    }
+    let _: Vec<i64> = LIMITER.run(connection, &cmd).await?;
     Ok(())
 }

@@ -54,3 +54,22 @@ pub(crate) fn nonce_text(nonce: u64) -> NonceText {
     let digits = std::array::from_fn(|i| HEX[(nonce >> (60 - 4 * i)) as usize & 0xf]);
     NonceText { digits, len: 16 }
 }
+
+/// A number no other call of this process (nor, but by a chance of 2^-64, of another) is given: it names the
+/// call's sliding-log members, so that they can be given back.
+pub(crate) fn nonce() -> u64 {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, RandomState};
+    thread_local! {
+        static NEXT: Cell<u64> = Cell::new(RandomState::new().hash_one(std::thread::current().id()));
+    }
+    // A bijection of a counter (SplitMix64's finaliser): distinct counters, distinct nonces.
+    let mut z = NEXT.with(|next| {
+        let n = next.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        next.set(n);
+        n
+    });
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

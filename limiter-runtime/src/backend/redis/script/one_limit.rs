@@ -1,64 +1,72 @@
 //! A call of one limit (or calls on one key, coalesced): its algorithm's own script answers the key's state
 //! before the calls, and the algorithm's twin replays them.
 
-use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
 use super::reply::{bucket, non_negative};
-use super::{Call, CallOutcome, Limit, Outcomes, LEAN, TEST_MIN_TTL_MILLIS};
-use crate::algorithm::{sliding_log, Algorithm, Charge, Outcome, Reported, State};
+use super::{depth, weighing, BatchCall, CallOutcome, LuaScript, TEST_MIN_TTL_MILLIS};
+use crate::algorithm::{sliding_log, Algorithm, Outcome, Reported, State};
+use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
 
-/// Decides `calls` on the one limit `limit`, in turn, in one call of its algorithm's own script, which
-/// answers the key's state before the first call: the algorithm's twin, as that state, replays the calls for
-/// each one's outcome (the sliding log's, from its count and the times the script reports of each call
-/// refused).
-pub(super) async fn decide_one_limit(
-    connection: &mut impl ConnectionLike,
-    limit: &Limit<'_>,
-    calls: &[Call<'_>],
+/// The cost of `call` on its one limit.
+fn cost(call: &BatchCall<'_>) -> u64 {
+    call.costs.first().copied().unwrap_or(1)
+}
+
+/// The command of `script`, `limit`'s algorithm's own, deciding `calls` on it.
+pub(super) fn one_limit_command(
+    script: &LuaScript,
+    limit: &CallLimit<'_>,
+    calls: &[BatchCall<'_>],
     test_now: Option<u64>,
-) -> Result<(Vec<CallOutcome>, u64), BackendError> {
-    let charge = limit.charge;
-    // A test's "now" and minimum TTL ride with the window.
-    let test_window = test_now.map(|now| format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window));
-    let cost = |call: &Call<'_>| call.costs.first().copied().unwrap_or(1);
-    let logs = limit.algorithm == Algorithm::SlidingLog;
-    let args = |cmd: &mut Cmd| {
-        match &test_window {
-            Some(window) => cmd.arg(window.as_str()),
-            None => cmd.arg(charge.window),
-        };
-        cmd.arg(charge.max);
-        if matches!(
-            limit.algorithm,
-            Algorithm::TokenBucket | Algorithm::LeakyBucket
-        ) {
-            cmd.arg(limit.depth());
-        }
-        match calls {
-            // The common call, one of cost 1, goes without its cost (and the log's, as its one member).
-            [call] if cost(call) == 1 => {
-                if logs {
-                    cmd.arg(nonce_text(call.nonce).only_member());
-                }
-            }
-            _ => {
-                for call in calls {
-                    cmd.arg(cost(call));
-                    if logs {
-                        cmd.arg(nonce_text(call.nonce).digits());
-                    }
-                }
-            }
-        }
+) -> Cmd {
+    let charge = &limit.charge;
+    let mut cmd = script.command(&[&limit.key]);
+    match test_now {
+        // A test's "now" and minimum TTL ride with the window.
+        Some(now) => cmd.arg(format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window)),
+        None => cmd.arg(charge.window),
     };
-    let script = &LEAN[limit.code() as usize - 1];
-    let reply: Value = script.run(connection, &[limit.key], args).await?;
+    cmd.arg(charge.max);
+    if matches!(
+        limit.algorithm,
+        Algorithm::TokenBucket | Algorithm::LeakyBucket
+    ) {
+        cmd.arg(depth(limit));
+    }
+    let logs = limit.algorithm == Algorithm::SlidingLog;
+    match calls {
+        // The common call, one of cost 1, goes without its cost (and the log's, as its one member).
+        [call] if cost(call) == 1 => {
+            if logs {
+                cmd.arg(nonce_text(call.nonce).only_member());
+            }
+        }
+        _ => {
+            for call in calls {
+                cmd.arg(cost(call));
+                if logs {
+                    cmd.arg(nonce_text(call.nonce).digits());
+                }
+            }
+        }
+    }
+    cmd
+}
+
+/// What `limit`'s own script answered of `calls` (the key's state before the first call): the algorithm's
+/// twin, as that state, replays the calls for each one's outcome (the sliding log's, from its count and the
+/// times the script reports of each call refused).
+pub(super) fn read_one_limit(
+    reply: &Value,
+    limit: &CallLimit<'_>,
+    calls: &[BatchCall<'_>],
+) -> Result<(Vec<CallOutcome>, u64), BackendError> {
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
     // Now alone when the key held nothing before the calls; else now, the state's first number, and the rest.
-    let (now, first, rest) = match &reply {
+    let (now, first, rest) = match reply {
         Value::Int(now) => (non_negative(*now), 0, &[][..]),
         Value::Array(values) => match values.as_slice() {
             [Value::Int(now), Value::Int(first), rest @ ..] => {
@@ -68,20 +76,16 @@ pub(super) async fn decide_one_limit(
         },
         _ => return Err(unexpected()),
     };
-    let charge_of = |call: &Call<'_>| Charge {
-        cost: cost(call),
-        ..*charge
-    };
     let decided = |outcome: Outcome| CallOutcome {
         admitted: outcome.allowed || !limit.vetoes,
-        outcomes: Outcomes::One(outcome),
+        outcomes: OneOrMany::One(outcome),
     };
     let mut each = Vec::with_capacity(calls.len());
-    if logs {
+    if limit.algorithm == Algorithm::SlidingLog {
         // The count (units) goes up by each admitted call's cost; each call refused reads two times.
         let (mut count, mut times) = (first, rest.chunks(2));
         for call in calls {
-            let charge = charge_of(call);
+            let charge = weighing(limit, cost(call));
             let fits = count + charge.cost <= charge.max;
             let (blocking, newest) = match fits {
                 true => (None, None),
@@ -122,9 +126,9 @@ pub(super) async fn decide_one_limit(
         }
     };
     let mut state =
-        State::reported(limit.algorithm, now, charge, reported).ok_or_else(unexpected)?;
+        State::reported(limit.algorithm, now, &limit.charge, reported).ok_or_else(unexpected)?;
     for call in calls {
-        each.push(decided(state.decide(now, &charge_of(call))));
+        each.push(decided(state.decide(now, &weighing(limit, cost(call)))));
     }
     Ok((each, now))
 }

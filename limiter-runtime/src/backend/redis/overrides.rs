@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::change::parse_switch;
-use super::{Change, MissedChanges, Override, Overrides, OVERRIDES, SWITCH};
-use crate::backend::redis::LuaScript;
-use crate::backend::RedisBackend;
+use super::{LuaScript, RedisBackend};
 use crate::error::{BackendError, Error};
+use crate::overrides::{
+    parse_switch, Change, MissedChanges, Override, Overrides, OVERRIDES, SWITCH,
+};
 
 /// How often a runtime reads the version even without being told of a change: a backstop for a lost message.
 const BACKSTOP: Duration = Duration::from_secs(5);
@@ -23,7 +23,7 @@ const CHANGE_DEADLINE: Duration = Duration::from_secs(5);
 const VERSION: &str = "version";
 
 static CHANGE: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../scripts/overrides.lua")));
+    LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/overrides.lua")));
 
 /// Makes `change` in Redis and announces it, within [`CHANGE_DEADLINE`]; returns the version Redis gave it.
 pub(crate) async fn publish(redis: &RedisBackend, change: &Change) -> Result<u64, Error> {
@@ -131,7 +131,9 @@ async fn follow(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>, event: 
                 Some(Announcement { version, change }) => match table.announced(&change, version) {
                     Ok(new) => {
                         if new {
-                            backend.forget_denials_of(&change);
+                            if let Change::Set(o) | Change::Clear(o) = &change {
+                                backend.forget_denials_of(o.target_prefix(), o.target_key());
+                            }
                         }
                         true
                     }

@@ -8,10 +8,12 @@ use http::request::Parts;
 use tower_layer::Layer;
 
 use super::{Key, RateLimitService};
-use crate::decide::{Decided, Request};
+use std::borrow::Borrow;
+
+use crate::call::{Ask, RuleRef};
 use crate::key::StoreKey;
+use crate::limiter::current;
 use crate::observe::Notice;
-use crate::quota::PolicyName;
 use crate::{Limiter, RateLimited, Rule};
 
 /// A tower [`Layer`] that limits each request under one or more rules, its key taken from the request.
@@ -31,17 +33,17 @@ use crate::{Limiter, RateLimited, Rule};
 /// limit decided while serving it: the layer's own, and those of the handlers behind it (annotated functions,
 /// the plain API), one list member per policy. See [`crate::http`] for the fields.
 ///
-/// `N` is the number of rules. Cheap to clone.
-pub struct RateLimitLayer<const N: usize = 1> {
-    config: Arc<Config<N>>,
+/// Cheap to clone.
+pub struct RateLimitLayer {
+    config: Arc<Config>,
 }
 
 /// What every service of one layer shares.
 #[derive(Clone)]
-pub(super) struct Config<const N: usize> {
+pub(super) struct Config {
     limiter: Limiter,
     /// The rules, resolved once against the limiter's defaults, every part set.
-    rules: [Rule; N],
+    rules: Vec<Rule>,
     key: Key,
     unidentified: Unidentified,
     /// When a request the key found nothing in was last told of (at most once a minute).
@@ -61,15 +63,24 @@ enum Unidentified {
     Pass,
 }
 
-impl<const N: usize> RateLimitLayer<N> {
+impl RateLimitLayer {
     /// A layer deciding with `limiter`, under `rules` (one decision, checked in order), keyed by `key`.
+    /// `rules` is an array, a `Vec` or a slice of them: a list read from configuration fits.
     ///
     /// Each rule is resolved once, here, against the limiter's defaults (as [`Limiter::limit`] does); the
     /// limiter's run-time overrides and switches apply on every request. Give each rule its own prefix, and
     /// a [`name`](Rule::name) for the quota headers.
-    pub fn new(limiter: &Limiter, rules: [Rule; N], key: Key) -> Self {
-        let rules = rules.map(|rule| limiter.inner.defaults.resolve(&rule, "").completed());
-        limiter.layered();
+    pub fn new(
+        limiter: &Limiter,
+        rules: impl IntoIterator<Item = impl Borrow<Rule>>,
+        key: Key,
+    ) -> Self {
+        let defaults = &limiter.pipeline.defaults;
+        let rules = rules
+            .into_iter()
+            .map(|rule| defaults.resolve(rule.borrow(), "").completed())
+            .collect();
+        current::layered(limiter);
         RateLimitLayer {
             config: Arc::new(Config {
                 limiter: limiter.clone(),
@@ -110,7 +121,7 @@ impl<const N: usize> RateLimitLayer<N> {
     }
 }
 
-impl<const N: usize> Config<N> {
+impl Config {
     /// The key of `request`: what the [`Key`] finds; else its peer's address, the fallback key, or none (not
     /// limited), as the layer says, each counted and told of.
     pub(super) fn key_of(&self, request: &Parts) -> Option<String> {
@@ -134,7 +145,7 @@ impl<const N: usize> Config<N> {
             ),
             Unidentified::Pass => (None, "passed", "let it through (pass_unidentified)"),
         };
-        let policy = self.rules.first().map(PolicyName::of);
+        let policy = self.rules.first().map(Rule::policy_name);
         let policy = policy.as_deref().unwrap_or("");
         crate::observe::unidentified(policy, outcome);
         if self.told.due() {
@@ -157,26 +168,26 @@ impl<const N: usize> Config<N> {
     /// Decides a request keyed `key` under every rule, as one call of the pipeline: admitted (after its slot,
     /// for a leaky bucket that waits), or refused.
     pub(super) async fn decide(&self, key: &str) -> Result<(), RateLimited> {
-        let keys: [StoreKey; N] =
-            std::array::from_fn(|i| StoreKey::of_str(self.rules[i].prefix_value(), key));
-        let batch: [Request<'_, '_>; N] =
-            std::array::from_fn(|i| Request::new(&self.rules[i], keys[i].parts(), 1));
-        self.limiter.enforce_batch(&batch, ignore).await
+        let pipeline = &self.limiter.pipeline;
+        let call = pipeline.call(self.rules.iter().map(|rule| Ask {
+            rule: RuleRef::Borrowed(rule),
+            key: StoreKey::of_str(rule.prefix_value(), key),
+            cost: 1,
+            skip: false,
+        }));
+        pipeline.enforce(call).await.map(drop)
     }
 }
 
-/// What an admitted request keeps of its decision: nothing (the quotas were recorded on the way).
-fn ignore<const N: usize>(_: Decided<N>) {}
-
-impl<S, const N: usize> Layer<S> for RateLimitLayer<N> {
-    type Service = RateLimitService<S, N>;
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimitService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
         RateLimitService::new(inner, Arc::clone(&self.config))
     }
 }
 
-impl<const N: usize> Clone for RateLimitLayer<N> {
+impl Clone for RateLimitLayer {
     fn clone(&self) -> Self {
         RateLimitLayer {
             config: Arc::clone(&self.config),
@@ -184,13 +195,13 @@ impl<const N: usize> Clone for RateLimitLayer<N> {
     }
 }
 
-impl<const N: usize> fmt::Debug for RateLimitLayer<N> {
+impl fmt::Debug for RateLimitLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.config, f)
     }
 }
 
-impl<const N: usize> fmt::Debug for Config<N> {
+impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayer")
             .field("rules", &self.rules)

@@ -11,7 +11,8 @@ use http::request::Parts;
 use http_body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
 
-use crate::{grpc, RateLimited, Reason};
+use crate::edge::grpc;
+use crate::{RateLimited, Reason};
 
 pin_project! {
     /// The body of a response from behind a [`RateLimitLayer`](super::RateLimitLayer): the inner service's

@@ -5,7 +5,8 @@
 //!   down) is `UNAVAILABLE`: not the client's fault.
 //! - The message is the limit's message. The metadata says when to come back, as gRPC clients read it:
 //!   `grpc-retry-pushback-ms` (milliseconds, what gRPC's own retry policy obeys) and `retry-after` (whole
-//!   seconds, rounded up, as over HTTP).
+//!   seconds, rounded up, as over HTTP). A call that weighs more than its limit can ever admit
+//!   ([`Reason::TooLarge`](crate::Reason::TooLarge)) says `grpc-retry-pushback-ms: -1`: do not retry.
 //!
 //! ```
 //! # #[cfg(feature = "tonic")] {
@@ -33,12 +34,17 @@ fn code(rejection: &RateLimited) -> i32 {
     }
 }
 
-/// The metadata saying when to come back.
-fn retry_metadata(rejection: &RateLimited) -> [(&'static str, u64); 2] {
+/// The metadata saying when to come back; for a call no wait admits, a negative pushback, which gRPC reads
+/// as "do not retry", and no `retry-after`.
+fn retry_metadata(rejection: &RateLimited) -> Vec<(&'static str, i64)> {
+    if rejection.reason() == Reason::TooLarge {
+        return vec![("grpc-retry-pushback-ms", -1)];
+    }
     let wait = rejection.retry_after();
-    [
-        ("grpc-retry-pushback-ms", ceil_millis(wait)),
-        ("retry-after", ceil_secs(wait).max(1)),
+    let whole = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    vec![
+        ("grpc-retry-pushback-ms", whole(ceil_millis(wait))),
+        ("retry-after", whole(ceil_secs(wait).max(1))),
     ]
 }
 
@@ -89,10 +95,42 @@ fn percent_encoded(message: &str) -> String {
     encoded
 }
 
-#[cfg(all(test, feature = "tower"))]
+#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::{Charge, Outcome};
+    use crate::key::StoreKey;
+    use crate::policy::PolicyName;
+    use crate::Decision;
 
+    fn rejection(reason: Reason) -> RateLimited {
+        let charge = Charge {
+            window: 10_000_000,
+            max: 5,
+            cost: 9,
+            burst: 5,
+            max_wait: 0,
+        };
+        let decision = Decision::new(&charge, Outcome::denied(5, 2_500_000, 0), 0, false);
+        let policy = PolicyName::named("p".into());
+        let key = StoreKey::of_str("p:", "k");
+        RateLimited::new("no".into(), policy, key, decision, true, Vec::new(), reason)
+    }
+
+    /// A reached limit says when to come back; a call no wait admits says not to retry at all.
+    #[test]
+    fn the_metadata_says_when_to_come_back_or_not_to() {
+        assert_eq!(
+            retry_metadata(&rejection(Reason::Limited)),
+            [("grpc-retry-pushback-ms", 2_500), ("retry-after", 3)]
+        );
+        assert_eq!(
+            retry_metadata(&rejection(Reason::TooLarge)),
+            [("grpc-retry-pushback-ms", -1)]
+        );
+    }
+
+    #[cfg(feature = "tower")]
     #[test]
     fn messages_are_percent_encoded_as_grpc_reads_them() {
         assert_eq!(percent_encoded("slow down"), "slow down");

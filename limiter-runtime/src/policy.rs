@@ -6,9 +6,6 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::OnceLock;
 
-use crate::rule::PREFIX;
-use crate::Rule;
-
 /// How many hex digits of the prefix's SHA-1 a default name keeps: 32 bits, so two limits on one response
 /// (which have distinct prefixes) share a name about once in four billion.
 const DIGITS: usize = 8;
@@ -33,16 +30,13 @@ pub(crate) enum PolicyName {
 }
 
 impl PolicyName {
-    /// The policy name of `rule` (resolved: its prefix is the one its store keys start with).
-    pub(crate) fn of(rule: &Rule) -> PolicyName {
-        match (&rule.name, &rule.prefix) {
-            (Some(name), _) => PolicyName::Named(name.clone()),
-            (None, Some(prefix)) => PolicyName::derived(prefix.clone()),
-            (None, None) => PolicyName::derived(Cow::Borrowed(PREFIX)),
-        }
+    /// The name `name`, as set.
+    pub(crate) fn named(name: Cow<'static, str>) -> PolicyName {
+        PolicyName::Named(name)
     }
 
-    fn derived(prefix: Cow<'static, str>) -> PolicyName {
+    /// The default name of a limit under `prefix`, derived when first read.
+    pub(crate) fn derived(prefix: Cow<'static, str>) -> PolicyName {
         PolicyName::Derived {
             prefix,
             name: OnceLock::new(),
@@ -101,22 +95,15 @@ impl fmt::Debug for PolicyName {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_name_set_is_the_name() {
-        let rule = Rule::new().prefix("rate_limit:emp:").name("employees");
-        assert_eq!(&*PolicyName::of(&rule), "employees");
-    }
-
     /// The default is the digest of the prefix: fixed for a prefix (these values are the SHA-1 of the text,
     /// as any implementation computes it), distinct for distinct prefixes, and without the prefix in it.
     #[test]
     fn the_default_name_is_stable_distinct_and_hides_the_prefix() {
-        let name = |prefix: &str| PolicyName::of(&Rule::new().prefix(prefix.to_owned()));
+        let name = |prefix: &str| PolicyName::derived(Cow::Owned(prefix.to_owned()));
         assert_eq!(&*name("rate_limit:emp:"), "limit-d357682f");
         assert_eq!(&*name(""), "limit-da39a3ee");
-        // The built-in prefix, for a rule that sets none.
-        assert_eq!(PolicyName::of(&Rule::new()), name("rate_limit:"));
         assert_ne!(name("burst:"), name("quota:"));
         assert!(!name("rate_limit:emp:").contains("emp"));
+        assert_eq!(&*PolicyName::named(Cow::Borrowed("employees")), "employees");
     }
 }

@@ -19,7 +19,8 @@
 //! refused the call would admit it, so never earlier than the `t` of a policy that refused it. A call over this
 //! node's share while Redis is down (`on_error = local`) is a reached limit too. An unavailable limiter
 //! (`on_error = closed` while Redis is down) is `503 Service Unavailable` with `Retry-After`: not the client's
-//! fault. Shadow limits, skipped limits and decisions made without a count (`on_error = open | closed`
+//! fault. A call that weighs more than its limit can ever admit ([`Reason::TooLarge`]) is `413 Content Too
+//! Large`, with no `Retry-After`: no wait admits it. Shadow limits, skipped limits and decisions made without a count (`on_error = open | closed`
 //! while Redis fails) are not advertised.
 //!
 //! With the `axum` feature a handler returns `Result<T, RateLimited>` and a rejection answers for itself,
@@ -55,19 +56,23 @@ pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-poli
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 impl RateLimited {
-    /// `429 Too Many Requests` for a reached limit, `503 Service Unavailable` when the limiter could not decide.
+    /// `429 Too Many Requests` for a reached limit, `503 Service Unavailable` when the limiter could not
+    /// decide, `413 Content Too Large` for a call that weighs more than its limit can ever admit.
     pub fn status(&self) -> StatusCode {
         match self.reason() {
             Reason::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Reason::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             _ => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
-    /// `Retry-After`, and `RateLimit-Policy` and `RateLimit` for every limit of the call that is advertised
-    /// (none when the limiter could not decide).
+    /// `Retry-After` (none for a call no wait admits), and `RateLimit-Policy` and `RateLimit` for every limit of
+    /// the call that is advertised (none when the limiter could not decide).
     pub fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(RETRY_AFTER, HeaderValue::from(self.retry_after_secs()));
+        if self.reason() != Reason::TooLarge {
+            headers.insert(RETRY_AFTER, HeaderValue::from(self.retry_after_secs()));
+        }
         write_quota_fields(&mut headers, self.advertised());
         headers
     }

@@ -3,17 +3,18 @@
 use std::fmt;
 use std::future::Future;
 
-use crate::decide::{Decided, Request};
-use crate::key::KeyRef;
+use futures_util::FutureExt as _;
+
+use crate::call::{Ask, Call, RuleRef};
+use crate::key::StoreKey;
 use crate::{Decision, Limiter, RateLimited, Rule};
 
 /// A [`Rule`] resolved once against a [`Limiter`] (its defaults filled in), to check many keys against:
 /// what [`Limiter::limit`] returns.
 ///
 /// [`Limiter::check`] resolves its rule and formats its key (any `Display`) on every call. A `Limit` has
-/// done the first once, and takes keys already written out (`&str`), which it hands to the store beside the
-/// prefix (in memory, a key of up to 128 bytes is copied only when the store starts keeping it): for a hot
-/// path, such as an in-memory limit in front of every request. Its decisions are otherwise the same, in the
+/// done the first once, and takes keys already written out (`&str`): for a hot path, such as an in-memory
+/// limit in front of every request. Its decisions are otherwise the same, in the
 /// same counts: a `Limit` and `Limiter::check` with the same rule and key share one count, and run-time
 /// [overrides](crate::Override) and the switches ([`set_enabled`](Limiter::set_enabled)) apply to both, on
 /// every call.
@@ -71,10 +72,22 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
-        let mut digested = None;
-        let key = KeyRef::of_str(self.rule.prefix_value(), key, &mut digested);
-        let request = Request::new(&self.rule, key, cost);
-        self.limiter.check_batch(&[request], Decided::decision)
+        let call = self.call(key, cost);
+        self.limiter
+            .pipeline
+            .decide(call)
+            .map(|(_, decided)| decided.decision())
+    }
+
+    /// The call of one limit, this one, for `key`, weighing `cost`.
+    #[inline(always)]
+    fn call(&self, key: &str, cost: u64) -> Call<'_> {
+        self.limiter.pipeline.call([Ask {
+            rule: RuleRef::Borrowed(&self.rule),
+            key: StoreKey::of_str(self.rule.prefix_value(), key),
+            cost,
+            skip: false,
+        }])
     }
 
     /// Like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
@@ -102,10 +115,11 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
-        let mut digested = None;
-        let key = KeyRef::of_str(self.rule.prefix_value(), key, &mut digested);
-        let request = Request::new(&self.rule, key, cost);
-        self.limiter.enforce_batch(&[request], Decided::decision)
+        let call = self.call(key, cost);
+        self.limiter
+            .pipeline
+            .enforce(call)
+            .map(|enforced| enforced.map(|(_, decided)| decided.decision()))
     }
 }
 

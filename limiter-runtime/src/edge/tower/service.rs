@@ -11,26 +11,26 @@ use tower_service::Service;
 
 use super::layer::Config;
 use super::response::{Refusal, ResponseBody};
-use crate::http::write_quota_fields;
-use crate::quota;
+use crate::edge::http::write_quota_fields;
+use crate::edge::quota;
 
 /// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around `S`.
-pub struct RateLimitService<S, const N: usize = 1> {
+pub struct RateLimitService<S> {
     inner: S,
-    config: Arc<Config<N>>,
+    config: Arc<Config>,
 }
 
 /// The future of a [`RateLimitService`]'s response.
 pub type ResponseFuture<B, E> =
     Pin<Box<dyn Future<Output = Result<http::Response<ResponseBody<B>>, E>> + Send>>;
 
-impl<S, const N: usize> RateLimitService<S, N> {
-    pub(super) fn new(inner: S, config: Arc<Config<N>>) -> Self {
+impl<S> RateLimitService<S> {
+    pub(super) fn new(inner: S, config: Arc<Config>) -> Self {
         RateLimitService { inner, config }
     }
 }
 
-impl<S, ReqBody, ResBody, const N: usize> Service<http::Request<ReqBody>> for RateLimitService<S, N>
+impl<S, ReqBody, ResBody> Service<http::Request<ReqBody>> for RateLimitService<S>
 where
     S: Service<http::Request<ReqBody>, Response = http::Response<ResBody>> + Clone + Send + 'static,
     S::Future: Send,
@@ -66,8 +66,8 @@ where
 /// Decides `request` (keyed `key`; none is not limited), serves it or answers its refusal, and writes the
 /// quota fields of every decision made meanwhile (unless a layer outside this one records them: that one
 /// writes them).
-async fn serve<S, ReqBody, ResBody, const N: usize>(
-    config: Arc<Config<N>>,
+async fn serve<S, ReqBody, ResBody>(
+    config: Arc<Config>,
     key: Option<String>,
     refusal: Refusal,
     mut inner: S,
@@ -98,7 +98,7 @@ where
     Ok(response)
 }
 
-impl<S: Clone, const N: usize> Clone for RateLimitService<S, N> {
+impl<S: Clone> Clone for RateLimitService<S> {
     fn clone(&self) -> Self {
         RateLimitService {
             inner: self.inner.clone(),
@@ -107,7 +107,7 @@ impl<S: Clone, const N: usize> Clone for RateLimitService<S, N> {
     }
 }
 
-impl<S: fmt::Debug, const N: usize> fmt::Debug for RateLimitService<S, N> {
+impl<S: fmt::Debug> fmt::Debug for RateLimitService<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitService")
             .field("inner", &self.inner)

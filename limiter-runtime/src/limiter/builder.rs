@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::redis::{
-    connect_timeout, redacted, BreakerConfig, Instances, Sparing, Tls, Topology,
+    connect_timeout, redacted, BreakerConfig, Fallback, Instances, Sparing, Tls, Topology,
 };
 use crate::backend::{Backend, MemoryStore, RedisBackend, DEFAULT_MAX_KEYS};
 use crate::clock::{Clock, SystemClock};
@@ -405,13 +405,13 @@ impl LimiterBuilder {
                     self.group.as_deref().unwrap_or("default"),
                     self.heartbeat_every.unwrap_or(Duration::from_secs(1)),
                 );
+                let local = MemoryStore::new(clock.clone(), max_keys);
                 Backend::Redis(Arc::new(RedisBackend::new(
                     topology,
                     deadline,
                     self.clock,
-                    MemoryStore::new(clock.clone(), max_keys),
+                    Fallback::new(local, instances),
                     self.breaker,
-                    instances,
                     Sparing {
                         deny_cache: !self.no_deny_cache,
                         coalesce: !self.no_coalescing,
@@ -420,16 +420,10 @@ impl LimiterBuilder {
             }
         };
         let limiter = Limiter::new(backend, self.defaults, clock);
-        if let (Backend::Redis(redis), Ok(_)) = (
-            &limiter.inner.backend,
-            tokio::runtime::Handle::try_current(),
-        ) {
+        if tokio::runtime::Handle::try_current().is_ok() {
             // The heartbeat from now, not from the first decision: an instance is counted in the others'
             // `local` shares by being there, idle or not.
-            limiter
-                .inner
-                .background
-                .call_once(|| limiter.spawn_background(redis));
+            limiter.pipeline.start_background();
         }
         Ok(limiter)
     }

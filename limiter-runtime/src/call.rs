@@ -1,0 +1,418 @@
+//! One call, built once: each of its limits resolved (its rule, its store key, what it asks of the store), by
+//! the one constructor every entry point uses (the attribute, [`Limiter`](crate::Limiter), [`Limit`](crate::Limit)
+//! and the tower layer). It travels as itself to the store and back; what was decided ([`Decided`]) and what is
+//! given back refer to it, limit by limit.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
+use crate::clock::as_micros;
+use crate::key::StoreKey;
+use crate::overrides::Overrides;
+use crate::rule::Wait;
+use crate::{Decision, OnError, Rule};
+
+/// One value, or several: a call of one limit (the common call) keeps its limit, and its answer, inline.
+#[derive(Debug, Clone)]
+pub(crate) enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> Deref for OneOrMany<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        match self {
+            OneOrMany::One(one) => std::slice::from_ref(one),
+            OneOrMany::Many(many) => many,
+        }
+    }
+}
+
+impl<T> DerefMut for OneOrMany<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            OneOrMany::One(one) => std::slice::from_mut(one),
+            OneOrMany::Many(many) => many,
+        }
+    }
+}
+
+impl<T> FromIterator<T> for OneOrMany<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let mut iter = iter.into_iter();
+        let Some(first) = iter.next() else {
+            return OneOrMany::Many(Vec::new());
+        };
+        match iter.next() {
+            None => OneOrMany::One(first),
+            Some(second) => {
+                let mut many = Vec::with_capacity(2 + iter.size_hint().0);
+                many.push(first);
+                many.push(second);
+                many.extend(iter);
+                OneOrMany::Many(many)
+            }
+        }
+    }
+}
+
+impl<T> OneOrMany<T> {
+    /// Each value, made by `f` of each of these.
+    pub(crate) fn map<U>(&self, f: impl FnMut(&T) -> U) -> OneOrMany<U> {
+        match self {
+            OneOrMany::One(one) => OneOrMany::One({ f }(one)),
+            OneOrMany::Many(many) => OneOrMany::Many(many.iter().map(f).collect()),
+        }
+    }
+}
+
+/// A rule a call holds: borrowed from where it lives (an annotated function's resolved rules, a
+/// [`Limit`](crate::Limit), a layer, the caller's frame), or shared, for a call that outlives its caller (a
+/// [`Reservation`](crate::Reservation), an admission held while a body runs).
+#[derive(Debug, Clone)]
+pub(crate) enum RuleRef<'r> {
+    Borrowed(&'r Rule),
+    Shared(Arc<Rule>),
+}
+
+impl Deref for RuleRef<'_> {
+    type Target = Rule;
+
+    #[inline]
+    fn deref(&self) -> &Rule {
+        match self {
+            RuleRef::Borrowed(rule) => rule,
+            RuleRef::Shared(rule) => rule,
+        }
+    }
+}
+
+/// What one limit of a call is asked, before the call is built: its rule (resolved against the limiter's
+/// defaults), its store key, the call's weight, and whether the call skips it (`skip_if`).
+#[derive(Debug)]
+pub(crate) struct Ask<'r> {
+    pub(crate) rule: RuleRef<'r>,
+    pub(crate) key: StoreKey,
+    pub(crate) cost: u64,
+    pub(crate) skip: bool,
+}
+
+/// One limit of a call, resolved: its rule, store key, and what it asks of the store.
+#[derive(Debug, Clone)]
+pub(crate) struct CallLimit<'r> {
+    pub(crate) rule: RuleRef<'r>,
+    pub(crate) key: StoreKey,
+    pub(crate) algorithm: Algorithm,
+    /// The window, max, the call's cost, the bucket's depth: with the run-time overrides of its key.
+    pub(crate) charge: Charge,
+    /// Set when it is decided before any store is asked: then no store hears of it.
+    pub(crate) preset: Option<Preset>,
+    /// Whether its denial denies the call (a shadow limit's does not).
+    pub(crate) vetoes: bool,
+    /// What decides it when Redis cannot.
+    pub(crate) on_error: OnError,
+    /// Its rule's lease: with Redis, units this node takes at once and spends in memory.
+    pub(crate) lease: Option<LeaseTerms>,
+}
+
+/// A limit of a call decided before any store is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Preset {
+    /// The call skips it (its `skip_if` held): admitted, counted nowhere.
+    Skipped,
+    /// It admits nothing (`max = 0`; no algorithm divides by zero).
+    Closed,
+}
+
+/// A rule's lease: how many units a node takes from Redis at once, and how long it may spend them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeaseTerms {
+    pub(crate) units: u64,
+    pub(crate) ttl: Duration,
+}
+
+/// One call: its limits, each resolved, in the order written. Decided as one: admitted when every limit that
+/// vetoes admits it, and then charged to each; else charged to none.
+#[derive(Debug, Clone)]
+pub(crate) struct Call<'r> {
+    limits: OneOrMany<CallLimit<'r>>,
+}
+
+impl<'r> Call<'r> {
+    /// The call of `asks`, with the run-time `overrides` of each key applied: the one constructor of a call.
+    #[inline]
+    pub(crate) fn new(overrides: &Overrides, asks: impl IntoIterator<Item = Ask<'r>>) -> Call<'r> {
+        Call {
+            limits: asks
+                .into_iter()
+                .map(|ask| CallLimit::new(overrides, ask))
+                .collect(),
+        }
+    }
+
+    /// Its limits, in the order written.
+    #[inline]
+    pub(crate) fn limits(&self) -> &[CallLimit<'r>] {
+        &self.limits
+    }
+
+    /// Changes each limit with `f`.
+    pub(crate) fn each_limit(&mut self, f: impl FnMut(&mut CallLimit<'r>)) {
+        self.limits.iter_mut().for_each(f);
+    }
+
+    /// This call, holding its rules itself: a call that outlives its caller (its answer to be reconciled, a
+    /// batch's shared call, a reservation).
+    pub(crate) fn detached(&self) -> Call<'static> {
+        Call {
+            limits: self.limits.map(|limit| CallLimit {
+                rule: RuleRef::Shared(match &limit.rule {
+                    RuleRef::Shared(rule) => Arc::clone(rule),
+                    RuleRef::Borrowed(rule) => Arc::new((*rule).clone()),
+                }),
+                key: limit.key.clone(),
+                algorithm: limit.algorithm,
+                charge: limit.charge,
+                preset: limit.preset,
+                vetoes: limit.vetoes,
+                on_error: limit.on_error,
+                lease: limit.lease,
+            }),
+        }
+    }
+
+    /// Whether every limit was decided before any store was asked.
+    #[inline]
+    pub(crate) fn all_preset(&self) -> bool {
+        self.limits.iter().all(|limit| limit.preset.is_some())
+    }
+
+    /// Whether a call that each limit admits or not (`allowed(i)`) is admitted: no limit that vetoes denied it.
+    #[inline]
+    pub(crate) fn admits(&self, allowed: impl Fn(usize) -> bool) -> bool {
+        (0..self.limits.len()).all(|i| allowed(i) || !self.limits[i].vetoes)
+    }
+}
+
+impl<'r> CallLimit<'r> {
+    #[inline]
+    fn new(overrides: &Overrides, ask: Ask<'r>) -> CallLimit<'r> {
+        let rule = &*ask.rule;
+        let key = ask.key.parts();
+        let (max, window) = match overrides.lookup(key.prefix, key.rest) {
+            Some(set) => (
+                set.max.unwrap_or_else(|| rule.max_value()),
+                set.window.unwrap_or_else(|| rule.window_value()),
+            ),
+            None => (rule.max_value(), rule.window_value()),
+        };
+        let max_wait = match rule.wait {
+            None => Duration::ZERO,
+            Some(Wait::Window) => window,
+            Some(Wait::Up(max_wait)) => max_wait,
+        };
+        let charge = Charge {
+            window: as_micros(window).max(1),
+            max,
+            cost: ask.cost,
+            burst: rule.burst.unwrap_or(max),
+            max_wait: as_micros(max_wait),
+        };
+        let preset = if ask.skip {
+            Some(Preset::Skipped)
+        } else if charge.max == 0 {
+            Some(Preset::Closed)
+        } else {
+            None
+        };
+        let algorithm = rule.algorithm_value();
+        // A lease its algorithm can take: a token bucket's, a fixed window's.
+        let leases = matches!(algorithm, Algorithm::TokenBucket | Algorithm::FixedWindow);
+        let ttl = rule.lease_ttl.unwrap_or(Duration::from_millis(100));
+        let lease = rule
+            .lease
+            .filter(|&units| units > 0 && leases && !ttl.is_zero())
+            .map(|units| LeaseTerms { units, ttl });
+        CallLimit {
+            algorithm,
+            charge,
+            preset,
+            vetoes: !rule.shadow_value(),
+            on_error: rule.on_error_value(),
+            lease,
+            key: ask.key,
+            rule: ask.rule,
+        }
+    }
+
+    /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
+    /// capacity, never is: no wait admits it).
+    #[inline]
+    pub(crate) fn can_fit(&self) -> bool {
+        self.charge.can_fit(self.algorithm)
+    }
+}
+
+impl Preset {
+    /// What it decides of a call of `charge`.
+    pub(crate) fn outcome(self, charge: &Charge) -> Outcome {
+        match self {
+            Preset::Skipped => Outcome::admit(charge.max),
+            Preset::Closed => Outcome::denied(0, charge.window, 0),
+        }
+    }
+}
+
+/// What was decided of one limit of a call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Answer {
+    pub(crate) decision: Decision,
+    /// What an admission charged, for giving it back.
+    pub(crate) receipt: Receipt,
+    /// Where it charged it.
+    pub(crate) charged: Charged,
+}
+
+/// Where an answer charged the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Charged {
+    /// Nowhere: a denial, a call another limit denied, or one admitted without counting.
+    Nothing,
+    /// The backend's store: this process's memory, or Redis.
+    Store,
+    /// This process's memory, deciding for Redis in degraded mode (`on_error = local`).
+    Local,
+    /// A lease this node holds (its units were counted in Redis when it was taken).
+    Lease,
+}
+
+impl Answer {
+    /// What `outcome`, decided at `at` (µs), says of `limit` in a call that was (`call_admitted`) or was not
+    /// admitted: charged to the store when the call was admitted and this limit counted it.
+    #[inline(always)]
+    pub(crate) fn of(
+        limit: &CallLimit<'_>,
+        outcome: Outcome,
+        at: u64,
+        call_admitted: bool,
+    ) -> Answer {
+        let charged = call_admitted && outcome.allowed && limit.preset.is_none();
+        let mut decision = Decision::new(&limit.charge, outcome, at, false);
+        if !decision.allowed && !limit.can_fit() {
+            // No wait admits it: no time to retry after.
+            decision.retry_after = Duration::ZERO;
+        }
+        Answer {
+            decision,
+            receipt: outcome.receipt,
+            charged: if charged {
+                Charged::Store
+            } else {
+                Charged::Nothing
+            },
+        }
+    }
+
+    /// A decision that charged nothing.
+    pub(crate) fn uncharged(decision: Decision) -> Answer {
+        Answer {
+            decision,
+            receipt: Receipt::default(),
+            charged: Charged::Nothing,
+        }
+    }
+}
+
+/// What was decided of a call: each limit's answer, in the order of its limits, and whether it goes ahead.
+#[derive(Debug, Clone)]
+pub(crate) struct Decided {
+    pub(crate) answers: OneOrMany<Answer>,
+    pub(crate) admitted: bool,
+}
+
+impl Decided {
+    /// Each limit's decision.
+    pub(crate) fn decisions(&self) -> impl ExactSizeIterator<Item = Decision> + '_ {
+        self.answers.iter().map(|answer| answer.decision)
+    }
+
+    /// The first limit's decision (a call of one limit: its only one).
+    pub(crate) fn decision(&self) -> Decision {
+        self.answers[0].decision
+    }
+}
+
+/// Calls made directly of their limits' algorithms and charges, for the stores' own tests.
+#[cfg(test)]
+impl Call<'static> {
+    /// A call of `limits`: each an algorithm, a store key (no prefix) and a charge; each vetoes.
+    pub(crate) fn of<'k>(limits: impl IntoIterator<Item = (Algorithm, &'k str, Charge)>) -> Self {
+        static RULE: Rule = Rule::new();
+        Call {
+            limits: limits
+                .into_iter()
+                .map(|(algorithm, key, charge)| CallLimit {
+                    rule: RuleRef::Borrowed(&RULE),
+                    key: StoreKey::of_str("", key),
+                    algorithm,
+                    charge,
+                    preset: None,
+                    vetoes: true,
+                    on_error: OnError::Open,
+                    lease: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// This call, its `i`-th limit a shadow limit (it does not veto).
+    pub(crate) fn shadowing(mut self, i: usize) -> Self {
+        self.limits[i].vetoes = false;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::overrides::Override;
+
+    /// An override of `max` moves what follows it (a bucket's capacity, unless set), and `mode = wait` waits up
+    /// to the window as overridden.
+    #[test]
+    fn overrides_win_and_carry_what_depends_on_them() {
+        let overrides = Overrides::default();
+        let target = Override::key("p:", "k")
+            .max(4)
+            .window(Duration::from_secs(2));
+        overrides.apply(&crate::overrides::Change::Set(target), None);
+        let rule = Rule::new()
+            .prefix("p:")
+            .max(10)
+            .window(Duration::from_secs(1))
+            .wait();
+        let charge = |rule: &Rule, key: &str| {
+            let ask = Ask {
+                rule: RuleRef::Borrowed(rule),
+                key: StoreKey::of_str("p:", key),
+                cost: 1,
+                skip: false,
+            };
+            Call::new(&overrides, [ask]).limits()[0].charge
+        };
+        let overridden = charge(&rule, "k");
+        assert_eq!((overridden.max, overridden.burst), (4, 4));
+        assert_eq!(
+            (overridden.window, overridden.max_wait),
+            (2_000_000, 2_000_000)
+        );
+        assert_eq!(charge(&rule, "other").max, 10);
+        assert_eq!(charge(&rule.clone().burst(20), "k").burst, 20);
+    }
+}

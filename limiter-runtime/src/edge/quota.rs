@@ -1,0 +1,134 @@
+//! The quotas one response advertises: every decision made while a request is served, as the pipeline reports
+//! it (the limiter's one hook, [`observe::Edge`](crate::observe::Edge)), so that the tower layer in front of the
+//! handlers writes them all in one set of quota fields (`RateLimit-Policy`, `RateLimit`).
+//!
+//! The layer opens a [`scope`] over each request. While the request's future runs, each decision made in it is
+//! recorded, whichever way it was asked: the layer's own limits, an annotated handler's, the plain API's.
+//! Outside a scope nothing is recorded, and looking costs one thread-local read.
+//!
+//! A decision is advertised when its limit applies to the call and it was counted: not a shadow limit's (it
+//! never refuses), not one the call skipped (`skip_if`), none while the switch is off, and not one the
+//! failure policy made without a count (`on_error = open | closed` while Redis fails: the count is
+//! unknown). A decision over this node's share (`on_error = local`) was counted, and is advertised. When a
+//! call decides one limit twice, the later decision is the one advertised; units given back (`count =
+//! failures`, a settled reservation) count as given back.
+
+use std::cell::RefCell;
+use std::future::Future;
+
+use crate::call::{Call, Decided};
+use crate::observe::{self, Edge};
+use crate::pipeline::advertised;
+use crate::policy::PolicyName;
+use crate::Decision;
+
+tokio::task_local! {
+    static QUOTAS: RefCell<Vec<Quota>>;
+}
+
+/// One limit's decision, as a response advertises it.
+#[derive(Debug, Clone)]
+pub(crate) struct Quota {
+    pub(crate) policy: PolicyName,
+    pub(crate) decision: Decision,
+}
+
+/// Records `call`'s advertised decisions into the scope's record, if a scope records here.
+fn decided(call: &Call<'_>, decided: &Decided) {
+    let _ = QUOTAS.try_with(|quotas| {
+        let mut quotas = quotas.borrow_mut();
+        for (limit, decision) in call.limits().iter().zip(decided.decisions()) {
+            if !advertised(limit, &decision) {
+                continue;
+            }
+            let quota = Quota {
+                policy: limit.rule.policy_name(),
+                decision,
+            };
+            match quotas.iter_mut().find(|seen| seen.policy == quota.policy) {
+                Some(seen) => *seen = quota,
+                None => quotas.push(quota),
+            }
+        }
+    });
+}
+
+/// Counts `units[i]` given back of limit `i` of an admitted `call` back into the scope's record.
+fn given_back(call: &Call<'_>, units: &[u64]) {
+    let _ = QUOTAS.try_with(|quotas| {
+        let mut quotas = quotas.borrow_mut();
+        for (limit, &units) in call.limits().iter().zip(units) {
+            let policy = limit.rule.policy_name();
+            if let Some(seen) = quotas.iter_mut().find(|seen| seen.policy == policy) {
+                let units = units.min(limit.charge.cost);
+                seen.decision.remaining =
+                    (seen.decision.remaining + units).min(seen.decision.limit);
+            }
+        }
+    });
+}
+
+/// Runs `future`, recording the decisions made meanwhile: its output, and what was recorded. Within another
+/// scope, the decisions go to that one (its owner writes the fields), and this one returns none.
+pub(crate) async fn scope<F: Future>(future: F) -> (F::Output, Option<Vec<Quota>>) {
+    observe::install_edge(Edge {
+        decided,
+        given_back,
+    });
+    if QUOTAS.try_with(|_| ()).is_ok() {
+        return (future.await, None);
+    }
+    QUOTAS
+        .scope(RefCell::new(Vec::new()), async {
+            let output = future.await;
+            let recorded = QUOTAS.with(RefCell::take);
+            (output, Some(recorded))
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Limiter, Rule};
+
+    /// Decisions are recorded in the scope they are made in, and nowhere else: not before it opens, not after
+    /// it closes; a scope inside another records into the outer one.
+    #[tokio::test]
+    async fn only_a_scope_records_and_the_outermost_keeps_the_record() {
+        let limiter = Limiter::in_memory();
+        let rule = Rule::new().prefix("scoped:").name("scoped").max(10);
+        limiter.check(&rule, "k").await;
+        let ((), recorded) = scope(async {
+            limiter.check(&rule, "k").await;
+            let ((), inner) = scope(async {
+                limiter.check(&rule, "other").await;
+            })
+            .await;
+            assert!(inner.is_none(), "an inner scope hands its record on");
+        })
+        .await;
+        let recorded = recorded.unwrap();
+        let remaining: Vec<_> = recorded
+            .iter()
+            .map(|q| (&*q.policy, q.decision.remaining))
+            .collect();
+        // One member per policy: the later decision (of key `other`) is the one kept.
+        assert_eq!(remaining, [("scoped", 9)]);
+        limiter.check(&rule, "k").await;
+        assert!(QUOTAS.try_with(|_| ()).is_err(), "no scope outside");
+    }
+
+    /// A reservation settled for less than its estimate advertises what it kept.
+    #[tokio::test]
+    async fn units_given_back_count_as_given_back() {
+        let limiter = Limiter::in_memory();
+        let rule = Rule::new().prefix("given:").name("given").max(10);
+        let ((), recorded) = scope(async {
+            let reservation = limiter.reserve(&rule, "k", 4).await.unwrap();
+            reservation.settle(1).await;
+        })
+        .await;
+        assert_eq!(recorded.unwrap()[0].decision.remaining, 9);
+    }
+}

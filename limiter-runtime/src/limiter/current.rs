@@ -1,0 +1,89 @@
+//! Which limiter annotated functions ask: the one [`scope`](crate::Limiter::scope)d over the current task, else
+//! the installed one, else one built from the environment on first use.
+
+use std::future::Future;
+use std::sync::OnceLock;
+
+use crate::backend::Backend;
+use crate::{Error, Limiter};
+
+/// The environment variable naming the Redis server of the limiter built when none was installed.
+pub const REDIS_URL_ENV: &str = "LIMITER_REDIS_URL";
+
+static GLOBAL: OnceLock<Limiter> = OnceLock::new();
+
+/// The first limiter a tower layer was given while none was installed: the one the global limiter, built from
+/// the environment later, would count apart from.
+#[cfg(feature = "tower")]
+static LAYERED: OnceLock<String> = OnceLock::new();
+
+tokio::task_local! {
+    static SCOPED: Limiter;
+}
+
+/// Installs `limiter` as the shared runtime; a second install is an error.
+pub(crate) fn install(limiter: Limiter) -> Result<(), Error> {
+    GLOBAL.set(limiter).map_err(|_| Error::AlreadyInstalled)
+}
+
+/// The installed limiter, or one built from the environment on first use (announced once at warn level).
+pub(crate) fn global() -> &'static Limiter {
+    GLOBAL.get_or_init(|| {
+        let limiter = Limiter::from_env().unwrap_or_else(|error| {
+            tracing::error!(%error, "rate limiter: the LIMITER_* environment is unusable; counting in memory instead");
+            Limiter::in_memory()
+        });
+        #[cfg(feature = "tower")]
+        if let Some(layered) = LAYERED.get() {
+            tracing::warn!(
+                "rate limiter: annotated functions outside a RateLimitLayer's requests decide in {}, built \
+                 from the environment, while the layer decides in {layered}: they count apart; install the \
+                 layer's limiter at start-up (`limiter.clone().install()`) to count them together",
+                limiter.describe(),
+            );
+        }
+        match &limiter.pipeline.backend {
+            Backend::Redis(redis) => tracing::warn!(
+                ?redis,
+                "rate limiter: no limiter was installed; using Redis from {REDIS_URL_ENV}"
+            ),
+            Backend::Memory(_) => tracing::warn!(
+                "rate limiter: no limiter was installed and {REDIS_URL_ENV} is not set; counting in \
+                 memory, so every process enforces its own limits"
+            ),
+        }
+        limiter
+    })
+}
+
+/// `f` of the limiter annotated functions use here (see [`Limiter::current`]), borrowed.
+#[inline]
+pub(crate) fn with_current<R>(f: impl Fn(&Limiter) -> R) -> R {
+    SCOPED.try_with(&f).unwrap_or_else(|_| f(global()))
+}
+
+/// Runs `future` with `limiter` as the one its `#[rate_limit]` functions use.
+pub(crate) async fn scope<F: Future>(limiter: Limiter, future: F) -> F::Output {
+    SCOPED.scope(limiter, future).await
+}
+
+/// Called by a tower layer deciding in `limiter`: says so once if the installed limiter is another (the
+/// layer's requests then count apart from the rest of the program), and remembers it if none is installed yet
+/// (see [`global`]).
+#[cfg(feature = "tower")]
+pub(crate) fn layered(limiter: &Limiter) {
+    match GLOBAL.get() {
+        Some(installed) if installed.pipeline.id != limiter.pipeline.id => tracing::warn!(
+            "rate limiter: a RateLimitLayer decides in {}, but the installed limiter is {}: the layer's \
+             requests (and the annotated handlers behind it) count in the layer's, the rest of the program \
+             in the installed one; give the layer the installed limiter (`Limiter::current()`) to count \
+             them together",
+            limiter.describe(),
+            installed.describe(),
+        ),
+        Some(_) => {}
+        None => {
+            let _ = LAYERED.set(limiter.describe());
+        }
+    }
+}

@@ -1,0 +1,589 @@
+//! The public API: [`Limiter`], the handle every decision is asked of, and its methods (the plain API:
+//! check, enforce, several limits at once, reserve; which limiter annotated functions use; what operators
+//! change at run time), beside what it builds and hands out: its builder, a rule resolved once ([`Limit`]),
+//! a [`Reservation`], and the choice of the current limiter.
+
+mod builder;
+pub(crate) mod current;
+mod limit;
+mod reservation;
+
+pub use self::builder::LimiterBuilder;
+pub use self::current::REDIS_URL_ENV;
+pub use self::limit::Limit;
+pub(crate) use self::reservation::Held;
+pub use self::reservation::Reservation;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::{Backend, MemoryStore, DEFAULT_MAX_KEYS};
+use crate::call::{Ask, Call, RuleRef};
+use crate::key::StoreKey;
+use crate::overrides::Change;
+use crate::pipeline::Pipeline;
+use crate::rule::Defaults;
+use crate::{Clock, Decision, Error, Override, RateLimited, Rule, SystemClock};
+
+/// The default bound on one Redis decision.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(50);
+/// The rate-limiting runtime: a backend (Redis or in-memory), crate-wide defaults and a failure policy.
+///
+/// `Limiter` is a cheap handle (`Clone` shares it). Build one at start-up and [`install`](Limiter::install) it:
+/// every `#[rate_limit]` function then asks it. Code without the attribute asks it directly with
+/// [`check`](Limiter::check) or [`enforce`](Limiter::enforce) — the attribute takes that same path.
+///
+/// # Example
+///
+/// ```no_run
+/// use limiter_runtime::Limiter;
+/// use std::time::Duration;
+///
+/// # fn main() -> Result<(), limiter_runtime::Error> {
+/// Limiter::builder()
+///     .redis("redis://127.0.0.1:6379/")
+///     .prefix("my_service:")
+///     .deadline(Duration::from_millis(20))
+///     .build()?
+///     .install()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Limiter {
+    pub(crate) pipeline: Arc<Pipeline>,
+}
+
+/// What a limiter has seen: for dashboards and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Decisions made in degraded mode (Redis failed, too slow, or the breaker open) since start.
+    pub degraded: u64,
+    /// Whether the breaker is open: Redis is not being called, only probed.
+    pub breaker_open: bool,
+    /// Runtimes last seen sharing this Redis (this one included; 1 in memory).
+    pub instances: u64,
+    /// Calls a shadow rule would have rejected (and let through).
+    pub shadowed: u64,
+    /// Keys held in this process's memory: the in-memory store's, or the `local` fallback's.
+    pub keys: u64,
+    /// Keys this process's memory forgot before their expiry, to stay within
+    /// [`max_keys`](crate::LimiterBuilder::max_keys).
+    pub evicted: u64,
+    /// Run-time overrides in force, as this runtime last saw them ([`Limiter::set_override`]).
+    pub overrides: u64,
+}
+
+/// The limits of one call of several, each `(rule, key)` or `(rule, key, cost)`: an array (answered with an
+/// array of decisions), a `Vec` or a slice (answered with a `Vec`). What
+/// [`check_all`](Limiter::check_all) and [`enforce_all`](Limiter::enforce_all) take.
+pub trait LimitList: sealed::Sealed {
+    /// Each limit's decision, in the order given.
+    type Decisions;
+    #[doc(hidden)]
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64));
+    #[doc(hidden)]
+    fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> Self::Decisions;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A limit of a list: `(rule, key)` weighs 1, `(rule, key, cost)` its cost.
+pub trait ListedLimit: sealed::Sealed {
+    #[doc(hidden)]
+    fn parts(&self) -> (&Rule, &dyn fmt::Display, u64);
+}
+
+impl<K: fmt::Display> sealed::Sealed for (&Rule, K) {}
+impl<K: fmt::Display> ListedLimit for (&Rule, K) {
+    fn parts(&self) -> (&Rule, &dyn fmt::Display, u64) {
+        (self.0, &self.1, 1)
+    }
+}
+
+impl<K: fmt::Display> sealed::Sealed for (&Rule, K, u64) {}
+impl<K: fmt::Display> ListedLimit for (&Rule, K, u64) {
+    fn parts(&self) -> (&Rule, &dyn fmt::Display, u64) {
+        (self.0, &self.1, self.2)
+    }
+}
+
+impl<L: ListedLimit, const N: usize> sealed::Sealed for [L; N] {}
+impl<L: ListedLimit, const N: usize> LimitList for [L; N] {
+    type Decisions = [Decision; N];
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64)) {
+        for limit in self {
+            let (rule, key, cost) = limit.parts();
+            each(rule, format_args!("{key}"), cost);
+        }
+    }
+    fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> [Decision; N] {
+        let mut decisions = decisions;
+        std::array::from_fn(|_| decisions.next().expect("one decision per limit"))
+    }
+}
+
+impl<L: ListedLimit> sealed::Sealed for Vec<L> {}
+impl<L: ListedLimit> LimitList for Vec<L> {
+    type Decisions = Vec<Decision>;
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64)) {
+        self.as_slice().each(each);
+    }
+    fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> Vec<Decision> {
+        decisions.collect()
+    }
+}
+
+impl<L: ListedLimit> sealed::Sealed for &[L] {}
+impl<L: ListedLimit> LimitList for &[L] {
+    type Decisions = Vec<Decision>;
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64)) {
+        for limit in self.iter() {
+            let (rule, key, cost) = limit.parts();
+            each(rule, format_args!("{key}"), cost);
+        }
+    }
+    fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> Vec<Decision> {
+        decisions.collect()
+    }
+}
+
+impl Limiter {
+    pub(crate) fn new(backend: Backend, defaults: Defaults, clock: Arc<dyn Clock>) -> Limiter {
+        Limiter {
+            pipeline: Arc::new(Pipeline::new(backend, defaults, clock)),
+        }
+    }
+
+    /// Starts building a limiter (in-memory unless told [`redis`](LimiterBuilder::redis)).
+    pub fn builder() -> LimiterBuilder {
+        LimiterBuilder::default()
+    }
+
+    /// Whether the store can be used as set up, checked now: Redis connected, the password and the database
+    /// accepted, every decision script loaded (always, in memory). Call it at start-up to find a refused
+    /// port, a wrong password or a database that does not exist before the first request does;
+    /// [`LimiterBuilder::connect`] builds and checks in one step.
+    ///
+    /// ```no_run
+    /// # async fn start() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = limiter_runtime::Limiter::builder().redis("redis://127.0.0.1:6379/").build()?;
+    /// limiter.ready().await?; // Err: "Redis (redis://127.0.0.1:6379) is not ready: ..."
+    /// # Ok(()) }
+    /// ```
+    pub async fn ready(&self) -> Result<(), Error> {
+        match &self.pipeline.backend {
+            Backend::Memory(_) => Ok(()),
+            Backend::Redis(redis) => redis.ready().await,
+        }
+    }
+
+    /// A limiter counting in this process's memory, with the default settings.
+    ///
+    /// Its limits are per process: each node counts alone. Use Redis for one count shared by every node.
+    pub fn in_memory() -> Limiter {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let memory = MemoryStore::new(clock.clone(), DEFAULT_MAX_KEYS);
+        Limiter::new(Backend::Memory(memory), Defaults::default(), clock)
+    }
+
+    /// The limiter the environment asks for: Redis at `LIMITER_REDIS_URL` when set, else in-memory.
+    pub fn from_env() -> Result<Limiter, Error> {
+        Limiter::builder().env()?.build()
+    }
+
+    /// Installs this limiter as the shared runtime every `#[rate_limit]` function uses.
+    ///
+    /// Install once, at start-up, before the first annotated call; a second install is an error.
+    pub fn install(self) -> Result<(), Error> {
+        current::install(self)
+    }
+
+    /// The shared runtime: the installed limiter, or — if none was installed before the first use — one
+    /// built from the environment ([`from_env`](Limiter::from_env)), announced once at warn level.
+    pub fn global() -> &'static Limiter {
+        current::global()
+    }
+
+    /// The limiter annotated functions use here: the one [`scope`](Limiter::scope)d over the current task,
+    /// else the [`global`](Limiter::global) one.
+    pub fn current() -> Limiter {
+        current::with_current(Limiter::clone)
+    }
+
+    /// Runs `future` with this limiter as the one its `#[rate_limit]` functions use, instead of the
+    /// global one. Tests use it to give each case its own store; a tower layer scopes its limiter over the
+    /// handlers it serves.
+    ///
+    /// ```
+    /// use limiter_runtime::{rate_limit, Limiter, RateLimited};
+    ///
+    /// #[rate_limit(max = 1)]
+    /// async fn ping() -> Result<(), RateLimited> {
+    ///     Ok(())
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// limiter.scope(async {
+    ///     assert!(ping().await.is_ok());
+    ///     assert!(ping().await.is_err());
+    /// }).await;
+    /// # }
+    /// ```
+    pub async fn scope<F: Future>(&self, future: F) -> F::Output {
+        current::scope(self.clone(), future).await
+    }
+
+    /// Decides one call for `key` under `rule`: the plain API behind `#[rate_limit]`.
+    ///
+    /// Never fails: when the store cannot decide within the deadline the call is let through ("fail open"),
+    /// with [`Decision::degraded`] set and a warn-level event naming the key and the cause.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("login:").max(3).window(Duration::from_secs(60));
+    /// for _ in 0..3 {
+    ///     assert!(limiter.check(&rule, "alice").await.allowed);
+    /// }
+    /// let denied = limiter.check(&rule, "alice").await;
+    /// assert!(!denied.allowed);
+    /// assert!(denied.retry_after > Duration::ZERO);
+    /// # }
+    /// ```
+    pub fn check<'a, K: fmt::Display>(
+        &'a self,
+        rule: &'a Rule,
+        key: K,
+    ) -> impl Future<Output = Decision> + use<'a, K> {
+        self.check_cost(rule, key, 1)
+    }
+
+    /// [`check`](Limiter::check) for a call that weighs `cost` units.
+    pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
+        let rule = self.pipeline.defaults.resolve(rule, "");
+        let call = self.one(&rule, format_args!("{key}"), cost);
+        self.pipeline.decision(&call).await
+    }
+
+    /// The call of one limit, `rule` (resolved), for `key`, weighing `cost`.
+    #[inline(always)]
+    fn one<'r>(&self, rule: &'r Rule, key: fmt::Arguments<'_>, cost: u64) -> Call<'r> {
+        let key = StoreKey::new(rule.prefix_value(), key);
+        self.pipeline.call([Ask {
+            rule: RuleRef::Borrowed(rule),
+            key,
+            cost,
+            skip: false,
+        }])
+    }
+
+    /// The call of `limits`, their rules resolved into `rules`.
+    fn list<'r, L: LimitList>(&self, limits: &L, rules: &'r mut Vec<Rule>) -> Call<'r> {
+        let mut keys = Vec::new();
+        limits.each(&mut |rule, key, cost| {
+            let rule = self.pipeline.defaults.resolve(rule, "");
+            keys.push((StoreKey::new(rule.prefix_value(), key), cost));
+            rules.push(rule);
+        });
+        let rules: &'r [Rule] = rules;
+        self.pipeline
+            .call(rules.iter().zip(keys).map(|(rule, (key, cost))| Ask {
+                rule: RuleRef::Borrowed(rule),
+                key,
+                cost,
+                skip: false,
+            }))
+    }
+
+    /// Decides one call under several limits at once, each `(rule, key)` (or `(rule, key, cost)`): admitted
+    /// only when every limit admits it, and then counted by each; else counted by none. Each limit's decision,
+    /// in the order given. (Stacked `#[rate_limit]` attributes are this.) The limits are an array, a `Vec` or
+    /// a slice: a list read from configuration fits.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let burst = Rule::new().prefix("burst:").max(2).window(Duration::from_secs(1));
+    /// let quota = Rule::new().prefix("quota:").max(3).window(Duration::from_secs(3_600));
+    /// for _ in 0..2 {
+    ///     let decisions = limiter.check_all([(&burst, "alice"), (&quota, "alice")]).await;
+    ///     assert!(decisions.iter().all(|d| d.allowed));
+    /// }
+    /// // The burst is spent: the call is refused, and the hourly quota keeps its third unit.
+    /// let [burst_decision, quota_decision] = limiter.check_all([(&burst, "alice"), (&quota, "alice")]).await;
+    /// assert!(!burst_decision.allowed);
+    /// assert_eq!(quota_decision.remaining, 1);
+    /// // From configuration: a Vec, answered with a Vec.
+    /// let rules = vec![(&burst, "bob", 1), (&quota, "bob", 2)];
+    /// assert_eq!(limiter.check_all(rules).await.len(), 2);
+    /// # }
+    /// ```
+    pub async fn check_all<L: LimitList>(&self, limits: L) -> L::Decisions {
+        let mut rules = Vec::new();
+        let call = self.list(&limits, &mut rules);
+        L::decisions(self.pipeline.decided(&call).await.decisions())
+    }
+
+    /// [`check_all`](Limiter::check_all) for a call that weighs `cost` units under each limit: `(rule, key,
+    /// cost)`.
+    pub async fn check_all_cost<L: LimitList>(&self, limits: L) -> L::Decisions {
+        self.check_all(limits).await
+    }
+
+    /// What an annotated function does: like [`check`](Limiter::check), but a rejection is the
+    /// [`RateLimited`] error, and an admitted call that must wait for its slot
+    /// ([`Decision::delay`], leaky bucket with a `max_wait`) sleeps until then.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().max(1).message("one is enough");
+    /// assert!(limiter.enforce(&rule, "k").await.is_ok());
+    /// let error = limiter.enforce(&rule, "k").await.unwrap_err();
+    /// assert_eq!(error.to_string(), "one is enough");
+    /// # }
+    /// ```
+    pub fn enforce<'a, K: fmt::Display>(
+        &'a self,
+        rule: &'a Rule,
+        key: K,
+    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a, K> {
+        self.enforce_cost(rule, key, 1)
+    }
+
+    /// [`enforce`](Limiter::enforce) for a call that weighs `cost` units.
+    pub async fn enforce_cost(
+        &self,
+        rule: &Rule,
+        key: impl fmt::Display,
+        cost: u64,
+    ) -> Result<Decision, RateLimited> {
+        let rule = self.pipeline.defaults.resolve(rule, "");
+        let call = self.one(&rule, format_args!("{key}"), cost);
+        let (_, decided) = self.pipeline.enforce(call).await?;
+        Ok(decided.decision())
+    }
+
+    /// [`check_all`](Limiter::check_all), enforced: a refusal is the [`RateLimited`] error (naming the first
+    /// limit that refused, with every limit's state), and an admitted call that must wait for a slot sleeps
+    /// until then.
+    pub async fn enforce_all<L: LimitList>(&self, limits: L) -> Result<L::Decisions, RateLimited> {
+        let mut rules = Vec::new();
+        let call = self.list(&limits, &mut rules);
+        let (_, decided) = self.pipeline.enforce(call).await?;
+        Ok(L::decisions(decided.decisions()))
+    }
+
+    /// [`enforce_all`](Limiter::enforce_all) for a call that weighs `cost` units under each limit: `(rule,
+    /// key, cost)`.
+    pub async fn enforce_all_cost<L: LimitList>(
+        &self,
+        limits: L,
+    ) -> Result<L::Decisions, RateLimited> {
+        self.enforce_all(limits).await
+    }
+
+    /// Admits a call of an estimated cost, to settle to its actual cost once it is known (see
+    /// [`Reservation`]): the estimate is charged now, or the call is refused with [`RateLimited`].
+    pub async fn reserve(
+        &self,
+        rule: &Rule,
+        key: impl fmt::Display,
+        estimate: u64,
+    ) -> Result<Reservation, RateLimited> {
+        let rule = Arc::new(self.pipeline.defaults.resolve(rule, ""));
+        let key = StoreKey::new(rule.prefix_value(), format_args!("{key}"));
+        let call = self.pipeline.call([Ask {
+            rule: RuleRef::Shared(rule),
+            key,
+            cost: estimate,
+            skip: false,
+        }]);
+        let (call, decided) = self.pipeline.enforce(call).await?;
+        Ok(Reservation::new(self.clone(), call, decided))
+    }
+
+    /// `rule`, resolved once, to check keys against without resolving it again: see [`Limit`].
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let logins = limiter.limit(&Rule::new().prefix("login:").max(1));
+    /// assert!(logins.check("alice").await.allowed);
+    /// assert!(!logins.check("alice").await.allowed);
+    /// # }
+    /// ```
+    pub fn limit(&self, rule: &Rule) -> Limit {
+        let rule = self.pipeline.defaults.resolve(rule, "").completed();
+        Limit::new(self.clone(), rule)
+    }
+
+    /// What this limiter has seen so far.
+    pub fn stats(&self) -> Stats {
+        let pipeline = &*self.pipeline;
+        let shadowed = pipeline.shadowed.load(Ordering::Relaxed);
+        let overrides = pipeline.overrides.len() as u64;
+        match &pipeline.backend {
+            Backend::Memory(memory) => Stats {
+                degraded: 0,
+                breaker_open: false,
+                instances: 1,
+                shadowed,
+                keys: memory.keys(),
+                evicted: memory.evicted(),
+                overrides,
+            },
+            Backend::Redis(redis) => Stats {
+                degraded: redis.degraded_count(),
+                breaker_open: redis.breaker_open(),
+                instances: redis.fallback.instances.live(),
+                shadowed,
+                keys: redis.fallback.local.keys(),
+                evicted: redis.fallback.local.evicted(),
+                overrides,
+            },
+        }
+    }
+
+    /// Changes a limit at run time, for every runtime sharing this Redis (for this one alone in memory): the
+    /// change is stored in Redis and announced; every runtime applies it within a second, and a decision
+    /// never pays a round trip to read it. Setting an override again replaces it.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Override, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("rate_limit:emp:").max(5);
+    /// limiter.set_override(Override::key("rate_limit:emp:", "1001").max(1)).await?;
+    /// assert!(limiter.check(&rule, "1001").await.allowed);
+    /// assert!(!limiter.check(&rule, "1001").await.allowed);
+    /// assert!(limiter.check(&rule, "1002").await.allowed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_override(&self, change: Override) -> Result<(), Error> {
+        self.change(Change::Set(change)).await
+    }
+
+    /// Removes the override of `target`'s prefix (and key): only its target matters, not what it set.
+    pub async fn clear_override(&self, target: &Override) -> Result<(), Error> {
+        self.change(Change::Clear(target.clone())).await
+    }
+
+    /// The overrides in force, as this runtime last saw them.
+    pub fn overrides(&self) -> Vec<Override> {
+        self.pipeline.overrides.list()
+    }
+
+    /// Makes `change` in Redis and announces it to every runtime, then applies it here at once; in memory,
+    /// applies it here.
+    async fn change(&self, change: Change) -> Result<(), Error> {
+        let version = self.pipeline.backend.publish(&change).await?;
+        self.pipeline.overrides.apply(&change, version);
+        Ok(())
+    }
+
+    /// Turns limiting off (`false`) for every runtime sharing this Redis, within a second, until it is turned
+    /// back on (`true`): every call goes ahead, with no Redis traffic for decisions. A switch for a Redis under
+    /// pressure, or for an incident; it is kept in Redis, so a runtime started later finds it. In memory, it
+    /// switches this runtime.
+    ///
+    /// An error means Redis did not take the change, and no runtime's switch moved: when Redis itself is the
+    /// problem, [`set_enabled_here`](Limiter::set_enabled_here) switches this runtime without asking it.
+    /// Limiting is on while both switches are.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("api:").max(1);
+    /// limiter.set_enabled(false).await?;
+    /// assert!(limiter.check(&rule, "k").await.allowed && limiter.check(&rule, "k").await.allowed);
+    /// limiter.set_enabled(true).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_enabled(&self, enabled: bool) -> Result<(), Error> {
+        self.change(Change::Switch(enabled)).await
+    }
+
+    /// Turns limiting off (`false`) in this runtime alone, at once and without a word to Redis, until it is
+    /// turned back on (`true`): every call goes ahead, and this runtime sends Redis nothing at all, not even in
+    /// the background. The switch for when Redis itself is the problem. Limiting is on while both this switch
+    /// and [the one of every runtime](Limiter::set_enabled) are.
+    pub fn set_enabled_here(&self, enabled: bool) {
+        self.pipeline.overrides.set_enabled_here(enabled);
+    }
+
+    /// Whether limiting is on: this runtime's own switch and the one of every runtime both are.
+    #[inline]
+    pub fn is_enabled(&self) -> bool {
+        self.pipeline.overrides.is_enabled()
+    }
+
+    /// This limiter in a few words, for messages that name two: "limiter #2 (Redis at redis://10.0.0.5:6379)".
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn describe(&self) -> String {
+        let store = match &self.pipeline.backend {
+            Backend::Memory(_) => "in memory".to_owned(),
+            Backend::Redis(redis) => format!("Redis at {}", redis.describe()),
+        };
+        format!("limiter #{} ({store})", self.pipeline.id)
+    }
+}
+
+impl fmt::Debug for Limiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limiter")
+            .field("backend", &self.pipeline.backend)
+            .field("defaults", &self.pipeline.defaults)
+            .finish()
+    }
+}
+#[cfg(test)]
+mod tests {
+    use crate::{Limiter, RateLimited, Rule};
+
+    /// A call's future is copied as it is built and awaited: the Redis round trip (redis-rs's large future) is
+    /// boxed so that it does not make every call's future, in-memory ones included, a kilobyte or more.
+    #[test]
+    fn call_futures_stay_small() {
+        let limiter = Limiter::in_memory();
+        let (rule, key) = (Rule::new(), String::from("k"));
+        let check = std::mem::size_of_val(&limiter.check(&rule, &key));
+        let enforce = std::mem::size_of_val(&limiter.enforce(&rule, &key));
+        assert!(check <= 512, "check's future is {check} bytes");
+        assert!(enforce <= 1024, "enforce's future is {enforce} bytes");
+    }
+
+    /// A rejection is one pointer, so that every `Result` carrying it (in users' functions too) stays small on
+    /// the path where nothing is rejected.
+    #[test]
+    fn a_rejection_is_one_pointer() {
+        assert_eq!(
+            std::mem::size_of::<RateLimited>(),
+            std::mem::size_of::<usize>()
+        );
+        assert_eq!(
+            std::mem::size_of::<Result<(), RateLimited>>(),
+            std::mem::size_of::<usize>()
+        );
+    }
+}

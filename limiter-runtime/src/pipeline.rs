@@ -1,0 +1,287 @@
+//! The pipeline: every call goes through here, from the plain API, a [`Limit`](crate::Limit), the attribute
+//! and the tower layer alike, as one [`Call`] of its limits (one, or several stacked), decided as one.
+//!
+//! 1. The switch: off, every call is admitted, with no store traffic at all.
+//! 2. A limit that admits nothing, or one the call skips, is decided here (its call was built with the
+//!    overrides in force: [`Call::new`]).
+//! 3. The backend decides the call: admitted when every limit that vetoes admits it, and then charged to each,
+//!    else charged to none. In memory at once; with Redis, at once what this process knows (a denial Redis
+//!    already gave, a lease, the breaker open), else one script call within the deadline, degraded by
+//!    `on_error`.
+//! 4. For an enforced call, the verdict: a rejection names the first limit that refused (a shadow limit only
+//!    reports), and an admitted call first waits for its slot.
+//!
+//! Each decision is reported once, where it is made, to the limiter's [`Observers`](crate::observe::Observers).
+//! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
+//! slot to wait for is left to await.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, Either};
+
+use crate::backend::{Backend, GivingBack, Later};
+use crate::budget::{now, Now};
+use crate::call::{Answer, Ask, Call, Decided, OneOrMany};
+use crate::clock::Clock;
+use crate::error::LimitState;
+use crate::observe::Observers;
+use crate::overrides::Overrides;
+use crate::rule::Defaults;
+use crate::{Decision, OnError, RateLimited, Reason};
+
+/// The id of the next pipeline built.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// What decides a limiter's calls: its backend, its defaults, the overrides and switches in force, and who
+/// hears of each decision. A [`Limiter`](crate::Limiter) is a handle to one.
+pub(crate) struct Pipeline {
+    /// Unique in this process, for as long as it runs: what a resolution kept for this limiter is kept under.
+    pub(crate) id: u64,
+    pub(crate) backend: Backend,
+    pub(crate) defaults: Defaults,
+    /// This process's clock: the time of decisions made without the backend.
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The operators' run-time changes: overrides of limits, and the switch. Shared with the task that keeps
+    /// them in step with Redis.
+    pub(crate) overrides: Arc<Overrides>,
+    /// Starts the background tasks of a Redis limiter (heartbeat, override sync, lease sweep) once.
+    pub(crate) background: Once,
+    /// Calls a shadow rule would have rejected.
+    pub(crate) shadowed: AtomicU64,
+    /// Who hears of each decision: the metrics, and a service edge.
+    pub(crate) observers: Observers,
+}
+
+/// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
+/// should not weigh on every call's future.
+pub(crate) type Deciding<'a, T> = Either<Now<T>, BoxFuture<'a, T>>;
+
+/// What an enforced call comes to: admitted (after its slot), with the call and what was decided of it, or
+/// refused.
+pub(crate) type Enforced<'r> = Result<(Call<'r>, Decided), RateLimited>;
+
+impl Pipeline {
+    pub(crate) fn new(backend: Backend, defaults: Defaults, clock: Arc<dyn Clock>) -> Pipeline {
+        Pipeline {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            backend,
+            defaults,
+            clock,
+            overrides: Arc::default(),
+            background: Once::new(),
+            shadowed: AtomicU64::new(0),
+            observers: Observers::default(),
+        }
+    }
+
+    /// Starts what keeps a Redis limiter's view current while it lives, once: its heartbeat, the override
+    /// sync, and the sweep of idle leases.
+    pub(crate) fn start_background(&self) {
+        self.background
+            .call_once(|| self.backend.start(&self.overrides));
+    }
+
+    /// The call of `asks`, with the overrides in force applied: the one constructor of a call.
+    #[inline(always)]
+    pub(crate) fn call<'r>(&self, asks: impl IntoIterator<Item = Ask<'r>>) -> Call<'r> {
+        Call::new(&self.overrides, asks)
+    }
+
+    /// Decides `call` as far as this process can: what was decided (reported), or what Redis must answer.
+    #[inline(always)]
+    pub(crate) fn decide_now(&self, call: &Call<'_>) -> Result<Decided, Later> {
+        let inner = self;
+        let enabled = inner.overrides.is_enabled();
+        let decided = if !enabled || call.all_preset() {
+            // Switched off, no limit applies; a limit decided before any store was asked, as it was.
+            let now = inner.clock.now_micros();
+            let answers = call
+                .limits()
+                .iter()
+                .map(|limit| {
+                    let outcome = match limit.preset.filter(|_| enabled) {
+                        Some(preset) => preset.outcome(&limit.charge),
+                        None => crate::algorithm::Outcome::admit(limit.charge.max),
+                    };
+                    Answer::uncharged(Decision::new(&limit.charge, outcome, now, false))
+                })
+                .collect::<OneOrMany<Answer>>();
+            let admitted = call.admits(|i| answers[i].decision.allowed);
+            Decided { answers, admitted }
+        } else {
+            inner.backend.decide_now(call)?
+        };
+        inner.observers.decided(call, &decided, enabled);
+        Ok(decided)
+    }
+
+    /// What Redis answers of `call` (degraded when it cannot), reported.
+    pub(crate) async fn decide_later(&self, call: &Call<'_>, later: Later) -> Decided {
+        let inner = self;
+        inner.start_background();
+        let timer = crate::observe::Timer::start();
+        let decided = Backend::decide_later(call, later).await;
+        inner.observers.redis(call, timer);
+        inner.observers.decided(call, &decided, true);
+        decided
+    }
+
+    /// Decides `call`, borrowed: at once (handed over through Tokio's budget), or after the round trip, boxed
+    /// (its future is large: the caller's stays small).
+    #[inline(always)]
+    pub(crate) fn decided<'a>(&'a self, call: &'a Call<'_>) -> Deciding<'a, Decided> {
+        match self.decide_now(call) {
+            Ok(decided) => Either::Left(now(decided)),
+            Err(later) => Either::Right(Box::pin(self.decide_later(call, later))),
+        }
+    }
+
+    /// [`decided`](Pipeline::decided) for a call of one limit: its decision alone, so that what is kept across
+    /// the await stays small.
+    #[inline(always)]
+    pub(crate) fn decision<'a>(&'a self, call: &'a Call<'_>) -> Deciding<'a, Decision> {
+        match self.decide_now(call) {
+            Ok(decided) => Either::Left(now(decided.decision())),
+            Err(later) => Either::Right(Box::pin(async move {
+                self.decide_later(call, later).await.decision()
+            })),
+        }
+    }
+
+    /// Decides `call`: at once, or with the round trip left to await. The call comes back beside its answer.
+    #[inline(always)]
+    pub(crate) fn decide<'a, 'r: 'a>(
+        &'a self,
+        call: Call<'r>,
+    ) -> Deciding<'a, (Call<'r>, Decided)> {
+        match self.decide_now(&call) {
+            Ok(decided) => Either::Left(now((call, decided))),
+            Err(later) => Either::Right(Box::pin(async move {
+                let decided = self.decide_later(&call, later).await;
+                (call, decided)
+            })),
+        }
+    }
+
+    /// Decides `call` for an enforced call: its [verdict](Limiter::verdict) (a rejection, or, admitted, the
+    /// call and its answer once its slot has come), at once or with the round trip (and the slot) left to
+    /// await.
+    #[inline(always)]
+    pub(crate) fn enforce<'a, 'r: 'a>(&'a self, call: Call<'r>) -> Deciding<'a, Enforced<'r>> {
+        match self.decide_now(&call) {
+            Ok(decided) => match self.verdict(&call, &decided) {
+                Ok(wait) if !wait.is_zero() => {
+                    Either::Right(Box::pin(after(wait, Ok((call, decided)))))
+                }
+                verdict => Either::Left(now(verdict.map(|_| (call, decided)))),
+            },
+            Err(later) => Either::Right(Box::pin(async move {
+                let decided = self.decide_later(&call, later).await;
+                let wait = self.verdict(&call, &decided)?;
+                Ok(after(wait, (call, decided)).await)
+            })),
+        }
+    }
+
+    /// What `decided` means for `call`: a rejection ([`RateLimited`], naming the first limit that refused; the
+    /// others' states beside it), or how long an admitted call waits for its slot first. A shadow limit never
+    /// rejects or holds a call: what it would have rejected is reported.
+    pub(crate) fn verdict(
+        &self,
+        call: &Call<'_>,
+        decided: &Decided,
+    ) -> Result<Duration, RateLimited> {
+        let mut wait = Duration::ZERO;
+        let mut refused = None;
+        let limits = call.limits();
+        for (i, (limit, answer)) in limits.iter().zip(decided.answers.iter()).enumerate() {
+            let (decision, shadow) = (&answer.decision, !limit.vetoes);
+            if decision.allowed && !shadow {
+                wait = wait.max(decision.delay);
+            } else if !decision.allowed && shadow && decided.admitted {
+                self.shadowed.fetch_add(1, Ordering::Relaxed);
+                let key = limit.key.parts();
+                self.observers.shadow_rejection(key.prefix);
+                tracing::info!(
+                    key = %key,
+                    limit = decision.limit,
+                    "rate limiter: would have limited (shadow mode)"
+                );
+            } else if !decision.allowed && !shadow && refused.is_none() {
+                refused = Some(i);
+            }
+        }
+        let Some(refused) = refused.filter(|_| !decided.admitted) else {
+            return Ok(wait);
+        };
+        let (limit, decision) = (&limits[refused], decided.answers[refused].decision);
+        if !decision.degraded {
+            tracing::debug!(key = %limit.key.parts(), limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
+        }
+        // Each limit's state, when there are several (one is the rejection's own); a shadow or skipped limit,
+        // or a decision made without a count, is not advertised in quota headers.
+        let states = match limits {
+            [_] => Vec::new(),
+            _ => limits
+                .iter()
+                .zip(decided.decisions())
+                .map(|(limit, decision)| LimitState {
+                    policy: limit.rule.policy_name(),
+                    decision,
+                    advertised: advertised(limit, &decision),
+                })
+                .collect(),
+        };
+        // Only a limit that fails closed answers "unavailable": a local decision over this node's share is a
+        // limit like any other, with its message and quota. A call no wait can admit (a cost above the limit)
+        // says so.
+        let reason = if decision.degraded && limit.on_error == OnError::Closed {
+            Reason::Unavailable
+        } else if !limit.can_fit() {
+            Reason::TooLarge
+        } else {
+            Reason::Limited
+        };
+        Err(RateLimited::new(
+            limit.rule.message_value().clone(),
+            limit.rule.policy_name(),
+            limit.key.clone(),
+            decision,
+            advertised(limit, &decision),
+            states,
+            reason,
+        ))
+    }
+
+    /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says), now:
+    /// exactly, unless a charge has left its limit already (then nothing), never more. In memory at once; with
+    /// Redis, one script call. Reported, so that what a response advertises counts the units as given back.
+    pub(crate) fn give_back<'a>(
+        &'a self,
+        call: &'a Call<'a>,
+        decided: &'a Decided,
+        units: &'a [u64],
+    ) -> GivingBack<'a> {
+        self.observers.given_back(call, units);
+        self.backend.give_back(call, decided, units)
+    }
+}
+
+/// Whether a limit's decision is advertised in quota headers: it applies to the call (not a shadow limit, not
+/// one the call skips), and was counted (not made by `on_error = open | closed` while Redis failed: the count
+/// is unknown; a decision over this node's share, `local`, was counted).
+pub(crate) fn advertised(limit: &crate::call::CallLimit<'_>, decision: &Decision) -> bool {
+    let applies = limit.vetoes && limit.preset != Some(crate::call::Preset::Skipped);
+    applies && (!decision.degraded || limit.on_error == OnError::Local)
+}
+
+/// `value`, once `wait` (an admitted call's slot, leaky bucket) has passed.
+pub(crate) async fn after<T>(wait: Duration, value: T) -> T {
+    if !wait.is_zero() {
+        // Boxed, as the Redis round trip is: a timer is large, and rarely needed.
+        Box::pin(tokio::time::sleep(wait)).await;
+    }
+    value
+}
