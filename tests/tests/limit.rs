@@ -166,3 +166,23 @@ async fn a_limit_follows_its_failure_policy_when_redis_is_down() {
     let decision = closed.check("k").await;
     assert!(!decision.allowed && decision.degraded);
 }
+
+/// Several limits read from configuration: a `Vec` (answered with a `Vec`) or a slice, with costs or
+/// without, decided as one.
+#[tokio::test]
+async fn limits_from_a_list_are_decided_as_one() {
+    let limiter = Limiter::in_memory();
+    let rules: Vec<Rule> = (1..=3)
+        .map(|i| Rule::new().prefix(format!("list{i}:")).max(i))
+        .collect();
+    let limits: Vec<(&Rule, &str)> = rules.iter().map(|rule| (rule, "k")).collect();
+    let first = limiter.check_all(limits.clone()).await;
+    assert_eq!(first.len(), 3);
+    assert!(first.iter().all(|d| d.allowed));
+    // The first limit (max 1) is spent: refused, and charged to none.
+    let second = limiter.check_all(&limits[..]).await;
+    assert!(!second[0].allowed);
+    assert_eq!(second[2].remaining, 2);
+    let weighed: Vec<(&Rule, &str, u64)> = rules[1..].iter().map(|r| (r, "w", 2)).collect();
+    assert!(limiter.enforce_all(weighed).await.is_ok());
+}

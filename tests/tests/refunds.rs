@@ -284,3 +284,35 @@ async fn a_bucket_is_never_fuller_than_full() {
         }
     }
 }
+
+/// A reservation dropped without being settled (an early return, `?`, a cancelled task) gives its whole
+/// estimate back: in memory at once, with Redis on a task of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_dropped_unsettled_gives_its_estimate_back() {
+    let server = RedisServer::start();
+    for limiter in [Limiter::in_memory(), server.limiter()] {
+        let rule = Rule::new()
+            .prefix("dropped:")
+            .algorithm(Algorithm::TokenBucket)
+            .max(100)
+            .window(Duration::from_secs(3_600));
+        let held = limiter.reserve(&rule, "k", 40).await.unwrap();
+        assert_eq!(held.decision().remaining, 60);
+        drop(held);
+        // Dropped by `?`, in a function that fails after reserving.
+        async fn fails(limiter: &Limiter, rule: &Rule) -> Result<(), std::fmt::Error> {
+            let _reservation = limiter.reserve(rule, "k", 30).await.unwrap();
+            Err(std::fmt::Error)?;
+            Ok(())
+        }
+        assert!(fails(&limiter, &rule).await.is_err());
+        let started = std::time::Instant::now();
+        while limiter.check_cost(&rule, "k", 0).await.remaining != 100 {
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "the estimates stayed charged"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}

@@ -673,3 +673,87 @@ async fn a_client_accepting_problem_json_gets_a_quota_exceeded_problem() {
     );
     assert!(retry_after(&refused) >= member(&quota(&refused).1, "per-client").get("t"));
 }
+
+#[rate_limit(prefix = "big:", name = "big", max = 10, cost = units)]
+async fn weighed(Path(units): Path<u64>) -> Result<String, RateLimited> {
+    Ok(units.to_string())
+}
+
+/// A call that weighs more than its limit can ever admit is refused for that (413 Content Too Large), with
+/// no Retry-After: no wait admits it. One that fits is a 200.
+#[tokio::test]
+async fn a_call_no_wait_admits_is_a_413_without_retry_after() {
+    let limiter = Limiter::in_memory();
+    let address = serve(Router::new().route("/weigh/{units}", get(weighed)).layer(
+        RateLimitLayer::new(
+            &limiter,
+            [rule("weigh:", "per-client", 100)],
+            Key::peer_ip(),
+        ),
+    ))
+    .await;
+    let too_large = request(address, "GET", "/weigh/11").await;
+    assert_eq!(too_large.status, 413, "{too_large:?}");
+    assert!(too_large.header("retry-after").is_none(), "{too_large:?}");
+    assert_eq!(request(address, "GET", "/weigh/10").await.status, 200);
+    // The layer's own fields stand beside it.
+    let (policy, _) = quota(&too_large);
+    assert_eq!(policies(&policy), ["per-client", "big"]);
+}
+
+#[rate_limit(prefix = "login:", name = "login", max = 5, count = failures)]
+async fn login() -> Result<&'static str, RateLimited> {
+    Ok("welcome")
+}
+
+/// A successful login under `count = failures` gives its unit back: the response says so (`r` is whole).
+#[tokio::test]
+async fn units_given_back_are_advertised_as_given_back() {
+    let limiter = Limiter::in_memory();
+    let address = serve(
+        Router::new()
+            .route("/login", get(login))
+            .layer(RateLimitLayer::new(
+                &limiter,
+                [rule("login-client:", "per-client", 100)],
+                Key::peer_ip(),
+            )),
+    )
+    .await;
+    for _ in 0..3 {
+        let ok = request(address, "GET", "/login").await;
+        assert_eq!(ok.status, 200, "{ok:?}");
+        let (_, state) = quota(&ok);
+        assert_eq!(member(&state, "login").get("r"), 5, "{ok:?}");
+    }
+}
+
+/// A layer takes its rules from a list read at start-up: a `Vec`, or a slice of one.
+#[tokio::test]
+async fn a_layers_rules_may_be_a_vec_or_a_slice() {
+    let limiter = Limiter::in_memory();
+    let rules = vec![rule("vec-a:", "a", 2), rule("vec-b:", "b", 3)];
+    let from_vec = serve(app_with(RateLimitLayer::new(
+        &limiter,
+        rules.clone(),
+        Key::peer_ip(),
+    )))
+    .await;
+    assert_eq!(statuses(from_vec, "/hello", &[], 3).await, [200, 200, 429]);
+    let from_slice = serve(app_with(RateLimitLayer::new(
+        &limiter,
+        &rules[1..],
+        Key::header("x-client"),
+    )))
+    .await;
+    let header = [("x-client", "c")];
+    assert_eq!(
+        statuses(from_slice, "/hello", &header, 4).await,
+        [200, 200, 200, 429]
+    );
+}
+
+/// `/hello` behind `layer`.
+fn app_with(layer: RateLimitLayer) -> Router {
+    Router::new().route("/hello", get(hello)).layer(layer)
+}
