@@ -302,9 +302,26 @@ impl Answer {
         at: u64,
         call_admitted: bool,
     ) -> Answer {
+        Answer::weighing(limit, limit.charge.cost, outcome, at, call_admitted)
+    }
+
+    /// [`of`](Answer::of) for a call that weighs `cost` on `limit` (a call of a batch, sharing another's
+    /// limits).
+    #[inline(always)]
+    pub(crate) fn weighing(
+        limit: &CallLimit<'_>,
+        cost: u64,
+        outcome: Outcome,
+        at: u64,
+        call_admitted: bool,
+    ) -> Answer {
         let charged = call_admitted && outcome.allowed && limit.preset.is_none();
         let mut decision = Decision::new(&limit.charge, outcome, at, false);
-        if !decision.allowed && !limit.can_fit() {
+        let charge = Charge {
+            cost,
+            ..limit.charge
+        };
+        if !decision.allowed && !charge.can_fit(limit.algorithm) {
             // No wait admits it: no time to retry after.
             decision.retry_after = Duration::ZERO;
         }

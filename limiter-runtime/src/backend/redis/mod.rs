@@ -210,24 +210,36 @@ fn costs_of(asked: &[&CallLimit<'_>]) -> [u64; MAX_LIMITS] {
     costs
 }
 
-/// What `outcome` (of the limits Redis was asked about, in their order) says of `call`, decided at `now`:
-/// the limits decided before Redis was asked keep their own outcome.
-fn decided_of(call: &Call<'_>, outcome: &CallOutcome, now: u64) -> Decided {
-    let mut from_redis = outcome.outcomes.iter();
-    let outcomes: OneOrMany<Outcome> = call
+/// What `outcome` (of the limits Redis was asked about, in their order) says of `call`, decided at `now`,
+/// the call weighing `costs` on those limits: the limits decided before Redis was asked keep their own
+/// outcome.
+fn decided_of(call: &Call<'_>, costs: &[u64], outcome: &CallOutcome, now: u64) -> Decided {
+    if let ([limit], [outcome], [cost]) = (call.limits(), &*outcome.outcomes, costs) {
+        // The common call: one limit, asked.
+        let admitted = outcome.allowed || !limit.vetoes;
+        return Decided {
+            answers: OneOrMany::One(Answer::weighing(limit, *cost, *outcome, now, admitted)),
+            admitted,
+        };
+    }
+    let (mut from_redis, mut costs) = (outcome.outcomes.iter(), costs.iter());
+    let each: Vec<(Outcome, u64)> = call
         .limits()
         .iter()
         .map(|limit| match limit.preset {
-            Some(preset) => preset.outcome(&limit.charge),
-            None => from_redis.next().copied().unwrap_or(Outcome::admit(0)),
+            Some(preset) => (preset.outcome(&limit.charge), limit.charge.cost),
+            None => (
+                from_redis.next().copied().unwrap_or(Outcome::admit(0)),
+                costs.next().copied().unwrap_or(0),
+            ),
         })
         .collect();
-    let admitted = call.admits(|i| outcomes[i].allowed);
+    let admitted = call.admits(|i| each[i].0.allowed);
     let answers = call
         .limits()
         .iter()
-        .zip(outcomes.iter())
-        .map(|(limit, outcome)| Answer::of(limit, *outcome, now, admitted))
+        .zip(&each)
+        .map(|(limit, (outcome, cost))| Answer::weighing(limit, *cost, *outcome, now, admitted))
         .collect();
     Decided { answers, admitted }
 }
@@ -611,7 +623,7 @@ impl RedisBackend {
                     .round_trip(&asked, &calls, budget)
                     .await
                     .map_err(|failed| failed.named(nonce))?;
-                Ok(decided_of(call, &each.swap_remove(0), now))
+                Ok(decided_of(call, calls[0].costs, &each.swap_remove(0), now))
             }
             _ => {
                 let costs = costs_of(&asked);
@@ -632,7 +644,7 @@ impl RedisBackend {
                     .round_trip(&asked, &calls, budget)
                     .await
                     .map_err(|failed| failed.named(nonce))?;
-                Ok(decided_of(call, &each.swap_remove(0), now))
+                Ok(decided_of(call, calls[0].costs, &each.swap_remove(0), now))
             }
         }
     }
@@ -684,8 +696,7 @@ impl RedisBackend {
                     self.fallback.recovered();
                 }
                 let decided = each.iter().zip(&members).map(|(outcome, member)| {
-                    let call = weighing(&batch.call, &member.costs[..asked.len()]);
-                    decided_of(&call, outcome, now)
+                    decided_of(&batch.call, &member.costs[..asked.len()], outcome, now)
                 });
                 batch.decide(decided.collect());
             }
@@ -759,7 +770,7 @@ impl RedisBackend {
                 continue;
             }
             let call = weighing(call, &member.costs[..asked.len()]);
-            let decided = decided_of(&call, outcome, now);
+            let decided = decided_of(&call, &member.costs[..asked.len()], outcome, now);
             let units: Vec<u64> = call.limits().iter().map(|l| l.charge.cost).collect();
             crate::observe::reconciled();
             self.give_back(&call, &decided, &units).await;
@@ -823,7 +834,8 @@ impl RedisBackend {
                 admitted,
                 outcomes: OneOrMany::Many(outcomes),
             };
-            Ok::<_, BackendError>((decided_of(&owned, &outcome, now), owned))
+            let costs: Vec<u64> = asked.iter().map(|limit| limit.charge.cost).collect();
+            Ok::<_, BackendError>((decided_of(&owned, &costs, &outcome, now), owned))
         };
         let mut exchange: Exchange = Box::pin(exchange);
         let timer = tokio::time::sleep(self.deadline);

@@ -79,6 +79,7 @@ fn redis_side(plan: &Plan, valgrind: &Path, control: &Path, dir: &Path) -> Resul
         for &algorithm in &plan.algorithms {
             let mut each = Vec::new();
             for contender in CONTENDERS {
+                empty(&server)?;
                 let caller = Caller::new(contender, algorithm, Scenario::Spread, &url).await;
                 worker::calls(&caller, 1, 200, 10_000, 3).await;
                 let count = counted
@@ -97,6 +98,7 @@ fn redis_side(plan: &Plan, valgrind: &Path, control: &Path, dir: &Path) -> Resul
             );
         }
         // A cost is a weight: a sliding log's call of 9,000,000 units against one of 1, on fresh keys.
+        empty(&server)?;
         let limiter = Limiter::builder()
             .redis(url.as_str())
             .deadline(std::time::Duration::from_secs(5))
@@ -148,6 +150,9 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
     for &algorithm in &plan.algorithms {
         let mut each = Vec::new();
         for contender in CONTENDERS {
+            // Every count starts from an empty Redis: the same work each time, and no key left in another
+            // algorithm's shape.
+            empty(&server)?;
             let job = Job {
                 url: url.clone(),
                 contender,
@@ -180,9 +185,11 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
         calls,
         tasks,
     };
+    empty(&server)?;
     let (alone, _) = count_client(valgrind, dir, &hot(1, plan.calls))?;
     let lone = alone as f64 / plan.calls as f64;
     let calls = plan.calls / 64 * 64;
+    empty(&server)?;
     let (together, scripts) = count_client(valgrind, dir, &hot(64, calls))?;
     let waiters = calls.saturating_sub(scripts).max(1);
     let waiter = (together as f64 - scripts as f64 * lone) / waiters as f64;
@@ -195,6 +202,13 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
         together as f64 / calls as f64
     );
     Ok(text)
+}
+
+/// Empties `server`: every count starts from the same state, no key left in another algorithm's shape.
+fn empty(server: &RedisServer) -> Result<(), String> {
+    redis::cmd("FLUSHALL")
+        .query::<()>(&mut server.connection())
+        .map_err(|e| format!("cannot empty the benchmark's Redis: {e}"))
 }
 
 /// Runs `job` under callgrind: the instructions it counted, and the script calls Redis ran meanwhile.
