@@ -119,13 +119,24 @@ impl Pipeline {
 
     /// What Redis answers of `call` (degraded when it cannot), reported.
     pub(crate) async fn decide_later(&self, call: &Call<'_>, later: Later) -> Decided {
-        let inner = self;
-        inner.start_background();
+        self.decide_later_then(call, later, |decided| decided).await
+    }
+
+    /// [`decide_later`](Pipeline::decide_later), and then `then` of what was decided: one future, not one
+    /// awaiting another.
+    #[inline(always)]
+    async fn decide_later_then<T>(
+        &self,
+        call: &Call<'_>,
+        later: Later,
+        then: impl FnOnce(Decided) -> T,
+    ) -> T {
+        self.start_background();
         let timer = crate::observe::Timer::start();
         let decided = Backend::decide_later(call, later).await;
-        inner.observers.redis(call, timer);
-        inner.observers.decided(call, &decided, true);
-        decided
+        self.observers.redis(call, timer);
+        self.observers.decided(call, &decided, true);
+        then(decided)
     }
 
     /// Decides `call`, borrowed: at once (handed over through Tokio's budget), or after the round trip, boxed
@@ -144,9 +155,9 @@ impl Pipeline {
     pub(crate) fn decision<'a>(&'a self, call: &'a Call<'_>) -> Deciding<'a, Decision> {
         match self.decide_now(call) {
             Ok(decided) => Either::Left(now(decided.decision())),
-            Err(later) => Either::Right(Box::pin(async move {
-                self.decide_later(call, later).await.decision()
-            })),
+            Err(later) => Either::Right(Box::pin(
+                self.decide_later_then(call, later, |decided| decided.decision()),
+            )),
         }
     }
 

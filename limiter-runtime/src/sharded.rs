@@ -1,8 +1,9 @@
 //! Store keys spread over mutex-guarded shards: the maps of the in-memory store, the deny cache and the
 //! per-key overrides.
 //!
-//! One SipHash of the key (std's `RandomState`, with this process's random keys: callers choose the keys, and
-//! must not be able to choose colliding ones) picks both the shard and the slot within it, and is kept with
+//! One hash of the key picks both the shard and the slot within it: a SipHash by default (std's
+//! `RandomState`, with this process's random keys: callers choose the keys, and must not be able to choose
+//! colliding ones; a map of only the keys in flight, bounded by the calls under way, may take a faster one), and is kept with
 //! the key, so that a table grows without hashing again. A key is hashed and compared piece by piece
 //! ([`KeyRef`]), so it is copied only when it is inserted. A short key is kept in its slot, so a lookup reads
 //! one place in memory, not a slot and then the key's own allocation.
@@ -17,10 +18,13 @@ use crate::key::{InlineKey, KeyRef};
 
 /// `S` (a shard's state, holding a [`Keys`] map) times `count` (a power of two), each behind its own mutex.
 #[derive(Debug)]
-pub(crate) struct Sharded<S> {
+pub(crate) struct Sharded<S, H = RandomState> {
     shards: Box<[Padded<Mutex<S>>]>,
-    hasher: RandomState,
+    hasher: H,
 }
+
+/// The bytes a key is hashed in at a time (a prefix and a user id or an address fit in one).
+const BLOCK: usize = 64;
 
 /// A shard on cache lines of its own, so that two threads working in two shards never share a line.
 #[derive(Debug, Default)]
@@ -34,18 +38,26 @@ pub(crate) struct KeyHash {
     pub(crate) shard: usize,
 }
 
-impl<S: Default> Sharded<S> {
+impl KeyHash {
+    /// Which of `count` buckets (a power of two) the key falls in: bits the shard and the slot do not take.
+    #[inline]
+    pub(crate) fn bucket(&self, count: usize) -> usize {
+        (self.hash >> 40) as usize & (count - 1)
+    }
+}
+
+impl<S: Default, H: BuildHasher + Default> Sharded<S, H> {
     /// `count` shards: a power of two, so that a shard is picked with a mask, not a division.
     pub(crate) fn new(count: usize) -> Self {
         debug_assert!(count.is_power_of_two(), "{count} shards");
         Sharded {
             shards: (0..count).map(|_| Padded::default()).collect(),
-            hasher: RandomState::new(),
+            hasher: H::default(),
         }
     }
 }
 
-impl<S> Sharded<S> {
+impl<S, H: BuildHasher> Sharded<S, H> {
     /// The shard of `key`, locked, and the key's hash (for the shard's [`Keys`]).
     pub(crate) fn lock(&self, key: KeyRef<'_>) -> (MutexGuard<'_, S>, KeyHash) {
         let hash = self.hash(key);
@@ -55,11 +67,25 @@ impl<S> Sharded<S> {
     /// `key`'s hash, and so its shard.
     #[inline]
     pub(crate) fn hash(&self, key: KeyRef<'_>) -> KeyHash {
-        // A `str`'s hash, written piece by piece (SipHash reads its input as one stream): the same for every
-        // split of the same key.
+        // The key's bytes, in blocks of one size whatever its split: the same hash for every split of the same
+        // key, with any hasher (SipHash reads its input as one stream; a faster one hashes each write apart).
         let mut hasher = self.hasher.build_hasher();
-        hasher.write(key.prefix.as_bytes());
-        hasher.write(key.rest.as_bytes());
+        let (prefix, rest) = (key.prefix.as_bytes(), key.rest.as_bytes());
+        let mut block = [0u8; BLOCK];
+        let mut filled = 0;
+        for piece in [prefix, rest] {
+            let mut piece = piece;
+            while !piece.is_empty() {
+                let taken = piece.len().min(BLOCK - filled);
+                block[filled..filled + taken].copy_from_slice(&piece[..taken]);
+                (filled, piece) = (filled + taken, &piece[taken..]);
+                if filled == BLOCK {
+                    hasher.write(&block);
+                    filled = 0;
+                }
+            }
+        }
+        hasher.write(&block[..filled]);
         hasher.write_u8(0xff);
         let hash = hasher.finish();
         // The slot within a shard comes from the hash's low bits and its tag from the top ones: the shard
@@ -269,10 +295,27 @@ mod tests {
     /// prefix at all): every split hashes alike and finds the one value, and another key finds nothing.
     #[test]
     fn a_key_is_the_same_key_in_any_two_pieces() {
-        let sharded: Sharded<Keys<usize>> = Sharded::new(4);
-        for (i, len) in [0, 1, 9, SLOT_INLINE - 1, SLOT_INLINE, SLOT_INLINE + 1, 300]
-            .into_iter()
-            .enumerate()
+        same_key_in_any_two_pieces::<RandomState>();
+        same_key_in_any_two_pieces::<foldhash::fast::RandomState>();
+    }
+
+    fn same_key_in_any_two_pieces<H: BuildHasher + Default>() {
+        let sharded: Sharded<Keys<usize>, H> = Sharded::new(4);
+        for (i, len) in [
+            0,
+            1,
+            9,
+            SLOT_INLINE - 1,
+            SLOT_INLINE,
+            SLOT_INLINE + 1,
+            63,
+            64,
+            65,
+            128,
+            300,
+        ]
+        .into_iter()
+        .enumerate()
         {
             let key: String = ('a'..='z').cycle().take(len).collect();
             let (mut shard, hash) = sharded.lock(whole(&key));

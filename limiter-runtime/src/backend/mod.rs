@@ -53,8 +53,12 @@ impl Backend {
 
     /// Decides what [`decide_now`](Backend::decide_now) left to Redis: within the deadline, else by each
     /// limit's failure policy.
-    pub(crate) async fn decide_later(call: &Call<'_>, later: Later) -> Decided {
-        RedisBackend::decide_later(call, later).await
+    #[inline(always)]
+    pub(crate) fn decide_later<'a>(
+        call: &'a Call<'_>,
+        later: Later,
+    ) -> impl Future<Output = Decided> + Send + 'a {
+        RedisBackend::decide_later(call, later)
     }
 
     /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says): exactly,

@@ -270,7 +270,7 @@ impl Limiter {
 
     /// [`check`](Limiter::check) for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
-        let rule = self.pipeline.defaults.resolve(rule, "");
+        let rule = self.pipeline.defaults.resolved(rule);
         let call = self.one(&rule, format_args!("{key}"), cost);
         self.pipeline.decision(&call).await
     }
@@ -373,7 +373,7 @@ impl Limiter {
         key: impl fmt::Display,
         cost: u64,
     ) -> Result<Decision, RateLimited> {
-        let rule = self.pipeline.defaults.resolve(rule, "");
+        let rule = self.pipeline.defaults.resolved(rule);
         let call = self.one(&rule, format_args!("{key}"), cost);
         let (_, decided) = self.pipeline.enforce(call).await?;
         Ok(decided.decision())

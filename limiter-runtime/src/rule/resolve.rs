@@ -51,7 +51,40 @@ impl Defaults {
     }
 }
 
+impl Defaults {
+    /// [`resolve`](Defaults::resolve) for a rule of the plain API (no module): the rule itself, borrowed,
+    /// when no default would change it (the common case: a rule that sets what the defaults set).
+    #[inline]
+    pub(crate) fn resolved<'r>(&self, rule: &'r Rule) -> Cow<'r, Rule> {
+        let unchanged = rule.covers(&self.crate_wide)
+            && self
+                .modules
+                .iter()
+                .all(|(path, defaults)| !path.is_empty() || rule.covers(defaults));
+        match unchanged {
+            true => Cow::Borrowed(rule),
+            false => Cow::Owned(self.resolve(rule, "")),
+        }
+    }
+}
+
 impl Rule {
+    /// Whether `self` sets every part `fallback` sets: `self.or(fallback)` is `self`.
+    fn covers(&self, fallback: &Rule) -> bool {
+        (self.prefix.is_some() || fallback.prefix.is_none())
+            && (self.name.is_some() || fallback.name.is_none())
+            && (self.window.is_some() || fallback.window.is_none())
+            && (self.max.is_some() || fallback.max.is_none())
+            && (self.message.is_some() || fallback.message.is_none())
+            && (self.algorithm.is_some() || fallback.algorithm.is_none())
+            && (self.burst.is_some() || fallback.burst.is_none())
+            && (self.wait.is_some() || fallback.wait.is_none())
+            && (self.on_error.is_some() || fallback.on_error.is_none())
+            && (self.shadow.is_some() || fallback.shadow.is_none())
+            && (self.lease.is_some() || fallback.lease.is_none())
+            && (self.lease_ttl.is_some() || fallback.lease_ttl.is_none())
+    }
+
     /// `self`, with every part it leaves out taken from `fallback`.
     pub(crate) fn or(self, fallback: &Rule) -> Rule {
         Rule {
@@ -178,5 +211,27 @@ mod tests {
             ..Defaults::default()
         };
         assert_eq!(other.resolve(&completed, "m"), completed);
+    }
+
+    /// The plain API's shortcut borrows a rule only when the defaults would leave it as it is.
+    #[test]
+    fn resolved_is_resolve_borrowed_when_nothing_changes() {
+        let defaults = Defaults {
+            crate_wide: Rule::new().max(7).on_error(OnError::Local),
+            ..Defaults::default()
+        };
+        let full = Rule::new().max(3).on_error(OnError::Open).prefix("p:");
+        let partial = Rule::new().prefix("p:");
+        assert!(matches!(defaults.resolved(&full), Cow::Borrowed(_)));
+        assert!(matches!(defaults.resolved(&partial), Cow::Owned(_)));
+        for rule in [&full, &partial] {
+            assert_eq!(*defaults.resolved(rule), defaults.resolve(rule, ""));
+        }
+        let mut with_root = Defaults::default();
+        with_root.set_module(String::new(), Rule::new().window(Duration::from_secs(5)));
+        assert_eq!(
+            with_root.resolved(&full).window_value(),
+            Duration::from_secs(5)
+        );
     }
 }

@@ -16,6 +16,7 @@ use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
 use redis::{Client, Cmd, ConnectionAddr, Pipeline, RedisFuture, RedisResult, TlsMode, Value};
 
 use super::cluster::ClusterLink;
+use super::script::LuaScript;
 use super::server::{Locator, ServerConnection};
 use super::tls::Tls;
 use crate::error::Error;
@@ -263,6 +264,18 @@ impl Connection {
         match self {
             Connection::Server(server) => server.establish().await,
             Connection::Cluster(cluster) => cluster.connection().await.map(drop),
+        }
+    }
+
+    /// Runs `command` of `script` (see [`LuaScript::run`]).
+    pub(crate) async fn run(
+        &mut self,
+        script: &'static LuaScript,
+        command: &Cmd,
+    ) -> RedisResult<Value> {
+        match self {
+            Connection::Server(server) => server.run(script, command).await,
+            Connection::Cluster(cluster) => script.run(cluster, command).await,
         }
     }
 

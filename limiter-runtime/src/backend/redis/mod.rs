@@ -283,11 +283,15 @@ struct Turn<'a> {
     coalescer: &'a Coalescer,
     key: KeyRef<'a>,
     hash: crate::sharded::KeyHash,
+    /// The call went without a line ([`Coalescer::go_sole`]).
+    sole: bool,
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        if let Some(next) = self.coalescer.pass_on(self.key, self.hash) {
+        if self.sole {
+            self.coalescer.leave(self.hash);
+        } else if let Some(next) = self.coalescer.pass_on(self.key, self.hash) {
             tokio::spawn(Arc::clone(self.redis).drive(next, self.key.to_store_key()));
         }
     }
@@ -338,26 +342,29 @@ impl RedisBackend {
 
     /// Makes the shared connection if none is (connects, authenticates, selects the database), within the
     /// connection's own bound: a decision's deadline is for Redis to decide, not to be connected to.
-    pub(crate) async fn establish(&self) -> Result<(), BackendError> {
+    pub(crate) async fn establish(&self) -> Result<Connection, BackendError> {
         let connection = self.connection()?;
         if connection.is_made() {
-            return Ok(());
+            return Ok(connection);
         }
         let bound = connect_timeout(self.deadline);
         match tokio::time::timeout(bound, connection.establish()).await {
-            Ok(made) => Ok(made?),
+            Ok(made) => made.map(|()| connection).map_err(BackendError::from),
             Err(_) => Err(BackendError::Connect(bound)),
         }
+    }
+
+    /// The shared connection, when it is made: a call on it spends no time connecting.
+    #[inline]
+    fn made(&self) -> Option<Connection> {
+        self.connection.get().filter(|c| c.is_made()).cloned()
     }
 
     /// Whether Redis can be used as set up: connected, authenticated, the database selected, every decision
     /// script loaded; else what failed.
     pub(crate) async fn ready(&self) -> Result<(), Error> {
         let bound = connect_timeout(self.deadline).max(Duration::from_secs(5));
-        let work = async {
-            self.establish().await?;
-            script::load(&mut self.connection()?).await
-        };
+        let work = async { script::load(&mut self.establish().await?).await };
         let failed = match tokio::time::timeout(bound, work).await {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(cause)) => cause.to_string(),
@@ -476,7 +483,7 @@ impl RedisBackend {
         if let (Some(LeaseStep::Wait(taken)), [limit]) = (&mut lease, call.limits()) {
             // The call taking the lease is done within its deadline, and this call waits no longer than its
             // own; then it spends the lease, or, when it brings nothing, asks Redis with what is left of it.
-            let _ = tokio::time::timeout(redis.deadline, taken.changed()).await;
+            let _ = Box::pin(tokio::time::timeout(redis.deadline, taken.changed())).await;
             let now = redis.clock.now();
             if let Some(answer) = redis.leases.spend(limit, now) {
                 return Decided {
@@ -489,13 +496,21 @@ impl RedisBackend {
         let joined = call_key(call);
         let key = named(call, &joined);
         let takes_lease = matches!(lease, Some(LeaseStep::Take { .. }));
-        // Making the connection spends no decision's deadline: it has a bound of its own.
-        let asked = match redis.establish().await {
-            Ok(()) => match lease {
+        // Making the connection spends no decision's deadline: it has a bound of its own. What is rare (making
+        // it, taking a lease) is boxed, so that the common call's future stays small.
+        let connection = match redis.made() {
+            Some(connection) => Ok(connection),
+            None => Box::pin(redis.establish()).await,
+        };
+        let asked = match connection {
+            Ok(connection) => match lease {
                 Some(LeaseStep::Take { terms, back }) => {
-                    later.redis.take_lease(call, later.sent, terms, back).await
+                    Box::pin(later.redis.take_lease(call, later.sent, terms, back)).await
                 }
-                _ => later.redis.ask(call, key, later.permit, budget).await,
+                _ => {
+                    let redis = &later.redis;
+                    redis.ask(call, key, later.permit, budget, connection).await
+                }
             },
             Err(cause) => Err(Failed::from(cause)),
         };
@@ -561,6 +576,11 @@ impl RedisBackend {
             }
         }
         if let Some(cache) = self.denied.as_ref().filter(|_| cached) {
+            if decided.admitted && !probe {
+                // The common answer: the call's counts changed, and any denial of it is stale.
+                cache.remove(key);
+                return;
+            }
             // What Redis said (a degraded decision: nothing, and the cache forgets the call).
             let decisions: Vec<_> = decided.decisions().collect();
             let costs = call.limits().iter().map(|limit| limit.charge.cost);
@@ -577,76 +597,61 @@ impl RedisBackend {
         key: KeyRef<'_>,
         permit: Permit,
         budget: Duration,
+        connection: Connection,
     ) -> Result<Decided, Failed> {
-        let connection = self.connection()?;
         let asked = asked(call);
-        let keys: Vec<&str> = match &*asked {
-            [_] => Vec::new(),
-            many => many.iter().map(|limit| &*limit.key).collect(),
-        };
-        if let Some(groups) = connection.slots_apart(&keys) {
-            return self.ask_across_slots(call, groups).await;
+        if asked.len() > 1 {
+            let keys: Vec<&str> = asked.iter().map(|limit| &*limit.key).collect();
+            if let Some(groups) = connection.slots_apart(&keys) {
+                return Box::pin(self.ask_across_slots(call, groups)).await;
+            }
         }
         let nonce = nonce();
+        let costs = costs_of(&asked);
         // A probe must reach Redis, to close the breaker or keep it open: it goes alone.
         let coalescer = self.coalescer.as_ref().filter(|_| permit == Permit::Call);
-        let place = match (coalescer, Shape::of(call)) {
-            (Some(coalescer), Some(shape)) => {
-                let hash = coalescer.hash(key);
-                let member = Member {
-                    nonce,
-                    costs: costs_of(&asked),
-                };
-                let until = self.clock.now() + budget;
-                let place = coalescer.join((key, hash), shape, call, member, until);
-                Some((coalescer, hash, place))
-            }
-            _ => None,
-        };
-        match place {
-            Some((_, _, Place::Wait(batch, index))) => Ok(batch.decided(index).await),
-            Some((coalescer, hash, Place::Lead)) => {
-                // The line is this call's to hand on however its round trip ends: answered, past its deadline,
-                // or dropped with its caller.
-                let _turn = Turn {
+        // The turn is this call's to hand on however its round trip ends: answered, past its deadline, or
+        // dropped with its caller.
+        let mut turn = None;
+        if let Some(coalescer) = coalescer {
+            let hash = coalescer.hash(key);
+            let taken = |sole| {
+                Some(Turn {
                     redis: self,
                     coalescer,
                     key,
                     hash,
-                };
-                let costs = costs_of(&asked);
-                let calls = [BatchCall {
-                    nonce,
-                    costs: &costs[..asked.len()],
-                }];
-                let (mut each, now) = self
-                    .round_trip(&asked, &calls, budget)
-                    .await
-                    .map_err(|failed| failed.named(nonce))?;
-                Ok(decided_of(call, calls[0].costs, &each.swap_remove(0), now))
-            }
-            _ => {
-                let costs = costs_of(&asked);
-                let calls = [BatchCall {
-                    nonce,
-                    costs: &costs[..asked.len().min(MAX_LIMITS)],
-                }];
-                // Past the coalescer's bound on limits: costs of every limit.
-                let all: Vec<u64>;
-                let calls = match asked.len() > MAX_LIMITS {
-                    true => {
-                        all = asked.iter().map(|limit| limit.charge.cost).collect();
-                        vec![BatchCall { nonce, costs: &all }]
-                    }
-                    false => calls.to_vec(),
-                };
-                let (mut each, now) = self
-                    .round_trip(&asked, &calls, budget)
-                    .await
-                    .map_err(|failed| failed.named(nonce))?;
-                Ok(decided_of(call, calls[0].costs, &each.swap_remove(0), now))
+                    sole,
+                })
+            };
+            if coalescer.go_sole(hash) {
+                turn = taken(true);
+            } else if let Some(shape) = Shape::of(call) {
+                let member = Member { nonce, costs };
+                let until = self.clock.now() + budget;
+                match coalescer.join((key, hash), shape, call, member, until) {
+                    Place::Wait(batch, index) => return Ok(batch.decided(index).await),
+                    Place::Lead => turn = taken(false),
+                    Place::Alone => {}
+                }
             }
         }
+        // Past the coalescer's bound on limits: costs of every limit.
+        let all: Vec<u64>;
+        let costs = match asked.len() > MAX_LIMITS {
+            true => {
+                all = asked.iter().map(|limit| limit.charge.cost).collect();
+                &all[..]
+            }
+            false => &costs[..asked.len()],
+        };
+        let calls = [BatchCall { nonce, costs }];
+        let (mut each, now) = self
+            .round_trip(&asked, &calls, budget, connection)
+            .await
+            .map_err(|failed| failed.named(nonce))?;
+        drop(turn);
+        Ok(decided_of(call, costs, &each.swap_remove(0), now))
     }
 
     /// One script call deciding `calls` on `limits`, answered within `budget`: each call's outcome, and when.
@@ -655,10 +660,11 @@ impl RedisBackend {
         limits: &[&CallLimit<'_>],
         calls: &[BatchCall<'_>],
         budget: Duration,
+        connection: Connection,
     ) -> Result<(Vec<CallOutcome>, u64), Failed> {
         crate::observe::batch(calls.len());
         let (script, command) = script::decide_command(limits, calls, self.test_now());
-        let sent = script::send(script, self.connection()?, command);
+        let sent = script::send(script, connection, command);
         let reply = within(sent, budget).await?;
         Ok(script::read_decided(&reply, limits, calls)?)
     }
@@ -681,9 +687,10 @@ impl RedisBackend {
         let calls = batch_calls(&members, asked.len());
         let budget = batch.until.saturating_sub(self.clock.now());
         let permit = Permit::Call;
-        let decided = match budget.is_zero() {
-            true => Err(Failed::from(BackendError::Timeout(self.deadline))),
-            false => self.round_trip(&asked, &calls, budget).await,
+        let decided = match (budget.is_zero(), self.connection()) {
+            (true, _) => Err(Failed::from(BackendError::Timeout(self.deadline))),
+            (false, Err(cause)) => Err(Failed::from(cause)),
+            (false, Ok(connection)) => self.round_trip(&asked, &calls, budget, connection).await,
         };
         let coalescer = self.coalescer.as_ref();
         let next = coalescer.and_then(|c| c.pass_on(key.parts(), c.hash(key.parts())));

@@ -15,6 +15,8 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::SentinelClient;
 use redis::{Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
+use super::script::LuaScript;
+
 /// The connection to one server; cloning it shares it.
 #[derive(Clone)]
 pub(crate) struct ServerConnection(Arc<Shared>);
@@ -109,6 +111,23 @@ impl ServerConnection {
         }
         drop(under_way);
         made
+    }
+
+    /// Runs `command` of `script`, straight on the manager (no boxed call of its own: the common call's path).
+    pub(crate) async fn run(
+        &self,
+        script: &'static LuaScript,
+        command: &Cmd,
+    ) -> RedisResult<Value> {
+        let manager = match self.0.current.load_full() {
+            Some(manager) => manager,
+            None => self.manager().await?,
+        };
+        let reply = script.run(&mut (*manager).clone(), command).await;
+        if let Err(error) = &reply {
+            self.failed(&manager, error);
+        }
+        reply
     }
 
     /// After a call through `manager` failed with `error`: forgets it if it is not to be called again. Only

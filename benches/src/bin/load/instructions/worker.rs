@@ -109,7 +109,11 @@ pub(crate) async fn calls(caller: &Caller, tasks: u64, total: u64, keys: u32, se
     let handles: Vec<_> = (0..tasks)
         .map(|task| {
             let mut caller = caller.clone();
-            let limiter = caller.limiter().cloned();
+            // The annotated fn finds its limiter in the task's scope, as `run` gives it; the others need none.
+            let limiter = match &caller {
+                Caller::Annotated { limiter, .. } => Some(limiter.clone()),
+                _ => None,
+            };
             let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ task;
             let work = async move {
                 for call in 0..per_task {

@@ -3,7 +3,8 @@
 //! decides them in arrival order, each exactly as it would have been alone (its own admission, its own
 //! sliding-log members, its own receipt), so every guarantee holds unchanged; one hot key then costs Redis one
 //! script call per round trip instead of one per call. There is no timer: a call that finds fewer than
-//! [`IN_FLIGHT`] round trips of its line in flight is sent at once.
+//! [`IN_FLIGHT`] round trips of its line in flight is sent at once; a call whose key no other call is asking
+//! about needs no line at all ([`Coalescer::go_sole`]).
 //!
 //! Each call key has a line while a call for it is in flight. A call that goes at once sends its own script
 //! call. A call that finds the line full joins the [`Batch`] gathering at its end (a new one when there is
@@ -14,6 +15,7 @@
 //! decided by then, so no call waits longer than its deadline.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -35,11 +37,20 @@ const MAX_BATCH: usize = 128;
 const IN_FLIGHT: usize = 4;
 /// Shards of the lines: enough that calls on different keys rarely meet.
 const SHARDS: usize = 16;
+/// Buckets of keys (by hash) for the calls that go without a line.
+const SOLE: usize = 4096;
 
 /// The lines of the call keys in flight.
 #[derive(Debug)]
 pub(crate) struct Coalescer {
-    lines: Sharded<Keys<Line>>,
+    /// Hashed with foldhash, not SipHash: only the keys of calls under way have a line, so colliding keys
+    /// would cost no more than the calls that make them, and every call to Redis hashes its key here.
+    lines: Sharded<Keys<Line>, foldhash::fast::RandomState>,
+    /// For each bucket of keys, whether a call of it is in flight without a line. The common call, on a key
+    /// no other call is asking about, goes so: a flag to raise and lower, no line to open and close. A call
+    /// that finds its bucket's flag raised goes by its key's line, so a line has at most one round trip in
+    /// flight beyond [`IN_FLIGHT`].
+    sole: Box<[AtomicBool]>,
 }
 
 /// What the script is told of a call's limits, but their costs, and how each fails: calls go together only
@@ -116,6 +127,7 @@ impl Default for Coalescer {
     fn default() -> Self {
         Coalescer {
             lines: Sharded::new(SHARDS),
+            sole: (0..SOLE).map(|_| AtomicBool::new(false)).collect(),
         }
     }
 }
@@ -202,6 +214,20 @@ impl Coalescer {
         batch.lock().push(member);
         line.gathering.push_back(Arc::clone(&batch));
         Place::Wait(batch, 0)
+    }
+
+    /// Whether a call on the key of `hash` goes without a line (no call of its bucket is in flight without
+    /// one): then it is sent at once, and [`leave`](Coalescer::leave)s once its round trip ends.
+    #[inline]
+    pub(super) fn go_sole(&self, hash: KeyHash) -> bool {
+        let flag = &self.sole[hash.bucket(SOLE)];
+        !flag.load(Ordering::Relaxed) && !flag.swap(true, Ordering::Acquire)
+    }
+
+    /// After the round trip of a call that went without a line ([`go_sole`](Coalescer::go_sole)).
+    #[inline]
+    pub(super) fn leave(&self, hash: KeyHash) {
+        self.sole[hash.bucket(SOLE)].store(false, Ordering::Release);
     }
 
     /// The hash of `key`'s line, for [`join`](Coalescer::join) and [`pass_on`](Coalescer::pass_on): taken

@@ -54,6 +54,23 @@ fn fill(coalescer: &Coalescer) {
     }
 }
 
+/// A key no other call is asking about goes without a line; the next call of its bucket, while it is in
+/// flight, goes by the line (and may wait in a batch), and once it is back the next goes without one again.
+#[test]
+fn a_lone_call_goes_without_a_line_and_the_next_by_the_line() {
+    let coalescer = Coalescer::default();
+    let hash = coalescer.hash(KEY);
+    assert!(coalescer.go_sole(hash));
+    assert!(!coalescer.go_sole(hash));
+    fill(&coalescer);
+    let (batch, _) = waits(join(&coalescer, &call(100), 1));
+    coalescer.leave(hash);
+    assert!(coalescer.go_sole(hash));
+    // The line is as it was: its round trips hand on to the batch waiting.
+    let next = coalescer.pass_on(KEY, hash).expect("the batch waiting");
+    assert!(Arc::ptr_eq(&next, &batch));
+}
+
 #[test]
 fn the_first_calls_go_at_once_and_the_next_wait_in_one_batch() {
     let coalescer = Coalescer::default();

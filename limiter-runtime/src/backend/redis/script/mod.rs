@@ -105,7 +105,7 @@ pub(crate) type Sent = Pin<Box<dyn Future<Output = RedisResult<Value>> + Send>>;
 
 /// Sends `command` of `script` on `connection`.
 pub(crate) fn send(script: &'static LuaScript, mut connection: Connection, command: Cmd) -> Sent {
-    Box::pin(async move { script.run(&mut connection, &command).await })
+    Box::pin(async move { connection.run(script, &command).await })
 }
 
 /// The limiter's script: every algorithm, deciding the calls of several limits and giving back
