@@ -46,6 +46,14 @@
 //! Store keys are the prefix followed by the key's `Display`; a key longer than 128 bytes is stored as its
 //! first 128 bytes, `#` and its SHA-1, so any key text maps to a bounded key and distinct keys never share a
 //! count.
+//!
+//! # The guide
+//!
+//! The [`guide`] explains everything in full, one page per topic: [the attribute](guide::attribute), [the
+//! plain API](guide::plain_api), [the algorithms](guide::algorithms), [HTTP and gRPC](guide::http),
+//! [Redis](guide::redis) (Cluster, Sentinel, TLS), [failures](guide::failures),
+//! [operations](guide::operations) (overrides, switches, metrics), [hot keys](guide::hot_keys) and
+//! [testing](guide::testing).
 
 // The layers, bottom up: keys, algorithms, the clock, policy names, decisions and errors; then rules, the
 // overrides, the call; the backends; the pipeline; the public API (the limiter, its builder, a resolved
@@ -71,6 +79,10 @@ mod pipeline;
 mod limiter;
 
 mod edge;
+
+// Documentation only: the guide, one page per topic.
+pub mod guide;
+
 #[cfg(any(feature = "axum", feature = "tower"))]
 pub use crate::edge::http;
 #[cfg(feature = "tower")]

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The runtime's modules, bottom up: a module may use its own layer's and those below.
-const LAYERS: [&[&str]; 6] = [
+const LAYERS: [&[&str]; 7] = [
     // Keys, algorithms, the clock; what a decision is, and the errors.
     &[
         "algorithm",
@@ -30,6 +30,8 @@ const LAYERS: [&[&str]; 6] = [
     &["limiter", "private"],
     // The service edges.
     &["edge"],
+    // The guide: documentation alone, which uses nothing.
+    &["guide"],
 ];
 
 fn source_files(dir: &Path, files: &mut Vec<PathBuf>) {

@@ -1,0 +1,136 @@
+//! # Operations: settings, overrides, switches, observability
+//!
+//! ## Where each setting comes from
+//!
+//! For each part of a limit (`max`, `window`, `prefix`, `message`, `algorithm`, `burst`, `on_error`, ...),
+//! the first row that sets it wins:
+//!
+//! | # | source | set with | scope |
+//! |---|---|---|---|
+//! | 1 | a run-time override of one key (`max`, `window`) | `limiter.set_override(Override::key(prefix, key).max(..))` | one key of a limit, every node |
+//! | 2 | a run-time override of a prefix (`max`, `window`) | `limiter.set_override(Override::prefix(prefix).max(..))` | every key of a limit, every node |
+//! | 3 | the attribute's arguments, or the plain API's `Rule` | `#[rate_limit(max = 5)]`, `Rule::new().max(5)` | one function, or one rule |
+//! | 4 | module defaults, innermost module first | [`LimiterBuilder::defaults_for`](crate::LimiterBuilder::defaults_for) | a module and the modules inside it |
+//! | 5 | crate-wide defaults | [`LimiterBuilder::max`](crate::LimiterBuilder::max), [`prefix`](crate::LimiterBuilder::prefix), ... or the [environment](super::redis#the-environment) | everything |
+//! | 6 | built-in defaults | | prefix `rate_limit:`, window 60 s, max 100, `sliding_log`, `on_error = open`, message `"too many requests, please try again later"` |
+//!
+//! Module defaults apply to the annotated functions of a module and of the modules inside it:
+//! `"my_crate::billing"` also covers `my_crate::billing::invoices`, but not `my_crate::billing_v2`. Each part
+//! comes from the innermost configured module that sets it, as for log targets.
+//!
+//! ```
+//! use limiter_runtime::{Limiter, OnError, Rule};
+//! use std::time::Duration;
+//!
+//! let limiter = Limiter::builder()
+//!     .prefix("shop:")
+//!     .max(100)
+//!     .window(Duration::from_secs(60))
+//!     .defaults_for("my_crate::billing", Rule::new().max(10).on_error(OnError::Closed))
+//!     .build()
+//!     .unwrap();
+//! ```
+//!
+//! ## Run-time overrides
+//!
+//! An operator can change a limit's `max` and `window` while the service runs, for every key of a limit (by
+//! its prefix) or for one key:
+//!
+//! ```
+//! use limiter_runtime::{Limiter, Override, Rule};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+//! let limiter = Limiter::in_memory();
+//! let employees = Rule::new().prefix("rate_limit:emp:").max(5);
+//!
+//! // Every employee: 10 per 5 s.
+//! limiter.set_override(Override::prefix("rate_limit:emp:").max(10).window(Duration::from_secs(5))).await?;
+//! // Employee 1001 alone: 1 per window. A key's own override wins over its prefix's.
+//! limiter.set_override(Override::key("rate_limit:emp:", "1001").max(1)).await?;
+//! assert!(limiter.check(&employees, "1001").await.allowed);
+//! assert!(!limiter.check(&employees, "1001").await.allowed);
+//! assert_eq!(limiter.check(&employees, "1002").await.limit, 10);
+//!
+//! limiter.clear_override(&Override::key("rate_limit:emp:", "1001")).await?;
+//! let in_force: Vec<Override> = limiter.overrides();
+//! assert_eq!(in_force.len(), 1);
+//! # Ok(()) }
+//! ```
+//!
+//! [`Override::key`](crate::Override::key) takes the key as the attribute writes it: the parts of a key list
+//! joined with `:`. Setting an override again replaces it; [`clear_override`](crate::Limiter::clear_override)
+//! removes the override of the target it is given, whatever that override set.
+//!
+//! With Redis, overrides are stored in one hash, `limiter:overrides`, whose `version` field counts the
+//! changes, and each change is announced with its version on a channel of the same name, in one script call.
+//! Every runtime holds every override in memory and applies each change as it is announced, so a change
+//! takes effect on every node within a second, and a decision never pays a round trip to read its limit: it
+//! stays one `EVALSHA` (`tests/tests/run_time_control.rs` counts them). Neither a change nor a decision pays
+//! for the number of overrides, so one override per customer's plan is fine: `BENCHMARKS.md` sets 100,000,
+//! one by one. A runtime that missed an announcement (its connection was down) sees the gap in the next
+//! version, or in the version it reads every 5 s, and reloads the hash.
+//! [`Stats::overrides`](crate::Stats::overrides) counts the overrides in force. A change that Redis does not
+//! take within 5 s is an error ([`Error::Timeout`](crate::Error::Timeout): it may or may not have been
+//! applied). In memory, overrides apply to that process alone.
+//!
+//! ## The two switches
+//!
+//! [`set_enabled(false)`](crate::Limiter::set_enabled) turns limiting off on every runtime sharing the Redis,
+//! within a second, and `set_enabled(true)` turns it back on: a switch for a Redis under pressure or for an
+//! incident. It is kept in the overrides' hash and announced on their channel, so a runtime started later
+//! finds it. An error means Redis did not take the change, and no runtime's switch moved.
+//!
+//! When Redis itself is the problem and cannot take the change,
+//! [`set_enabled_here(false)`](crate::Limiter::set_enabled_here) switches this runtime alone, at once and
+//! without a word to Redis; the runtime then sends Redis nothing at all, not even heartbeats. Switched off,
+//! every call goes ahead, with no Redis traffic for its decision, and nothing is advertised in the quota
+//! fields. Limiting is on while both switches are ([`is_enabled`](crate::Limiter::is_enabled)):
+//!
+//! | `set_enabled_here` (this runtime) | `set_enabled` (every runtime) | limiting |
+//! |---|---|---|
+//! | on (the default) | on (the default) | on |
+//! | on | off | off, on every runtime |
+//! | off | either | off, on this runtime |
+//!
+//! ```
+//! use limiter_runtime::{Limiter, Rule};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+//! let limiter = Limiter::in_memory();
+//! let rule = Rule::new().prefix("api:").max(1);
+//! limiter.set_enabled_here(false);
+//! assert!(limiter.check(&rule, "k").await.allowed);
+//! assert!(limiter.check(&rule, "k").await.allowed);
+//! limiter.set_enabled_here(true);
+//! assert!(limiter.is_enabled());
+//! # Ok(()) }
+//! ```
+//!
+//! ## Observability
+//!
+//! **`tracing` events.** A refused call is logged at debug level. A shadow limit's "would have limited" goes
+//! to info. Degraded mode logs its first failure (with the key and the cause) and its recovery at warn. A
+//! limiter built from the environment because none was installed says so once, at warn level.
+//!
+//! **Stats.** [`Limiter::stats`](crate::Limiter::stats) returns a [`Stats`](crate::Stats): the decisions made
+//! in degraded mode, whether the breaker is open, the runtimes sharing the Redis, the calls shadow limits
+//! would have refused, the keys held in this process's memory and those it forgot early, and the overrides
+//! in force.
+//!
+//! **Metrics.** With the `metrics` feature, the [`metrics`](https://docs.rs/metrics) facade records these.
+//! Labels name a limit by its prefix (or a layer's policy), never a user's key. Install the recorder before
+//! the first decision: each limiter registers a prefix's handles on its first decision there, and keeps
+//! them.
+//!
+//! | metric | kind | labels, and what it counts |
+//! |---|---|---|
+//! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded` |
+//! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow limit would have refused |
+//! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
+//! | `limiter_evicted_keys_total` | counter | in-memory keys forgotten before their expiry, to stay within `max_keys` |
+//! | `limiter_redis_batch_calls` | histogram | the calls one script call decided (calls coalesced on one key) |
+//! | `limiter_lease_units_taken_total` | counter | units this node took from Redis in leases |
+//! | `limiter_lease_units` | gauge | units this node's leases hold unspent (every 100 ms) |
+//! | `limiter_reconciled_total` | counter | calls Redis admitted after their deadline whose caller was refused meanwhile: given back |
+//! | `limiter_unidentified_requests_total` | counter | `policy` (the layer's first rule's), `outcome` = `peer`, `fallback`, `passed` or `unlimited`: requests a tower layer's key found nothing in, and what became of them |
