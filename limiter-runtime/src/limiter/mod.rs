@@ -242,8 +242,9 @@ impl Limiter {
 
     /// Decides one call for `key` under `rule`: the plain API behind `#[rate_limit]`.
     ///
-    /// Never fails: when the store cannot decide within the deadline the call is let through ("fail open"),
-    /// with [`Decision::degraded`] set and a warn-level event naming the key and the cause.
+    /// Never fails: when the store cannot decide within the deadline, the rule's failure policy
+    /// ([`OnError`](crate::OnError)) does (by default, the call is let through: "fail open"), with
+    /// [`Decision::degraded`] set and a warn-level event naming the key and the cause.
     ///
     /// ```
     /// use limiter_runtime::{Limiter, Rule};

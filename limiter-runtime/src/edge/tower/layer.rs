@@ -24,8 +24,9 @@ use crate::{Limiter, RateLimited, Rule};
 ///
 /// The rules of one layer are one decision, as stacked `#[rate_limit]` attributes are: checked in the order
 /// given, a request goes through only when every rule admits it, and a refused request is charged to none of
-/// them. A request the [`Key`] finds nothing in is not limited, unless a [`fallback`](RateLimitLayer::fallback)
-/// key is set. A refused request gets the answer a [`RateLimited`] gives: `429` (or `503` when the limiter
+/// them. A request the [`Key`] finds nothing in is counted under its peer's address, unless the layer is told
+/// otherwise ([`fallback`](RateLimitLayer::fallback), [`pass_unidentified`](RateLimitLayer::pass_unidentified)).
+/// A refused request gets the answer a [`RateLimited`] gives: `429` (or `503` when the limiter
 /// cannot decide and fails closed) with `Retry-After` and the quota fields, or, for a gRPC request, the
 /// status `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with the retry delay in its metadata.
 ///
