@@ -80,8 +80,11 @@ mod limiter;
 
 mod edge;
 
-// Documentation only: the guide, one page per topic.
+// Documentation only: the guide, and the README's Rust examples, compiled as doc tests.
 pub mod guide;
+#[cfg(all(doctest, feature = "axum", feature = "tower"))]
+#[doc = include_str!("../../README.md")]
+mod readme {}
 
 #[cfg(any(feature = "axum", feature = "tower"))]
 pub use crate::edge::http;

@@ -1,6 +1,7 @@
 //! What each Redis failure costs the callers, measured under load: the slowest call, the decisions made
-//! without Redis (degraded) and how long after the fault ends until Redis decides again. The README's table
-//! "What a failure costs" quotes a run (`cargo test -p tests --test failure_costs -- --nocapture`).
+//! without Redis (degraded) and how long after the fault ends until Redis decides again. The guide's table
+//! "What a failure costs" (`limiter_runtime::guide::failures`) quotes a run
+//! (`cargo test -p tests --test failure_costs -- --nocapture`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
