@@ -318,8 +318,8 @@ impl LimiterBuilder {
     }
 
     /// The most keys this process keeps in memory (default 1,000,000: about 250 MB of short keys with small
-    /// limits; a sliding log takes 8 bytes more per admission in its window): the in-memory store's, or, on
-    /// Redis, the `local` fallback's. Keys are chosen by callers, so without a
+    /// limits; a sliding log takes 16 bytes more for each microsecond of its window that admitted calls): the
+    /// in-memory store's, or, on Redis, the `local` fallback's. Keys are chosen by callers, so without a
     /// bound a flood of distinct keys would take the process's memory. A store at its bound forgets its
     /// expired keys, then the keys closest to their expiry (they hold the least): such a key starts afresh
     /// when it comes back, so its limit may admit up to `max` more once. Counted in
