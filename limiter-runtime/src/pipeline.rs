@@ -15,6 +15,7 @@
 //! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
 //! slot to wait for is left to await.
 
+use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -119,24 +120,58 @@ impl Pipeline {
 
     /// What Redis answers of `call` (degraded when it cannot), reported.
     pub(crate) async fn decide_later(&self, call: &Call<'_>, later: Later) -> Decided {
-        self.decide_later_then(call, later, |decided| decided).await
+        match later.waits() {
+            true => self.waited(call, later, |_, decided| decided).await,
+            false => self.asked(call, later, |_, decided| decided).await,
+        }
     }
 
-    /// [`decide_later`](Pipeline::decide_later), and then `then` of what was decided: one future, not one
-    /// awaiting another.
+    /// The rest of `call`'s decision, boxed, and then `then` of the call and what was decided: a call that
+    /// waits in a batch has a small future of its own, a call that asks Redis the round trip's.
     #[inline(always)]
-    async fn decide_later_then<T>(
-        &self,
-        call: &Call<'_>,
+    fn later<'a, 'r: 'a, C, T>(
+        &'a self,
+        call: C,
         later: Later,
-        then: impl FnOnce(Decided) -> T,
+        then: impl FnOnce(C, Decided) -> T + Send + 'a,
+    ) -> BoxFuture<'a, T>
+    where
+        C: Borrow<Call<'r>> + Send + 'a,
+        T: Send + 'a,
+    {
+        match later.waits() {
+            true => Box::pin(self.waited(call, later, then)),
+            false => Box::pin(self.asked(call, later, then)),
+        }
+    }
+
+    /// What Redis answers of `call` (degraded when it cannot), reported, and then `then` of it.
+    async fn asked<'r, C: Borrow<Call<'r>>, T>(
+        &self,
+        call: C,
+        later: Later,
+        then: impl FnOnce(C, Decided) -> T,
     ) -> T {
         self.start_background();
         let timer = crate::observe::Timer::start();
-        let decided = Backend::decide_later(call, later).await;
-        self.observers.redis(call, timer);
-        self.observers.decided(call, &decided, true);
-        then(decided)
+        let decided = Backend::decide_later(call.borrow(), later).await;
+        self.observers.redis(call.borrow(), timer);
+        self.observers.decided(call.borrow(), &decided, true);
+        then(call, decided)
+    }
+
+    /// What the batch `call` waits in says of it, reported, and then `then` of it.
+    async fn waited<'r, C: Borrow<Call<'r>>, T>(
+        &self,
+        call: C,
+        later: Later,
+        then: impl FnOnce(C, Decided) -> T,
+    ) -> T {
+        let timer = crate::observe::Timer::start();
+        let decided = Backend::wait(call.borrow(), later).await;
+        self.observers.redis(call.borrow(), timer);
+        self.observers.decided(call.borrow(), &decided, true);
+        then(call, decided)
     }
 
     /// Decides `call`, borrowed: at once (handed over through Tokio's budget), or after the round trip, boxed
@@ -145,7 +180,7 @@ impl Pipeline {
     pub(crate) fn decided<'a>(&'a self, call: &'a Call<'_>) -> Deciding<'a, Decided> {
         match self.decide_now(call) {
             Ok(decided) => Either::Left(now(decided)),
-            Err(later) => Either::Right(Box::pin(self.decide_later(call, later))),
+            Err(later) => Either::Right(self.later(call, later, |_, decided| decided)),
         }
     }
 
@@ -155,9 +190,7 @@ impl Pipeline {
     pub(crate) fn decision<'a>(&'a self, call: &'a Call<'_>) -> Deciding<'a, Decision> {
         match self.decide_now(call) {
             Ok(decided) => Either::Left(now(decided.decision())),
-            Err(later) => Either::Right(Box::pin(
-                self.decide_later_then(call, later, |decided| decided.decision()),
-            )),
+            Err(later) => Either::Right(self.later(call, later, |_, decided| decided.decision())),
         }
     }
 
@@ -169,10 +202,7 @@ impl Pipeline {
     ) -> Deciding<'a, (Call<'r>, Decided)> {
         match self.decide_now(&call) {
             Ok(decided) => Either::Left(now((call, decided))),
-            Err(later) => Either::Right(Box::pin(async move {
-                let decided = self.decide_later(&call, later).await;
-                (call, decided)
-            })),
+            Err(later) => Either::Right(self.later(call, later, |call, decided| (call, decided))),
         }
     }
 

@@ -51,6 +51,16 @@ impl Backend {
         }
     }
 
+    /// [`decide_later`](Backend::decide_later) for a call that waits in a batch ([`Later::waits`]): a small
+    /// future, with no round trip of its own.
+    #[inline(always)]
+    pub(crate) fn wait<'a>(
+        call: &'a Call<'_>,
+        later: Later,
+    ) -> impl Future<Output = Decided> + Send + 'a {
+        RedisBackend::wait(call, later)
+    }
+
     /// Decides what [`decide_now`](Backend::decide_now) left to Redis: within the deadline, else by each
     /// limit's failure policy.
     #[inline(always)]

@@ -38,7 +38,7 @@ use redis::Value;
 use tokio::sync::watch;
 
 use self::breaker::{Breaker, Permit, Transition};
-use self::coalesce::{Batch, Coalescer, Member, Place, Shape, MAX_LIMITS};
+use self::coalesce::{Batch, Coalescer, Member, Place, Shape, Waiting, MAX_LIMITS};
 use self::deny_cache::{DenyCache, Lookup};
 use self::lease::{Held, Leases, Take};
 use self::script::{nonce, BatchCall, CallOutcome, GiveBack, Sent};
@@ -47,6 +47,7 @@ use crate::call::{Answer, Call, CallLimit, Charged, Decided, LeaseTerms, OneOrMa
 use crate::clock::{as_micros, Clock};
 use crate::error::{BackendError, Error};
 use crate::key::{KeyRef, StoreKey};
+use crate::sharded::KeyHash;
 
 pub(crate) use self::breaker::BreakerConfig;
 pub(crate) use self::connection::{Connection, Topology};
@@ -107,6 +108,18 @@ pub(crate) struct Later {
     probe: bool,
     /// This call (of one leased limit) takes a lease on it, or waits for the one another call is taking.
     lease: Option<LeaseStep>,
+    /// The hash of the call's key in the coalescer, when it was taken.
+    hash: Option<KeyHash>,
+    /// The batch the call waits in, joined at once (see [`RedisBackend::wait`]).
+    waiting: Option<Waiting>,
+}
+
+impl Later {
+    /// Whether the call waits in a batch, with no round trip of its own.
+    #[inline]
+    pub(crate) fn waits(&self) -> bool {
+        self.waiting.is_some()
+    }
 }
 
 /// What a call of one leased limit does about its lease before asking Redis.
@@ -463,6 +476,10 @@ impl RedisBackend {
         // A probe must reach Redis, to close the breaker or keep it open: it waits for no lease.
         let lease =
             lease.filter(|step| permit == Permit::Call || !matches!(step, LeaseStep::Wait(_)));
+        let (mut hash, mut waiting) = (None, None);
+        if let (Some(coalescer), None, Permit::Call) = (&self.coalescer, &lease, permit) {
+            (hash, waiting) = self.wait_in_line(coalescer, call, sent);
+        }
         Err(Later {
             redis: Arc::clone(self),
             permit,
@@ -470,7 +487,54 @@ impl RedisBackend {
             cached: cache.is_some(),
             probe: matches!(lookup, Lookup::Probe),
             lease,
+            hash,
+            waiting,
         })
+    }
+
+    /// A call of one limit, on a key whose line is full, waits in the line's batch: joined now, with no
+    /// round trip of its own to prepare. Its key's hash, taken once (for [`ask`](RedisBackend::ask)).
+    #[inline]
+    fn wait_in_line(
+        &self,
+        coalescer: &Coalescer,
+        call: &Call<'_>,
+        sent: Duration,
+    ) -> (Option<KeyHash>, Option<Waiting>) {
+        let [limit] = call.limits() else {
+            return (None, None);
+        };
+        let key = limit.key.parts();
+        let hash = coalescer.hash(key);
+        let made = self.connection.get().is_some_and(Connection::is_made);
+        if !made || !coalescer.busy(hash) {
+            return (Some(hash), None);
+        }
+        let Some(shape) = Shape::of(call) else {
+            return (Some(hash), None);
+        };
+        let member = Member {
+            nonce: nonce(),
+            costs: costs_of(&[limit]),
+        };
+        let until = sent + self.deadline;
+        let waiting = coalescer.join_waiting((key, hash), shape, call, member, until);
+        (Some(hash), waiting)
+    }
+
+    /// What the batch a call of one limit joined in [`decide_now`](RedisBackend::decide_now) says of it
+    /// (degraded by the batch's sender, when Redis did not answer in time).
+    pub(crate) async fn wait(call: &Call<'_>, mut later: Later) -> Decided {
+        let Some(waiting) = later.waiting.take() else {
+            return RedisBackend::decide_later(call, later).await;
+        };
+        let mut decided = waiting.await;
+        let key = call.limits()[0].key.parts();
+        let (sent, cached, probe) = (later.sent, later.cached, later.probe);
+        later
+            .redis
+            .after(call, key, &mut decided, sent, cached, probe);
+        decided
     }
 
     /// Asks Redis what [`decide_now`](RedisBackend::decide_now) could not answer, within the deadline;
@@ -509,7 +573,10 @@ impl RedisBackend {
                 }
                 _ => {
                     let redis = &later.redis;
-                    redis.ask(call, key, later.permit, budget, connection).await
+                    let hash = later.hash;
+                    redis
+                        .ask(call, (key, hash), later.permit, budget, connection)
+                        .await
                 }
             },
             Err(cause) => Err(Failed::from(cause)),
@@ -594,7 +661,7 @@ impl RedisBackend {
     async fn ask(
         self: &Arc<Self>,
         call: &Call<'_>,
-        key: KeyRef<'_>,
+        (key, hash): (KeyRef<'_>, Option<KeyHash>),
         permit: Permit,
         budget: Duration,
         connection: Connection,
@@ -614,7 +681,7 @@ impl RedisBackend {
         // dropped with its caller.
         let mut turn = None;
         if let Some(coalescer) = coalescer {
-            let hash = coalescer.hash(key);
+            let hash = hash.unwrap_or_else(|| coalescer.hash(key));
             let taken = |sole| {
                 Some(Turn {
                     redis: self,
@@ -630,7 +697,7 @@ impl RedisBackend {
                 let member = Member { nonce, costs };
                 let until = self.clock.now() + budget;
                 match coalescer.join((key, hash), shape, call, member, until) {
-                    Place::Wait(batch, index) => return Ok(batch.decided(index).await),
+                    Place::Wait(batch, index) => return Ok(batch.wait(index).await),
                     Place::Lead => turn = taken(false),
                     Place::Alone => {}
                 }

@@ -15,11 +15,12 @@
 //! decided by then, so no call waits longer than its deadline.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-
-use tokio::sync::Notify;
 
 use crate::call::{Call, Decided};
 use crate::key::KeyRef;
@@ -90,6 +91,26 @@ struct Line {
     gathering: VecDeque<Arc<Batch>>,
 }
 
+impl Line {
+    /// Adds `member` (of `call`, whose deadline is `until`) to the last batch gathering, or to a new one
+    /// when there is none or it is full: the batch, and the member's index in it.
+    fn gather(&mut self, call: &Call<'_>, member: Member, until: Duration) -> (Arc<Batch>, usize) {
+        if let Some(batch) = self.gathering.back() {
+            let mut gathered = batch.lock();
+            if gathered.members.len() < MAX_BATCH {
+                gathered.members.push(member);
+                let index = gathered.members.len() - 1;
+                drop(gathered);
+                return (Arc::clone(batch), index);
+            }
+        }
+        let batch = Arc::new(Batch::new(call, until));
+        batch.lock().members.push(member);
+        self.gathering.push_back(Arc::clone(&batch));
+        (batch, 0)
+    }
+}
+
 /// One call of a batch: its nonce (naming its sliding-log members) and its cost on each limit.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Member {
@@ -105,10 +126,25 @@ pub(crate) struct Batch {
     pub(super) call: Call<'static>,
     /// Until when its calls wait (this node's clock): the deadline of the call that started it.
     pub(super) until: Duration,
-    members: Mutex<Vec<Member>>,
+    gathered: Mutex<Gathered>,
     /// Each member's decision, in the order they joined, once it is in.
     decided: OnceLock<Vec<Decided>>,
-    done: Notify,
+}
+
+/// A batch's members, and the wakers of those waiting for its decisions.
+#[derive(Debug, Default)]
+struct Gathered {
+    members: Vec<Member>,
+    /// The waker of each member that has waited, at its index.
+    wakers: Vec<Option<Waker>>,
+}
+
+/// A member of a batch waiting for its decision: no channel, no timer of its own (the batch's sender decides
+/// it degraded by its deadline); every member is woken at once when the batch is decided.
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    batch: Arc<Batch>,
+    index: usize,
 }
 
 /// Where a call stands on joining its line.
@@ -138,39 +174,60 @@ impl Batch {
         Batch {
             call: call.detached(),
             until,
-            members: Mutex::new(Vec::with_capacity(8)),
+            gathered: Mutex::new(Gathered {
+                members: Vec::with_capacity(8),
+                wakers: Vec::new(),
+            }),
             decided: OnceLock::new(),
-            done: Notify::new(),
         }
     }
 
     /// Its members, in the order they joined.
     pub(super) fn members(&self) -> Vec<Member> {
-        self.lock().clone()
+        self.lock().members.clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Member>> {
-        self.members.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Gathered> {
+        self.gathered.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands each member its decision (in the order they joined) and wakes them: once.
+    /// Hands each member its decision (in the order they joined) and wakes those waiting: once.
     pub(super) fn decide(&self, decided: Vec<Decided>) {
-        if self.decided.set(decided).is_ok() {
-            self.done.notify_waiters();
+        if self.decided.set(decided).is_err() {
+            return;
         }
+        // Set before the wakers are taken: a member that looks after this finds its decision in.
+        let wakers = std::mem::take(&mut self.lock().wakers);
+        wakers.into_iter().flatten().for_each(Waker::wake);
     }
 
-    /// The decision of the member at `index`, once the batch is decided.
-    pub(super) async fn decided(&self, index: usize) -> Decided {
-        loop {
-            let notified = self.done.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let Some(decided) = self.decided.get() {
-                return decided[index].clone();
-            }
-            notified.await;
+    /// The member at `index` waiting for its decision.
+    pub(super) fn wait(self: Arc<Self>, index: usize) -> Waiting {
+        Waiting { batch: self, index }
+    }
+}
+
+impl Future for Waiting {
+    type Output = Decided;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Decided> {
+        let (batch, index) = (&self.batch, self.index);
+        if let Some(decided) = batch.decided.get() {
+            return Poll::Ready(decided[index].clone());
         }
+        let mut gathered = batch.lock();
+        // Decided meanwhile: its wakers are taken, or about to be.
+        if let Some(decided) = batch.decided.get() {
+            return Poll::Ready(decided[index].clone());
+        }
+        if gathered.wakers.len() <= index {
+            gathered.wakers.resize(index + 1, None);
+        }
+        match &mut gathered.wakers[index] {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            slot => *slot = Some(cx.waker().clone()),
+        }
+        Poll::Pending
     }
 }
 
@@ -201,19 +258,35 @@ impl Coalescer {
             line.in_flight += 1;
             return Place::Lead;
         }
-        if let Some(batch) = line.gathering.back() {
-            let mut members = batch.lock();
-            if members.len() < MAX_BATCH {
-                members.push(member);
-                let index = members.len() - 1;
-                drop(members);
-                return Place::Wait(Arc::clone(batch), index);
-            }
+        let (batch, index) = line.gather(call, member, until);
+        Place::Wait(batch, index)
+    }
+
+    /// Joins the line of `key` only to wait in a batch: when it is full, and its calls are of `shape` (see
+    /// [`join`](Coalescer::join)); else the line is left as it was, for the call to join it later.
+    pub(super) fn join_waiting(
+        &self,
+        (key, hash): (KeyRef<'_>, KeyHash),
+        shape: Shape,
+        call: &Call<'_>,
+        member: Member,
+        until: Duration,
+    ) -> Option<Waiting> {
+        let mut lines = self.lines.lock_shard(hash.shard);
+        let line = lines.get_mut(hash, key)?;
+        let full = line.in_flight >= IN_FLIGHT || !line.gathering.is_empty();
+        if !full || line.shape != shape {
+            return None;
         }
-        let batch = Arc::new(Batch::new(call, until));
-        batch.lock().push(member);
-        line.gathering.push_back(Arc::clone(&batch));
-        Place::Wait(batch, 0)
+        let (batch, index) = line.gather(call, member, until);
+        Some(batch.wait(index))
+    }
+
+    /// Whether a call of `hash`'s bucket is in flight without a line: a call on its key may find its line
+    /// full.
+    #[inline]
+    pub(super) fn busy(&self, hash: KeyHash) -> bool {
+        self.sole[hash.bucket(SOLE)].load(Ordering::Relaxed)
     }
 
     /// Whether a call on the key of `hash` goes without a line (no call of its bucket is in flight without

@@ -139,9 +139,9 @@ async fn each_call_of_a_batch_reads_its_own_decision() {
         }),
         admitted: true,
     };
-    let waiting = tokio::spawn(async move { same.decided(index).await });
+    let waiting = tokio::spawn(async move { same.wait(index).await });
     tokio::task::yield_now().await;
     batch.decide(vec![decided(9), decided(8)]);
-    assert_eq!(batch.decided(0).await.decision().remaining, 9);
+    assert_eq!(Arc::clone(&batch).wait(0).await.decision().remaining, 9);
     assert_eq!(waiting.await.unwrap().decision().remaining, 8);
 }
