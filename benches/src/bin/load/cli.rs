@@ -23,7 +23,7 @@ redis-benchmark's ceiling), abuse (one key, almost every call denied), hot (one 
   --keys <n>            random keys of the spread scenario (default 10000)
   --abuse-duration <s>  time per run of the abusive-key scenario (default 2)
   --hot-duration <s>    time per run of the hot-key scenario (default 1.5)
-  --hot-rounds <n>      runs per contender and cell of the hot key (default 1)
+  --hot-rounds <n>      runs per contender and cell of the hot key (default 3)
   --hot-concurrency <list>  tasks per process on the hot key (default 1,16,64,256)
   --hot-processes <list>    processes on the hot key, all started together (default 1,4)
   --only <list>         run only these scenarios: spread, abuse, hot (comma-separated)
@@ -101,7 +101,7 @@ impl Default for Options {
             keys: 10_000,
             abuse_duration: Duration::from_secs(2),
             hot_duration: Duration::from_millis(1500),
-            hot_rounds: 1,
+            hot_rounds: 3,
             hot_concurrency: vec![1, 16, 64, 256],
             hot_processes: vec![1, 4],
             workers: None,
