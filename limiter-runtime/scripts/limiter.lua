@@ -10,10 +10,10 @@
 --            clock, not the test's)
 --
 -- decide: then, for each limit i (4 arguments): algorithm (1 sliding_log, 2 fixed_window, 3 sliding_window,
---   4 token_bucket, 5 leaky_bucket; negated for a shadow limit, which does not veto), window us, max, and
---   the bucket's depth (burst, for the token bucket; max wait us, for the leaky bucket; else 0); then, for
---   each call in turn: its nonce (16 hex digits naming its sliding-log members, or "" when it has none),
---   and its cost on each limit. A call is admitted when every limit that vetoes admits it, and then charged
+--   4 token_bucket, 5 leaky_bucket, 6 in_flight; negated for a shadow limit, which does not veto), window us
+--   (in flight: a permit's time to live), max, and the bucket's depth (burst, for the token bucket; max wait
+--   us, for the leaky bucket; else 0); then, for each call in turn: its nonce (16 hex digits naming its
+--   sliding-log members and its permits, or "" when it has none), and its cost on each limit. A call is admitted when every limit that vetoes admits it, and then charged
 --   to each; else what it charged is given back at once, and it is charged to none.
 --   Returns {now, then for each call, for each limit: allowed (1 or 0), remaining, retry_after us,
 --   reset_after us, then the leaky bucket's delay us, then the buckets' receipt: the queue as the call left
@@ -44,6 +44,8 @@
 --                   f in 1/max us), since when it has held charges without a pause (s), and what has been
 --                   given back since then (g, in us x max). Empty (nothing, gone, or a key left by an older
 --                   version) reads as (now, 0, now, 0).
+--   in flight       a sorted set, one member per permit held, named by its call's nonce and scored by when it
+--                   expires (us; renewed while its holder runs: see renew.lua)
 --
 -- By hand (one call on one token bucket of 5 per 10 s):
 --   redis-cli --eval limiter.lua rate_limit:demo , decide 4 10000000 5 5 "" 1
@@ -68,7 +70,10 @@ local limits = #KEYS
 local give_back
 if op ~= 'decide' or limits > 1 then
   give_back = function(key, algorithm, window, max, units, cost, at, mark)
-    if algorithm == 1 then
+    if algorithm == 6 then
+      -- A permit goes back whole.
+      redis.call('ZREM', key, mark)
+    elseif algorithm == 1 then
       -- The call's one member, weighing its cost: it goes, or weighs what is left; "#" counts as much fewer.
       if at <= now - window or units == 0 then return end
       local member = mark .. ':1'
@@ -358,6 +363,17 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
         remaining = max_of(floor((capacity - used) / window), 0)
       end
 
+    elseif algorithm == 6 then
+      -- In flight: at most `max` permits held at once, one per call whatever its cost; a permit expires
+      -- `window` after it was taken or last renewed, unless it is given back first.
+      local held = redis.call('ZCARD', key)
+      if held > 0 then held = held - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+      if held < max then
+        redis.call('ZADD', key, now + window, nonce)
+        redis.call('PEXPIRE', key, max_of(ceil(window / 1000), min_ttl))
+        allowed, remaining = 1, max - held - 1
+      end
+
     else
       -- The buckets: a queue of charges, measured in us x max (one token, or one slot, weighs `window`). Its
       -- run ("<s>:<g>") is carried over as it is, unless the queue was empty.
@@ -416,7 +432,7 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
       reply[n + 1] = delay
       n = n + 1
     end
-    if algorithm >= 4 then
+    if algorithm == 4 or algorithm == 5 then
       reply[n + 1] = receipt
       n = n + 1
     end
@@ -435,16 +451,20 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
       if algorithm == 5 then receipt = receipt + 1 end
       if reply[r + 1] == 1 then
         local mark = floor(now / window)
-        if algorithm == 1 then
+        if algorithm == 1 or algorithm == 6 then
           mark = nonce
         elseif algorithm >= 4 then
           mark = reply[receipt + 1]
         end
         give_back(KEYS[i], algorithm, window, max, cost, cost, now, mark)
-        reply[r + 2] = reply[r + 2] + cost
+        if algorithm == 6 then
+          reply[r + 2] = reply[r + 2] + 1
+        else
+          reply[r + 2] = reply[r + 2] + cost
+        end
       end
       r = receipt
-      if algorithm >= 4 then r = r + 1 end
+      if algorithm == 4 or algorithm == 5 then r = r + 1 end
     end
   end
 end

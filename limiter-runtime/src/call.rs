@@ -14,6 +14,9 @@ use crate::overrides::Overrides;
 use crate::rule::Wait;
 use crate::{Decision, OnError, Rule};
 
+/// How long a permit in flight lives in Redis unless renewed, by default.
+pub(crate) const IN_FLIGHT_TTL: Duration = Duration::from_secs(30);
+
 /// One value, or several: a call of one limit (the common call) keeps its limit, and its answer, inline.
 #[derive(Debug, Clone)]
 pub(crate) enum OneOrMany<T> {
@@ -212,6 +215,12 @@ impl<'r> CallLimit<'r> {
             ),
             None => (rule.max_value(), rule.window_value()),
         };
+        let algorithm = rule.algorithm_value();
+        // A permit in flight lives its time to live (the window it is counted in).
+        let window = match algorithm {
+            Algorithm::InFlight => rule.in_flight_ttl.unwrap_or(IN_FLIGHT_TTL),
+            _ => window,
+        };
         let max_wait = match rule.wait {
             None => Duration::ZERO,
             Some(Wait::Window) => window,
@@ -231,7 +240,6 @@ impl<'r> CallLimit<'r> {
         } else {
             None
         };
-        let algorithm = rule.algorithm_value();
         // A lease its algorithm can take: a token bucket's, a fixed window's.
         let leases = matches!(algorithm, Algorithm::TokenBucket | Algorithm::FixedWindow);
         let ttl = rule.lease_ttl.unwrap_or(Duration::from_millis(100));
@@ -249,6 +257,20 @@ impl<'r> CallLimit<'r> {
             key: ask.key,
             rule: ask.rule,
         }
+    }
+
+    /// What `outcome` says of a call of this limit charged `charge`, decided at `at` µs.
+    #[inline]
+    pub(crate) fn decision(
+        &self,
+        charge: &Charge,
+        outcome: Outcome,
+        at: u64,
+        degraded: bool,
+    ) -> Decision {
+        let mut decision = Decision::new(charge, outcome, at, degraded);
+        decision.in_flight = self.algorithm == Algorithm::InFlight;
+        decision
     }
 
     /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
@@ -316,7 +338,7 @@ impl Answer {
         call_admitted: bool,
     ) -> Answer {
         let charged = call_admitted && outcome.allowed && limit.preset.is_none();
-        let mut decision = Decision::new(&limit.charge, outcome, at, false);
+        let mut decision = limit.decision(&limit.charge, outcome, at, false);
         let charge = Charge {
             cost,
             ..limit.charge

@@ -46,6 +46,10 @@ pub struct Decision {
     pub decided_at: Duration,
     /// Whether the store could not decide (Redis failed or was too slow) and the failure policy did.
     pub degraded: bool,
+    /// Whether the limit counts calls in flight ([`Rule::in_flight`](crate::Rule::in_flight)), not a rate:
+    /// `limit` is then the calls at once, `remaining` the permits left, `window` a permit's time to live, and
+    /// `retry_after` and `reset_after` zero (when a permit comes back is its holder's to say).
+    pub in_flight: bool,
 }
 
 impl Decision {
@@ -62,6 +66,7 @@ impl Decision {
             delay: Duration::from_micros(outcome.delay),
             decided_at: Duration::from_micros(decided_at),
             degraded,
+            in_flight: false,
         }
     }
 }

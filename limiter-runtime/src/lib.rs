@@ -100,8 +100,8 @@ pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::decision::Decision;
 pub use crate::error::{Error, RateLimited, Reason};
 pub use crate::limiter::{
-    Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Reservation, Stats, DEFAULT_DEADLINE,
-    REDIS_URL_ENV,
+    Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Permit, Reservation, Stats,
+    DEFAULT_DEADLINE, REDIS_URL_ENV,
 };
 pub use crate::overrides::Override;
 pub use crate::parse::ParseError;

@@ -106,7 +106,7 @@ impl Pipeline {
                         Some(preset) => preset.outcome(&limit.charge),
                         None => crate::algorithm::Outcome::admit(limit.charge.max),
                     };
-                    Answer::uncharged(Decision::new(&limit.charge, outcome, now, false))
+                    Answer::uncharged(limit.decision(&limit.charge, outcome, now, false))
                 })
                 .collect::<OneOrMany<Answer>>();
             let admitted = call.admits(|i| answers[i].decision.allowed);

@@ -41,7 +41,8 @@ pub type Charging<const N: usize> = Verdict<Admission<N>>;
 /// A call's verdict, ready at once or still to await.
 type Verdict<T> = Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
 
-/// What a call of a function with `count = failures | successes` was charged, held while its body runs.
+/// What a call of a function with `count = failures | successes`, or with a limit in flight, was charged,
+/// held while its body runs.
 pub struct Admission<const N: usize>(Option<Box<Held>>);
 
 /// What an admitted call keeps of its admission: nothing (`count = all`), or what it charged.
@@ -200,16 +201,31 @@ fn later<T>(
 }
 
 impl<const N: usize> Admission<N> {
-    /// Once the body has returned: gives back the charge of each limit that does not count the outcome.
-    pub async fn settle(self, counted: [bool; N]) {
-        if let Some(held) = self.0 {
+    /// Once the body has returned: gives back the charge of each limit that does not count the outcome, and
+    /// every permit in flight.
+    pub async fn settle(mut self, counted: [bool; N]) {
+        if let Some(held) = self.0.take() {
             let mut units = held.costs();
-            for (units, counted) in units.iter_mut().zip(counted) {
-                if counted {
+            let permits = held.permits();
+            for ((units, counted), permit) in units.iter_mut().zip(counted).zip(permits) {
+                if permit == 1 {
+                    *units = 1;
+                } else if counted {
                     *units = 0;
                 }
             }
             held.give_back(&units).await;
+        }
+    }
+}
+
+impl<const N: usize> Drop for Admission<N> {
+    /// The body did not return (its future was dropped, or it panicked): its permits in flight are given back;
+    /// what its rates charged stays.
+    fn drop(&mut self) {
+        if let Some(held) = self.0.take() {
+            let permits = held.permits();
+            held.give_back_now(permits);
         }
     }
 }

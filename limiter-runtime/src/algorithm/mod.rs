@@ -4,6 +4,7 @@
 //! its calls, and its twin, as that state, replays them: one computation of each outcome, for both stores.
 
 mod fixed_window;
+pub(crate) mod in_flight;
 mod leaky_bucket;
 mod queue;
 pub(crate) mod sliding_log;
@@ -20,6 +21,7 @@ use std::str::FromStr;
 use std::sync::LazyLock;
 
 use self::fixed_window::FixedWindow;
+use self::in_flight::InFlight;
 use self::leaky_bucket::LeakyBucket;
 use self::queue::Queue;
 use self::sliding_log::SlidingLog;
@@ -71,10 +73,21 @@ pub enum Algorithm {
     ///
     /// Admitted slots never start closer than `window / max` apart.
     LeakyBucket,
+    /// In flight: at most `max` calls of a key running at once, across every node (set with
+    /// [`Rule::in_flight`](crate::Rule::in_flight), not chosen as a rate).
+    ///
+    /// A call takes one permit, whatever its cost, and holds it until it is given back: when the annotated
+    /// body ends however it ends, or when its [`Pass`](crate::Pass) is dropped. In Redis each permit is a
+    /// member of a sorted set scored by when it expires (`in_flight_ttl` after it was taken, renewed while it
+    /// is held), so that the permits of a node that dies come back. `retry_after` is zero: when a permit
+    /// comes back is its holder's to say.
+    InFlight,
 }
 
 impl Algorithm {
-    /// Every algorithm: the one list the runtime, its tests and benchmarks, and the environment's parser use.
+    /// Every algorithm of a rate: the one list the runtime, its tests and benchmarks, and the environment's
+    /// parser use. ([`InFlight`](Algorithm::InFlight) counts calls running, not a rate: a rule asks for it
+    /// with [`Rule::in_flight`](crate::Rule::in_flight).)
     pub const ALL: [Algorithm; 5] = [
         Algorithm::SlidingLog,
         Algorithm::FixedWindow,
@@ -91,6 +104,7 @@ impl Algorithm {
             Algorithm::SlidingWindow => "sliding_window",
             Algorithm::TokenBucket => "token_bucket",
             Algorithm::LeakyBucket => "leaky_bucket",
+            Algorithm::InFlight => "in_flight",
         }
     }
 
@@ -142,7 +156,12 @@ impl Charge {
     /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
     /// capacity, never is: its `retry_after` is only nominal).
     pub(crate) fn can_fit(&self, algorithm: Algorithm) -> bool {
-        self.cost <= self.max && (algorithm != Algorithm::TokenBucket || self.cost <= self.burst)
+        match algorithm {
+            // A call holds one permit, whatever its cost.
+            Algorithm::InFlight => true,
+            Algorithm::TokenBucket => self.cost <= self.max && self.cost <= self.burst,
+            _ => self.cost <= self.max,
+        }
     }
 }
 
@@ -154,6 +173,7 @@ pub(crate) enum State {
     SlidingWindow(SlidingWindow),
     TokenBucket(TokenBucket),
     LeakyBucket(LeakyBucket),
+    InFlight(InFlight),
 }
 
 impl State {
@@ -165,6 +185,7 @@ impl State {
             Algorithm::SlidingWindow => State::SlidingWindow(SlidingWindow::default()),
             Algorithm::TokenBucket => State::TokenBucket(TokenBucket::default()),
             Algorithm::LeakyBucket => State::LeakyBucket(LeakyBucket::default()),
+            Algorithm::InFlight => State::InFlight(InFlight::default()),
         }
     }
 
@@ -175,6 +196,7 @@ impl State {
             State::SlidingWindow(_) => Algorithm::SlidingWindow,
             State::TokenBucket(_) => Algorithm::TokenBucket,
             State::LeakyBucket(_) => Algorithm::LeakyBucket,
+            State::InFlight(_) => Algorithm::InFlight,
         }
     }
 
@@ -186,6 +208,7 @@ impl State {
             State::SlidingWindow(s) => s.decide(now, charge),
             State::TokenBucket(s) => s.decide(now, charge),
             State::LeakyBucket(s) => s.decide(now, charge),
+            State::InFlight(s) => s.decide(now, charge),
         }
     }
 
@@ -223,6 +246,7 @@ impl State {
                     given,
                 },
             ) => State::LeakyBucket(LeakyBucket::at(queue(queued, since, given))),
+            (Algorithm::InFlight, Reported::Held(held)) => State::InFlight(InFlight::at(held)),
             _ => return None,
         })
     }
@@ -236,7 +260,13 @@ impl State {
             State::SlidingWindow(s) => s.refund(units, receipt),
             State::TokenBucket(s) => s.refund(now, charge, units, receipt),
             State::LeakyBucket(s) => s.refund(now, charge, units, receipt),
+            State::InFlight(s) => s.refund(receipt),
         }
+    }
+
+    /// Whether it holds nothing a fresh state would not: an in-flight key with no permit held.
+    pub(crate) fn holds_nothing(&self) -> bool {
+        matches!(self, State::InFlight(s) if s.is_empty())
     }
 }
 
@@ -245,6 +275,8 @@ impl State {
 pub(crate) enum Reported {
     /// Fixed window: the current window's count.
     Count(u64),
+    /// In flight: the permits held.
+    Held(u64),
     /// Sliding window: the current and the previous windows' counts.
     Counts { current: u64, previous: u64 },
     /// The buckets: how far the queue reached past now (µs × max), since when it had held charges without a

@@ -84,7 +84,8 @@ impl Backend {
             Backend::Memory(memory) => {
                 let given = call.limits().iter().zip(decided.answers.iter()).zip(units);
                 for ((limit, answer), &units) in given {
-                    if answer.charged != crate::call::Charged::Nothing {
+                    // Nothing to give back (a permit in flight given back is one of any units).
+                    if answer.charged != crate::call::Charged::Nothing && units > 0 {
                         let units = units.min(limit.charge.cost);
                         memory.refund(limit, &limit.charge, units, &answer.receipt);
                     }
@@ -107,6 +108,7 @@ impl Backend {
             redis::spawn_heartbeat(Arc::downgrade(redis), overrides.clone());
             redis::spawn_overrides_sync(overrides, Arc::downgrade(redis));
             redis::spawn_lease_sweep(Arc::downgrade(redis));
+            redis::spawn_permit_renewal(Arc::downgrade(redis));
         }
     }
 

@@ -10,7 +10,9 @@
 //! RateLimit: "per-client";r=99;t=60, "employee";r=4;t=10
 //! ```
 //!
-//! - `q` is the limit (admissions per window) and `w` its window in seconds, rounded up;
+//! - `q` is the limit (admissions per window) and `w` its window in seconds, rounded up; a limit of calls in
+//!   flight ([`Rule::in_flight`](crate::Rule::in_flight)) is `q` calls at once, `qu="concurrent-requests"`,
+//!   with no `w` (and no `t` in `RateLimit`);
 //! - `r` is what remains of it, and `t` the seconds, rounded up, within which no more than `r` can be used:
 //!   for a limit that refused the call, until it would admit it (its `retry_after`); for one that admitted
 //!   it, until it is whole again (its `reset_after`).
@@ -118,9 +120,15 @@ pub(crate) fn write_quota_fields<'a>(
         // Writing into a String cannot fail.
         let _ = write!(policies, "{separator}");
         write_name(&mut policies, name);
-        let _ = write!(policies, ";q={};w={window}", decision.limit);
         let _ = write!(states, "{separator}");
         write_name(&mut states, name);
+        if decision.in_flight {
+            // Calls at once: no window, and no time within which a permit comes back.
+            let _ = write!(policies, ";q={};qu=\"concurrent-requests\"", decision.limit);
+            let _ = write!(states, ";r={}", decision.remaining);
+            continue;
+        }
+        let _ = write!(policies, ";q={};w={window}", decision.limit);
         let _ = write!(states, ";r={};t={}", decision.remaining, ceil_secs(until));
     }
     if policies.is_empty() {

@@ -6,11 +6,13 @@
 mod builder;
 pub(crate) mod current;
 mod limit;
+mod permit;
 mod reservation;
 
 pub use self::builder::LimiterBuilder;
 pub use self::current::REDIS_URL_ENV;
 pub use self::limit::Limit;
+pub use self::permit::Permit;
 pub(crate) use self::reservation::Held;
 pub use self::reservation::Reservation;
 
@@ -75,6 +77,8 @@ pub struct Stats {
     pub evicted: u64,
     /// Run-time overrides in force, as this runtime last saw them ([`Limiter::set_override`]).
     pub overrides: u64,
+    /// Permits in flight this process holds in Redis, renewed while held ([`Rule::in_flight`]; 0 in memory).
+    pub permits: u64,
 }
 
 /// The limits of one call of several, each `(rule, key)` or `(rule, key, cost)`: an array (answered with an
@@ -380,6 +384,42 @@ impl Limiter {
         Ok(decided.decision())
     }
 
+    /// Takes a permit of `rule`, an [in-flight](Rule::in_flight) limit, for `key`: at most its `permits`
+    /// calls of a key hold one at once, across every node. The [`Permit`] gives it back when dropped; a call
+    /// refused is the [`RateLimited`] error. (A rate's rule is enforced as [`enforce`](Limiter::enforce) does,
+    /// and its charge stays.)
+    pub async fn acquire(
+        &self,
+        rule: &Rule,
+        key: impl fmt::Display,
+    ) -> Result<Permit, RateLimited> {
+        self.acquire_all([(rule, key)]).await
+    }
+
+    /// [`acquire`](Limiter::acquire) for several limits at once, decided as one (all or nothing; a call
+    /// refused holds nothing): limits in flight beside rates, say at most 4 uploads of a tenant at once and
+    /// 100 an hour.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let at_once = Rule::new().prefix("uploads:running:").in_flight(4);
+    /// let hourly = Rule::new().prefix("uploads:").max(100).window(Duration::from_secs(3600));
+    /// let permit = limiter.acquire_all([(&at_once, "acme"), (&hourly, "acme")]).await.unwrap();
+    /// assert_eq!(permit.decisions()[0].remaining, 3);
+    /// assert_eq!(permit.decisions()[1].remaining, 99);
+    /// # }
+    /// ```
+    pub async fn acquire_all<L: LimitList>(&self, limits: L) -> Result<Permit, RateLimited> {
+        let mut rules = Vec::new();
+        let call = self.list(&limits, &mut rules);
+        let (call, decided) = self.pipeline.enforce(call).await?;
+        Ok(Permit::new(self.clone(), call.detached(), decided))
+    }
+
     /// [`check_all`](Limiter::check_all), enforced: a refusal is the [`RateLimited`] error (naming the first
     /// limit that refused, with every limit's state), and an admitted call that must wait for a slot sleeps
     /// until then.
@@ -450,6 +490,7 @@ impl Limiter {
                 keys: memory.keys(),
                 evicted: memory.evicted(),
                 overrides,
+                permits: 0,
             },
             Backend::Redis(redis) => Stats {
                 degraded: redis.degraded_count(),
@@ -459,6 +500,7 @@ impl Limiter {
                 keys: redis.fallback.local.keys(),
                 evicted: redis.fallback.local.evicted(),
                 overrides,
+                permits: redis.permits_held(),
             },
         }
     }

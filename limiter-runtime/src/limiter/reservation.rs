@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future as _;
 
 use crate::call::{Call, Decided};
-use crate::{Decision, Limiter};
+use crate::{Algorithm, Decision, Limiter};
 
 /// An admitted call, and what each of its limits charged: enough to give any of it back.
 pub(crate) struct Held {
@@ -28,6 +28,32 @@ impl Held {
             .iter()
             .map(|limit| limit.charge.cost)
             .collect()
+    }
+
+    /// What gives back its permits in flight and nothing of its rates: one unit of each limit in flight.
+    pub(crate) fn permits(&self) -> Vec<u64> {
+        self.call
+            .limits()
+            .iter()
+            .map(|limit| u64::from(limit.algorithm == Algorithm::InFlight))
+            .collect()
+    }
+
+    /// Gives back `units` now, from a destructor: in memory (and a permit in flight) at once, what Redis must
+    /// hear on a task of its own (with no Tokio runtime to run it, the charge stays: the limit admits less,
+    /// never more; a permit expires after its time to live).
+    pub(crate) fn give_back_now(self, units: Vec<u64>) {
+        if units.iter().all(|&units| units == 0) {
+            return;
+        }
+        let mut giving = Box::pin(async move { self.give_back(&units).await });
+        let waker = futures_util::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        if giving.as_mut().poll(&mut cx).is_pending() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(giving);
+            }
+        }
     }
 }
 
@@ -100,15 +126,7 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         let Some(held) = self.0.take() else { return };
         let estimate = held.call.limits()[0].charge.cost;
-        let mut giving = Box::pin(async move { held.give_back(&[estimate]).await });
-        // In memory, giving back is done on its first poll; with Redis, the rest runs on a task of its own.
-        let waker = futures_util::task::noop_waker();
-        let mut cx = std::task::Context::from_waker(&waker);
-        if giving.as_mut().poll(&mut cx).is_pending() {
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(giving);
-            }
-        }
+        held.give_back_now(vec![estimate]);
     }
 }
 

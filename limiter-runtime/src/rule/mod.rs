@@ -51,6 +51,10 @@ pub struct Rule {
     pub(crate) shadow: Option<bool>,
     pub(crate) lease: Option<u64>,
     pub(crate) lease_ttl: Option<Duration>,
+    pub(crate) in_flight_ttl: Option<Duration>,
+    /// The limit of calls in flight an attribute's `in_flight` adds beside its rate: counted under the rate's
+    /// prefix (as resolved) followed by `in_flight:`.
+    pub(crate) beside_rate: bool,
 }
 
 /// How long a [`LeakyBucket`](Algorithm::LeakyBucket) call may wait for its slot.
@@ -164,6 +168,29 @@ impl Rule {
         self
     }
 
+    /// A limit of calls in flight: at most `permits` calls of a key running at once, across every node
+    /// ([`Algorithm::InFlight`]), not a rate: `window`, `algorithm`, `burst` and waiting do not apply, and a
+    /// call takes one permit whatever its cost. Take one with [`Limiter::acquire`](crate::Limiter::acquire)
+    /// (given back when the [`Pass`](crate::Pass) is dropped); `in_flight = 4` on the attribute holds one
+    /// while the body runs. To limit a rate as well, stack a rate's rule beside it (see
+    /// [`Limiter::acquire_all`](crate::Limiter::acquire_all)).
+    ///
+    /// With Redis a permit expires [`in_flight_ttl`](Rule::in_flight_ttl) after it was taken unless its node
+    /// renews it (it does, while the permit is held): the most that can run at once after a node dies is
+    /// `permits` plus what that node held, for at most that long.
+    pub const fn in_flight(mut self, permits: u64) -> Self {
+        self.algorithm = Some(Algorithm::InFlight);
+        self.max = Some(permits);
+        self
+    }
+
+    /// How long a permit of an [`in_flight`](Rule::in_flight) rule lives in Redis unless its node renews it
+    /// (default 30 s; renewed every third of it while held). `in_flight_ttl = "30s"` on the attribute.
+    pub const fn in_flight_ttl(mut self, ttl: Duration) -> Self {
+        self.in_flight_ttl = Some(ttl);
+        self
+    }
+
     /// A rule with the text an attribute writes, in a constant: what `#[rate_limit]` expansions start from (in
     /// a `static`), before the other parts' `const` setters.
     #[doc(hidden)]
@@ -191,6 +218,16 @@ impl Rule {
             shadow: None,
             lease: None,
             lease_ttl: None,
+            in_flight_ttl: None,
+            beside_rate: false,
         }
+    }
+
+    /// The limit of calls in flight that `in_flight = ..` adds beside an attribute's rate: its keys go under the
+    /// rate's prefix followed by `in_flight:`, so that the two count apart.
+    #[doc(hidden)]
+    pub const fn beside_rate(mut self) -> Self {
+        self.beside_rate = true;
+        self
     }
 }

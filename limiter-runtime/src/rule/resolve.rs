@@ -45,9 +45,16 @@ impl Defaults {
                 .strip_prefix(path.as_str())
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
         });
-        enclosing
+        let mut resolved = enclosing
             .fold(rule.clone(), |rule, (_, defaults)| rule.or(defaults))
-            .or(&self.crate_wide)
+            .or(&self.crate_wide);
+        if resolved.beside_rate {
+            // Counted apart from the rate beside it: under its prefix, as resolved, and `in_flight:`.
+            let prefix = format!("{}in_flight:", resolved.prefix_value());
+            resolved.prefix = Some(Cow::Owned(prefix));
+            resolved.beside_rate = false;
+        }
+        resolved
     }
 }
 
@@ -56,7 +63,8 @@ impl Defaults {
     /// when no default would change it (the common case: a rule that sets what the defaults set).
     #[inline]
     pub(crate) fn resolved<'r>(&self, rule: &'r Rule) -> Cow<'r, Rule> {
-        let unchanged = rule.covers(&self.crate_wide)
+        let unchanged = !rule.beside_rate
+            && rule.covers(&self.crate_wide)
             && self
                 .modules
                 .iter()
@@ -83,6 +91,7 @@ impl Rule {
             && (self.shadow.is_some() || fallback.shadow.is_none())
             && (self.lease.is_some() || fallback.lease.is_none())
             && (self.lease_ttl.is_some() || fallback.lease_ttl.is_none())
+            && (self.in_flight_ttl.is_some() || fallback.in_flight_ttl.is_none())
     }
 
     /// `self`, with every part it leaves out taken from `fallback`.
@@ -100,6 +109,8 @@ impl Rule {
             shadow: self.shadow.or(fallback.shadow),
             lease: self.lease.or(fallback.lease),
             lease_ttl: self.lease_ttl.or(fallback.lease_ttl),
+            in_flight_ttl: self.in_flight_ttl.or(fallback.in_flight_ttl),
+            beside_rate: self.beside_rate,
         }
     }
 
@@ -120,6 +131,8 @@ impl Rule {
             wait: self.wait,
             lease: self.lease,
             lease_ttl: self.lease_ttl,
+            in_flight_ttl: self.in_flight_ttl,
+            beside_rate: self.beside_rate,
         }
     }
 

@@ -15,7 +15,7 @@ mod shard;
 use std::sync::{Arc, MutexGuard};
 
 use self::shard::Shard;
-use crate::algorithm::{Charge, Outcome, Receipt};
+use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::call::{Call, CallLimit, OneOrMany};
 use crate::clock::Clock;
 use crate::sharded::Sharded;
@@ -182,7 +182,11 @@ impl MemoryStore {
                         let key = (hashes[i], limit.key.parts());
                         let given = (units, &outcome.receipt);
                         shard.refund(key, limit.algorithm, &charges[i], now, given);
-                        outcome.remaining += units;
+                        // A permit in flight is one, whatever the call weighs.
+                        outcome.remaining += match limit.algorithm {
+                            Algorithm::InFlight => 1,
+                            _ => units,
+                        };
                     }
                 }
             }

@@ -52,7 +52,13 @@ impl Shard {
         // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
         // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
         // cores' caches at every call.
-        let expires_at = now.saturating_add(outcome.reset_after);
+        let expires_at = match algorithm {
+            // Permits held in memory are kept until they are given back.
+            Algorithm::InFlight if !entry.state.holds_nothing() => {
+                crate::algorithm::in_flight::HELD
+            }
+            _ => now.saturating_add(outcome.reset_after),
+        };
         if entry.expires_at != expires_at {
             entry.expires_at = expires_at;
         }
@@ -73,6 +79,10 @@ impl Shard {
         if let Some(entry) = self.entries.get_mut(hash, key) {
             if entry.expires_at > now && entry.state.algorithm() == algorithm {
                 entry.state.refund(now, charge, units, receipt);
+                // The last permit given back: nothing left to keep.
+                if entry.state.holds_nothing() {
+                    entry.expires_at = now;
+                }
             }
         }
     }

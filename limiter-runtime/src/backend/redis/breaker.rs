@@ -37,7 +37,7 @@ pub(crate) struct Breaker {
 
 /// What the breaker lets one call do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Permit {
+pub(crate) enum Pass {
     /// Call Redis (closed).
     Call,
     /// Call Redis to see whether it is back (open, and this call is the one probe).
@@ -75,20 +75,20 @@ impl Breaker {
             .max(1)
     }
 
-    pub(crate) fn permit(&self) -> Permit {
+    pub(crate) fn permit(&self) -> Pass {
         let open_until = self.open_until.load(Ordering::Acquire);
         if open_until == 0 {
-            return Permit::Call;
+            return Pass::Call;
         }
         if self.now() < open_until {
-            return Permit::Skip;
+            return Pass::Skip;
         }
         match self
             .probing
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
         {
-            Ok(_) => Permit::Probe,
-            Err(_) => Permit::Skip,
+            Ok(_) => Pass::Probe,
+            Err(_) => Pass::Skip,
         }
     }
 
@@ -105,11 +105,11 @@ impl Breaker {
         self.failing.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn succeeded(&self, permit: Permit) -> Transition {
+    pub(crate) fn succeeded(&self, permit: Pass) -> Transition {
         if self.consecutive_failures.load(Ordering::Relaxed) != 0 {
             self.consecutive_failures.store(0, Ordering::Relaxed);
         }
-        if permit == Permit::Probe {
+        if permit == Pass::Probe {
             self.open_until.store(0, Ordering::Release);
             self.probing.store(false, Ordering::Release);
         }
@@ -120,10 +120,10 @@ impl Breaker {
         }
     }
 
-    pub(crate) fn failed(&self, permit: Permit) -> Transition {
+    pub(crate) fn failed(&self, permit: Pass) -> Transition {
         let reopen =
             self.now() + u64::try_from(self.config.probe_every.as_micros()).unwrap_or(u64::MAX);
-        if permit == Permit::Probe {
+        if permit == Pass::Probe {
             self.open_until.store(reopen, Ordering::Release);
             self.probing.store(false, Ordering::Release);
         } else {
@@ -155,32 +155,28 @@ mod tests {
     fn opens_after_consecutive_failures_and_probes_one_at_a_time() {
         let b = breaker();
         assert_eq!(b.failed(b.permit()), Transition::FirstFailure);
-        assert_eq!(b.permit(), Permit::Call);
-        assert_eq!(b.failed(Permit::Call), Transition::None);
-        assert_eq!(b.permit(), Permit::Skip);
+        assert_eq!(b.permit(), Pass::Call);
+        assert_eq!(b.failed(Pass::Call), Transition::None);
+        assert_eq!(b.permit(), Pass::Skip);
         std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(b.permit(), Permit::Probe);
-        assert_eq!(b.permit(), Permit::Skip, "one probe at a time");
-        b.failed(Permit::Probe);
-        assert_eq!(
-            b.permit(),
-            Permit::Skip,
-            "a failed probe waits for the next"
-        );
+        assert_eq!(b.permit(), Pass::Probe);
+        assert_eq!(b.permit(), Pass::Skip, "one probe at a time");
+        b.failed(Pass::Probe);
+        assert_eq!(b.permit(), Pass::Skip, "a failed probe waits for the next");
         std::thread::sleep(Duration::from_millis(40));
         let probe = b.permit();
-        assert_eq!(probe, Permit::Probe);
+        assert_eq!(probe, Pass::Probe);
         assert_eq!(b.succeeded(probe), Transition::Recovered);
-        assert_eq!(b.permit(), Permit::Call);
+        assert_eq!(b.permit(), Pass::Call);
         assert!(!b.is_open());
     }
 
     #[test]
     fn a_success_resets_the_count() {
         let b = breaker();
-        b.failed(Permit::Call);
-        b.succeeded(Permit::Call);
-        b.failed(Permit::Call);
-        assert_eq!(b.permit(), Permit::Call);
+        b.failed(Pass::Call);
+        b.succeeded(Pass::Call);
+        b.failed(Pass::Call);
+        assert_eq!(b.permit(), Pass::Call);
     }
 }

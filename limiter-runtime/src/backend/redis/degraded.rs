@@ -13,7 +13,7 @@ use crate::backend::MemoryStore;
 use crate::call::{Answer, Call, CallLimit, Charged, Decided, OneOrMany};
 use crate::clock::as_micros;
 use crate::error::BackendError;
-use crate::{Decision, OnError};
+use crate::OnError;
 
 /// How long the `local` fallback's state is kept once Redis decides again: its counts bridge a Redis that
 /// flaps (fails again at once), and go once Redis has decided for this long.
@@ -94,7 +94,7 @@ impl Fallback {
                 let (charge, outcome, charged) = match (limit.preset, limit.on_error) {
                     (Some(preset), _) => {
                         let outcome = preset.outcome(&limit.charge);
-                        return Answer::uncharged(Decision::new(
+                        return Answer::uncharged(limit.decision(
                             &limit.charge,
                             outcome,
                             now,
@@ -117,7 +117,7 @@ impl Fallback {
                     },
                 };
                 Answer {
-                    decision: Decision::new(&charge, outcome, now, true),
+                    decision: limit.decision(&charge, outcome, now, true),
                     receipt: outcome.receipt,
                     charged: match charged && outcome.allowed {
                         true => Charged::Local,

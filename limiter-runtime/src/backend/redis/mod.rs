@@ -24,6 +24,7 @@ mod deny_cache;
 mod instances;
 mod lease;
 mod overrides;
+mod permits;
 mod script;
 mod server;
 mod tls;
@@ -37,12 +38,14 @@ use std::time::Duration;
 use redis::Value;
 use tokio::sync::watch;
 
-use self::breaker::{Breaker, Permit, Transition};
+use self::breaker::{Breaker, Pass, Transition};
 use self::coalesce::{Batch, Coalescer, Member, Place, Shape, Waiting, MAX_LIMITS};
 use self::deny_cache::{DenyCache, Lookup};
 use self::lease::{Held, Leases, Take};
+pub(crate) use self::permits::spawn_permit_renewal;
+use self::permits::Permits;
 use self::script::{nonce, BatchCall, CallOutcome, GiveBack, Sent};
-use crate::algorithm::Outcome;
+use crate::algorithm::{Algorithm, Outcome};
 use crate::call::{Answer, Call, CallLimit, Charged, Decided, LeaseTerms, OneOrMany};
 use crate::clock::{as_micros, Clock};
 use crate::error::{BackendError, Error};
@@ -94,12 +97,14 @@ pub(crate) struct RedisBackend {
     coalescer: Option<Coalescer>,
     /// The leases this node holds.
     leases: Leases,
+    /// The permits in flight this node holds (shared with the task that renews them).
+    permits: Arc<Permits>,
 }
 
 /// What Redis is to decide of a call this process could not decide at once.
 pub(crate) struct Later {
     redis: Arc<RedisBackend>,
-    permit: Permit,
+    permit: Pass,
     /// When the call was asked (this node's clock).
     sent: Duration,
     /// Whether the deny cache is to hear what Redis answers (it may hold this call's denial).
@@ -330,6 +335,7 @@ impl RedisBackend {
             denied: sparing.deny_cache.then(DenyCache::default),
             coalescer: sparing.coalesce.then(Coalescer::default),
             leases: Leases::default(),
+            permits: Arc::default(),
         }
     }
 
@@ -463,7 +469,7 @@ impl RedisBackend {
             });
         }
         let permit = self.breaker.permit();
-        if permit == Permit::Skip {
+        if permit == Pass::Skip {
             return Ok(self.fallback.decide(call, self.breaker.probe_every()));
         }
         let lease =
@@ -475,9 +481,9 @@ impl RedisBackend {
             );
         // A probe must reach Redis, to close the breaker or keep it open: it waits for no lease.
         let lease =
-            lease.filter(|step| permit == Permit::Call || !matches!(step, LeaseStep::Wait(_)));
+            lease.filter(|step| permit == Pass::Call || !matches!(step, LeaseStep::Wait(_)));
         let (mut hash, mut waiting) = (None, None);
-        if let (Some(coalescer), None, Permit::Call) = (&self.coalescer, &lease, permit) {
+        if let (Some(coalescer), None, Pass::Call) = (&self.coalescer, &lease, permit) {
             (hash, waiting) = self.wait_in_line(coalescer, call, sent);
         }
         Err(Later {
@@ -642,6 +648,15 @@ impl RedisBackend {
                 answer.decision.retry_after = answer.decision.retry_after.min(back);
             }
         }
+        if decided.admitted {
+            // The permits in flight it took are this node's to renew while they are held.
+            for (limit, answer) in call.limits().iter().zip(decided.answers.iter()) {
+                if limit.algorithm == Algorithm::InFlight && answer.charged == Charged::Store {
+                    let (ttl, mark) = (limit.charge.window, answer.receipt.mark);
+                    self.permits.hold(&limit.key, ttl, mark);
+                }
+            }
+        }
         if let Some(cache) = self.denied.as_ref().filter(|_| cached) {
             if decided.admitted && !probe {
                 // The common answer: the call's counts changed, and any denial of it is stale.
@@ -662,7 +677,7 @@ impl RedisBackend {
         self: &Arc<Self>,
         call: &Call<'_>,
         (key, hash): (KeyRef<'_>, Option<KeyHash>),
-        permit: Permit,
+        permit: Pass,
         budget: Duration,
         connection: Connection,
     ) -> Result<Decided, Failed> {
@@ -676,7 +691,7 @@ impl RedisBackend {
         let nonce = nonce();
         let costs = costs_of(&asked);
         // A probe must reach Redis, to close the breaker or keep it open: it goes alone.
-        let coalescer = self.coalescer.as_ref().filter(|_| permit == Permit::Call);
+        let coalescer = self.coalescer.as_ref().filter(|_| permit == Pass::Call);
         // The turn is this call's to hand on however its round trip ends: answered, past its deadline, or
         // dropped with its caller.
         let mut turn = None;
@@ -753,7 +768,7 @@ impl RedisBackend {
         let asked = asked(&batch.call);
         let calls = batch_calls(&members, asked.len());
         let budget = batch.until.saturating_sub(self.clock.now());
-        let permit = Permit::Call;
+        let permit = Pass::Call;
         let decided = match (budget.is_zero(), self.connection()) {
             (true, _) => Err(Failed::from(BackendError::Timeout(self.deadline))),
             (false, Err(cause)) => Err(Failed::from(cause)),
@@ -799,7 +814,7 @@ impl RedisBackend {
     /// A call to Redis past its deadline, answered late: what Redis admitted of `call` though its caller was
     /// refused meanwhile (`refused`) goes back, through the one give-back path. (What a caller let through,
     /// Redis's count keeps.) Counted in the metric `limiter_reconciled_total`.
-    async fn reconcile(&self, late: Late, call: &Call<'_>, refused: bool) {
+    async fn reconcile(self: &Arc<Self>, late: Late, call: &Call<'_>, refused: bool) {
         match late {
             Late::Script(sent, nonce) => {
                 let member = Member {
@@ -825,7 +840,7 @@ impl RedisBackend {
     /// [`reconcile`](RedisBackend::reconcile) of a script call that carried `members` (of `call`'s limits),
     /// each refused meanwhile or not (`refused`).
     async fn reconcile_calls(
-        &self,
+        self: &Arc<Self>,
         late: Sent,
         call: &Call<'_>,
         members: &[Member],
@@ -839,13 +854,27 @@ impl RedisBackend {
         let Ok((each, now)) = script::read_decided(&reply, &asked, &calls) else {
             return;
         };
+        let in_flight = call
+            .limits()
+            .iter()
+            .any(|l| l.algorithm == Algorithm::InFlight);
         for ((outcome, member), refused) in each.iter().zip(members).zip(refused) {
-            if !*refused || !outcome.admitted {
+            // Redis admitted a call refused meanwhile: all it charged goes back. One admitted meanwhile (open,
+            // local) keeps what Redis charged of its rates, but not the permits Redis holds for it, which no
+            // one would give back.
+            if !outcome.admitted || (!*refused && !in_flight) {
                 continue;
             }
             let call = weighing(call, &member.costs[..asked.len()]);
             let decided = decided_of(&call, &member.costs[..asked.len()], outcome, now);
-            let units: Vec<u64> = call.limits().iter().map(|l| l.charge.cost).collect();
+            let units: Vec<u64> = call
+                .limits()
+                .iter()
+                .map(|l| match *refused {
+                    true => l.charge.cost,
+                    false => u64::from(l.algorithm == Algorithm::InFlight),
+                })
+                .collect();
             crate::observe::reconciled();
             self.give_back(&call, &decided, &units).await;
         }
@@ -1007,25 +1036,39 @@ impl RedisBackend {
     /// lease it spent, to this process's `local` fallback, and in Redis, in one script call (per slot on a
     /// cluster) within the deadline. Exactly, unless a charge has left its limit already (then nothing), never
     /// more.
-    pub(crate) async fn give_back(&self, call: &Call<'_>, decided: &Decided, units: &[u64]) {
-        let mut in_redis = Vec::new();
+    pub(crate) async fn give_back(
+        self: &Arc<Self>,
+        call: &Call<'_>,
+        decided: &Decided,
+        units: &[u64],
+    ) {
+        let (mut in_redis, mut released) = (Vec::new(), None);
         for ((limit, answer), &units) in call.limits().iter().zip(decided.answers.iter()).zip(units)
         {
             let units = units.min(limit.charge.cost);
             match answer.charged {
+                // Nothing to give back (a permit in flight given back is one of any units).
+                _ if units == 0 => {}
                 Charged::Nothing => {}
                 Charged::Local => self.fallback.refund(limit, units, answer),
                 Charged::Lease => self
                     .leases
                     .refund(limit.key.parts(), units, &answer.receipt),
+                // A permit goes back whole, with the releases of other calls.
+                Charged::Store if limit.algorithm == Algorithm::InFlight => {
+                    released = Some(self.release_permit(&limit.key, answer.receipt.mark));
+                }
                 Charged::Store => in_redis.push(GiveBack::of(limit, &answer.receipt, units)),
             }
         }
-        if in_redis.is_empty() {
-            return;
+        if !in_redis.is_empty() {
+            let joined = call_key(call);
+            self.refund(&in_redis, named(call, &joined)).await;
         }
-        let joined = call_key(call);
-        self.refund(&in_redis, named(call, &joined)).await;
+        if let Some(batch) = released {
+            // Given back before this returns: the caller's next call finds its permit free.
+            self.permits_given(batch).await;
+        }
     }
 
     /// Gives back `given`, the charges of the call `call` names: one script call (per slot on a cluster),

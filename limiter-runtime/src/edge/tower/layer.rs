@@ -14,7 +14,7 @@ use crate::call::{Ask, RuleRef};
 use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::observe::Notice;
-use crate::{Limiter, RateLimited, Rule};
+use crate::{Algorithm, Limiter, Permit, RateLimited, Rule};
 
 /// A tower [`Layer`] that limits each request under one or more rules, its key taken from the request.
 ///
@@ -167,8 +167,9 @@ impl Config {
     }
 
     /// Decides a request keyed `key` under every rule, as one call of the pipeline: admitted (after its slot,
-    /// for a leaky bucket that waits), or refused.
-    pub(super) async fn decide(&self, key: &str) -> Result<(), RateLimited> {
+    /// for a leaky bucket that waits), with the permits of its limits in flight when it has any (held until
+    /// the response's body is done), or refused.
+    pub(super) async fn decide(&self, key: &str) -> Result<Option<Permit>, RateLimited> {
         let pipeline = &self.limiter.pipeline;
         let call = pipeline.call(self.rules.iter().map(|rule| Ask {
             rule: RuleRef::Borrowed(rule),
@@ -176,7 +177,12 @@ impl Config {
             cost: 1,
             skip: false,
         }));
-        pipeline.enforce(call).await.map(drop)
+        let (call, decided) = pipeline.enforce(call).await?;
+        let in_flight = self
+            .rules
+            .iter()
+            .any(|rule| rule.algorithm == Some(Algorithm::InFlight));
+        Ok(in_flight.then(|| Permit::new(self.limiter.clone(), call.detached(), decided)))
     }
 }
 

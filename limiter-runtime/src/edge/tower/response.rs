@@ -12,7 +12,7 @@ use http_body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
 
 use crate::edge::grpc;
-use crate::{RateLimited, Reason};
+use crate::{Permit, RateLimited, Reason};
 
 pin_project! {
     /// The body of a response from behind a [`RateLimitLayer`](super::RateLimitLayer): the inner service's
@@ -26,16 +26,16 @@ pin_project! {
 pin_project! {
     #[project = KindProjection]
     enum Kind<B> {
-        Inner { #[pin] body: B },
+        Inner { #[pin] body: B, permit: Option<Permit> },
         Refusal { text: Option<Bytes> },
     }
 }
 
 impl<B> ResponseBody<B> {
-    /// The inner service's body.
-    pub(super) fn new(body: B) -> Self {
+    /// The inner service's body, holding the request's permits in flight until it is done.
+    pub(super) fn new(body: B, permit: Option<Permit>) -> Self {
         ResponseBody {
-            kind: Kind::Inner { body },
+            kind: Kind::Inner { body, permit },
         }
     }
 
@@ -57,21 +57,28 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for ResponseBody<B> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
-            KindProjection::Inner { body } => body.poll_frame(cx),
+            KindProjection::Inner { body, permit } => {
+                let frame = body.poll_frame(cx);
+                if matches!(frame, Poll::Ready(None | Some(Err(_)))) {
+                    // Done: its permits go back now, not when the body is dropped.
+                    permit.take();
+                }
+                frame
+            }
             KindProjection::Refusal { text } => Poll::Ready(text.take().map(Frame::data).map(Ok)),
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match &self.kind {
-            Kind::Inner { body } => body.is_end_stream(),
+            Kind::Inner { body, .. } => body.is_end_stream(),
             Kind::Refusal { text } => text.is_none(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
-            Kind::Inner { body } => body.size_hint(),
+            Kind::Inner { body, .. } => body.size_hint(),
             Kind::Refusal { text } => {
                 SizeHint::with_exact(text.as_ref().map_or(0, |text| text.len() as u64))
             }

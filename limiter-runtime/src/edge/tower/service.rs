@@ -77,13 +77,16 @@ where
     S: Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
 {
     let deciding = quota::scope(async {
+        let mut permit = None;
         if let Some(key) = &key {
-            if let Err(rejection) = config.decide(key).await {
-                return Ok(refusal.response(&rejection));
+            match config.decide(key).await {
+                Ok(held) => permit = held,
+                Err(rejection) => return Ok(refusal.response(&rejection)),
             }
         }
         let response = inner.call(request).await?;
-        Ok(response.map(ResponseBody::new))
+        // The permits in flight are held until the body is done (a stream's last frame, or the body dropped).
+        Ok(response.map(|body| ResponseBody::new(body, permit)))
     });
     // The handlers decide in the layer's limiter, unless the layer says otherwise.
     let (response, quotas) = match config.scoped {

@@ -15,6 +15,7 @@ fn denied(retry_after: Duration) -> Decision {
         delay: Duration::ZERO,
         decided_at: Duration::from_secs(1_000),
         degraded: false,
+        in_flight: false,
     }
 }
 

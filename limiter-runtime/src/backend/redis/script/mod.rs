@@ -12,8 +12,8 @@ mod one_limit;
 mod reply;
 
 pub(crate) use self::lease::{lease_command, read_lease};
-pub(crate) use self::nonce::nonce;
-use self::nonce::{nonce_text, NonceText};
+use self::nonce::NonceText;
+pub(crate) use self::nonce::{nonce, nonce_text};
 use self::one_limit::{one_limit_command, read_one_limit};
 use self::reply::{int, non_negative};
 
@@ -114,21 +114,26 @@ pub(crate) static LIMITER: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/limiter.lua")));
 
 /// Each algorithm's own script, deciding the calls of one limit with only what it needs: the common call
-/// (`scripts/<algorithm>.lua`), in the order of [`Algorithm::ALL`].
-static LEAN: LazyLock<[LuaScript; 5]> = LazyLock::new(|| {
+/// (`scripts/<algorithm>.lua`), in the order of their [`code`]s.
+static LEAN: LazyLock<[LuaScript; 6]> = LazyLock::new(|| {
     [
         LuaScript::new(include_str!("../../../../scripts/sliding_log.lua")),
         LuaScript::new(include_str!("../../../../scripts/fixed_window.lua")),
         LuaScript::new(include_str!("../../../../scripts/sliding_window.lua")),
         LuaScript::new(include_str!("../../../../scripts/token_bucket.lua")),
         LuaScript::new(include_str!("../../../../scripts/leaky_bucket.lua")),
+        LuaScript::new(include_str!("../../../../scripts/in_flight.lua")),
     ]
 });
+
+/// Renews the permits a node holds on one in-flight key (`scripts/renew.lua`).
+pub(crate) static RENEW: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/renew.lua")));
 
 /// Loads every decision script (`SCRIPT LOAD`: on every node of a cluster), so that the first decision finds
 /// it, and a server that refuses scripts says so at start-up.
 pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), BackendError> {
-    for script in std::iter::once(&*LIMITER).chain(LEAN.iter()) {
+    for script in [&*LIMITER, &*RENEW].into_iter().chain(LEAN.iter()) {
         let _: Value = redis::cmd("SCRIPT")
             .arg("LOAD")
             .arg(script.source)
@@ -138,10 +143,15 @@ pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), Bac
     Ok(())
 }
 
-/// The script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1.
+/// The script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1; in flight, the next.
 fn code(algorithm: Algorithm) -> i64 {
-    let place = Algorithm::ALL.iter().position(|a| *a == algorithm);
-    place.map_or(0, |place| place as i64 + 1)
+    match algorithm {
+        Algorithm::InFlight => Algorithm::ALL.len() as i64 + 1,
+        _ => {
+            let place = Algorithm::ALL.iter().position(|a| *a == algorithm);
+            place.map_or(0, |place| place as i64 + 1)
+        }
+    }
 }
 
 /// How deep `limit`'s bucket is: the token bucket's burst, the leaky bucket's max wait (µs).
@@ -197,7 +207,7 @@ fn outcome(
 ) -> Option<Outcome> {
     let allowed = int(answer, 0)? == 1;
     let receipt = match limit.algorithm {
-        Algorithm::SlidingLog => Receipt {
+        Algorithm::SlidingLog | Algorithm::InFlight => Receipt {
             mark: nonce,
             ..Receipt::default()
         },
@@ -231,7 +241,7 @@ fn outcome(
 /// the queue it left.
 fn mark(algorithm: Algorithm, receipt: &Receipt) -> String {
     match algorithm {
-        Algorithm::SlidingLog => nonce_text(receipt.mark).as_str().to_owned(),
+        Algorithm::SlidingLog | Algorithm::InFlight => nonce_text(receipt.mark).as_str().to_owned(),
         Algorithm::TokenBucket | Algorithm::LeakyBucket => format!(
             "{}:{}:{}:{}",
             receipt.mark, receipt.fraction, receipt.since, receipt.given
@@ -253,6 +263,11 @@ fn parse_queue(queue: &[u8]) -> Option<Receipt> {
         given: next()?,
     };
     parts.next().is_none().then_some(receipt)
+}
+
+/// A window (or a time to live) as a test passes it, with its "now" and the minimum TTL.
+pub(crate) fn test_window(window: u64, now: u64) -> String {
+    format!("{window} {now} {TEST_MIN_TTL_MILLIS}")
 }
 
 /// The script's first argument: the operation, and, when a test passes "now" in, it and the minimum TTL.
@@ -299,7 +314,7 @@ pub(crate) fn decide_command(
     }
     let logs = limits
         .iter()
-        .any(|limit| limit.algorithm == Algorithm::SlidingLog);
+        .any(|limit| matches!(limit.algorithm, Algorithm::SlidingLog | Algorithm::InFlight));
     for call in calls {
         let nonce = match logs {
             true => nonce_text(call.nonce),

@@ -5,7 +5,7 @@ use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
 use super::reply::{bucket, non_negative};
-use super::{depth, weighing, BatchCall, CallOutcome, LuaScript, TEST_MIN_TTL_MILLIS};
+use super::{depth, weighing, BatchCall, CallOutcome, LuaScript};
 use crate::algorithm::{sliding_log, Algorithm, Outcome, Reported, State};
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
@@ -26,7 +26,7 @@ pub(super) fn one_limit_command(
     let mut cmd = script.command(&[&limit.key]);
     match test_now {
         // A test's "now" and minimum TTL ride with the window.
-        Some(now) => cmd.arg(format!("{} {now} {TEST_MIN_TTL_MILLIS}", charge.window)),
+        Some(now) => cmd.arg(super::test_window(charge.window, now)),
         None => cmd.arg(charge.window),
     };
     cmd.arg(charge.max);
@@ -35,6 +35,13 @@ pub(super) fn one_limit_command(
         Algorithm::TokenBucket | Algorithm::LeakyBucket
     ) {
         cmd.arg(depth(limit));
+    }
+    if limit.algorithm == Algorithm::InFlight {
+        // Each call's nonce names its permit.
+        for call in calls {
+            cmd.arg(nonce_text(call.nonce).digits());
+        }
+        return cmd;
     }
     let logs = limit.algorithm == Algorithm::SlidingLog;
     match calls {
@@ -108,6 +115,7 @@ pub(super) fn read_one_limit(
     }
     let reported = match limit.algorithm {
         Algorithm::FixedWindow => Reported::Count(first),
+        Algorithm::InFlight => Reported::Held(first),
         Algorithm::SlidingWindow => Reported::Counts {
             current: first,
             previous: match rest {
@@ -128,7 +136,12 @@ pub(super) fn read_one_limit(
     let mut state =
         State::reported(limit.algorithm, now, &limit.charge, reported).ok_or_else(unexpected)?;
     for call in calls {
-        each.push(decided(state.decide(now, &weighing(limit, cost(call)))));
+        let mut outcome = state.decide(now, &weighing(limit, cost(call)));
+        if limit.algorithm == Algorithm::InFlight && outcome.allowed {
+            // The permit Redis holds is named by the call's nonce.
+            outcome.receipt.mark = call.nonce;
+        }
+        each.push(decided(outcome));
     }
     Ok((each, now))
 }

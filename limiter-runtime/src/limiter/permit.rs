@@ -1,0 +1,86 @@
+//! A call's permits in flight, held while it runs: what [`Limiter::acquire`] returns.
+
+use std::fmt;
+
+use super::Held;
+use crate::call::{Call, Decided};
+use crate::{Decision, Limiter};
+
+/// An admitted call that holds a permit of each of its [in-flight](crate::Rule::in_flight) limits while it
+/// runs: dropped (or [`release`](Permit::release)d), it gives them back. What its rate limits charged stays
+/// charged.
+///
+/// ```
+/// use limiter_runtime::{Limiter, Rule};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let limiter = Limiter::in_memory();
+/// // At most 2 uploads of a tenant at once.
+/// let uploads = Rule::new().prefix("uploads:").in_flight(2);
+/// let first = limiter.acquire(&uploads, "acme").await.unwrap();
+/// let second = limiter.acquire(&uploads, "acme").await.unwrap();
+/// assert!(limiter.acquire(&uploads, "acme").await.is_err());
+/// drop(first);
+/// assert!(limiter.acquire(&uploads, "acme").await.is_ok());
+/// # drop(second);
+/// # }
+/// ```
+///
+/// With Redis a permit is given back by a task of this limiter's (with the releases of other calls); one that
+/// cannot reach Redis expires after its [`in_flight_ttl`](crate::Rule::in_flight_ttl).
+#[must_use = "a permit is given back when dropped: hold it while the call runs"]
+pub struct Permit(Option<Held>);
+
+impl Permit {
+    pub(crate) fn new(limiter: Limiter, call: Call<'static>, decided: Decided) -> Permit {
+        Permit(Some(Held {
+            limiter,
+            call,
+            decided,
+        }))
+    }
+
+    /// The decision of its first limit (the only one, for [`acquire`](Limiter::acquire)).
+    pub fn decision(&self) -> Decision {
+        self.held().decided.decision()
+    }
+
+    /// Each limit's decision, in the order given.
+    pub fn decisions(&self) -> Vec<Decision> {
+        self.held().decided.decisions().collect()
+    }
+
+    /// Gives the permits back, and returns once they are: the next call finds them free (dropped, a permit is
+    /// given back at once in memory, and, with Redis, by a task of the limiter's).
+    pub async fn release(mut self) {
+        if let Some(held) = self.0.take() {
+            held.give_back(&held.permits()).await;
+        }
+    }
+
+    fn held(&self) -> &Held {
+        self.0.as_ref().expect("a permit is released once")
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some(held) = self.0.take() {
+            let permits = held.permits();
+            held.give_back_now(permits);
+        }
+    }
+}
+
+impl fmt::Debug for Permit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("Permit");
+        if let Some(held) = &self.0 {
+            let keys: Vec<&str> = held.call.limits().iter().map(|l| &*l.key).collect();
+            debug
+                .field("keys", &keys)
+                .field("decisions", &self.decisions());
+        }
+        debug.finish()
+    }
+}
