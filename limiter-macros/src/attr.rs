@@ -23,7 +23,7 @@ pub(crate) const ALGORITHMS: [&str; 5] = [
 ];
 
 /// The arguments of one `#[rate_limit(...)]`, each present only if written.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct Args {
     pub(crate) prefix: Option<LitStr>,
     /// The parts of the key: `key = a` has one, `key = (a, b.c)` two.
@@ -50,10 +50,17 @@ pub(crate) struct Args {
     pub(crate) shadow: Option<bool>,
     /// The runtime's `Count` variant: `All`, `Failures` or `Successes`.
     pub(crate) count: Option<Ident>,
+    /// Calls of a key running at once, and how long a permit lives in Redis unless renewed.
+    pub(crate) in_flight: Option<Spanned<Integer>>,
+    pub(crate) in_flight_ttl: Option<Spanned<Duration>>,
     pub(crate) krate: Option<Path>,
+    /// Not an argument: this is the limit of calls in flight an attribute's `in_flight` adds beside its rate
+    /// (the limit before it), skipped when that one is.
+    pub(crate) beside_rate: bool,
 }
 
-/// A positive integer argument (`max`, `burst`, `lease`).
+/// A positive integer argument (`max`, `burst`, `lease`, `in_flight`).
+#[derive(Clone)]
 pub(crate) enum Integer {
     /// A literal, checked as it is parsed.
     Literal(u64),
@@ -62,7 +69,8 @@ pub(crate) enum Integer {
     Const(Expr),
 }
 
-/// A duration argument longer than zero (`window`, `max_wait`, `lease_ttl`).
+/// A duration argument longer than zero (`window`, `max_wait`, `lease_ttl`, `in_flight_ttl`).
+#[derive(Clone)]
 pub(crate) enum Duration {
     /// A literal, checked as it is parsed: whole seconds, or a duration string.
     Millis(u64),
@@ -72,6 +80,7 @@ pub(crate) enum Duration {
 }
 
 /// A value and the span of the token it came from (validation errors point there).
+#[derive(Clone)]
 pub(crate) struct Spanned<T> {
     pub(crate) value: T,
     pub(crate) span: Span,
@@ -80,7 +89,7 @@ pub(crate) struct Spanned<T> {
 /// Every argument, in the order error messages list them, with an example value for the error that says one
 /// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in [`Args`], a line
 /// here, an arm in [`Args::read`], and its validation.
-const ARGUMENTS: [(&str, &str); 18] = [
+const ARGUMENTS: [(&str, &str); 20] = [
     ("prefix", "\"rate_limit:emp:\""),
     ("key", "id"),
     ("window", "10"),
@@ -98,6 +107,8 @@ const ARGUMENTS: [(&str, &str); 18] = [
     ("skip_if", "user.is_admin()"),
     ("shadow", "true"),
     ("count", "failures"),
+    ("in_flight", "4"),
+    ("in_flight_ttl", "\"30s\""),
     ("crate", "\"my_app::limiter\""),
 ];
 
@@ -139,6 +150,13 @@ impl Args {
             "skip_if" => value.once(&mut self.skip_if, expression),
             "shadow" => value.once(&mut self.shadow, shadow),
             "count" => value.once(&mut self.count, counting),
+            "in_flight" => value.once(&mut self.in_flight, |v| {
+                v.spanned(positive(
+                    v,
+                    "the calls running at once, e.g. `in_flight = 4`",
+                ))
+            }),
+            "in_flight_ttl" => value.once(&mut self.in_flight_ttl, |v| v.spanned(duration(v))),
             "crate" => value.once(&mut self.krate, krate),
             other => unreachable!("`{other}` is in ARGUMENTS but has no parser"),
         }
@@ -325,6 +343,9 @@ fn positive(value: &Value<'_>, example: &str) -> syn::Result<Integer> {
 pub(crate) fn zero(name: &str) -> String {
     match name {
         "lease" => "`lease` must be at least 1: a lease of zero units spares no call".to_owned(),
+        "in_flight" => {
+            "`in_flight` must be at least 1: a limit of zero would refuse every call".to_owned()
+        }
         _ => format!("`{name}` must be at least 1: a limit of zero would reject every call"),
     }
 }

@@ -13,7 +13,8 @@ use crate::attr::Args;
 use crate::constant;
 
 /// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
-pub(crate) fn expand(mut limits: Vec<Args>, mut item: ItemFn) -> syn::Result<TokenStream> {
+pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<TokenStream> {
+    let mut limits = limits_of(attributes);
     if item.sig.asyncness.is_some() {
         let ret = result_type(&item)?;
         let body = &item.block;
@@ -47,6 +48,42 @@ pub(crate) fn expand(mut limits: Vec<Args>, mut item: ItemFn) -> syn::Result<Tok
         item.sig.fn_token.span(),
         "`#[rate_limit]` applies to an `async fn`",
     ))
+}
+
+/// The limits of the attributes, top first: each attribute's one limit, or, for `in_flight = ..` beside a
+/// rate (`max`, `window`), the rate and then the limit of calls in flight on the same key (under the rate's
+/// prefix followed by `in_flight:`, named after the rate's name).
+fn limits_of(attributes: Vec<Args>) -> Vec<Args> {
+    let mut limits = Vec::with_capacity(attributes.len());
+    for args in attributes {
+        if args.in_flight.is_none() || (args.max.is_none() && args.window.is_none()) {
+            limits.push(args);
+            continue;
+        }
+        let name = args
+            .name
+            .as_ref()
+            .map(|name| LitStr::new(&format!("{}-in-flight", name.value()), name.span()));
+        let in_flight = Args {
+            prefix: args.prefix.clone(),
+            key: args.key.clone(),
+            message: args.message.clone(),
+            name,
+            on_error: args.on_error.clone(),
+            shadow: args.shadow,
+            in_flight: args.in_flight.clone(),
+            in_flight_ttl: args.in_flight_ttl.clone(),
+            beside_rate: true,
+            ..Args::default()
+        };
+        limits.push(Args {
+            in_flight: None,
+            in_flight_ttl: None,
+            ..args
+        });
+        limits.push(in_flight);
+    }
+    limits
 }
 
 /// The declared return type: the check returns the rejection through it.
@@ -111,9 +148,13 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             }
             None => quote!(::core::format_args!("{}", #site.path())),
         };
-        // A single limit with `skip_if` is not even reached when skipped (see below).
+        // A single limit with `skip_if` is not even reached when skipped (see below); the limit of calls in
+        // flight beside a rate is skipped when the rate is.
         let skipped = match &args.skip_if {
             Some(_) if count > 1 => skip(i).into_token_stream(),
+            None if args.beside_rate && limits[i - 1].skip_if.is_some() => {
+                skip(i - 1).into_token_stream()
+            }
             _ => quote!(false),
         };
         quote!((#skipped, #key, #cost))
@@ -130,7 +171,9 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
         .iter()
         .map(|args| args.count.as_ref().filter(|variant| *variant != "All"))
         .collect();
-    let by_outcome = counting.iter().any(Option::is_some);
+    // A permit in flight is held while the body runs, and given back when it ends however it ends.
+    let in_flight = limits.iter().any(|args| args.in_flight.is_some());
+    let by_outcome = in_flight || counting.iter().any(Option::is_some);
     let enforce = if by_outcome {
         quote!(charge)
     } else {
@@ -246,6 +289,17 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     }
     if let Some(variant) = &args.on_error {
         rule = quote!(#rule.on_error(#krate::OnError::#variant));
+    }
+    if let Some(in_flight) = &args.in_flight {
+        let permits = constant::integer("in_flight", &in_flight.value);
+        rule = quote!(#rule.in_flight(#permits));
+    }
+    if let Some(ttl) = &args.in_flight_ttl {
+        let ttl = constant::duration("in_flight_ttl", &ttl.value);
+        rule = quote!(#rule.in_flight_ttl(#ttl));
+    }
+    if args.beside_rate {
+        rule = quote!(#rule.beside_rate());
     }
     if args.wait.as_ref().is_some_and(|mode| mode.value) {
         rule = match &args.max_wait {

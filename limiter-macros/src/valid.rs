@@ -89,5 +89,53 @@ fn validate_one(args: &Args) -> syn::Result<()> {
             "`lease_ttl` bounds how long a lease is spent: add `lease = <units>`",
         ));
     }
+    validate_in_flight(args)
+}
+
+/// `in_flight` (calls running at once) beside a rate, or alone: what applies only to a rate needs one.
+fn validate_in_flight(args: &Args) -> syn::Result<()> {
+    if args.in_flight.is_none() {
+        if let Some(ttl) = &args.in_flight_ttl {
+            return Err(syn::Error::new(
+                ttl.span,
+                "`in_flight_ttl` is how long a permit in flight lives unless renewed: add `in_flight = <calls>`",
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(mode) = args.wait.as_ref().filter(|mode| mode.value) {
+        return Err(syn::Error::new(
+            mode.span,
+            "`mode = wait` cannot go with `in_flight`: a call waits for no permit, it is refused when \
+             `in_flight` calls are running; give the leaky bucket a `#[rate_limit]` of its own",
+        ));
+    }
+    if let Some(lease) = &args.lease {
+        return Err(syn::Error::new(
+            lease.span,
+            "a lease cannot go with `in_flight`: a permit in flight is held by the call that took it, never \
+             spent by a node alone; give the leased rate a `#[rate_limit]` of its own",
+        ));
+    }
+    if args.max.is_some() || args.window.is_some() {
+        return Ok(());
+    }
+    // `in_flight` alone limits calls running at once: what weighs or shapes a rate has none to apply to.
+    let rate_only = [
+        ("algorithm", args.algorithm.as_ref().map(|a| a.span())),
+        ("burst", args.burst.as_ref().map(|b| b.span)),
+        ("max_wait", args.max_wait.as_ref().map(|m| m.span)),
+        ("cost", args.cost.as_ref().map(syn::spanned::Spanned::span)),
+        ("count", args.count.as_ref().map(|c| c.span())),
+    ];
+    if let Some((name, Some(span))) = rate_only.into_iter().find(|(_, span)| span.is_some()) {
+        return Err(syn::Error::new(
+            span,
+            format!(
+                "`{name}` applies to a rate, and `in_flight = ..` alone limits only calls running at once (each \
+             holds one permit): add `max` and `window` for a rate beside it, or leave `{name}` out"
+            ),
+        ));
+    }
     Ok(())
 }

@@ -1,0 +1,8 @@
+use limiter_runtime::{rate_limit, RateLimited};
+
+#[rate_limit(algorithm = token_bucket, max = 5, lease = 10, in_flight = 2)]
+async fn f() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+fn main() {}
