@@ -181,3 +181,18 @@ pub async fn no_arguments() -> Result<(), RateLimited> {
 pub async fn empty_arguments() -> Result<(), RateLimited> {
     Ok(())
 }
+
+/// `in_flight = ...` alone: at most two bodies at once per key.
+#[rate_limit(prefix = "uploads:", key = tenant, in_flight = 2)]
+pub async fn in_flight(tenant: &str) -> Result<usize, RateLimited> {
+    Ok(tenant.len())
+}
+
+/// `in_flight = ...` beside a rate, with its own time to live and `count = failures`.
+#[rate_limit(prefix = "streams:", key = user, max = 10, window = "1m", in_flight = 3, in_flight_ttl = "10s", count = failures)]
+pub async fn in_flight_beside_rate(user: &str) -> Result<(), AppError> {
+    if user.is_empty() {
+        return Err(AppError::Failed);
+    }
+    Ok(())
+}

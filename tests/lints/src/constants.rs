@@ -77,3 +77,9 @@ pub async fn block() -> Result<(), RateLimited> {
 pub const fn seconds(minutes: u64) -> u64 {
     minutes * 60
 }
+
+/// `in_flight = ...` from a constant.
+#[rate_limit(prefix = "const_in_flight:", in_flight = limits::SMALL, in_flight_ttl = HOUR / 120)]
+pub async fn in_flight() -> Result<(), RateLimited> {
+    Ok(())
+}

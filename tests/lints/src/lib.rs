@@ -45,6 +45,12 @@ mod tests {
                 let mut account = shapes::Account::open(7).await.unwrap();
                 assert_eq!(account.deposit(5).await.unwrap(), 5);
                 assert!(arguments::count_failures("ada", "hunter2").await.is_ok());
+                // Each body's permit comes back when it ends: more calls than permits, one after another.
+                for _ in 0..3 {
+                    assert_eq!(arguments::in_flight("t").await.unwrap(), 1);
+                }
+                assert!(arguments::in_flight_beside_rate("").await.is_err());
+                assert!(constants::in_flight().await.is_ok());
                 for _ in 0..5 {
                     assert!(shapes::no_arguments().await.is_ok());
                 }

@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 use sfv::{BareItem, List, ListEntry, Parser};
 use tests::http::Response;
 
-/// One list member: the policy it names, and its integer parameters (`q`, `w`, `r`, `t`).
+/// One list member: the policy it names, its integer parameters (`q`, `w`, `r`, `t`) and its string ones
+/// (`qu`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     pub policy: String,
     pub params: BTreeMap<String, i64>,
+    pub texts: BTreeMap<String, String>,
 }
 
 impl Member {
@@ -54,17 +56,22 @@ pub fn list(name: &str, lines: &[&str]) -> Vec<Member> {
                 BareItem::String(policy) => policy.as_str().to_owned(),
                 other => panic!("{name}: a member is not a String: {other:?}"),
             };
-            let params = item
-                .params
-                .iter()
-                .map(|(key, value)| {
-                    let value = value.as_integer().unwrap_or_else(|| {
-                        panic!("{name}: `{key}` is not an Integer in {joined:?}")
-                    });
-                    (key.as_str().to_owned(), i64::from(value))
-                })
-                .collect();
-            Member { policy, params }
+            let (mut params, mut texts) = (BTreeMap::new(), BTreeMap::new());
+            for (key, value) in item.params.iter() {
+                let key = key.as_str().to_owned();
+                match (value.as_integer(), value.as_string()) {
+                    (Some(value), _) => drop(params.insert(key, i64::from(value))),
+                    (None, Some(text)) if key == "qu" => {
+                        drop(texts.insert(key, text.as_str().to_owned()))
+                    }
+                    _ => panic!("{name}: `{key}` is neither an Integer nor `qu` in {joined:?}"),
+                }
+            }
+            Member {
+                policy,
+                params,
+                texts,
+            }
         })
         .collect()
 }
@@ -97,8 +104,16 @@ pub fn quota(response: &Response) -> (Vec<Member>, Vec<Member>) {
         "a policy named twice: {response:?}"
     );
     for (p, s) in policy.iter().zip(&state) {
-        assert!(p.get("q") >= 0 && p.get("w") >= 1, "{p:?}");
         assert!((0..=p.get("q")).contains(&s.get("r")), "{p:?} {s:?}");
+        if p.texts.get("qu").map(String::as_str) == Some("concurrent-requests") {
+            // Calls at once: no window, and no time within which a permit comes back.
+            assert!(
+                !p.params.contains_key("w") && !s.params.contains_key("t"),
+                "{p:?} {s:?}"
+            );
+            continue;
+        }
+        assert!(p.get("q") >= 0 && p.get("w") >= 1, "{p:?}");
         assert!(s.get("t") >= 0, "{s:?}");
     }
     (policy, state)

@@ -1,0 +1,573 @@
+//! Limits in flight: at most N calls of a key running at once, across every node.
+//!
+//! - **Never more, across processes:** four `holder` processes (`tests/src/bin/holder.rs`) of 32 tasks each
+//!   take permits on a few keys, and every body counts itself in and out in Redis (`INCR`/`DECR`, an
+//!   independent count): at no instant more than N bodies of a key ran, and N did.
+//! - **Crash-safe:** the permits of a process killed with `kill -9` come back once their time to live has
+//!   passed (not before its last renewal could have let them), while those of a live holder are renewed
+//!   past it.
+//! - **Given back however the body ends:** returned, cancelled (its future dropped), panicked; stacked with a
+//!   rate, all or nothing (a refused call holds no permit and charges no rate).
+//! - **Memory and Redis alike**, keys that look alike counted apart, and the HTTP answer of the tower layer
+//!   (its permit held until the response body is done, the quota fields read with a Structured Fields
+//!   parser).
+
+mod fields;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use limiter_runtime::tower::{Key, RateLimitLayer};
+use limiter_runtime::{rate_limit, FakeClock, Limiter, RateLimited, Rule};
+use tests::http::request;
+use tests::RedisServer;
+
+/// Runs `holder <args>`.
+fn holder(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_holder"));
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    command
+}
+
+#[test]
+fn at_most_n_bodies_of_a_key_run_at_once_across_four_processes() {
+    const PERMITS: u64 = 3;
+    let server = RedisServer::start();
+    let url = server.url();
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            holder(&["run", &url, "4", "32", "3000", &PERMITS.to_string()])
+                .spawn()
+                .expect("the holder binary runs")
+        })
+        .collect();
+    let (mut admitted, mut most) = (0, 0);
+    for child in children {
+        let output = child.wait_with_output().expect("a holder process");
+        assert!(output.status.success(), "a holder failed: {output:?}");
+        let text = String::from_utf8_lossy(&output.stdout);
+        let line = text.lines().last().unwrap_or_default().to_owned();
+        let words: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|word| word.parse().expect("a number"))
+            .collect();
+        let [a, refused, degraded, m] = words[..] else {
+            panic!("unexpected line {line:?}");
+        };
+        assert_eq!(degraded, 0, "every decision Redis's: {line}");
+        assert!(
+            refused > 0,
+            "128 tasks on 4 keys of {PERMITS}: some are refused: {line}"
+        );
+        (admitted, most) = (admitted + a, most.max(m));
+    }
+    assert!(
+        most <= PERMITS,
+        "{most} bodies of one key ran at once across the processes; the limit is {PERMITS}"
+    );
+    assert_eq!(most, PERMITS, "the limit was reached");
+    assert!(admitted >= 400, "{admitted} admissions in 3 s");
+}
+
+/// Takes `permits` permits of `key` in a `holder hold` process (permits living `ttl`), once it says so.
+fn holding(url: &str, key: &str, permits: u64, ttl: Duration) -> std::process::Child {
+    let ttl = ttl.as_millis().to_string();
+    let mut child = holder(&["hold", url, key, &permits.to_string(), &ttl])
+        .spawn()
+        .expect("the holder binary runs");
+    let stdout = child.stdout.take().expect("its output");
+    let line = BufReader::new(stdout).lines().next();
+    assert_eq!(line.and_then(Result::ok).as_deref(), Some("held"));
+    child
+}
+
+fn kill_9(child: &mut std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-9", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    child.wait().expect("the killed holder is reaped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holders_permits_come_back_after_their_time_to_live_and_not_before() {
+    let ttl = Duration::from_millis(900);
+    let server = RedisServer::start();
+    let mut child = holding(&server.url(), "crash", 2, ttl);
+    let limiter = server.limiter();
+    let rule = Rule::new().prefix("held:").in_flight(2).in_flight_ttl(ttl);
+    assert!(limiter.acquire(&rule, "crash").await.is_err());
+    kill_9(&mut child);
+    let killed = Instant::now();
+    let back = loop {
+        if let Ok(permit) = limiter.acquire(&rule, "crash").await {
+            break (killed.elapsed(), permit);
+        }
+        assert!(
+            killed.elapsed() < ttl * 2,
+            "the killed holder's permits are still held after {:?}",
+            killed.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // Renewed at most a third of the time to live before the kill: back no sooner than two thirds of it
+    // after, and no later than all of it (and a poll).
+    assert!(
+        back.0 >= ttl * 2 / 3 - Duration::from_millis(50),
+        "{:?}",
+        back.0
+    );
+    assert!(back.0 <= ttl + Duration::from_millis(200), "{:?}", back.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_holders_permits_are_renewed_past_their_time_to_live() {
+    let ttl = Duration::from_millis(600);
+    let server = RedisServer::start();
+    let mut child = holding(&server.url(), "alive", 2, ttl);
+    let limiter = server.limiter();
+    let rule = Rule::new().prefix("held:").in_flight(2).in_flight_ttl(ttl);
+    let start = Instant::now();
+    while start.elapsed() < ttl * 4 {
+        assert!(
+            limiter.acquire(&rule, "alive").await.is_err(),
+            "a live holder lost its permits after {:?}",
+            start.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    kill_9(&mut child);
+}
+
+/// A body of `id` that runs until `hang` says otherwise, or panics when `boom`.
+#[rate_limit(prefix = "body:", key = id, in_flight = 1)]
+async fn body(id: &str, hang: bool, boom: bool) -> Result<(), RateLimited> {
+    if boom {
+        panic!("the body panics");
+    }
+    if hang {
+        std::future::pending::<()>().await;
+    }
+    Ok(())
+}
+
+/// Calls `body(id)` until one is admitted, for at most a second: how long it took.
+async fn admitted_again(limiter: &Limiter, id: &str) -> Duration {
+    let start = Instant::now();
+    loop {
+        if limiter.scope(body(id, false, false)).await.is_ok() {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "the permit never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Holds `body(id)`'s one permit in a task of its own, until it is aborted.
+async fn hung(limiter: &Limiter, id: &'static str) -> tokio::task::JoinHandle<()> {
+    let scoped = limiter.clone();
+    let task = tokio::spawn(async move {
+        // Refused while a call of the loop below holds the permit: again, until it runs (for ever).
+        while scoped.scope(body(id, true, false)).await.is_err() {
+            tokio::task::yield_now().await;
+        }
+    });
+    // Running once a second call is refused.
+    let start = Instant::now();
+    while limiter.scope(body(id, false, false)).await.is_ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "the body never ran"
+        );
+        tokio::task::yield_now().await;
+    }
+    task
+}
+
+async fn bodies_give_their_permits_back(limiter: &Limiter) {
+    // Returned: the next is admitted at once.
+    limiter.scope(body("returned", false, false)).await.unwrap();
+    limiter.scope(body("returned", false, false)).await.unwrap();
+    // Cancelled.
+    let task = hung(limiter, "cancelled").await;
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    admitted_again(limiter, "cancelled").await;
+    // Panicked.
+    let scoped = limiter.clone();
+    let panicked = tokio::spawn(async move { scoped.scope(body("panicked", false, true)).await });
+    assert!(panicked.await.unwrap_err().is_panic());
+    admitted_again(limiter, "panicked").await;
+    assert_eq!(limiter.stats().permits, 0, "no permit left held");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_gives_its_permit_back_however_it_ends_in_memory() {
+    bodies_give_their_permits_back(&Limiter::in_memory()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_gives_its_permit_back_however_it_ends_on_redis() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    bodies_give_their_permits_back(&limiter).await;
+    // Nothing left in Redis either.
+    let held: u64 = redis::cmd("ZCARD")
+        .arg("body:in_flight:cancelled")
+        .query(&mut server.connection())
+        .unwrap();
+    let also: u64 = redis::cmd("ZCARD")
+        .arg("body:cancelled")
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(held + also, 0);
+}
+
+/// At most one at once and two a minute, decided as one.
+#[rate_limit(prefix = "both:", key = id, max = 2, window = 60, in_flight = 1)]
+async fn both(id: &str, hang: bool) -> Result<(), RateLimited> {
+    if hang {
+        std::future::pending::<()>().await;
+    }
+    Ok(())
+}
+
+async fn stacked_all_or_nothing(limiter: &Limiter) {
+    let rate = Rule::new()
+        .prefix("both:")
+        .max(2)
+        .window(Duration::from_secs(60));
+    // The limit in flight `in_flight = 1` adds beside the rate.
+    let at_once = Rule::new().prefix("both:in_flight:").in_flight(1);
+    let used = |d: limiter_runtime::Decision| d.limit - d.remaining;
+    let scoped = limiter.clone();
+    let first = tokio::spawn(async move {
+        let _ = scoped.scope(both("k", true)).await;
+    });
+    // Admitted (the rate charged once), and running.
+    let start = Instant::now();
+    while used(limiter.check_cost(&rate, "k", 0).await) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "the first never ran"
+        );
+        tokio::task::yield_now().await;
+    }
+    // While it runs, the next is refused by the limit in flight, and charges no rate.
+    let refused = limiter.scope(both("k", false)).await.unwrap_err();
+    assert!(
+        refused.policy().ends_with("in-flight") || refused.decision().in_flight,
+        "{refused:?}"
+    );
+    assert_eq!(used(limiter.check_cost(&rate, "k", 0).await), 1);
+    first.abort();
+    let _ = first.await;
+    // Its permit back: admitted, the rate charged a second time.
+    let start = Instant::now();
+    while limiter.scope(both("k", false)).await.is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "the permit never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(used(limiter.check_cost(&rate, "k", 0).await), 2);
+    // The rate spent: refused, holding no permit (one is free).
+    let refused = limiter.scope(both("k", false)).await.unwrap_err();
+    assert!(!refused.decision().in_flight, "{refused:?}");
+    let permit = limiter
+        .acquire(&at_once, "k")
+        .await
+        .expect("no permit held");
+    drop(permit);
+    // The plain API alike: a rate spent refuses the call, which holds no permit.
+    let at_once = Rule::new().prefix("plain:running:").in_flight(1);
+    let spent = Rule::new()
+        .prefix("plain:")
+        .max(1)
+        .window(Duration::from_secs(60));
+    limiter.check(&spent, "k").await;
+    assert!(limiter
+        .acquire_all([(&at_once, "k"), (&spent, "k")])
+        .await
+        .is_err());
+    let permit = limiter
+        .acquire(&at_once, "k")
+        .await
+        .expect("no permit held");
+    assert_eq!(permit.decision().remaining, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stacked_with_a_rate_a_call_is_admitted_by_both_or_holds_nothing() {
+    stacked_all_or_nothing(&Limiter::in_memory()).await;
+    let server = RedisServer::start();
+    stacked_all_or_nothing(&server.limiter()).await;
+}
+
+/// One step of a schedule: take a permit of a key, give back the `n`th held, or let time pass.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Take(&'static str),
+    Give(usize),
+    Wait(u64),
+}
+
+#[tokio::test]
+async fn memory_and_redis_decide_alike() {
+    let server = RedisServer::start();
+    let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
+    let memory = Limiter::builder()
+        .in_memory()
+        .clock(memory_clock.clone())
+        .build()
+        .unwrap();
+    let redis = server.limiter_with_clock(&redis_clock);
+    let rule = Rule::new().prefix("same:").in_flight(3);
+    const KEYS: [&str; 3] = ["a", "b", "c"];
+    let mut rng = tests::Rng::new(7);
+    let (mut held_memory, mut held_redis, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+    let mut connection = server.connection();
+    for step in 0..400 {
+        let choice = match rng.below(10) {
+            0..=5 => Step::Take(KEYS[rng.below(3) as usize]),
+            6..=8 => Step::Give(rng.below(8) as usize),
+            _ => Step::Wait(rng.below(1_000)),
+        };
+        match choice {
+            Step::Take(key) => {
+                let (m, r) = (
+                    memory.acquire(&rule, key).await,
+                    redis.acquire(&rule, key).await,
+                );
+                assert_eq!(m.is_ok(), r.is_ok(), "step {step}: {choice:?}");
+                if let (Ok(m), Ok(r)) = (m, r) {
+                    assert_eq!(
+                        m.decision().remaining,
+                        r.decision().remaining,
+                        "step {step}"
+                    );
+                    held_memory.push(m);
+                    held_redis.push(r);
+                    keys.push(key);
+                }
+            }
+            Step::Give(n) if n < held_memory.len() => {
+                drop(held_memory.remove(n));
+                drop(held_redis.remove(n));
+                let key = keys.remove(n);
+                // Redis hears of a release on a task of its own: wait until it has.
+                let still = keys.iter().filter(|k| **k == key).count() as u64;
+                let start = Instant::now();
+                loop {
+                    let held: u64 = redis::cmd("ZCARD")
+                        .arg(format!("same:{key}"))
+                        .query(&mut connection)
+                        .unwrap();
+                    if held == still {
+                        break;
+                    }
+                    assert!(start.elapsed() < Duration::from_secs(1), "step {step}");
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            }
+            Step::Give(_) => {}
+            Step::Wait(ms) => {
+                memory_clock.advance(Duration::from_millis(ms));
+                redis_clock.advance(Duration::from_millis(ms));
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn keys_that_look_alike_count_apart() {
+    let server = RedisServer::start();
+    for limiter in [Limiter::in_memory(), server.limiter()] {
+        let rule = Rule::new().prefix("alike:").in_flight(1);
+        let long = "ü".repeat(5_000);
+        let keys = ["a", "a ", "a\n", "a:b", "a%3Ab", "", &long];
+        let permits: Vec<_> = {
+            let mut permits = Vec::new();
+            for key in keys {
+                permits.push(limiter.acquire(&rule, key).await.expect("a key of its own"));
+            }
+            permits
+        };
+        for key in keys {
+            assert!(limiter.acquire(&rule, key).await.is_err(), "{key:?}");
+        }
+        drop(permits);
+    }
+}
+
+/// Serves `/slow` (200 ms) behind a layer of at most one request in flight per client.
+async fn serve_slow(limiter: &Limiter) -> SocketAddr {
+    async fn slow() -> &'static str {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        "done"
+    }
+    let rule = Rule::new().prefix("http:").name("running").in_flight(1);
+    let app = axum::Router::new()
+        .route("/slow", axum::routing::get(slow))
+        .layer(RateLimitLayer::new(limiter, [rule], Key::peer_ip()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    address
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_layer_holds_a_permit_until_the_response_is_done() {
+    let server = RedisServer::start();
+    for limiter in [Limiter::in_memory(), server.limiter()] {
+        let address = serve_slow(&limiter).await;
+        let first = tokio::spawn(request(address, "GET", "/slow"));
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        let refused = request(address, "GET", "/slow").await;
+        assert_eq!(refused.status, 429, "{refused:?}");
+        let (policy, state) = fields::quota(&refused);
+        let (policy, state) = (
+            fields::member(&policy, "running"),
+            fields::member(&state, "running"),
+        );
+        assert_eq!(policy.get("q"), 1);
+        assert_eq!(
+            policy.texts.get("qu").map(String::as_str),
+            Some("concurrent-requests")
+        );
+        assert_eq!(state.get("r"), 0);
+        assert!(fields::retry_after(&refused) >= 1);
+        let done = first.await.unwrap();
+        assert_eq!(done.status, 200);
+        let (_, state) = fields::quota(&done);
+        assert_eq!(fields::member(&state, "running").get("r"), 0);
+        // Done: the permit is back (with Redis, once its release has gone).
+        let start = Instant::now();
+        loop {
+            let again = request(address, "GET", "/slow").await;
+            if again.status == 200 {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(1), "{again:?}");
+        }
+    }
+}
+
+/// A limiter on `server` that waits 100 ms for Redis, deciding as `on_error` says when it cannot.
+fn impatient(server: &RedisServer, on_error: limiter_runtime::OnError) -> Limiter {
+    server
+        .builder()
+        .deadline(Duration::from_millis(100))
+        .on_error(on_error)
+        .heartbeat_every(Duration::from_secs(3_600))
+        .build()
+        .unwrap()
+}
+
+/// Permits held in Redis on `key`, once they are `expected` (within 2 s).
+async fn until_held(server: &RedisServer, key: &str, expected: u64) {
+    let start = Instant::now();
+    loop {
+        let held: u64 = redis::cmd("ZCARD")
+            .arg(key)
+            .query(&mut server.connection())
+            .unwrap();
+        if held == expected {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{key}: {held} permits held, expected {expected}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_redis_is_away_open_admits_closed_refuses_local_holds_its_share_and_nothing_is_charged_later(
+) {
+    use limiter_runtime::OnError;
+    for on_error in [OnError::Open, OnError::Closed, OnError::Local] {
+        // A server each: the runtimes of the other policies would share `local`'s permits.
+        let server = RedisServer::start();
+        let limiter = impatient(&server, on_error);
+        let prefix = format!("away:{on_error}:");
+        let rule = Rule::new().prefix(prefix.clone()).in_flight(2);
+        // Connected, the script loaded: the paused call is one EVALSHA, answered late.
+        drop(limiter.acquire(&rule, "warm").await.unwrap());
+        server.pause();
+        let first = limiter.acquire(&rule, "k").await;
+        let second = limiter.acquire(&rule, "k").await;
+        let third = limiter.acquire(&rule, "k").await;
+        server.resume();
+        match on_error {
+            OnError::Open => assert!(first.is_ok() && second.is_ok() && third.is_ok()),
+            OnError::Closed => assert!(first.is_err() && second.is_err() && third.is_err()),
+            // This node's share of 2, the only runtime on this Redis: 2.
+            OnError::Local => assert!(first.is_ok() && second.is_ok() && third.is_err()),
+            _ => unreachable!(),
+        }
+        for permit in [&first, &second, &third].into_iter().flatten() {
+            assert!(permit.decision().degraded, "{on_error}");
+        }
+        // What Redis answered late holds no permit of its own: given back, whatever was decided meanwhile.
+        until_held(&server, &format!("{prefix}k"), 0).await;
+        drop((first, second, third));
+        // Redis decides again, with every permit free.
+        let start = Instant::now();
+        let again = loop {
+            match limiter.acquire(&rule, "k").await {
+                Ok(permit) if !permit.decision().degraded => break permit,
+                _ => assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "{on_error}: Redis never decided again"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(again.decision().remaining, 1, "{on_error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_permits_are_taken_and_given_back_per_slot() {
+    let cluster = tests::RedisCluster::start();
+    let limiter = cluster.limiter();
+    // Keys of many slots; a limit in flight stacked with a rate of another prefix (another slot, mostly).
+    let at_once = Rule::new().prefix("c:running:").in_flight(1);
+    let rate = Rule::new()
+        .prefix("c:rate:")
+        .max(1)
+        .window(Duration::from_secs(60));
+    for key in ["a", "b", "c", "d", "e", "f"] {
+        let permit = limiter
+            .acquire_all([(&at_once, key), (&rate, key)])
+            .await
+            .unwrap();
+        assert!(limiter.acquire(&at_once, key).await.is_err(), "{key}");
+        permit.release().await;
+        // The rate spent: refused, and the permit given back across slots.
+        assert!(limiter
+            .acquire_all([(&at_once, key), (&rate, key)])
+            .await
+            .is_err());
+        let alone = limiter
+            .acquire(&at_once, key)
+            .await
+            .expect("no permit held");
+        alone.release().await;
+    }
+    assert_eq!(limiter.stats().permits, 0);
+}
