@@ -19,11 +19,13 @@ use std::time::{Duration, Instant};
 use limiter_runtime::{FakeClock, Limiter, LimiterBuilder};
 
 pub mod cluster;
+pub mod monitor;
 pub mod sentinel;
 #[cfg(feature = "tls")]
 pub mod tls;
 
 pub use crate::cluster::RedisCluster;
+pub use crate::monitor::Monitor;
 pub use crate::sentinel::RedisSentinel;
 
 /// How long a test's decision may take before the limiter fails open. Generous: exactness tests run many

@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use limiter_runtime::{Algorithm, Limiter, Rule};
 
-pub use test_support::{cluster, sentinel, RedisCluster, RedisSentinel, RedisServer, PATIENT};
+pub use test_support::{
+    cluster, sentinel, Monitor, RedisCluster, RedisSentinel, RedisServer, PATIENT,
+};
 
 /// Every algorithm, for tests that hold for each of them.
 pub const ALGORITHMS: [Algorithm; 5] = Algorithm::ALL;

@@ -571,3 +571,51 @@ async fn on_a_cluster_permits_are_taken_and_given_back_per_slot() {
     }
     assert_eq!(limiter.stats().permits, 0);
 }
+
+/// A permit costs two commands at most, counted by `MONITOR` (a script's own commands apart): the script call
+/// that takes it (with the call's rates) and the release; releases of one key at once share one command.
+#[tokio::test]
+async fn a_permit_costs_two_commands_at_most_and_releases_at_once_share_them() {
+    let server = RedisServer::start();
+    let limiter = server
+        .builder()
+        .deadline(Duration::from_secs(5))
+        .heartbeat_every(Duration::from_secs(3_600))
+        .connect()
+        .await
+        .unwrap();
+    let rule = Rule::new().prefix("trips:").in_flight(1_000);
+    let rate = Rule::new().prefix("trips:rate:").max(1_000);
+    let monitor = tests::Monitor::start(server.port());
+    for i in 0..50 {
+        let permit = limiter.acquire(&rule, i).await.unwrap();
+        permit.release().await;
+        let stacked = limiter.acquire_all([(&rule, i), (&rate, i)]).await.unwrap();
+        stacked.release().await;
+    }
+    let sent = monitor.take();
+    let count = |name: &str| sent.iter().filter(|c| *c == name).count();
+    assert_eq!(
+        (count("EVALSHA"), count("ZREM"), sent.len()),
+        (100, 100, 200),
+        "one script call and one release per permit, alone or stacked, nothing else: {sent:?}"
+    );
+
+    // 64 permits of one key given back at once: the first release goes alone, the others wait for it and go
+    // together.
+    let taken = futures::future::join_all((0..64).map(|_| limiter.acquire(&rule, "hot"))).await;
+    let permits: Vec<_> = taken.into_iter().map(Result::unwrap).collect();
+    monitor.take();
+    futures::future::join_all(permits.into_iter().map(|permit| permit.release())).await;
+    let sent = monitor.take();
+    assert!(
+        (1..=2).contains(&sent.len()) && sent.iter().all(|c| c == "ZREM"),
+        "64 permits given back at once: {sent:?}"
+    );
+    drop(monitor);
+    let held: u64 = redis::cmd("ZCARD")
+        .arg("trips:hot")
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(held, 0);
+}
