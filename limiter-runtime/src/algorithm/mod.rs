@@ -77,7 +77,7 @@ pub enum Algorithm {
     /// [`Rule::in_flight`](crate::Rule::in_flight), not chosen as a rate).
     ///
     /// A call takes one permit, whatever its cost, and holds it until it is given back: when the annotated
-    /// body ends however it ends, or when its [`Pass`](crate::Pass) is dropped. In Redis each permit is a
+    /// body ends however it ends, or when its [`Permit`](crate::Permit) is dropped. In Redis each permit is a
     /// member of a sorted set scored by when it expires (`in_flight_ttl` after it was taken, renewed while it
     /// is held), so that the permits of a node that dies come back. `retry_after` is zero: when a permit
     /// comes back is its holder's to say.

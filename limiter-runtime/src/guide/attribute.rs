@@ -71,6 +71,8 @@
 //! | `max_wait = "2s"` | with `mode = wait`: the longest wait; a call whose slot is further away is refused | the window |
 //! | `lease = 50` | with `algorithm = token_bucket` or `fixed_window`, on Redis: units a node takes at once and spends in memory (see [`hot_keys`](super::hot_keys)) | no lease |
 //! | `lease_ttl = "100ms"` | with `lease`: how long a node may spend a lease | 100 ms |
+//! | `in_flight = 4` | at most this many calls of a key running at once, across nodes; alone, or beside `max`/`window` as a second limit decided with the rate (see [`in_flight`](super::in_flight)) | none |
+//! | `in_flight_ttl = "30s"` | with `in_flight`, on Redis: how long a permit lives unless its node renews it | 30 s |
 //! | `on_error = open \| closed \| local` | what decides when Redis fails or is too slow (see [`failures`](super::failures)) | the limiter's, `open` unless set |
 //! | `skip_if = <expr>` | a `bool` over the arguments: when it is true, the call is not limited at all | never skipped |
 //! | `shadow = true` | count and report the calls the limit would refuse, but never refuse or delay one | `false` |

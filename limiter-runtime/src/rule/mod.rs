@@ -171,13 +171,14 @@ impl Rule {
     /// A limit of calls in flight: at most `permits` calls of a key running at once, across every node
     /// ([`Algorithm::InFlight`]), not a rate: `window`, `algorithm`, `burst` and waiting do not apply, and a
     /// call takes one permit whatever its cost. Take one with [`Limiter::acquire`](crate::Limiter::acquire)
-    /// (given back when the [`Pass`](crate::Pass) is dropped); `in_flight = 4` on the attribute holds one
+    /// (given back when the [`Permit`](crate::Permit) is dropped); `in_flight = 4` on the attribute holds one
     /// while the body runs. To limit a rate as well, stack a rate's rule beside it (see
     /// [`Limiter::acquire_all`](crate::Limiter::acquire_all)).
     ///
     /// With Redis a permit expires [`in_flight_ttl`](Rule::in_flight_ttl) after it was taken unless its node
-    /// renews it (it does, while the permit is held): the most that can run at once after a node dies is
-    /// `permits` plus what that node held, for at most that long.
+    /// renews it (it does, every third of it, while the permit is held). A node that dies keeps its permits
+    /// taken for at most that long (fewer calls run meanwhile, never more); a node cut off from Redis for
+    /// longer loses them while its bodies may still run, so only then can more than `permits` run at once.
     pub const fn in_flight(mut self, permits: u64) -> Self {
         self.algorithm = Some(Algorithm::InFlight);
         self.max = Some(permits);

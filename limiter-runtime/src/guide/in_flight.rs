@@ -1,0 +1,93 @@
+//! # Calls in flight
+//!
+//! A rate says how many calls of a key may *start* per window. Some things need a different bound: how many
+//! calls of a key may *run at once* — a tenant's concurrent uploads, a user's parallel LLM streams, the
+//! connections a fragile backend takes. `in_flight = N` is that limit, counted across every node like a rate.
+//!
+//! ```
+//! use limiter_runtime::{rate_limit, RateLimited};
+//!
+//! // At most 4 uploads of a tenant running at once, on every node together.
+//! #[rate_limit(prefix = "uploads:", key = tenant, in_flight = 4)]
+//! async fn upload(tenant: &str, bytes: &[u8]) -> Result<usize, RateLimited> {
+//!     Ok(bytes.len())
+//! }
+//!
+//! // At most 3 streams of a user at once, and 100 an hour: both hold, decided as one.
+//! #[rate_limit(prefix = "streams:", key = user, max = 100, window = "1h", in_flight = 3)]
+//! async fn stream(user: &str) -> Result<(), RateLimited> {
+//!     Ok(())
+//! }
+//! ```
+//!
+//! A permit is taken before the body runs and given back when the body's future ends, however it ends: it
+//! returns, returns an error, is dropped (cancelled, a client gone) or panics. `in_flight` is an integer of at
+//! least 1, a literal or a constant expression as for `max`. Beside `max` or `window` it adds a second
+//! limit to the same call, stacked with the rate: the call is admitted by both or by neither, and a refused
+//! call holds no permit and is charged nothing. `mode = wait` and `lease` do not combine with it (a compile
+//! error says so); `cost` applies to the rate, while a call always takes one permit.
+//!
+//! ## Without the attribute
+//!
+//! [`Rule::in_flight`](crate::Rule::in_flight) makes the rule, and
+//! [`Limiter::acquire`](crate::Limiter::acquire) takes a permit; the [`Permit`](crate::Permit) gives it
+//! back when dropped, or when [`released`](crate::Permit::release) (which returns once Redis has it back).
+//! [`Limiter::acquire_all`](crate::Limiter::acquire_all) takes permits and rates together, as one decision.
+//!
+//! ```
+//! use limiter_runtime::{Limiter, RateLimited, Rule};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), RateLimited> {
+//! let limiter = Limiter::in_memory();
+//! let uploads = Rule::new().prefix("uploads:").in_flight(4);
+//! let permit = limiter.acquire(&uploads, "acme").await?;
+//! assert_eq!(permit.decision().remaining, 3);
+//! // ... the upload runs ...
+//! permit.release().await;
+//! # Ok(()) }
+//! ```
+//!
+//! The [tower layer](super::http) takes the permits of its in-flight rules before the handler runs and holds
+//! them until the response body has been sent (or dropped), streamed bodies included.
+//!
+//! ## Across nodes, and after a crash
+//!
+//! On Redis a limit's permits are one sorted set: each permit is named by its call's nonce and scored by when
+//! it expires on Redis's clock, [`in_flight_ttl`](crate::Rule::in_flight_ttl) (`in_flight_ttl = "30s"`,
+//! the default) after it was taken or last renewed.
+//!
+//! - **Taking** is part of the call's one script call, with its rate limits: no extra round trip.
+//! - **Giving back** removes the call's own permit, by its name: no node can give back, or take away, a
+//!   permit of another's. Releases are queued and sent by one task per node, so releases that happen
+//!   together share one round trip: at most one more per call, fewer under load.
+//! - **Renewing**: while a node holds permits, one task renews all of them every third of the shortest ttl,
+//!   one command per key, not per permit.
+//! - **A node killed** (`kill -9`, a lost machine) stops renewing: its permits expire within one ttl, and
+//!   until then they stay taken. Fewer calls can run meanwhile, never more.
+//! - **A node cut off from Redis** for longer than the ttl loses its permits while its bodies may still be
+//!   running. That is the one case in which more than `N` calls can run at once, for as long as those bodies
+//!   run. Choose a ttl longer than the outages you want to ride out, and shorter than you can afford to
+//!   wait for a crashed node's permits.
+//! - **Cluster**: the key lives on one slot, as any limit's; a call whose limits span slots takes them slot
+//!   by slot, giving back what it took when a later slot refuses, as for rates.
+//!
+//! In memory the semantics are the same, per process: a permit lives until it is given back.
+//!
+//! ## When Redis fails
+//!
+//! `on_error` decides as for rates ([failures](super::failures)): `open` lets the body run uncounted,
+//! `closed` refuses it, `local` holds this node's share of the permits (`ceil(N / live instances)`) in memory.
+//! A permit Redis took after the call's deadline had passed is given back when its answer arrives, whatever
+//! the call was told: a permit is never charged later.
+//!
+//! ## What a client is told
+//!
+//! A refusal is [`RateLimited`](crate::RateLimited) with [`Reason::Limited`](crate::Reason::Limited) and a
+//! `retry_after` of zero: when a permit comes back is its holder's to say. Over HTTP that is `429 Too Many
+//! Requests` with `Retry-After: 1`; over gRPC `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms: 0`. The quota
+//! fields describe the limit in draft-11's unit for it, with no window (here for a rule named `uploads`):
+//!
+//! ```text
+//! RateLimit-Policy: "uploads";q=4;qu="concurrent-requests"
+//! RateLimit: "uploads";r=3
+//! ```
