@@ -50,6 +50,9 @@ redis-benchmark's ceiling), abuse (one key, almost every call denied), hot (one 
                         call and the client's per decision, of the baseline, the plain API and the annotated fn,
                         and what a coalesced waiter costs; nothing else runs
   --calls <n>           calls per count of --instructions (default 2000)
+  --in-flight           measure limits in flight instead: Redis commands per permit, and decisions/s of
+                        acquire + release beside a sliding log's check at 64 tasks, on --keys keys and one
+                        key (--duration, --rounds, --workers apply); nothing else runs
   --smoke               a quick check that everything runs (CI): tiny durations, 1 round, concurrency 1,64 (64 on
                         the hot key); fails if any run made no decision, met an error or decided without Redis
   --help";
@@ -83,6 +86,8 @@ pub(crate) struct Options {
     /// Count instructions instead (`--instructions`), this many calls per count.
     pub(crate) instructions: bool,
     pub(crate) calls: u64,
+    /// Measure limits in flight instead (`--in-flight`).
+    pub(crate) in_flight: bool,
 }
 
 /// The name of `algorithm`, as the attribute spells it.
@@ -116,6 +121,7 @@ impl Default for Options {
             smoke: false,
             instructions: false,
             calls: 2_000,
+            in_flight: false,
         }
     }
 }
@@ -192,6 +198,7 @@ impl Options {
                 "--plot" => options.plot = Some(PathBuf::from(value("a file")?)),
                 "--smoke" => options.smoke = true,
                 "--instructions" => options.instructions = true,
+                "--in-flight" => options.in_flight = true,
                 "--calls" => options.calls = number(&value("a number")?)?.max(64) as u64,
                 // `cargo bench` passes --bench to every benchmark binary.
                 "--bench" => {}

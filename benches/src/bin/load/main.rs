@@ -22,6 +22,7 @@ mod ceiling;
 mod cli;
 mod contender;
 mod hot;
+mod in_flight;
 mod instructions;
 mod pinning;
 mod plot;
@@ -39,6 +40,26 @@ use test_support::RedisServer;
 use crate::cli::Options;
 use crate::pinning::Layout;
 use crate::report::{Machine, Report};
+
+/// Prints a mode's report (and writes it to `--out`), or its error, and exits.
+fn finish(report: Result<String, String>, options: &Options) -> ! {
+    match report {
+        Ok(text) => {
+            println!("{text}");
+            if let Some(path) = &options.out {
+                if let Err(error) = std::fs::write(path, &text) {
+                    eprintln!("load: cannot write {}: {error}", path.display());
+                    std::process::exit(1);
+                }
+            }
+            std::process::exit(0);
+        }
+        Err(error) => {
+            eprintln!("load: {error}");
+            std::process::exit(1);
+        }
+    }
+}
 
 /// The concurrency at which `redis-benchmark`'s ceiling is compared.
 const CEILING_CONCURRENCY: usize = 64;
@@ -77,21 +98,18 @@ fn main() {
             calls: options.calls,
             algorithms: options.algorithms.clone(),
         };
-        match instructions::run(&plan) {
-            Ok(text) => {
-                println!("{text}");
-                if let Some(path) = &options.out {
-                    if let Err(error) = std::fs::write(path, &text) {
-                        eprintln!("load: cannot write {}: {error}", path.display());
-                    }
-                }
-                return;
-            }
-            Err(error) => {
-                eprintln!("load: {error}");
-                std::process::exit(1);
-            }
-        }
+        finish(instructions::run(&plan), &options);
+    }
+    if options.in_flight {
+        let plan = in_flight::Plan {
+            duration: options.duration,
+            rounds: options.rounds,
+            keys: options.keys,
+            workers: options.workers.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+            }),
+        };
+        finish(in_flight::run(&plan), &options);
     }
     if cfg!(debug_assertions) && !options.smoke {
         eprintln!("load: this is a debug build; its numbers mean little. Build with --release (scripts/bench does).");

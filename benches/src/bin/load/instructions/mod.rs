@@ -131,6 +131,49 @@ fn redis_side(plan: &Plan, valgrind: &Path, control: &Path, dir: &Path) -> Resul
             per_call[1],
             per_call[1] / per_call[0]
         );
+        // A permit in flight: taking it, and giving it back, beside a sliding log's call, on the same keys.
+        empty(&server)?;
+        let log = Rule::new()
+            .prefix("log:")
+            .max(1_000_000)
+            .window(std::time::Duration::from_secs(60));
+        let in_flight = Rule::new().prefix("in_flight:").in_flight(1_000_000);
+        limiter.check(&log, "warm").await;
+        drop(limiter.acquire(&in_flight, "warm").await);
+        let sliding_log = counted
+            .count(async {
+                for i in 0..calls {
+                    assert!(limiter.check(&log, i % 10_000).await.allowed);
+                }
+            })
+            .await?;
+        let mut permits = Vec::new();
+        let acquire = counted
+            .count(async {
+                for i in 0..calls {
+                    permits.push(limiter.acquire(&in_flight, i % 10_000).await.expect("a permit"));
+                }
+            })
+            .await?;
+        let release = counted
+            .count(async {
+                for permit in permits.drain(..) {
+                    permit.release().await;
+                }
+            })
+            .await?;
+        let each = |count: u64| count as f64 / calls as f64;
+        let _ = write!(
+            text,
+            "### A permit in flight\n\nRedis's instructions per call (plain API, one task, keys among 10 000): a \
+             sliding log's `check`, an in-flight limit's `acquire`, and the permit's release (one at a time).\n\n\
+             | sliding log check | acquire | acquire / sliding log | release |\n|---|---|---|---|\n\
+             | {:.0} | {:.0} | {:.3}× | {:.0} |\n\n",
+            each(sliding_log),
+            each(acquire),
+            each(acquire) / each(sliding_log),
+            each(release)
+        );
         Ok::<(), String>(())
     })?;
     drop(server);
