@@ -190,6 +190,14 @@ impl<'r> Call<'r> {
         }
     }
 
+    /// Whether any of its limits is one of calls in flight, whose permit an admitted call holds.
+    #[inline]
+    pub(crate) fn holds_permits(&self) -> bool {
+        self.limits
+            .iter()
+            .any(|limit| limit.algorithm == Algorithm::InFlight)
+    }
+
     /// Whether every limit was decided before any store was asked.
     #[inline]
     pub(crate) fn all_preset(&self) -> bool {

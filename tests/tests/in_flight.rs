@@ -619,3 +619,64 @@ async fn a_permit_costs_two_commands_at_most_and_releases_at_once_share_them() {
         .unwrap();
     assert_eq!(held, 0);
 }
+
+/// A permit is held by `acquire`, the attribute and the layer. The plain API's other calls keep nothing of a
+/// call but its decision: on an in-flight rule they ask whether a permit is free and hold none (a reservation
+/// holds its permit until it is settled or dropped).
+async fn checking_holds_no_permit(limiter: &Limiter) {
+    let rule = Rule::new().prefix("checked:").in_flight(2);
+    let limit = limiter.limit(&rule);
+    for _ in 0..5 {
+        assert!(limiter.check(&rule, "k").await.allowed);
+        assert!(limiter.enforce(&rule, "k").await.is_ok());
+        assert!(limiter.check_all([(&rule, "k")]).await[0].allowed);
+        assert!(limiter.enforce_all([(&rule, "k")]).await.is_ok());
+        assert!(limit.check("k").await.allowed);
+        assert!(limit.enforce("k").await.is_ok());
+        let reservation = limiter.reserve(&rule, "k", 3).await.unwrap();
+        reservation.settle(3).await;
+        drop(limiter.reserve(&rule, "k", 1).await.unwrap());
+        // Given back by a task of the limiter's, with Redis: until then a permit may still be held.
+        until_free(limiter, &rule).await;
+    }
+    // While two are held, a check says none is free.
+    let held = [
+        limiter.acquire(&rule, "k").await.unwrap(),
+        limiter.acquire(&rule, "k").await.unwrap(),
+    ];
+    assert!(!limiter.check(&rule, "k").await.allowed);
+    drop(held);
+    until_free(limiter, &rule).await;
+}
+
+/// Waits (at most a second) until both permits of `rule` are free.
+async fn until_free(limiter: &Limiter, rule: &Rule) {
+    let started = Instant::now();
+    loop {
+        let first = limiter.acquire(rule, "k").await;
+        let second = limiter.acquire(rule, "k").await;
+        let free = first.is_ok() && second.is_ok();
+        for permit in [first, second].into_iter().flatten() {
+            permit.release().await;
+        }
+        if free {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "a permit was kept"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn checking_an_in_flight_rule_holds_no_permit_in_memory() {
+    checking_holds_no_permit(&Limiter::in_memory()).await;
+}
+
+#[tokio::test]
+async fn checking_an_in_flight_rule_holds_no_permit_on_redis() {
+    let server = RedisServer::start();
+    checking_holds_no_permit(&server.limiter()).await;
+}

@@ -73,10 +73,11 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
         let call = self.call(key, cost);
-        self.limiter
-            .pipeline
-            .decide(call)
-            .map(|(_, decided)| decided.decision())
+        self.limiter.pipeline.decide(call).map(|(call, decided)| {
+            let decision = decided.decision();
+            self.limiter.let_go(call, decided);
+            decision
+        })
     }
 
     /// The call of one limit, this one, for `key`, weighing `cost`.
@@ -116,10 +117,13 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
         let call = self.call(key, cost);
-        self.limiter
-            .pipeline
-            .enforce(call)
-            .map(|enforced| enforced.map(|(_, decided)| decided.decision()))
+        self.limiter.pipeline.enforce(call).map(|enforced| {
+            enforced.map(|(call, decided)| {
+                let decision = decided.decision();
+                self.limiter.let_go(call, decided);
+                decision
+            })
+        })
     }
 }
 

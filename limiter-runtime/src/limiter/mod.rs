@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::{Backend, MemoryStore, DEFAULT_MAX_KEYS};
-use crate::call::{Ask, Call, RuleRef};
+use crate::call::{Ask, Call, Decided, RuleRef};
 use crate::key::StoreKey;
 use crate::overrides::Change;
 use crate::pipeline::Pipeline;
@@ -277,7 +277,36 @@ impl Limiter {
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.one(&rule, format_args!("{key}"), cost);
+        if call.holds_permits() {
+            // Rare, and boxed: the common call's future stays small.
+            return Box::pin(self.decision_letting_go(call)).await;
+        }
         self.pipeline.decision(&call).await
+    }
+
+    /// The decision of `call`, a permit in flight it took given back at once ([`let_go`](Limiter::let_go)).
+    async fn decision_letting_go(&self, call: Call<'_>) -> Decision {
+        let (call, decided) = self.pipeline.decide(call).await;
+        let decision = decided.decision();
+        self.let_go(call, decided);
+        decision
+    }
+
+    /// What a call leaves once its caller keeps nothing of it but its decisions ([`check`](Limiter::check),
+    /// [`enforce`](Limiter::enforce), [`Limit`]): a permit in flight it took goes back at once, so that
+    /// checking an [in-flight](Rule::in_flight) rule asks whether a permit is free and holds none (a permit is
+    /// held by [`acquire`](Limiter::acquire), the attribute and the tower layer).
+    #[inline]
+    pub(crate) fn let_go(&self, call: Call<'_>, decided: Decided) {
+        if decided.admitted && call.holds_permits() {
+            let held = Held {
+                limiter: self.clone(),
+                call: call.detached(),
+                decided,
+            };
+            let permits = held.permits();
+            held.give_back_now(permits);
+        }
     }
 
     /// The call of one limit, `rule` (resolved), for `key`, weighing `cost`.
@@ -339,7 +368,10 @@ impl Limiter {
     pub async fn check_all<L: LimitList>(&self, limits: L) -> L::Decisions {
         let mut rules = Vec::new();
         let call = self.list(&limits, &mut rules);
-        L::decisions(self.pipeline.decided(&call).await.decisions())
+        let decided = self.pipeline.decided(&call).await;
+        let decisions = L::decisions(decided.decisions());
+        self.let_go(call, decided);
+        decisions
     }
 
     /// [`check_all`](Limiter::check_all) for a call that weighs `cost` units under each limit: `(rule, key,
@@ -380,8 +412,10 @@ impl Limiter {
     ) -> Result<Decision, RateLimited> {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.one(&rule, format_args!("{key}"), cost);
-        let (_, decided) = self.pipeline.enforce(call).await?;
-        Ok(decided.decision())
+        let (call, decided) = self.pipeline.enforce(call).await?;
+        let decision = decided.decision();
+        self.let_go(call, decided);
+        Ok(decision)
     }
 
     /// Takes a permit of `rule`, an [in-flight](Rule::in_flight) limit, for `key`: at most its `permits`
@@ -426,8 +460,10 @@ impl Limiter {
     pub async fn enforce_all<L: LimitList>(&self, limits: L) -> Result<L::Decisions, RateLimited> {
         let mut rules = Vec::new();
         let call = self.list(&limits, &mut rules);
-        let (_, decided) = self.pipeline.enforce(call).await?;
-        Ok(L::decisions(decided.decisions()))
+        let (call, decided) = self.pipeline.enforce(call).await?;
+        let decisions = L::decisions(decided.decisions());
+        self.let_go(call, decided);
+        Ok(decisions)
     }
 
     /// [`enforce_all`](Limiter::enforce_all) for a call that weighs `cost` units under each limit: `(rule,

@@ -106,11 +106,13 @@ impl Reservation {
     }
 
     /// Settles to the units actually `used`: gives back the rest of the estimate (nothing when `used` is as
-    /// much or more).
+    /// much or more), and a permit in flight the reservation held.
     pub async fn settle(mut self, used: u64) {
         if let Some(held) = self.0.take() {
             let estimate = held.call.limits()[0].charge.cost;
-            held.give_back(&[estimate.saturating_sub(used)]).await;
+            let permit = held.permits()[0];
+            held.give_back(&[estimate.saturating_sub(used).max(permit)])
+                .await;
         }
     }
 
@@ -126,7 +128,8 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         let Some(held) = self.0.take() else { return };
         let estimate = held.call.limits()[0].charge.cost;
-        held.give_back_now(vec![estimate]);
+        let permit = held.permits()[0];
+        held.give_back_now(vec![estimate.max(permit)]);
     }
 }
 
