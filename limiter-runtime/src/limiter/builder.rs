@@ -329,11 +329,12 @@ impl LimiterBuilder {
         self
     }
 
-    /// The clock decisions read.
+    /// The clock decisions read, in memory: it replaces the system clock (see
+    /// [`FakeClock`](crate::FakeClock)).
     ///
-    /// In memory, it replaces the system clock. With Redis, setting a clock makes the client pass "now" to
-    /// the scripts instead of letting them read Redis `TIME`: a mode for deterministic tests only, since in
-    /// production skewed nodes would then disagree about time.
+    /// With Redis, decisions read Redis's `TIME`, and [`build`](LimiterBuilder::build) refuses a clock of
+    /// your own: skewed nodes would disagree about time. (The `test-clock` feature lets the client pass "now"
+    /// to the scripts instead, for deterministic tests of the scripts only.)
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Some(Arc::new(clock));
         self
@@ -343,6 +344,7 @@ impl LimiterBuilder {
     /// mode, in memory), while Redis decisions keep reading Redis `TIME`. Tests give processes clocks seconds
     /// apart with it, and show that they still share one exact window.
     #[doc(hidden)]
+    #[cfg(feature = "test-clock")]
     pub fn local_clock(mut self, clock: impl Clock) -> Self {
         self.local_clock = Some(Arc::new(clock));
         self
@@ -383,6 +385,13 @@ impl LimiterBuilder {
         let max_keys = self.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
         let backend = match self.redis {
             None => Backend::Memory(MemoryStore::new(clock.clone(), max_keys)),
+            Some(_) if self.clock.is_some() && !cfg!(feature = "test-clock") => {
+                return Err(Error::InvalidRedisSetup(
+                    "a clock of your own decides only in memory: with Redis, decisions read Redis's clock \
+                     (passing a clock to Redis is a test hook, behind the runtime's `test-clock` feature)"
+                        .to_owned(),
+                ));
+            }
             Some(redis) => {
                 let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
                 let timeout = connect_timeout(deadline);
@@ -426,5 +435,30 @@ impl LimiterBuilder {
             limiter.pipeline.start_background();
         }
         Ok(limiter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Error, FakeClock, Limiter};
+
+    /// A clock of one's own reaches Redis's scripts only in a build with the `test-clock` feature: a
+    /// production build refuses it, naming why. (The suite runs both ways: with every feature, then the
+    /// runtime's unit tests with its default features.)
+    #[test]
+    fn a_clock_of_ones_own_is_refused_with_redis_unless_testing() {
+        let built = Limiter::builder()
+            .redis("redis://127.0.0.1:1/")
+            .clock(FakeClock::new())
+            .build();
+        if cfg!(feature = "test-clock") {
+            assert!(built.is_ok());
+        } else {
+            let error = built.expect_err("a clock of its own refused");
+            assert!(matches!(error, Error::InvalidRedisSetup(_)), "{error}");
+            assert!(error.to_string().contains("test-clock"), "{error}");
+        }
+        let in_memory = Limiter::builder().clock(FakeClock::new()).build();
+        assert!(in_memory.is_ok());
     }
 }
