@@ -178,7 +178,12 @@ async fn a_batch_that_misses_its_deadline_fails_alone_and_the_line_moves_on() {
     for call in calls {
         let (degraded, took) = call.await.unwrap();
         assert!(degraded, "Redis is frozen");
-        assert!(took < deadline * 3, "a call took {took:?}");
+        // One deadline and scheduling slack, less than a second deadline: waiters behind the frozen batch
+        // wait no longer than it.
+        assert!(
+            took < deadline + Duration::from_millis(100),
+            "a call took {took:?}"
+        );
     }
     assert!(started.elapsed() < Duration::from_secs(2));
     server.resume();

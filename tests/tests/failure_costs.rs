@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 use limiter_runtime::{Limiter, OnError, Rule};
 use tests::{until_redis_decides, RedisServer};
 
-const DEADLINE: Duration = Duration::from_millis(50);
-/// Scheduling slack on a shared two-core machine.
-const MARGIN: Duration = Duration::from_millis(150);
+/// Long enough that a call costing two deadlines cannot hide in the margin below.
+const DEADLINE: Duration = Duration::from_millis(250);
+/// Scheduling slack on a shared two-core machine: under one deadline, so "at most one deadline" is what is
+/// tested, not two.
+const MARGIN: Duration = Duration::from_millis(100);
 /// How long a hung or dead Redis stays so.
 const OUTAGE: Duration = Duration::from_millis(1_000);
 
@@ -148,12 +150,18 @@ async fn each_failure_costs_at_most_a_deadline_per_call_and_heals_by_itself() {
             cost.recovered_in
         );
         match fault {
-            // An outage is decided without Redis, by the policy.
-            Fault::Hung | Fault::Dead => assert!(cost.degraded > 0, "{fault:?}: {cost:?}"),
+            // An outage, a restart's included, is decided without Redis, by the policy, until Redis answers.
+            Fault::Hung | Fault::Dead | Fault::RestartedEmpty => {
+                assert!(cost.degraded > 0, "{fault:?}: {cost:?}")
+            }
             // A flushed script is loaded again within the same call: no decision is degraded.
             Fault::ScriptsFlushed => assert_eq!(cost.degraded, 0, "{fault:?}: {cost:?}"),
-            // At most one failed call per task caught by the cut or the restart.
-            Fault::RestartedEmpty | Fault::ConnectionKilled => {}
+            // A cut connection fails the calls it carried; the breaker opens, and its next probe (every
+            // 250 ms) finds the connection made again: Redis decides again within one probe interval.
+            Fault::ConnectionKilled => assert!(
+                cost.degraded > 0 && cost.recovered_in < Duration::from_millis(250) + MARGIN,
+                "{fault:?}: {cost:?}"
+            ),
         }
     }
 }

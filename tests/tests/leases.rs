@@ -97,6 +97,48 @@ async fn calls_that_find_a_lease_being_taken_wait_for_it() {
     );
 }
 
+/// Calls that wait for a lease being taken share its deadline: with Redis frozen, the taking and every call
+/// waiting for it are decided degraded within one deadline (and scheduling slack under a second one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_waiting_for_a_lease_on_a_frozen_redis_take_one_deadline() {
+    let server = RedisServer::start();
+    let deadline = Duration::from_millis(250);
+    let limiter = Limiter::builder()
+        .redis(server.url())
+        .coalesce(false)
+        .deadline(deadline)
+        .breaker(1_000, Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let rule = Rule::new()
+        .prefix("frozen_lease:")
+        .algorithm(Algorithm::TokenBucket)
+        .max(1_000_000)
+        .lease(100)
+        .lease_ttl(Duration::from_secs(30));
+    limiter.check(&rule, "warm").await;
+    server.pause();
+    let calls: Vec<_> = (0..32)
+        .map(|_| {
+            let (limiter, rule) = (limiter.clone(), rule.clone());
+            tokio::spawn(async move {
+                let asked = std::time::Instant::now();
+                let decision = limiter.check(&rule, "k").await;
+                (decision.degraded, asked.elapsed())
+            })
+        })
+        .collect();
+    for call in calls {
+        let (degraded, took) = call.await.unwrap();
+        assert!(degraded, "Redis is frozen");
+        assert!(
+            took < deadline + Duration::from_millis(100),
+            "a call waiting for a lease took {took:?}"
+        );
+    }
+    server.resume();
+}
+
 #[tokio::test]
 async fn a_fixed_window_never_passes_max_and_what_a_lease_leaves_goes_back() {
     let server = RedisServer::start();
