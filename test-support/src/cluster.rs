@@ -224,7 +224,8 @@ impl RedisCluster {
             .unwrap_or_else(|e| panic!("cannot connect to cluster node {port}: {e}"))
     }
 
-    fn command<T: redis::FromRedisValue>(
+    /// Runs `cmd` on the member at loopback `port` (its own keys only: no redirection is followed).
+    pub fn command<T: redis::FromRedisValue>(
         &self,
         port: u16,
         cmd: &mut redis::Cmd,

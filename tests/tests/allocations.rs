@@ -75,6 +75,38 @@ fn the_plain_api_allocates_nothing() {
     }
 }
 
+/// Admissions, for every algorithm, in their steady state: a call every 11 ms against 100 a second, on a fake
+/// clock, so every call is admitted and old admissions expire as new ones come (a sliding log's entries
+/// recycled, not grown).
+#[test]
+fn admissions_allocate_nothing_for_every_algorithm() {
+    let clock = limiter_runtime::FakeClock::new();
+    let limiter = Limiter::builder().clock(clock.clone()).build().unwrap();
+    for algorithm in tests::ALGORITHMS {
+        let rule = Rule::new()
+            .prefix(format!("admitted:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(100)
+            .window(std::time::Duration::from_secs(1));
+        let call = || {
+            clock.advance(std::time::Duration::from_millis(11));
+            limiter.check(&rule, "hot").now_or_never().unwrap().allowed
+        };
+        // Two windows of warm-up: the state at its working size.
+        for _ in 0..200 {
+            assert!(call(), "{algorithm:?}: admitted");
+        }
+        let mut admitted = 0;
+        let made = allocations(|| {
+            for _ in 0..CALLS {
+                admitted += usize::from(call());
+            }
+        });
+        assert_eq!(admitted, CALLS, "{algorithm:?}: every call admitted");
+        assert_eq!(made, 0, "{algorithm:?}: no allocation per admission");
+    }
+}
+
 #[test]
 fn a_key_too_long_for_the_stack_costs_one_allocation() {
     let limiter = Limiter::in_memory();

@@ -102,6 +102,22 @@ async fn a_killed_cluster_master_is_failed_over_and_decisions_heal_with_no_noscr
             .find(|m| m.master_id.as_deref() == Some(victim.id.as_str()))
             .expect("every master has a replica");
         assert_eq!(cluster.calls(replica.port, "eval"), 0);
+        // The victim's keys, and their counts, on the replica before the kill (replication is asynchronous).
+        let victims: Vec<String> = keys
+            .iter()
+            .map(|key| format!("rate_limit:{key}"))
+            .filter(|key| {
+                victim
+                    .slots
+                    .iter()
+                    .any(|&(a, b)| (a..=b).contains(&cluster.slot(key)))
+            })
+            .collect();
+        assert!(!victims.is_empty());
+        let synced: i64 = cluster
+            .command(victim.port, redis::cmd("WAIT").arg(1).arg(5_000))
+            .unwrap();
+        assert_eq!(synced, 1, "the replica acknowledged the victim's writes");
         cluster.kill(victim.port);
 
         let healed = until_every_key_is_decided(&limiter, &rule, &keys).await;
@@ -112,10 +128,27 @@ async fn a_killed_cluster_master_is_failed_over_and_decisions_heal_with_no_noscr
             cluster.calls(replica.port, "eval") > 0,
             "the new master had no script: NOSCRIPT, then EVAL, loaded it"
         );
-        // From now on, every decision is made in Redis, and the counts that reached the replica are kept.
+        // From now on, every decision is made in Redis, and the counts that reached the replica are kept: each
+        // of the victim's keys still holds its first call (besides those made since).
+        for key in &victims {
+            let members: u64 = cluster
+                .command(
+                    replica.port,
+                    redis::cmd("ZCOUNT").arg(key).arg("-inf").arg("+inf"),
+                )
+                .unwrap();
+            assert!(
+                members >= 1,
+                "{key}: the count made before the failover was lost"
+            );
+        }
         for key in &keys {
             let decision = limiter.check(&rule, key).await;
             assert!(!decision.degraded && decision.allowed);
+            assert!(
+                decision.remaining < 999,
+                "{key}: its first call is still counted: {decision:?}"
+            );
         }
         cluster.wait_until_healthy(Duration::from_secs(10));
     }

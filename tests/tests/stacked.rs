@@ -95,7 +95,15 @@ async fn a_refused_call_is_charged_to_none(limiter: &Limiter, tag: &str) {
                 let both = [(&roomy, "k", cost), (&tight, "k", cost)];
                 let [a, b] = limiter.check_all_cost(both).await;
                 assert!(a.allowed && b.allowed, "{name}");
-                while limiter.check_all_cost(both).await.iter().all(|d| d.allowed) {}
+                // Bounded: the tight limit admits 2 units an hour at most, so a third admission fails here.
+                let mut admitted = 1;
+                while limiter.check_all_cost(both).await.iter().all(|d| d.allowed) {
+                    admitted += 1;
+                    assert!(
+                        admitted * cost <= 2,
+                        "{name}: the tight limit admitted {admitted} calls"
+                    );
+                }
                 let before = limiter.check_cost(&roomy, "k", 0).await.remaining;
                 // (Checked, not enforced: an enforced call would wait for its leaky-bucket slot.)
                 for _ in 0..3 {
@@ -179,6 +187,60 @@ async fn on_a_cluster_a_refused_call_is_given_back_before_it_returns() {
         assert_eq!(
             after.remaining, before.remaining,
             "{algorithm}: given back before the calls returned"
+        );
+    }
+}
+
+/// On a cluster, 64 calls at once from two nodes, on limits in two slots: never more admitted than the tight
+/// limit allows, and each limit charged for exactly the calls admitted (every refused call's charge given back),
+/// whatever the interleaving of the slots' decisions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_cluster_calls_at_once_across_slots_never_over_admit() {
+    let cluster = RedisCluster::start();
+    let nodes = [cluster.limiter(), cluster.limiter()];
+    for algorithm in ALGORITHMS
+        .into_iter()
+        .filter(|a| *a != Algorithm::LeakyBucket)
+    {
+        let roomy = Rule::new()
+            .prefix(format!("{{one}}:roomy:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(40)
+            .window(Duration::from_secs(3_600));
+        let tight = Rule::new()
+            .prefix(format!("{{two}}:tight:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(10)
+            .window(Duration::from_secs(3_600));
+        let calls = (0..64).map(|i| {
+            let (limiter, roomy, tight) = (nodes[i % 2].clone(), roomy.clone(), tight.clone());
+            tokio::spawn(async move {
+                let decisions = limiter.check_all([(&roomy, "k"), (&tight, "k")]).await;
+                assert!(decisions.iter().all(|d| !d.degraded), "{decisions:?}");
+                decisions.iter().all(|d| d.allowed)
+            })
+        });
+        let mut admitted = 0;
+        for call in calls.collect::<Vec<_>>() {
+            admitted += u64::from(call.await.unwrap());
+        }
+        let used = |rule: &Rule, max: u64| {
+            let (limiter, rule) = (nodes[0].clone(), rule.clone());
+            async move { max - limiter.check_cost(&rule, "k", 0).await.remaining }
+        };
+        assert!(
+            (1..=10).contains(&admitted),
+            "{algorithm}: {admitted} admitted"
+        );
+        assert_eq!(
+            used(&roomy, 40).await,
+            admitted,
+            "{algorithm}: roomy charged"
+        );
+        assert_eq!(
+            used(&tight, 10).await,
+            admitted,
+            "{algorithm}: tight charged"
         );
     }
 }
