@@ -184,6 +184,21 @@ impl Pipeline {
         }
     }
 
+    /// Decides `call`, taken by value, and hands over what `then` makes of it and what was decided: for a
+    /// caller that keeps nothing of a call but its decision ([`Limit`](crate::Limit)). The call is moved into
+    /// the future only when Redis must be asked; decided at once, nothing large is moved.
+    #[inline(always)]
+    pub(crate) fn decision_then<'a, 'r: 'a>(
+        &'a self,
+        call: Call<'r>,
+        then: impl FnOnce(Call<'r>, Decided) -> Decision + Send + 'a,
+    ) -> Deciding<'a, Decision> {
+        match self.decide_now(&call) {
+            Ok(decided) => Either::Left(now(then(call, decided))),
+            Err(later) => Either::Right(self.later(call, later, then)),
+        }
+    }
+
     /// [`decided`](Pipeline::decided) for a call of one limit: its decision alone, so that what is kept across
     /// the await stays small.
     #[inline(always)]

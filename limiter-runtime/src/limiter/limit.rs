@@ -73,7 +73,7 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
         let call = self.call(key, cost);
-        self.limiter.pipeline.decide(call).map(|(call, decided)| {
+        self.limiter.pipeline.decision_then(call, |call, decided| {
             let decision = decided.decision();
             self.limiter.let_go(call, decided);
             decision
