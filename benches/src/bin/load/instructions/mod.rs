@@ -187,9 +187,13 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
     let mut text = String::from(
         "### The client's instructions per decision\n\nOne task, random keys among 10 000, a call of cost 1, \
          coalescing on (the default), on a single-threaded runtime: everything the decision costs this process \
-         (the runtime's and redis-rs's work included).\n\n| algorithm | baseline | plain API | annotated fn | \
+         (the runtime's and redis-rs's work included). The in_flight row is the plain API's check of an in-flight \
+         rule: a permit taken and given back (its release sent by the limiter's task), beside the first \
+         algorithm's baseline.\n\n| algorithm | baseline | plain API | annotated fn | \
          plain / baseline | annotated / baseline |\n|---|---|---|---|---|---|\n",
     );
+    // The baseline of the first algorithm (the sliding log's, by default): what a permit is set beside.
+    let mut baseline = f64::NAN;
     for &algorithm in &plan.algorithms {
         let mut each = Vec::new();
         for contender in CONTENDERS {
@@ -207,6 +211,9 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
             let (count, _) = count_client(valgrind, dir, &job)?;
             each.push(count as f64 / plan.calls as f64);
         }
+        if baseline.is_nan() {
+            baseline = each[0];
+        }
         let _ = writeln!(
             text,
             "| {} | {:.0} | {:.0} | {:.0} | {:.3}× | {:.3}× |",
@@ -218,6 +225,24 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
             each[2] / each[0]
         );
     }
+    // A permit in flight: the plain API's check of an in-flight rule takes a permit and gives it back (a
+    // second command, sent by the limiter's releasing task), beside the baseline's sliding log above.
+    empty(&server)?;
+    let permit = Job {
+        url: url.clone(),
+        contender: Contender::Plain,
+        algorithm: Algorithm::InFlight,
+        scenario: Scenario::Spread,
+        calls: plan.calls,
+        tasks: 1,
+    };
+    let (count, _) = count_client(valgrind, dir, &permit)?;
+    let per_permit = count as f64 / plan.calls as f64;
+    let _ = writeln!(
+        text,
+        "| in_flight (a permit taken and given back) | {baseline:.0} | {per_permit:.0} | — | {:.3}× | — |",
+        per_permit / baseline
+    );
     // A hot key: alone (one task, every call its own round trip), then 64 tasks (most calls wait for another's
     // round trip and go in its batch).
     let hot = |tasks: u64, calls: u64| Job {

@@ -45,7 +45,12 @@ impl Job {
     fn parse(mut args: impl Iterator<Item = String>) -> Option<Job> {
         let url = args.next()?;
         let contender = Contender::driven(&args.next()?)?;
-        let algorithm = args.next()?.parse().ok()?;
+        // A limit in flight is no rate algorithm (`FromStr` names those), but a plain call of one takes a
+        // permit and gives it back: what `acquire` and a release cost the client.
+        let algorithm = match args.next()?.as_str() {
+            "in_flight" => Algorithm::InFlight,
+            rate => rate.parse().ok()?,
+        };
         let scenario = match args.next()?.as_str() {
             "hot" => Scenario::Hot,
             _ => Scenario::Spread,
