@@ -184,18 +184,14 @@ impl Pipeline {
         }
     }
 
-    /// Decides `call`, taken by value, and hands over what `then` makes of it and what was decided: for a
-    /// caller that keeps nothing of a call but its decision ([`Limit`](crate::Limit)). The call is moved into
-    /// the future only when Redis must be asked; decided at once, nothing large is moved.
+    /// [`decision`](Pipeline::decision) of a call taken by value, for a caller that keeps nothing of it but
+    /// its decision ([`Limit`](crate::Limit)): the call is moved into the future only when Redis must be
+    /// asked; decided at once, nothing large is moved.
     #[inline(always)]
-    pub(crate) fn decision_then<'a, 'r: 'a>(
-        &'a self,
-        call: Call<'r>,
-        then: impl FnOnce(Call<'r>, Decided) -> Decision + Send + 'a,
-    ) -> Deciding<'a, Decision> {
+    pub(crate) fn decision_of<'a, 'r: 'a>(&'a self, call: Call<'r>) -> Deciding<'a, Decision> {
         match self.decide_now(&call) {
-            Ok(decided) => Either::Left(now(then(call, decided))),
-            Err(later) => Either::Right(self.later(call, later, then)),
+            Ok(decided) => Either::Left(now(decided.decision())),
+            Err(later) => Either::Right(self.later(call, later, |_, decided| decided.decision())),
         }
     }
 

@@ -626,17 +626,25 @@ async fn a_permit_costs_two_commands_at_most_and_releases_at_once_share_them() {
 async fn checking_holds_no_permit(limiter: &Limiter) {
     let rule = Rule::new().prefix("checked:").in_flight(2);
     let limit = limiter.limit(&rule);
-    for _ in 0..5 {
+    for _ in 0..3 {
+        // Each gives its permit back before it returns: both are free at once.
         assert!(limiter.check(&rule, "k").await.allowed);
+        assert_both_free(limiter, &rule).await;
         assert!(limiter.enforce(&rule, "k").await.is_ok());
+        assert_both_free(limiter, &rule).await;
         assert!(limiter.check_all([(&rule, "k")]).await[0].allowed);
+        assert_both_free(limiter, &rule).await;
         assert!(limiter.enforce_all([(&rule, "k")]).await.is_ok());
+        assert_both_free(limiter, &rule).await;
         assert!(limit.check("k").await.allowed);
+        assert_both_free(limiter, &rule).await;
         assert!(limit.enforce("k").await.is_ok());
+        assert_both_free(limiter, &rule).await;
         let reservation = limiter.reserve(&rule, "k", 3).await.unwrap();
         reservation.settle(3).await;
+        assert_both_free(limiter, &rule).await;
+        // Dropped, a reservation gives back on a task of the limiter's (with Redis): soon, not at once.
         drop(limiter.reserve(&rule, "k", 1).await.unwrap());
-        // Given back by a task of the limiter's, with Redis: until then a permit may still be held.
         until_free(limiter, &rule).await;
     }
     // While two are held, a check says none is free.
@@ -649,19 +657,26 @@ async fn checking_holds_no_permit(limiter: &Limiter) {
     until_free(limiter, &rule).await;
 }
 
+/// Both permits of `rule` are free now.
+async fn assert_both_free(limiter: &Limiter, rule: &Rule) {
+    assert!(both_free(limiter, rule).await, "a permit was kept");
+}
+
+/// Whether both permits of `rule` are free: takes them, and gives them back.
+async fn both_free(limiter: &Limiter, rule: &Rule) -> bool {
+    let first = limiter.acquire(rule, "k").await;
+    let second = limiter.acquire(rule, "k").await;
+    let free = first.is_ok() && second.is_ok();
+    for permit in [first, second].into_iter().flatten() {
+        permit.release().await;
+    }
+    free
+}
+
 /// Waits (at most a second) until both permits of `rule` are free.
 async fn until_free(limiter: &Limiter, rule: &Rule) {
     let started = Instant::now();
-    loop {
-        let first = limiter.acquire(rule, "k").await;
-        let second = limiter.acquire(rule, "k").await;
-        let free = first.is_ok() && second.is_ok();
-        for permit in [first, second].into_iter().flatten() {
-            permit.release().await;
-        }
-        if free {
-            return;
-        }
+    while !both_free(limiter, rule).await {
         assert!(
             started.elapsed() < Duration::from_secs(1),
             "a permit was kept"

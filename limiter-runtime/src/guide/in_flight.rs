@@ -50,6 +50,15 @@
 //! The [tower layer](super::http) takes the permits of its in-flight rules before the handler runs and holds
 //! them until the response body has been sent (or dropped), streamed bodies included.
 //!
+//! A permit dropped rather than released (a body cancelled or panicking, a `Permit` going out of scope) is
+//! given back at once in memory; with Redis, by a task of the limiter's, one round trip later: a call made
+//! right after the drop may still find it taken. `release().await` returns once Redis has it back.
+//!
+//! The plain API's other calls keep nothing of a call but its decision: [`check`](crate::Limiter::check),
+//! [`enforce`](crate::Limiter::enforce), their `_all` forms and [`Limit`](crate::Limit) on an in-flight rule
+//! take a permit and give it back before they return, so they say whether a permit is free and hold none. A
+//! [`Reservation`](crate::Reservation) holds its permit until it is settled, cancelled or dropped.
+//!
 //! ## Across nodes, and after a crash
 //!
 //! On Redis a limit's permits are one sorted set: each permit is named by its call's nonce and scored by when

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 
+use futures_util::future::Either;
 use futures_util::FutureExt as _;
 
 use crate::call::{Ask, Call, RuleRef};
@@ -73,11 +74,16 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
         let call = self.call(key, cost);
-        self.limiter.pipeline.decision_then(call, |call, decided| {
-            let decision = decided.decision();
-            self.limiter.let_go(call, decided);
-            decision
-        })
+        let pipeline = &self.limiter.pipeline;
+        if call.holds_permits() {
+            // Its permit given back before the decision is handed over (see `Limiter::let_go`).
+            return Either::Right(Box::pin(async move {
+                let (call, decided) = pipeline.decide(call).await;
+                self.limiter.let_go(&call, &decided).await;
+                decided.decision()
+            }));
+        }
+        Either::Left(pipeline.decision_of(call))
     }
 
     /// The call of one limit, this one, for `key`, weighing `cost`.
@@ -117,13 +123,19 @@ impl Limit {
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
         let call = self.call(key, cost);
-        self.limiter.pipeline.enforce(call).map(|enforced| {
-            enforced.map(|(call, decided)| {
-                let decision = decided.decision();
-                self.limiter.let_go(call, decided);
-                decision
-            })
-        })
+        let pipeline = &self.limiter.pipeline;
+        if call.holds_permits() {
+            return Either::Right(Box::pin(async move {
+                let (call, decided) = pipeline.enforce(call).await?;
+                self.limiter.let_go(&call, &decided).await;
+                Ok(decided.decision())
+            }));
+        }
+        Either::Left(
+            pipeline
+                .enforce(call)
+                .map(|enforced| enforced.map(|(_, decided)| decided.decision())),
+        )
     }
 }
 

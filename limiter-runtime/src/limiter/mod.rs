@@ -284,28 +284,27 @@ impl Limiter {
         self.pipeline.decision(&call).await
     }
 
-    /// The decision of `call`, a permit in flight it took given back at once ([`let_go`](Limiter::let_go)).
+    /// The decision of `call`, a permit in flight it took given back ([`let_go`](Limiter::let_go)).
     async fn decision_letting_go(&self, call: Call<'_>) -> Decision {
         let (call, decided) = self.pipeline.decide(call).await;
-        let decision = decided.decision();
-        self.let_go(call, decided);
-        decision
+        self.let_go(&call, &decided).await;
+        decided.decision()
     }
 
     /// What a call leaves once its caller keeps nothing of it but its decisions ([`check`](Limiter::check),
-    /// [`enforce`](Limiter::enforce), [`Limit`]): a permit in flight it took goes back at once, so that
-    /// checking an [in-flight](Rule::in_flight) rule asks whether a permit is free and holds none (a permit is
-    /// held by [`acquire`](Limiter::acquire), the attribute and the tower layer).
+    /// [`enforce`](Limiter::enforce), [`Limit`]): a permit in flight it took goes back before the call returns,
+    /// so that checking an [in-flight](Rule::in_flight) rule asks whether a permit is free and holds none (a
+    /// permit is held by [`acquire`](Limiter::acquire), the attribute and the tower layer). Boxed, and only
+    /// for a call that holds permits: the common call's future stays small.
     #[inline]
-    pub(crate) fn let_go(&self, call: Call<'_>, decided: Decided) {
+    pub(crate) async fn let_go(&self, call: &Call<'_>, decided: &Decided) {
         if decided.admitted && call.holds_permits() {
-            let held = Held {
-                limiter: self.clone(),
-                call: call.detached(),
-                decided,
-            };
-            let permits = held.permits();
-            held.give_back_now(permits);
+            let permits: Vec<u64> = call
+                .limits()
+                .iter()
+                .map(|limit| u64::from(limit.algorithm == crate::Algorithm::InFlight))
+                .collect();
+            Box::pin(self.pipeline.give_back(call, decided, &permits)).await;
         }
     }
 
@@ -369,9 +368,8 @@ impl Limiter {
         let mut rules = Vec::new();
         let call = self.list(&limits, &mut rules);
         let decided = self.pipeline.decided(&call).await;
-        let decisions = L::decisions(decided.decisions());
-        self.let_go(call, decided);
-        decisions
+        self.let_go(&call, &decided).await;
+        L::decisions(decided.decisions())
     }
 
     /// [`check_all`](Limiter::check_all) for a call that weighs `cost` units under each limit: `(rule, key,
@@ -413,9 +411,8 @@ impl Limiter {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.one(&rule, format_args!("{key}"), cost);
         let (call, decided) = self.pipeline.enforce(call).await?;
-        let decision = decided.decision();
-        self.let_go(call, decided);
-        Ok(decision)
+        self.let_go(&call, &decided).await;
+        Ok(decided.decision())
     }
 
     /// Takes a permit of `rule`, an [in-flight](Rule::in_flight) limit, for `key`: at most its `permits`
@@ -461,9 +458,8 @@ impl Limiter {
         let mut rules = Vec::new();
         let call = self.list(&limits, &mut rules);
         let (call, decided) = self.pipeline.enforce(call).await?;
-        let decisions = L::decisions(decided.decisions());
-        self.let_go(call, decided);
-        Ok(decisions)
+        self.let_go(&call, &decided).await;
+        Ok(L::decisions(decided.decisions()))
     }
 
     /// [`enforce_all`](Limiter::enforce_all) for a call that weighs `cost` units under each limit: `(rule,
