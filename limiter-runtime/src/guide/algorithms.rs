@@ -65,7 +65,11 @@
 //! - **Sliding window**: one string, `<index>:<count>:<previous count>`.
 //! - **Token and leaky buckets**: one string, `<t>:<f>:<s>:<g>`: the theoretical arrival time in whole
 //!   microseconds plus a fraction in 1/`max` µs (so a rate such as 3 per 10 s stays exact), and, for giving
-//!   back, since when the bucket has been in use and what was given back since.
+//!   back, since when the bucket has been in use and what was given back since. A give-back returns what its
+//!   charge still holds ahead in the queue, counting every give-back since as having moved it earlier: charges
+//!   given back in the order they were made (or the latest first) come back whole; given back out of order,
+//!   as concurrent `count = failures` calls or a Cluster call refused by a later slot may be, some units can
+//!   stay charged until the queue drains. A bucket then admits less, never more.
 //!
 //! Every write sets the key's expiry to no longer than its state matters, so idle limits leave nothing
 //! behind; no decision depends on the expiry.
