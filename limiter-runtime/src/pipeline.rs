@@ -308,7 +308,7 @@ impl Pipeline {
     }
 
     /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says), now:
-    /// exactly, unless a charge has left its limit already (then nothing), never more. In memory at once; with
+    /// as [`Backend::give_back`] does, never more. In memory at once; with
     /// Redis, one script call. Reported, so that what a response advertises counts the units as given back.
     pub(crate) fn give_back<'a>(
         &'a self,
