@@ -198,6 +198,15 @@ impl<'r> Call<'r> {
             .any(|limit| limit.algorithm == Algorithm::InFlight)
     }
 
+    /// What gives back its permits in flight and nothing of its rates: one unit of each limit in flight, none
+    /// of the others (the `units` of a give-back).
+    pub(crate) fn permits(&self) -> Vec<u64> {
+        self.limits
+            .iter()
+            .map(|limit| u64::from(limit.algorithm == Algorithm::InFlight))
+            .collect()
+    }
+
     /// Whether every limit was decided before any store was asked.
     #[inline]
     pub(crate) fn all_preset(&self) -> bool {

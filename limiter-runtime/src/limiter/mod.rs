@@ -299,12 +299,7 @@ impl Limiter {
     #[inline]
     pub(crate) async fn let_go(&self, call: &Call<'_>, decided: &Decided) {
         if decided.admitted && call.holds_permits() {
-            let permits: Vec<u64> = call
-                .limits()
-                .iter()
-                .map(|limit| u64::from(limit.algorithm == crate::Algorithm::InFlight))
-                .collect();
-            Box::pin(self.pipeline.give_back(call, decided, &permits)).await;
+            Box::pin(self.pipeline.give_back(call, decided, &call.permits())).await;
         }
     }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future as _;
 
 use crate::call::{Call, Decided};
-use crate::{Algorithm, Decision, Limiter};
+use crate::{Decision, Limiter};
 
 /// An admitted call, and what each of its limits charged: enough to give any of it back.
 pub(crate) struct Held {
@@ -30,13 +30,9 @@ impl Held {
             .collect()
     }
 
-    /// What gives back its permits in flight and nothing of its rates: one unit of each limit in flight.
+    /// What gives back its permits in flight and nothing of its rates ([`Call::permits`]).
     pub(crate) fn permits(&self) -> Vec<u64> {
-        self.call
-            .limits()
-            .iter()
-            .map(|limit| u64::from(limit.algorithm == Algorithm::InFlight))
-            .collect()
+        self.call.permits()
     }
 
     /// Gives back `units` now, from a destructor: in memory (and a permit in flight) at once, what Redis must
