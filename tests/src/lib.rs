@@ -324,3 +324,28 @@ pub async fn until_redis_decides(limiter: &Limiter, rule: &Rule) -> Duration {
     }
     started.elapsed()
 }
+
+/// `calls` checks of `rule` for `key` at once, each on a task of its own: each call's decision and how long
+/// it took, from its own start.
+pub async fn at_once(
+    limiter: &Limiter,
+    rule: &Rule,
+    key: &'static str,
+    calls: usize,
+) -> Vec<(limiter_runtime::Decision, Duration)> {
+    let tasks: Vec<_> = (0..calls)
+        .map(|_| {
+            let (limiter, rule) = (limiter.clone(), rule.clone());
+            tokio::spawn(async move {
+                let asked = Instant::now();
+                let decision = limiter.check(&rule, key).await;
+                (decision, asked.elapsed())
+            })
+        })
+        .collect();
+    let mut answers = Vec::with_capacity(calls);
+    for task in tasks {
+        answers.push(task.await.expect("a call's task panicked"));
+    }
+    answers
+}

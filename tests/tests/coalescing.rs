@@ -165,19 +165,8 @@ async fn a_batch_that_misses_its_deadline_fails_alone_and_the_line_moves_on() {
     // within its deadline, none hangs.
     server.pause();
     let started = Instant::now();
-    let calls: Vec<_> = (0..32)
-        .map(|_| {
-            let (limiter, rule) = (limiter.clone(), rule.clone());
-            tokio::spawn(async move {
-                let asked = Instant::now();
-                let decision = limiter.check(&rule, "hot").await;
-                (decision.degraded, asked.elapsed())
-            })
-        })
-        .collect();
-    for call in calls {
-        let (degraded, took) = call.await.unwrap();
-        assert!(degraded, "Redis is frozen");
+    for (decision, took) in tests::at_once(&limiter, &rule, "hot", 32).await {
+        assert!(decision.degraded, "Redis is frozen");
         // One deadline and scheduling slack, less than a second deadline: waiters behind the frozen batch
         // wait no longer than it.
         assert!(

@@ -82,12 +82,7 @@ async fn calls_that_find_a_lease_being_taken_wait_for_it() {
     limiter.check(&rule, "warm").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = script_calls(&server);
-    let calls = (0..64).map(|_| {
-        let (limiter, rule) = (limiter.clone(), rule.clone());
-        tokio::spawn(async move { limiter.check(&rule, "k").await })
-    });
-    for call in calls.collect::<Vec<_>>() {
-        let decision = call.await.unwrap();
+    for (decision, _) in tests::at_once(&limiter, &rule, "k", 64).await {
         assert!(decision.allowed && !decision.degraded, "{decision:?}");
     }
     let calls = script_calls(&server) - before;
@@ -118,19 +113,8 @@ async fn calls_waiting_for_a_lease_on_a_frozen_redis_take_one_deadline() {
         .lease_ttl(Duration::from_secs(30));
     limiter.check(&rule, "warm").await;
     server.pause();
-    let calls: Vec<_> = (0..32)
-        .map(|_| {
-            let (limiter, rule) = (limiter.clone(), rule.clone());
-            tokio::spawn(async move {
-                let asked = std::time::Instant::now();
-                let decision = limiter.check(&rule, "k").await;
-                (decision.degraded, asked.elapsed())
-            })
-        })
-        .collect();
-    for call in calls {
-        let (degraded, took) = call.await.unwrap();
-        assert!(degraded, "Redis is frozen");
+    for (decision, took) in tests::at_once(&limiter, &rule, "k", 32).await {
+        assert!(decision.degraded, "Redis is frozen");
         assert!(
             took < deadline + Duration::from_millis(100),
             "a call waiting for a lease took {took:?}"
