@@ -405,6 +405,11 @@ impl RedisBackend {
         self.breaker.is_open()
     }
 
+    /// How many permits in flight this node holds.
+    pub(crate) fn permits_held(&self) -> u64 {
+        self.permits.held() as u64
+    }
+
     /// Decisions made in degraded mode so far (calls).
     pub(crate) fn degraded_count(&self) -> u64 {
         self.fallback.count()
@@ -1056,7 +1061,7 @@ impl RedisBackend {
                     .refund(limit.key.parts(), units, &answer.receipt),
                 // A permit goes back whole, with the releases of other calls.
                 Charged::Store if limit.algorithm == Algorithm::InFlight => {
-                    released = Some(self.release_permit(&limit.key, answer.receipt.mark));
+                    released = Some(Permits::send_release(self, &limit.key, answer.receipt.mark));
                 }
                 Charged::Store => in_redis.push(GiveBack::of(limit, &answer.receipt, units)),
             }
@@ -1067,7 +1072,7 @@ impl RedisBackend {
         }
         if let Some(batch) = released {
             // Given back before this returns: the caller's next call finds its permit free.
-            self.permits_given(batch).await;
+            self.permits.given(batch, self.deadline).await;
         }
     }
 

@@ -145,16 +145,13 @@ impl Permits {
 /// One key's permits to renew: the store key, the time to live (µs) and the permits' marks.
 type Renewal = (String, u64, Vec<u64>);
 
-impl RedisBackend {
-    /// How many permits in flight this node holds.
-    pub(crate) fn permits_held(&self) -> u64 {
-        self.permits.held() as u64
-    }
-
-    /// Releases the permit `nonce` on `key` (see [`Permits`]): sent at once, with the releases waiting. The
-    /// batch it goes in, to [`wait`](RedisBackend::permits_given) for.
-    pub(crate) fn release_permit(self: &Arc<Self>, key: &str, nonce: u64) -> u64 {
-        let (start, batch) = self.permits.release(key, nonce);
+/// What `Permits` does with Redis: send its releases and renewals on `redis`'s connection, within its
+/// deadline.
+impl Permits {
+    /// Releases the permit `nonce` on `key`, on `redis` (see [`Permits`]): sent at once, with the releases
+    /// waiting. The batch it goes in, to [`wait`](Permits::given) for.
+    pub(crate) fn send_release(redis: &Arc<RedisBackend>, key: &str, nonce: u64) -> u64 {
+        let (start, batch) = redis.permits.release(key, nonce);
         if !start {
             return batch;
         }
@@ -162,28 +159,29 @@ impl RedisBackend {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return batch;
         };
-        let redis = Arc::clone(self);
+        let redis = Arc::clone(redis);
         runtime.spawn(async move {
-            while let Some((batch, by_key)) = redis.permits.take_released() {
-                redis.give_back_permits(by_key).await;
-                redis.permits.given.send_replace(batch);
+            let permits = &redis.permits;
+            while let Some((batch, by_key)) = permits.take_released() {
+                Permits::give_back(&redis, by_key).await;
+                permits.given.send_replace(batch);
             }
         });
         batch
     }
 
     /// Once the releases of `batch` (and those before) have been given back in Redis (or failed to be), within
-    /// the deadline.
-    pub(crate) async fn permits_given(&self, batch: u64) {
-        let mut given = self.permits.given.subscribe();
+    /// `deadline`.
+    pub(crate) async fn given(&self, batch: u64, deadline: Duration) {
+        let mut given = self.given.subscribe();
         let done = given.wait_for(|&given| given >= batch);
-        let _ = tokio::time::timeout(self.deadline(), done).await;
+        let _ = tokio::time::timeout(deadline, done).await;
     }
 
-    /// Gives back `by_key`'s permits in Redis: one `ZREM` per key, all at once, within the deadline. One that
+    /// Gives back `by_key`'s permits on `redis`: one `ZREM` per key, all at once, within the deadline. One that
     /// fails is dropped: the permit expires after its time to live.
-    async fn give_back_permits(&self, by_key: HashMap<String, Vec<u64>>) {
-        let Ok(connection) = self.connection() else {
+    async fn give_back(redis: &RedisBackend, by_key: HashMap<String, Vec<u64>>) {
+        let Ok(connection) = redis.connection() else {
             return;
         };
         let removals = by_key.iter().map(|(key, nonces)| {
@@ -196,22 +194,22 @@ impl RedisBackend {
             async move { connection.req_packed_command(&cmd).await }
         });
         let all = join_all(removals);
-        if tokio::time::timeout(self.deadline(), all).await.is_err() {
+        if tokio::time::timeout(redis.deadline(), all).await.is_err() {
             tracing::debug!("rate limiter: giving permits back timed out");
         }
     }
 
-    /// Renews every permit this node holds (one script call per key, all at once): how long until the next
+    /// Renews every permit `redis` holds (one script call per key, all at once): how long until the next
     /// renewal (none while nothing is held).
-    async fn renew_permits(&self) -> Option<Duration> {
-        let (each, next) = self.permits.to_renew();
+    async fn renew(redis: &RedisBackend) -> Option<Duration> {
+        let (each, next) = redis.permits.to_renew();
         if each.is_empty() {
             return next;
         }
-        let Ok(connection) = self.connection() else {
+        let Ok(connection) = redis.connection() else {
             return next;
         };
-        let test_now = self.test_now();
+        let test_now = redis.test_now();
         let renewals = each.iter().map(|(key, ttl, nonces)| {
             let mut connection = connection.clone();
             let mut cmd = RENEW.command(&[key]);
@@ -225,7 +223,7 @@ impl RedisBackend {
             async move { RENEW.run::<redis::Value>(&mut connection, &cmd).await }
         });
         let all = join_all(renewals);
-        let bound = next.unwrap_or(self.deadline());
+        let bound = next.unwrap_or(redis.deadline());
         if tokio::time::timeout(bound, all).await.is_err() {
             tracing::debug!("rate limiter: renewing permits timed out");
         }
@@ -251,7 +249,7 @@ pub(crate) fn spawn_permit_renewal(redis: Weak<RedisBackend>) {
             wait = match sooner {
                 // A permit to renew sooner than planned: the timer starts again, from its time to live.
                 true => Permits::every(&permits.lock()),
-                false => redis.renew_permits().await,
+                false => Permits::renew(&redis).await,
             };
         }
     });
