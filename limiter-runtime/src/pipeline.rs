@@ -11,7 +11,7 @@
 //! 4. For an enforced call, the verdict: a rejection names the first limit that refused (a shadow limit only
 //!    reports), and an admitted call first waits for its slot.
 //!
-//! Each decision is reported once, where it is made, to the limiter's [`Observers`](crate::observe::Observers).
+//! Each decision is reported once, where it is made, to the limiter's [`Observers`].
 //! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
 //! slot to wait for is left to await.
 
@@ -217,7 +217,7 @@ impl Pipeline {
         }
     }
 
-    /// Decides `call` for an enforced call: its [verdict](Limiter::verdict) (a rejection, or, admitted, the
+    /// Decides `call` for an enforced call: its [verdict](Pipeline::verdict) (a rejection, or, admitted, the
     /// call and its answer once its slot has come), at once or with the round trip (and the slot) left to
     /// await.
     #[inline(always)]

@@ -1,6 +1,6 @@
 //! What a part left out of a rule resolves to, in one place. The first layer that sets a part wins:
 //!
-//! 1. a run-time override of the key, then of its prefix (`max` and `window`: [`Rule::charge`]);
+//! 1. a run-time override of the key, then of its prefix (`max` and `window`, when a call is built);
 //! 2. the rule itself (the attribute's arguments, or the plain API's `Rule`);
 //! 3. the defaults of the innermost enclosing module that sets it ([`Defaults::resolve`]);
 //! 4. the crate-wide defaults (the builder, or the environment: `env.rs`);
