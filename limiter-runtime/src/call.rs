@@ -12,7 +12,7 @@ use crate::clock::as_micros;
 use crate::key::StoreKey;
 use crate::overrides::Overrides;
 use crate::rule::Wait;
-use crate::{Decision, OnError, Rule};
+use crate::{Decision, OnError, Rule, Verdict};
 
 /// How long a permit in flight lives in Redis unless renewed, by default.
 pub(crate) const IN_FLIGHT_TTL: Duration = Duration::from_secs(30);
@@ -401,6 +401,27 @@ impl Decided {
     /// The first limit's decision (a call of one limit: its only one).
     pub(crate) fn decision(&self) -> Decision {
         self.answers[0].decision
+    }
+
+    /// Names why each limit of `call` was decided as it was ([`Decision::verdict`]); `enabled`: limiting
+    /// was on.
+    #[inline]
+    pub(crate) fn judge(&mut self, call: &Call<'_>, enabled: bool) {
+        for (limit, answer) in call.limits().iter().zip(self.answers.iter_mut()) {
+            let decision = &mut answer.decision;
+            decision.verdict = match () {
+                _ if !enabled => Verdict::SwitchedOff,
+                _ if limit.preset == Some(Preset::Skipped) => Verdict::Skipped,
+                _ if decision.degraded => match (limit.on_error, decision.allowed) {
+                    (OnError::Local, _) => Verdict::DegradedLocal,
+                    (_, true) => Verdict::DegradedOpen,
+                    (_, false) => Verdict::Unavailable,
+                },
+                _ if decision.allowed => Verdict::Admitted,
+                _ if !limit.vetoes => Verdict::Shadow,
+                _ => Verdict::Limited,
+            };
+        }
     }
 }
 

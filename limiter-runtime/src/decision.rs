@@ -50,6 +50,78 @@ pub struct Decision {
     /// `limit` is then the calls at once, `remaining` the permits left, `window` a permit's time to live, and
     /// `retry_after` and `reset_after` zero (when a permit comes back is its holder's to say).
     pub in_flight: bool,
+    /// Why it was decided so: the one vocabulary of the metrics' `reason` label, the tracing events' `reason`
+    /// field and the operators' views.
+    pub verdict: Verdict,
+}
+
+/// Why a decision was made: every decision carries one ([`Decision::verdict`]), and the metrics and tracing
+/// events name it by [`as_str`](Verdict::as_str).
+///
+/// | verdict | text | the call |
+/// |---|---|---|
+/// | [`Admitted`](Verdict::Admitted) | `admitted` | goes ahead: the store admitted it |
+/// | [`Limited`](Verdict::Limited) | `limited` | is refused: the limit is reached |
+/// | [`Unavailable`](Verdict::Unavailable) | `unavailable` | is refused: Redis could not decide, and the rule fails closed |
+/// | [`DegradedOpen`](Verdict::DegradedOpen) | `degraded_open` | goes ahead: Redis could not decide, and the rule fails open |
+/// | [`DegradedLocal`](Verdict::DegradedLocal) | `degraded_local` | was decided by this node's share of the limit, Redis being unreachable |
+/// | [`Shadow`](Verdict::Shadow) | `shadow` | goes ahead: a shadow limit would have refused it |
+/// | [`Skipped`](Verdict::Skipped) | `skipped` | goes ahead uncounted: its `skip_if` held |
+/// | [`SwitchedOff`](Verdict::SwitchedOff) | `switched_off` | goes ahead uncounted: limiting is switched off |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// The store admitted the call.
+    Admitted,
+    /// The limit is reached: the call is refused.
+    Limited,
+    /// Redis could not decide and the rule fails closed: the call is refused.
+    Unavailable,
+    /// Redis could not decide and the rule fails open: the call goes ahead.
+    DegradedOpen,
+    /// Redis could not decide, and this node's share of the limit did (admitted or not).
+    DegradedLocal,
+    /// A shadow limit would have refused the call: it goes ahead.
+    Shadow,
+    /// The call skips the limit (`skip_if`): admitted, counted nowhere.
+    Skipped,
+    /// Limiting is switched off: every call goes ahead, counted nowhere.
+    SwitchedOff,
+}
+
+impl Verdict {
+    /// Every verdict, in the table's order.
+    pub const ALL: [Verdict; 8] = [
+        Verdict::Admitted,
+        Verdict::Limited,
+        Verdict::Unavailable,
+        Verdict::DegradedOpen,
+        Verdict::DegradedLocal,
+        Verdict::Shadow,
+        Verdict::Skipped,
+        Verdict::SwitchedOff,
+    ];
+
+    /// Its name in metrics labels and tracing fields: `admitted`, `limited`, `unavailable`, `degraded_open`,
+    /// `degraded_local`, `shadow`, `skipped` or `switched_off`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Admitted => "admitted",
+            Verdict::Limited => "limited",
+            Verdict::Unavailable => "unavailable",
+            Verdict::DegradedOpen => "degraded_open",
+            Verdict::DegradedLocal => "degraded_local",
+            Verdict::Shadow => "shadow",
+            Verdict::Skipped => "skipped",
+            Verdict::SwitchedOff => "switched_off",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Decision {
@@ -67,6 +139,11 @@ impl Decision {
             decided_at: Duration::from_micros(decided_at),
             degraded,
             in_flight: false,
+            // What the store said; the pipeline names degraded, shadow, skipped and switched-off decisions.
+            verdict: match outcome.allowed {
+                true => Verdict::Admitted,
+                false => Verdict::Limited,
+            },
         }
     }
 }

@@ -274,6 +274,14 @@ pub enum Error {
         /// What failed.
         cause: String,
     },
+    /// Redis did not answer an operator's read ([`Limiter::inspect`](crate::Limiter::inspect),
+    /// [`Limiter::top_limited`](crate::Limiter::top_limited)) within the deadline, or failed it.
+    #[error("Redis could not answer the read: {0}")]
+    Read(String),
+    /// The admin router's token is shorter than 8 characters (or empty): its API changes limits for the whole
+    /// service.
+    #[error("the admin token must be at least 8 characters: the admin API changes limits for the whole service")]
+    InvalidAdminToken,
     /// A limiter was already installed as the shared runtime.
     #[error("a limiter is already installed as the shared runtime; install one once, at start-up")]
     AlreadyInstalled,

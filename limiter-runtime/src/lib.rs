@@ -52,11 +52,11 @@
 //! The [`guide`] explains everything in full, one page per topic: [the attribute](guide::attribute), [the
 //! plain API](guide::plain_api), [the algorithms](guide::algorithms), [HTTP and gRPC](guide::http),
 //! [Redis](guide::redis) (Cluster, Sentinel, TLS), [failures](guide::failures),
-//! [operations](guide::operations) (overrides, switches, metrics), [calls in flight](guide::in_flight),
+//! [operations](guide::operations) (overrides, switches, what operators see, metrics), [calls in flight](guide::in_flight),
 //! [hot keys](guide::hot_keys) and [testing](guide::testing).
 
 // The layers, bottom up: keys, algorithms, the clock, policy names, decisions and errors; then rules, the
-// overrides, the call; the backends; the pipeline; the public API (the limiter, its builder, a resolved
+// overrides, the call; the backends, the observers and the operators' watch; the pipeline; the public API (the limiter, its builder, a resolved
 // limit, a reservation); and, on top, the service edges. `tests/tests/layers.rs` holds them to it.
 mod algorithm;
 mod budget;
@@ -75,6 +75,7 @@ mod rule;
 mod backend;
 mod observe;
 mod pipeline;
+mod watch;
 
 mod limiter;
 
@@ -86,6 +87,8 @@ pub mod guide;
 #[doc = include_str!("../../README.md")]
 mod readme {}
 
+#[cfg(feature = "admin")]
+pub use crate::edge::admin;
 #[cfg(any(feature = "axum", feature = "tower"))]
 pub use crate::edge::http;
 #[cfg(feature = "tower")]
@@ -97,7 +100,7 @@ pub mod __private;
 
 pub use crate::algorithm::Algorithm;
 pub use crate::clock::{Clock, FakeClock, SystemClock};
-pub use crate::decision::Decision;
+pub use crate::decision::{Decision, Verdict};
 pub use crate::error::{Error, RateLimited, Reason};
 pub use crate::limiter::{
     Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Permit, Reservation, Stats,
@@ -106,6 +109,7 @@ pub use crate::limiter::{
 pub use crate::overrides::Override;
 pub use crate::parse::ParseError;
 pub use crate::rule::{OnError, Rule};
+pub use crate::watch::{Inspection, NodeView, Overview, PolicyView, TopKey};
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.
 #[cfg(feature = "macros")]

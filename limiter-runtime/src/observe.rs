@@ -1,4 +1,5 @@
-//! What the pipeline tells of each decision, through one hook ([`Observers`]): the metrics, a tracing event, and,
+//! What the pipeline tells of each decision, through one hook ([`Observers`]): the metrics, the operators' watch
+//! (`crate::watch`), a tracing event, and,
 //! where a service edge records them (the tower layer's requests), the quotas a response advertises.
 //!
 //! Counters and a latency histogram go through the `metrics` facade (feature `metrics`), labelled by limit
@@ -6,7 +7,7 @@
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded` |
+//! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded`, and `reason`: the decision's [`Verdict`](crate::Verdict) (`admitted`, `limited`, `unavailable`, `degraded_open`, `degraded_local`, `shadow`, `skipped`, `switched_off`) |
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow rule would have rejected |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | none: in-memory keys forgotten before their expiry, to stay within `max_keys` |
@@ -19,9 +20,10 @@
 //! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
 //! then allocates nothing. (Install the `metrics` recorder before the first decision.)
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::call::{Call, Decided};
+use crate::watch::Watch;
 use crate::Decision;
 
 /// What a service edge records of the decisions made while it serves a request (the quotas its response
@@ -47,6 +49,8 @@ pub(crate) fn install_edge(edge: Edge) {
 #[derive(Debug, Default)]
 pub(crate) struct Observers {
     metrics: Metrics,
+    /// What the operators see; shared with the task that reports it through Redis.
+    pub(crate) watch: Arc<Watch>,
 }
 
 impl Observers {
@@ -56,7 +60,14 @@ impl Observers {
     pub(crate) fn decided(&self, call: &Call<'_>, decided: &Decided, counted: bool) {
         for (limit, decision) in call.limits().iter().zip(decided.decisions()) {
             self.metrics.decision(limit.key.parts().prefix, &decision);
+            tracing::trace!(
+                key = %limit.key.parts(),
+                allowed = decision.allowed,
+                reason = decision.verdict.as_str(),
+                "rate limiter: decided"
+            );
         }
+        self.watch.decided(call, decided);
         if counted {
             if let Some(edge) = EDGE.get() {
                 (edge.decided)(call, decided);
@@ -95,9 +106,8 @@ pub(crate) struct Metrics {
 #[cfg(feature = "metrics")]
 #[derive(Debug)]
 struct Handles {
-    allowed: metrics::Counter,
-    limited: metrics::Counter,
-    degraded: metrics::Counter,
+    /// By verdict, in [`Verdict::ALL`](crate::Verdict::ALL)'s order.
+    decisions: [metrics::Counter; 8],
     shadow: metrics::Counter,
     redis: metrics::Histogram,
 }
@@ -105,11 +115,19 @@ struct Handles {
 #[cfg(feature = "metrics")]
 impl Handles {
     fn register(prefix: &str) -> Handles {
-        let counter = |outcome: &'static str| metrics::counter!("limiter_decisions_total", "prefix" => prefix.to_owned(), "outcome" => outcome);
+        let counter = |verdict: crate::Verdict| {
+            // `outcome`, as before verdicts: the limit's answer (a shadow limit's refusal too), or degraded.
+            let outcome = match verdict {
+                crate::Verdict::Unavailable
+                | crate::Verdict::DegradedOpen
+                | crate::Verdict::DegradedLocal => "degraded",
+                crate::Verdict::Limited | crate::Verdict::Shadow => "limited",
+                _ => "allowed",
+            };
+            metrics::counter!("limiter_decisions_total", "prefix" => prefix.to_owned(), "outcome" => outcome, "reason" => verdict.as_str())
+        };
         Handles {
-            allowed: counter("allowed"),
-            limited: counter("limited"),
-            degraded: counter("degraded"),
+            decisions: crate::Verdict::ALL.map(counter),
             shadow: metrics::counter!("limiter_shadow_rejections_total", "prefix" => prefix.to_owned()),
             redis: metrics::histogram!("limiter_redis_duration_seconds", "prefix" => prefix.to_owned()),
         }
@@ -144,12 +162,7 @@ impl Metrics {
     pub(crate) fn decision(&self, prefix: &str, decision: &Decision) {
         #[cfg(feature = "metrics")]
         self.with(prefix, |h| {
-            match (decision.degraded, decision.allowed) {
-                (true, _) => &h.degraded,
-                (false, true) => &h.allowed,
-                (false, false) => &h.limited,
-            }
-            .increment(1)
+            h.decisions[decision.verdict as usize].increment(1)
         });
         #[cfg(not(feature = "metrics"))]
         let _ = (prefix, decision);

@@ -81,7 +81,7 @@ impl Pipeline {
     /// sync, and the sweep of idle leases.
     pub(crate) fn start_background(&self) {
         self.background
-            .call_once(|| self.backend.start(&self.overrides));
+            .call_once(|| self.backend.start(&self.overrides, &self.observers.watch));
     }
 
     /// The call of `asks`, with the overrides in force applied: the one constructor of a call.
@@ -95,7 +95,7 @@ impl Pipeline {
     pub(crate) fn decide_now(&self, call: &Call<'_>) -> Result<Decided, Later> {
         let inner = self;
         let enabled = inner.overrides.is_enabled();
-        let decided = if !enabled || call.all_preset() {
+        let mut decided = if !enabled || call.all_preset() {
             // Switched off, no limit applies; a limit decided before any store was asked, as it was.
             let now = inner.clock.now_micros();
             let answers = call
@@ -114,6 +114,7 @@ impl Pipeline {
         } else {
             inner.backend.decide_now(call)?
         };
+        decided.judge(call, enabled);
         inner.observers.decided(call, &decided, enabled);
         Ok(decided)
     }
@@ -154,7 +155,8 @@ impl Pipeline {
     ) -> T {
         self.start_background();
         let timer = crate::observe::Timer::start();
-        let decided = Backend::decide_later(call.borrow(), later).await;
+        let mut decided = Backend::decide_later(call.borrow(), later).await;
+        decided.judge(call.borrow(), true);
         self.observers.redis(call.borrow(), timer);
         self.observers.decided(call.borrow(), &decided, true);
         then(call, decided)
@@ -168,7 +170,8 @@ impl Pipeline {
         then: impl FnOnce(C, Decided) -> T,
     ) -> T {
         let timer = crate::observe::Timer::start();
-        let decided = Backend::wait(call.borrow(), later).await;
+        let mut decided = Backend::wait(call.borrow(), later).await;
+        decided.judge(call.borrow(), true);
         self.observers.redis(call.borrow(), timer);
         self.observers.decided(call.borrow(), &decided, true);
         then(call, decided)
@@ -259,6 +262,7 @@ impl Pipeline {
                 tracing::info!(
                     key = %key,
                     limit = decision.limit,
+                    reason = decision.verdict.as_str(),
                     "rate limiter: would have limited (shadow mode)"
                 );
             } else if !decision.allowed && !shadow && refused.is_none() {
@@ -270,7 +274,7 @@ impl Pipeline {
         };
         let (limit, decision) = (&limits[refused], decided.answers[refused].decision);
         if !decision.degraded {
-            tracing::debug!(key = %limit.key.parts(), limit = decision.limit, retry_after = ?decision.retry_after, "rate limiter: limited");
+            tracing::debug!(key = %limit.key.parts(), limit = decision.limit, retry_after = ?decision.retry_after, reason = decision.verdict.as_str(), "rate limiter: limited");
         }
         // Each limit's state, when there are several (one is the rejection's own); a shadow or skipped limit,
         // or a decision made without a count, is not advertised in quota headers.

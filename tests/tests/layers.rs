@@ -22,8 +22,8 @@ const LAYERS: [&[&str]; 7] = [
     ],
     // Rules, the overrides in force, and the call built of them.
     &["rule", "overrides", "call"],
-    // The backends, and who hears of each decision.
-    &["backend", "observe"],
+    // The backends, who hears of each decision, and what the operators see of them.
+    &["backend", "observe", "watch"],
     // The pipeline.
     &["pipeline"],
     // The public API: the limiter (its builder, a resolved limit, a reservation), and what expansions call.

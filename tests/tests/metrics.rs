@@ -119,18 +119,24 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
     let recorded = recorded.0.lock().unwrap().clone();
     let get = |key: &str| recorded.get(key).copied().unwrap_or(0);
     assert_eq!(
-        get("limiter_decisions_total{prefix=api:,outcome=allowed}"),
+        get("limiter_decisions_total{prefix=api:,outcome=allowed,reason=admitted}"),
         4,
         "{recorded:#?}"
     );
     assert_eq!(
-        get("limiter_decisions_total{prefix=api:,outcome=limited}"),
+        get("limiter_decisions_total{prefix=api:,outcome=limited,reason=limited}"),
         2,
         "{recorded:#?}"
     );
     assert_eq!(
-        get("limiter_decisions_total{prefix=api:,outcome=degraded}"),
+        get("limiter_decisions_total{prefix=api:,outcome=degraded,reason=degraded_open}"),
         1,
+        "{recorded:#?}"
+    );
+    // The shadow limit's refusals, which let the calls through, are named for it.
+    assert_eq!(
+        get("limiter_decisions_total{prefix=trial:,outcome=limited,reason=shadow}"),
+        2,
         "{recorded:#?}"
     );
     assert_eq!(

@@ -5,7 +5,7 @@
 use super::{Charge, Outcome, Receipt};
 
 /// The current window's index and the units admitted in it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct FixedWindow {
     index: u64,
     count: u64,

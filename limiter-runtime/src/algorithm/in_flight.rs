@@ -8,7 +8,7 @@
 use super::{Charge, Outcome, Receipt};
 
 /// The permits held: each one's mark (naming it, to give it back) and when it expires (µs).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct InFlight {
     permits: Vec<(u64, u64)>,
     /// The mark of the next permit taken in memory.

@@ -6,7 +6,7 @@
 use super::{ceil_div, div, narrow, Charge, Outcome, Queue, Receipt};
 
 /// When the next slot is free.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct LeakyBucket {
     free_at: Queue,
 }

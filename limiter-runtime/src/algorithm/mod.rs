@@ -6,6 +6,7 @@
 mod fixed_window;
 pub(crate) mod in_flight;
 mod leaky_bucket;
+mod peek;
 mod queue;
 pub(crate) mod sliding_log;
 mod sliding_window;
@@ -23,6 +24,7 @@ use std::sync::LazyLock;
 use self::fixed_window::FixedWindow;
 use self::in_flight::InFlight;
 use self::leaky_bucket::LeakyBucket;
+pub(crate) use self::peek::{peek, peek_log, Peek};
 use self::queue::Queue;
 use self::sliding_log::SlidingLog;
 use self::sliding_window::SlidingWindow;
@@ -166,7 +168,7 @@ impl Charge {
 }
 
 /// The state of one key under one algorithm: what the in-memory store keeps per key.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum State {
     SlidingLog(SlidingLog),
     FixedWindow(FixedWindow),

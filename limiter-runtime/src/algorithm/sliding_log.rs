@@ -9,7 +9,7 @@ use super::{Charge, Outcome, Receipt};
 
 /// The admissions of one key, oldest first: one entry per microsecond that admitted anything, weighing the
 /// units admitted then (a call's cost is a weight, never a number of entries), and their sum.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct SlidingLog {
     admitted: VecDeque<Admitted>,
     units: u64,
@@ -24,14 +24,7 @@ struct Admitted {
 
 impl SlidingLog {
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
-        while let Some(oldest) = self
-            .admitted
-            .front()
-            .filter(|oldest| oldest.at.saturating_add(req.window) <= now)
-        {
-            self.units -= oldest.units;
-            self.admitted.pop_front();
-        }
+        self.forget_before(now, req.window);
         let admitted = &self.admitted;
         let outcome = outcome(
             now,
@@ -57,6 +50,30 @@ impl SlidingLog {
             }
         }
         outcome
+    }
+
+    /// What the log holds at `now`, for a `window`, its expired admissions forgotten: the units in the window,
+    /// and when the newest was admitted.
+    pub(crate) fn read(&mut self, now: u64, window: u64) -> (u64, Option<u64>) {
+        self.forget_before(now, window);
+        (self.units, self.admitted.back().map(|newest| newest.at))
+    }
+
+    /// When the admission was made whose leaving takes the oldest `need` units out of the window.
+    pub(crate) fn leaving(&self, need: u64) -> u64 {
+        blocking(&self.admitted, need)
+    }
+
+    /// Forgets the admissions that have left the window at `now`.
+    fn forget_before(&mut self, now: u64, window: u64) {
+        while let Some(oldest) = self
+            .admitted
+            .front()
+            .filter(|oldest| oldest.at.saturating_add(window) <= now)
+        {
+            self.units -= oldest.units;
+            self.admitted.pop_front();
+        }
     }
 
     /// Removes `units` of the admissions made at the receipt's time, while they are in the window (those of

@@ -6,7 +6,7 @@
 use super::{div, narrow, Charge, Outcome, Receipt};
 
 /// The current aligned window's index, its count and the previous window's count.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct SlidingWindow {
     index: u64,
     current: u64,

@@ -5,7 +5,7 @@
 use super::{ceil_div, div, narrow, Charge, Outcome, Queue, Receipt};
 
 /// When the bucket is full again (the theoretical arrival time).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct TokenBucket {
     full_at: Queue,
 }

@@ -14,10 +14,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
-use crate::call::{Answer, Call, Decided};
+use crate::algorithm::Peek;
+use crate::call::{Answer, Call, CallLimit, Decided};
 use crate::error::Error;
 use crate::overrides::{Change, Overrides};
+use crate::watch::{NodeReport, Watch};
 
 pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
 pub(crate) use self::redis::{Later, RedisBackend};
@@ -101,16 +104,61 @@ impl Backend {
 }
 
 impl Backend {
-    /// Starts what keeps a Redis backend's view current while it lives: its heartbeat, the sync of
-    /// `overrides`, and the sweep of idle leases. Nothing in memory.
-    pub(crate) fn start(&self, overrides: &Arc<Overrides>) {
+    /// Starts what keeps a Redis backend's view current while it lives: its heartbeat (and with it this
+    /// node's report of what `watch` saw), the sync of `overrides`, and the sweep of idle leases. Nothing in
+    /// memory.
+    pub(crate) fn start(&self, overrides: &Arc<Overrides>, watch: &Arc<Watch>) {
         if let Backend::Redis(redis) = self {
             let overrides = Arc::downgrade(overrides);
-            redis::spawn_heartbeat(Arc::downgrade(redis), overrides.clone());
+            redis::spawn_heartbeat(
+                Arc::downgrade(redis),
+                overrides.clone(),
+                Arc::downgrade(watch),
+            );
             redis::spawn_overrides_sync(overrides, Arc::downgrade(redis));
             redis::spawn_lease_sweep(Arc::downgrade(redis));
             redis::spawn_permit_renewal(Arc::downgrade(redis));
         }
+    }
+
+    /// Reads `limit`'s key without charging it (what an operator inspects): its state, when (µs, on the
+    /// store's clock), and whether this node holds a denial of it (never in memory).
+    pub(crate) async fn inspect(&self, limit: &CallLimit<'_>) -> Result<(Peek, u64, bool), Error> {
+        match self {
+            Backend::Memory(memory) => {
+                let (peek, at) = memory.peek(limit);
+                Ok((peek, at, false))
+            }
+            Backend::Redis(redis) => redis.inspect(limit).await,
+        }
+    }
+
+    /// This node's id among the nodes that report: its process id in memory (where it is alone).
+    pub(crate) fn node(&self) -> String {
+        match self {
+            Backend::Memory(_) => std::process::id().to_string(),
+            Backend::Redis(redis) => redis.fallback.instances.id().to_owned(),
+        }
+    }
+
+    /// Every node's latest report through Redis (this one's too), and how long ago each was written; none in
+    /// memory.
+    pub(crate) async fn reports(&self) -> Result<Vec<(NodeReport, Duration)>, Error> {
+        let Backend::Redis(redis) = self else {
+            return Ok(Vec::new());
+        };
+        let read = |cause: String| Error::Read(cause);
+        let mut connection = redis.establish().await.map_err(|e| read(e.to_string()))?;
+        let reports = redis.fallback.instances.reports(&mut connection);
+        let reports =
+            tokio::time::timeout(redis.deadline().max(Duration::from_millis(500)), reports)
+                .await
+                .map_err(|_| read(format!("no answer within {:?}", redis.deadline())))?
+                .map_err(|e| read(e.to_string()))?;
+        Ok(reports
+            .into_iter()
+            .filter_map(|(text, age)| Some((NodeReport::decode(&text)?, age)))
+            .collect())
     }
 
     /// Makes an operator's `change` where every runtime sees it: in Redis, announced, with the version Redis

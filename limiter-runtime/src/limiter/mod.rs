@@ -16,19 +16,24 @@ pub use self::permit::Permit;
 pub(crate) use self::reservation::Held;
 pub use self::reservation::Reservation;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::algorithm::Algorithm;
 use crate::backend::{Backend, MemoryStore, DEFAULT_MAX_KEYS};
 use crate::call::{Ask, Call, Decided, RuleRef};
 use crate::key::StoreKey;
 use crate::overrides::Change;
 use crate::pipeline::Pipeline;
 use crate::rule::Defaults;
-use crate::{Clock, Decision, Error, Override, RateLimited, Rule, SystemClock};
+use crate::watch::{self, TopKeys};
+use crate::{
+    Clock, Decision, Error, Inspection, Override, Overview, RateLimited, Rule, SystemClock, TopKey,
+};
 
 /// The default bound on one Redis decision.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(50);
@@ -606,6 +611,100 @@ impl Limiter {
     #[inline]
     pub fn is_enabled(&self) -> bool {
         self.pipeline.overrides.is_enabled()
+    }
+
+    /// Reads `rule`'s state for `key` without charging it: used, remaining, when one more unit fits and when
+    /// the limit is full again, the permits held for a limit [in flight](Rule::in_flight), and whether this
+    /// node refuses the key from a denial Redis gave. With Redis, one read-only script call on Redis's clock
+    /// (a sliding log's reads the calls in its window); in memory, the key's state as the next call finds
+    /// it. Overrides in force apply, as they do to a call.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("rate_limit:emp:").max(5);
+    /// limiter.check(&rule, "1001").await;
+    /// let state = limiter.inspect(&rule, "1001").await?;
+    /// assert_eq!((state.used, state.remaining, state.key.as_str()), (1, 4, "1001"));
+    /// assert_eq!(limiter.inspect(&rule, "1001").await?.used, 1); // reading charges nothing
+    /// # Ok(()) }
+    /// ```
+    pub async fn inspect(&self, rule: &Rule, key: impl fmt::Display) -> Result<Inspection, Error> {
+        let rule = self.pipeline.defaults.resolved(rule);
+        let call = self.one(&rule, format_args!("{key}"), 1);
+        let limit = &call.limits()[0];
+        let (peek, at, deny_cached) = self.pipeline.backend.inspect(limit).await?;
+        Ok(Inspection {
+            policy: rule.policy_name().to_string(),
+            key: limit.key.parts().rest.to_owned(),
+            limit: limit.charge.max,
+            window: Duration::from_micros(limit.charge.window),
+            used: peek.used,
+            remaining: peek.remaining,
+            retry_after: Duration::from_micros(peek.retry_after),
+            reset_after: Duration::from_micros(peek.reset_after),
+            in_flight: limit.algorithm == Algorithm::InFlight,
+            deny_cached,
+            read_at: Duration::from_micros(at),
+        })
+    }
+
+    /// The `n` keys most refused over the last minute (the limit reached) under `policy` (its name or its
+    /// prefix; every policy's for `""`), for the whole service: each node keeps a bounded summary of its
+    /// refused keys and reports it through Redis with its heartbeat, and this merges the reports. Heaviest
+    /// first. An error means Redis did not answer ([`overview`](Limiter::overview) answers with this node
+    /// alone then); in memory, this process's.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("rate_limit:emp:").name("emp").max(1);
+    /// for _ in 0..4 {
+    ///     limiter.check(&rule, "1001").await;
+    /// }
+    /// let top = limiter.top_limited("emp", 10).await?;
+    /// assert_eq!((top[0].key.as_str(), top[0].refused), ("1001", 3));
+    /// # Ok(()) }
+    /// ```
+    pub async fn top_limited(&self, policy: &str, n: usize) -> Result<Vec<TopKey>, Error> {
+        let (overview, refused, failed) = self.service().await;
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(watch::top_of(&overview, &refused, policy, n)),
+        }
+    }
+
+    /// The service at a glance: each policy's decisions and refusals (per second, and over the last minute)
+    /// and each node's health (breaker, degraded decisions, switch), merged from the nodes' reports through
+    /// Redis. When Redis does not answer, this node's view alone, marked [`partial`](Overview::partial).
+    pub async fn overview(&self) -> Overview {
+        self.service().await.0
+    }
+
+    /// The service's view, the most refused keys of each policy, and why it is this node's alone, if it is.
+    async fn service(&self) -> (Overview, BTreeMap<String, TopKeys>, Option<Error>) {
+        let pipeline = &*self.pipeline;
+        let (breaker_open, degraded) = match &pipeline.backend {
+            Backend::Memory(_) => (false, 0),
+            Backend::Redis(redis) => (redis.breaker_open(), redis.degraded_count()),
+        };
+        let this = pipeline.observers.watch.node_report(
+            pipeline.backend.node(),
+            breaker_open,
+            degraded,
+            pipeline.overrides.is_enabled(),
+        );
+        let (others, failed) = match pipeline.backend.reports().await {
+            Ok(others) => (others, None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
+        let redis = matches!(pipeline.backend, Backend::Redis(_));
+        let (overview, refused) = watch::merge(this, others, redis, failed.is_some());
+        (overview, refused, failed)
     }
 
     /// This limiter in a few words, for messages that name two: "limiter #2 (Redis at redis://10.0.0.5:6379)".

@@ -15,7 +15,7 @@ mod shard;
 use std::sync::{Arc, MutexGuard};
 
 use self::shard::Shard;
-use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
+use crate::algorithm::{peek, Algorithm, Charge, Outcome, Peek, Receipt, State};
 use crate::call::{Call, CallLimit, OneOrMany};
 use crate::clock::Clock;
 use crate::sharded::Sharded;
@@ -122,6 +122,23 @@ impl MemoryStore {
         };
         self.forget_idle(hash.shard, &mut shard, now);
         (outcome, now)
+    }
+
+    /// What `limit`'s key holds now, read without charging it, and when (µs).
+    pub(crate) fn peek(&self, limit: &CallLimit<'_>) -> (Peek, u64) {
+        let read = self.clock.now_micros();
+        let key = limit.key.parts();
+        let (mut shard, hash) = self.shards.lock(key);
+        let now = read.max(shard.latest);
+        let fresh;
+        let state = match shard.state((hash, key), limit.algorithm, now) {
+            Some(state) => state,
+            None => {
+                fresh = State::new(limit.algorithm);
+                &fresh
+            }
+        };
+        (peek(state, now, &limit.charge), now)
     }
 
     /// [`decide`](MemoryStore::decide) for a call of several limits, the clock read at `read` (before the

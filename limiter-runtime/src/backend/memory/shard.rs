@@ -65,6 +65,18 @@ impl Shard {
         outcome
     }
 
+    /// The state of `key` under `algorithm` at `now`, if it holds one that has not expired.
+    pub(super) fn state(
+        &mut self,
+        (hash, key): (KeyHash, KeyRef<'_>),
+        algorithm: Algorithm,
+        now: u64,
+    ) -> Option<&State> {
+        let entry = self.entries.get_mut(hash, key)?;
+        let live = entry.expires_at > now && entry.state.algorithm() == algorithm;
+        live.then_some(&entry.state)
+    }
+
     /// Gives back `units` of what an admission of `charge` on `key` under `algorithm` charged (`receipt`),
     /// while its state lives (a state that expired, or was replaced, holds none of it). Its expiry stays: the
     /// limit is full again no later than before.

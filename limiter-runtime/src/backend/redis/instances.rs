@@ -1,5 +1,7 @@
 //! How many runtimes share this Redis: each keeps a heartbeat in its group's set while Redis is healthy, and
-//! remembers the last count, which `on_error = local` divides limits by while Redis is down.
+//! remembers the last count, which `on_error = local` divides limits by while Redis is down. Each heartbeat
+//! also stores the runtime's report of what it has seen (`crate::watch`), which any runtime reads back, for
+//! the whole service's views.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Weak};
@@ -8,14 +10,24 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::script::LuaScript;
 use super::RedisBackend;
 use crate::overrides::Overrides;
+use crate::watch::Watch;
+
+/// A heartbeat (and its report) may take this long, whatever the decisions' deadline.
+const MIN_BEAT: Duration = Duration::from_millis(500);
 
 static HEARTBEAT: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/instances.lua")));
+
+/// The live runtimes' reports, read (`scripts/reports.lua`).
+static REPORTS: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/reports.lua")));
 
 #[derive(Debug)]
 pub(crate) struct Instances {
     /// The group's sorted set of live instances.
     key: String,
+    /// Where each runtime's report is: this, then its id (in the set's Cluster slot).
+    reports: String,
     /// This runtime's member in it.
     id: String,
     pub(crate) every: Duration,
@@ -30,44 +42,86 @@ impl Instances {
             .unwrap_or_default()
             .as_nanos();
         let salt = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), nanos);
+        let key = format!("limiter:instances:{group}");
         Instances {
-            key: format!("limiter:instances:{group}"),
+            reports: reports_at(&key),
+            key,
             id: format!("{}-{:x}", std::process::id(), salt),
             every,
             live: AtomicU64::new(1),
         }
     }
 
+    /// This runtime's id among them.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Every live runtime's report, and how long ago it was written.
+    pub(crate) async fn reports<C: redis::aio::ConnectionLike>(
+        &self,
+        connection: &mut C,
+    ) -> redis::RedisResult<Vec<(String, Duration)>> {
+        let reply: Vec<redis::Value> = REPORTS.invoke(connection, &self.key, &self.reports).await?;
+        let mut reports = Vec::new();
+        for pair in reply.get(1..).unwrap_or_default().chunks(2) {
+            if let [redis::Value::Int(age), redis::Value::BulkString(text)] = pair {
+                let age = Duration::from_millis(u64::try_from(*age).unwrap_or(0));
+                reports.push((String::from_utf8_lossy(text).into_owned(), age));
+            }
+        }
+        Ok(reports)
+    }
+
     pub(crate) fn live(&self) -> u64 {
         self.live.load(Ordering::Relaxed).max(1)
     }
 
-    /// One heartbeat: renew this runtime's entry, forget expired ones, and learn the count.
+    /// One heartbeat: renew this runtime's entry (and its `report`, if any), forget expired ones, and learn
+    /// the count.
     pub(crate) async fn beat<C: redis::aio::ConnectionLike>(
         &self,
         connection: &mut C,
+        report: Option<&str>,
     ) -> redis::RedisResult<u64> {
         // An entry outlives three missed heartbeats.
         let lifetime = u64::try_from((3 * self.every).as_micros()).unwrap_or(u64::MAX);
-        let live: u64 = HEARTBEAT
-            .invoke(connection, &self.key, (&self.id, lifetime))
-            .await?;
+        let report_key = format!("{}{}", self.reports, self.id);
+        let mut command = HEARTBEAT.command(&[&self.key, &report_key]);
+        command.arg(&self.id).arg(lifetime).arg(report);
+        let live: u64 = HEARTBEAT.run(connection, &command).await?;
         self.live.store(live.max(1), Ordering::Relaxed);
         Ok(live)
     }
 }
 
-/// Renews this runtime's heartbeat while Redis is healthy and limiting on, as long as the limiter lives.
-pub(crate) fn spawn_heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrides>) {
+/// Renews this runtime's heartbeat while Redis is healthy and limiting on, as long as the limiter lives, and
+/// with it this runtime's report of what it has seen (`watch`), for the operators' views.
+pub(crate) fn spawn_heartbeat(
+    redis: Weak<RedisBackend>,
+    overrides: Weak<Overrides>,
+    watch: Weak<Watch>,
+) {
     tokio::spawn(async move {
         loop {
-            let (Some(redis), Some(overrides)) = (redis.upgrade(), overrides.upgrade()) else {
+            let (Some(redis), Some(overrides), Some(watch)) =
+                (redis.upgrade(), overrides.upgrade(), watch.upgrade())
+            else {
                 return;
             };
             if !redis.breaker_open() && overrides.is_enabled_here() {
                 if let Ok(mut connection) = redis.connection() {
-                    let beat = redis.fallback.instances.beat(&mut connection);
-                    match tokio::time::timeout(redis.deadline(), beat).await {
+                    let instances = &redis.fallback.instances;
+                    let report = watch
+                        .node_report(
+                            instances.id().to_owned(),
+                            redis.breaker_open(),
+                            redis.degraded_count(),
+                            overrides.is_enabled(),
+                        )
+                        .encode();
+                    let beat = instances.beat(&mut connection, Some(&report));
+                    match tokio::time::timeout(redis.deadline().max(MIN_BEAT), beat).await {
                         Ok(Ok(_)) => {}
                         Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
                         Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),
@@ -76,8 +130,49 @@ pub(crate) fn spawn_heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrid
             }
             redis.tidy_local();
             let every = redis.fallback.instances.every;
-            drop((redis, overrides));
+            drop((redis, overrides, watch));
             tokio::time::sleep(every).await;
         }
     });
+}
+
+/// Where the reports of the instances in the set `key` are: `limiter:report:{<key>}:` and each one's id, the
+/// set's whole name their Cluster hash tag, so that they share its slot; or, when `key` holds a tag of its
+/// own, `key:report:`. (A group named with an empty tag and a `}`, `a{}b`, has no key in its slot but itself:
+/// its reports then work on one server, not on a Cluster.)
+fn reports_at(key: &str) -> String {
+    let tagged = key
+        .find('{')
+        .and_then(|open| key[open + 1..].find('}').filter(|&len| len > 0));
+    match tagged {
+        Some(_) => format!("{key}:report:"),
+        None => format!("limiter:report:{{{key}}}:"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reports_at;
+
+    /// A report's key is in the instances' set's slot: the set's whole name as its tag, or the tag it has.
+    #[test]
+    fn a_report_key_shares_its_sets_slot() {
+        for (key, report) in [
+            (
+                "limiter:instances:default",
+                "limiter:report:{limiter:instances:default}:n1",
+            ),
+            (
+                "limiter:instances:a{b}c",
+                "limiter:instances:a{b}c:report:n1",
+            ),
+        ] {
+            let made = format!("{}n1", reports_at(key));
+            assert_eq!(made, report);
+            assert_eq!(
+                redis::cluster_routing::Slot::for_key(&made.as_str()),
+                redis::cluster_routing::Slot::for_key(&key)
+            );
+        }
+    }
 }

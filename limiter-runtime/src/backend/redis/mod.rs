@@ -45,7 +45,7 @@ use self::lease::{Held, Leases, Take};
 pub(crate) use self::permits::spawn_permit_renewal;
 use self::permits::Permits;
 use self::script::{nonce, BatchCall, CallOutcome, GiveBack, Sent};
-use crate::algorithm::{Algorithm, Outcome};
+use crate::algorithm::{Algorithm, Outcome, Peek};
 use crate::call::{Answer, Call, CallLimit, Charged, Decided, LeaseTerms, OneOrMany};
 use crate::clock::{as_micros, Clock};
 use crate::error::{BackendError, Error};
@@ -434,6 +434,23 @@ impl RedisBackend {
             Some(key) => cache.remove(KeyRef { prefix, rest: key }),
             None => cache.clear(),
         }
+    }
+
+    /// Reads `limit`'s key without charging it (one read-only script call, within the deadline), and whether
+    /// this node holds a denial of it: what an operator inspects.
+    pub(crate) async fn inspect(&self, limit: &CallLimit<'_>) -> Result<(Peek, u64, bool), Error> {
+        let read = |cause: BackendError| Error::Read(cause.to_string());
+        let connection = self.establish().await.map_err(read)?;
+        let (script, command) = script::inspect_command(limit, self.test_now());
+        let reply = within(script::send(script, connection, command), self.deadline)
+            .await
+            .map_err(|failed| read(failed.cause))?;
+        let (peek, now) = script::read_inspected(&reply, limit).map_err(read)?;
+        let denied = self
+            .denied
+            .as_ref()
+            .is_some_and(|cache| cache.holds(limit.key.parts(), self.clock.now()));
+        Ok((peek, now, denied))
     }
 
     /// "Now" passed to the script, in a test that drives Redis's time.

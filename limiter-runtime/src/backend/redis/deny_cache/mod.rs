@@ -196,6 +196,18 @@ impl DenyCache {
         }
     }
 
+    /// Whether a denial of the call `key` names holds at `now`: a call of its costs is refused without asking
+    /// Redis.
+    pub(crate) fn holds(&self, key: KeyRef<'_>, now: Duration) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let (mut shard, hash) = self.shards.lock(key);
+        shard
+            .get_mut(hash, key)
+            .is_some_and(|denial| now < denial.until)
+    }
+
     /// Forgets the denial of the call `key` names.
     pub(crate) fn remove(&self, key: KeyRef<'_>) {
         if self.is_empty() {

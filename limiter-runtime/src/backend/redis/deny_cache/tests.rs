@@ -16,6 +16,7 @@ fn denied(retry_after: Duration) -> Decision {
         decided_at: Duration::from_secs(1_000),
         degraded: false,
         in_flight: false,
+        verdict: crate::Verdict::Limited,
     }
 }
 

@@ -6,11 +6,13 @@
 //! sent, owned, so that its answer can be awaited after the caller has gone ([`send`]); its reply, read
 //! against the call ([`read_decided`]).
 
+mod inspect;
 mod lease;
 mod nonce;
 mod one_limit;
 mod reply;
 
+pub(crate) use self::inspect::{inspect_command, read_inspected};
 pub(crate) use self::lease::{lease_command, read_lease};
 use self::nonce::NonceText;
 pub(crate) use self::nonce::{nonce, nonce_text};

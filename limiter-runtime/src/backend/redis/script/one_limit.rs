@@ -4,7 +4,7 @@
 use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
-use super::reply::{bucket, non_negative};
+use super::reply::{bucket, non_negative, score};
 use super::{depth, weighing, BatchCall, CallOutcome, LuaScript};
 use crate::algorithm::{sliding_log, Algorithm, Outcome, Reported, State};
 use crate::call::{CallLimit, OneOrMany};
@@ -144,16 +144,4 @@ pub(super) fn read_one_limit(
         each.push(decided(outcome));
     }
     Ok((each, now))
-}
-
-/// A member's score as Redis answers it (a decimal, possibly in floating-point notation), in µs; `None` for
-/// none ("").
-fn score(value: &Value) -> Option<u64> {
-    let Value::BulkString(text) = value else {
-        return None;
-    };
-    let text = std::str::from_utf8(text).ok()?;
-    text.parse::<u64>()
-        .ok()
-        .or_else(|| text.parse::<f64>().ok().map(|s| s as u64))
 }

@@ -39,3 +39,15 @@ fn parse_run(run: &[u8]) -> Option<(u64, u64)> {
 pub(super) fn non_negative(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
+
+/// A member's score as Redis answers it (a decimal, possibly in floating-point notation), in µs; `None` for
+/// none ("").
+pub(super) fn score(value: &Value) -> Option<u64> {
+    let Value::BulkString(text) = value else {
+        return None;
+    };
+    let text = std::str::from_utf8(text).ok()?;
+    text.parse::<u64>()
+        .ok()
+        .or_else(|| text.parse::<f64>().ok().map(|s| s as u64))
+}

@@ -1,0 +1,79 @@
+//! An operator's read of one limit's key (`scripts/inspect.lua`): no charge, no write, Redis's clock; its
+//! reply read by the algorithm's twin, as a decision's is.
+
+use std::sync::LazyLock;
+
+use redis::{Cmd, Value};
+
+use super::reply::{bucket, non_negative, score};
+use super::LuaScript;
+use crate::algorithm::{peek, peek_log, Algorithm, Peek, Reported, State};
+use crate::call::CallLimit;
+use crate::error::BackendError;
+
+/// The script (`scripts/inspect.lua`).
+static INSPECT: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/inspect.lua")));
+
+/// The script, and its command reading `limit`'s key.
+pub(crate) fn inspect_command(
+    limit: &CallLimit<'_>,
+    test_now: Option<u64>,
+) -> (&'static LuaScript, Cmd) {
+    let mut cmd = INSPECT.command(&[&limit.key]);
+    cmd.arg(super::code(limit.algorithm));
+    match test_now {
+        Some(now) => cmd.arg(super::test_window(limit.charge.window, now)),
+        None => cmd.arg(limit.charge.window),
+    };
+    cmd.arg(limit.charge.max);
+    (&INSPECT, cmd)
+}
+
+/// What the script answered of `limit`'s key, and when (µs).
+pub(crate) fn read_inspected(
+    reply: &Value,
+    limit: &CallLimit<'_>,
+) -> Result<(Peek, u64), BackendError> {
+    let unexpected = || BackendError::Reply(format!("{reply:?}"));
+    let (now, first, rest) = match reply {
+        Value::Int(now) => (non_negative(*now), 0, &[][..]),
+        Value::Array(values) => match values.as_slice() {
+            [Value::Int(now), Value::Int(first), rest @ ..] => {
+                (non_negative(*now), non_negative(*first), rest)
+            }
+            _ => return Err(unexpected()),
+        },
+        _ => return Err(unexpected()),
+    };
+    let charge = &limit.charge;
+    let reported = match limit.algorithm {
+        Algorithm::SlidingLog => {
+            let (blocking, newest) = match rest {
+                [] => (None, None),
+                [blocking, newest] => (score(blocking), score(newest)),
+                _ => return Err(unexpected()),
+            };
+            let blocking = blocking.unwrap_or(now);
+            return Ok((peek_log(now, charge, first, |_| blocking, newest), now));
+        }
+        Algorithm::FixedWindow => Reported::Count(first),
+        Algorithm::InFlight => Reported::Held(first),
+        Algorithm::SlidingWindow => Reported::Counts {
+            current: first,
+            previous: match rest {
+                [] => 0,
+                [Value::Int(previous)] => non_negative(*previous),
+                _ => return Err(unexpected()),
+            },
+        },
+        Algorithm::TokenBucket | Algorithm::LeakyBucket => match rest {
+            [] => bucket(first, None),
+            [run] => bucket(first, Some(run)),
+            _ => None,
+        }
+        .ok_or_else(unexpected)?,
+    };
+    let state = State::reported(limit.algorithm, now, charge, reported).ok_or_else(unexpected)?;
+    Ok((peek(&state, now, charge), now))
+}

@@ -1,0 +1,252 @@
+//! The admin API's routes, each a thin reading of the limiter's own operators' methods into JSON.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::Admin;
+use crate::Override;
+
+/// The live page.
+const PAGE: &str = include_str!("page.html");
+
+/// An error answer: `{"error": text}` with `status`.
+pub(super) fn error(status: StatusCode, text: impl std::fmt::Display) -> Response {
+    (status, Json(json!({ "error": text.to_string() }))).into_response()
+}
+
+/// A JSON answer that no cache keeps.
+fn fresh(value: Value) -> Response {
+    ([(header::CACHE_CONTROL, "no-store")], Json(value)).into_response()
+}
+
+/// Milliseconds, as JSON numbers.
+fn ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `GET /`: the page, its script and style inline, and nothing else allowed.
+pub(super) async fn page() -> Response {
+    let policy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                  connect-src 'self'; img-src data:; frame-ancestors 'none'";
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::CONTENT_SECURITY_POLICY, policy),
+        ],
+        PAGE,
+    )
+        .into_response()
+}
+
+/// `GET /api/policies`.
+pub(super) async fn policies(State(admin): State<Admin>) -> Response {
+    let overview = admin.limiter.overview().await;
+    let policies: Vec<Value> = overview
+        .policies
+        .iter()
+        .map(|p| {
+            let busiest: Vec<Value> = p
+                .busiest
+                .iter()
+                .map(|(key, decided)| json!({ "key": key, "decided": decided }))
+                .collect();
+            json!({
+                "policy": p.policy,
+                "prefix": p.prefix,
+                "decided_per_s": p.decided_per_s,
+                "refused_per_s": p.refused_per_s,
+                "decided": p.decided,
+                "refused": p.refused,
+                "busiest": busiest,
+            })
+        })
+        .collect();
+    fresh(Value::Array(policies))
+}
+
+/// `GET /api/top?n=10`.
+pub(super) async fn top(
+    State(admin): State<Admin>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let n = match query.get("n").map(|n| n.parse::<usize>()) {
+        None => 10,
+        Some(Ok(n)) if (1..=100).contains(&n) => n,
+        Some(_) => return error(StatusCode::BAD_REQUEST, "n is a number from 1 to 100"),
+    };
+    let policy = query.get("policy").map_or("", String::as_str);
+    match admin.limiter.top_limited(policy, n).await {
+        Ok(top) => fresh(Value::Array(
+            top.iter()
+                .map(|t| json!({ "policy": t.policy, "key": t.key, "refused": t.refused }))
+                .collect(),
+        )),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// `GET /api/inspect?policy=P&key=K`.
+pub(super) async fn inspect(
+    State(admin): State<Admin>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let (Some(policy), Some(key)) = (query.get("policy"), query.get("key")) else {
+        return error(StatusCode::BAD_REQUEST, "policy and key are required");
+    };
+    let Some(rule) = admin.limiter.pipeline.observers.watch.rule_of(policy) else {
+        let text = format!("no call has used the policy {policy:?} on this node");
+        return error(StatusCode::NOT_FOUND, text);
+    };
+    match admin.limiter.inspect(&rule, key).await {
+        Ok(state) => fresh(json!({
+            "policy": state.policy,
+            "key": state.key,
+            "limit": state.limit,
+            "window_ms": ms(state.window),
+            "used": state.used,
+            "remaining": state.remaining,
+            "retry_after_ms": ms(state.retry_after),
+            "reset_after_ms": ms(state.reset_after),
+            "in_flight": state.in_flight,
+            "deny_cached": state.deny_cached,
+        })),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// `GET /api/nodes`.
+pub(super) async fn nodes(State(admin): State<Admin>) -> Response {
+    let overview = admin.limiter.overview().await;
+    let nodes: Vec<Value> = overview
+        .nodes
+        .iter()
+        .map(|n| {
+            let redis = match (n.redis, n.breaker_open) {
+                (false, _) => "none",
+                (true, false) => "up",
+                (true, true) => "breaker open",
+            };
+            json!({
+                "node": n.node,
+                "this": n.this,
+                "store": if n.redis { "redis" } else { "memory" },
+                "redis": redis,
+                "degraded": n.degraded,
+                "enabled": n.enabled,
+                "seen_ms_ago": ms(n.seen_ago),
+            })
+        })
+        .collect();
+    fresh(Value::Array(nodes))
+}
+
+/// `GET /api/overrides`.
+pub(super) async fn overrides(State(admin): State<Admin>) -> Response {
+    let list: Vec<Value> = admin
+        .limiter
+        .overrides()
+        .iter()
+        .map(|o| {
+            json!({
+                "prefix": o.target_prefix(),
+                "key": o.target_key(),
+                "max": o.max_value(),
+                "window_ms": o.window_value().map(ms),
+            })
+        })
+        .collect();
+    fresh(Value::Array(list))
+}
+
+/// The override a request's body names: `{"prefix", "key"}`; else why not.
+fn target(body: &Value) -> Result<Override, String> {
+    let prefix = match body.get("prefix") {
+        Some(Value::String(prefix)) if !prefix.is_empty() => prefix,
+        _ => return Err("prefix is a non-empty string".into()),
+    };
+    Ok(match body.get("key") {
+        None | Some(Value::Null) => Override::prefix(prefix.as_str()),
+        Some(Value::String(key)) => Override::key(prefix.as_str(), key),
+        Some(_) => return Err("key is a string or null".into()),
+    })
+}
+
+/// A whole number from `body`'s `field`, if it holds one; else why not.
+fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("{field} is a whole number or null")),
+    }
+}
+
+/// The override a `PUT` body sets: its target, and `max`, `window_ms` or both; else why not.
+fn change(body: &Value) -> Result<Override, String> {
+    let mut change = target(body)?;
+    let (max, window) = (number(body, "max")?, number(body, "window_ms")?);
+    if max.is_none() && window.is_none() {
+        return Err("an override sets max, window_ms or both".into());
+    }
+    if window == Some(0) {
+        return Err("window_ms is at least 1".into());
+    }
+    if let Some(max) = max {
+        change = change.max(max);
+    }
+    if let Some(window) = window {
+        change = change.window(Duration::from_millis(window));
+    }
+    Ok(change)
+}
+
+/// `PUT /api/overrides`.
+pub(super) async fn set_override(State(admin): State<Admin>, Json(body): Json<Value>) -> Response {
+    let change = match change(&body) {
+        Ok(change) => change,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    match admin.limiter.set_override(change).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// `DELETE /api/overrides`.
+pub(super) async fn clear_override(
+    State(admin): State<Admin>,
+    Json(body): Json<Value>,
+) -> Response {
+    let target = match target(&body) {
+        Ok(target) => target,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
+    };
+    match admin.limiter.clear_override(&target).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// `GET /api/switch`.
+pub(super) async fn switch(State(admin): State<Admin>) -> Response {
+    fresh(json!({ "enabled": admin.limiter.is_enabled() }))
+}
+
+/// `PUT /api/switch`.
+pub(super) async fn set_switch(State(admin): State<Admin>, Json(body): Json<Value>) -> Response {
+    let Some(enabled) = body.get("enabled").and_then(Value::as_bool) else {
+        return error(StatusCode::BAD_REQUEST, "enabled is true or false");
+    };
+    match admin.limiter.set_enabled(enabled).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}

@@ -1,0 +1,218 @@
+//! What the operators see: each node tallies its decisions per policy (counts, and bounded summaries of the
+//! most refused and most decided keys over the last minute), reports them through Redis with its heartbeat,
+//! and any node answers for the whole service by merging the reports: [`Limiter::top_limited`],
+//! [`Limiter::overview`]. [`Limiter::inspect`] reads one key's state.
+//!
+//! [`Limiter::top_limited`]: crate::Limiter::top_limited
+//! [`Limiter::overview`]: crate::Limiter::overview
+//! [`Limiter::inspect`]: crate::Limiter::inspect
+
+mod report;
+mod tally;
+mod top;
+mod view;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use hashbrown::HashMap;
+
+pub(crate) use self::report::{NodeReport, PolicyReport};
+use self::tally::Tally;
+pub(crate) use self::tally::TRACKED;
+pub(crate) use self::top::TopKeys;
+pub use self::view::{Inspection, NodeView, Overview, PolicyView, TopKey};
+use crate::call::{Call, Decided};
+use crate::{Rule, Verdict};
+
+/// Keys of each policy a node reports: the heaviest of its summaries.
+pub(crate) const REPORTED: usize = 100;
+
+/// The policies one limiter has decided, by prefix.
+#[derive(Debug, Default)]
+pub(crate) struct Watch {
+    policies: RwLock<HashMap<Box<str>, Arc<Tally>, foldhash::fast::RandomState>>,
+}
+
+impl Watch {
+    /// Counts each limit's decision of `call`: not a call that skipped it or went ahead switched off.
+    #[inline]
+    pub(crate) fn decided(&self, call: &Call<'_>, decided: &Decided) {
+        for (limit, answer) in call.limits().iter().zip(decided.answers.iter()) {
+            let decision = &answer.decision;
+            let refused = match decision.verdict {
+                Verdict::SwitchedOff | Verdict::Skipped => continue,
+                Verdict::Limited => true,
+                Verdict::DegradedLocal => !decision.allowed,
+                _ => false,
+            };
+            let key = limit.key.parts();
+            match self.tally(key.prefix) {
+                Some(tally) => tally.count(key.rest, refused),
+                None => self
+                    .first(limit.rule.clone(), key.prefix)
+                    .count(key.rest, refused),
+            }
+        }
+    }
+
+    /// The tally of `prefix`, if it has one.
+    #[inline]
+    fn tally(&self, prefix: &str) -> Option<Arc<Tally>> {
+        let policies = self.policies.read().unwrap_or_else(PoisonError::into_inner);
+        policies.get(prefix).cloned()
+    }
+
+    /// The tally of a policy seen for the first time (or by two threads at once: one tally stays).
+    #[cold]
+    fn first(&self, rule: impl std::ops::Deref<Target = Rule>, prefix: &str) -> Arc<Tally> {
+        let mut policies = self
+            .policies
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let tally = policies.entry(prefix.into()).or_insert_with(|| {
+            Arc::new(Tally::new(
+                rule.policy_name().to_string(),
+                prefix.to_owned(),
+                (*rule).clone(),
+            ))
+        });
+        Arc::clone(tally)
+    }
+
+    /// Each policy now, by name, with its `n` most refused and decided keys.
+    pub(crate) fn reports(&self, n: usize) -> Vec<PolicyReport> {
+        let tallies: Vec<Arc<Tally>> = self
+            .policies
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        let mut reports: Vec<PolicyReport> = tallies.iter().map(|t| t.report(n)).collect();
+        reports.sort_by(|a, b| a.policy.cmp(&b.policy));
+        reports
+    }
+
+    /// What this node reports: its `node` id, its breaker and degraded decisions, whether limiting is
+    /// `enabled`, and each policy with its [`REPORTED`] most refused and decided keys.
+    pub(crate) fn node_report(
+        &self,
+        node: String,
+        breaker_open: bool,
+        degraded: u64,
+        enabled: bool,
+    ) -> NodeReport {
+        NodeReport {
+            node,
+            breaker_open,
+            degraded,
+            enabled,
+            policies: self.reports(REPORTED),
+        }
+    }
+
+    /// The rule of the policy named (or prefixed) `policy`, as first seen here (what the admin API inspects a
+    /// key under).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) fn rule_of(&self, policy: &str) -> Option<Rule> {
+        let policies = self.policies.read().unwrap_or_else(PoisonError::into_inner);
+        policies
+            .values()
+            .find(|t| t.policy == policy || t.prefix == policy)
+            .map(|t| t.rule.clone())
+    }
+}
+
+/// The service's view, from each node's report (`this` is this node's, read now; the others' as Redis holds
+/// them, each with how long ago it was written).
+pub(crate) fn merge(
+    this: NodeReport,
+    others: Vec<(NodeReport, Duration)>,
+    redis: bool,
+    partial: bool,
+) -> (Overview, BTreeMap<String, TopKeys>) {
+    let this_node = this.node.clone();
+    let mut nodes = Vec::new();
+    let mut policies: BTreeMap<String, (PolicyView, TopKeys, TopKeys)> = BTreeMap::new();
+    let reports = std::iter::once((this, Duration::ZERO))
+        .chain(others.into_iter().filter(|(r, _)| r.node != this_node));
+    for (report, seen_ago) in reports {
+        nodes.push(NodeView {
+            this: report.node == this_node,
+            node: report.node,
+            redis,
+            breaker_open: report.breaker_open,
+            degraded: report.degraded,
+            enabled: report.enabled,
+            seen_ago,
+        });
+        for p in report.policies {
+            let (view, refused, decided) = policies.entry(p.policy.clone()).or_insert_with(|| {
+                let view = PolicyView {
+                    policy: p.policy.clone(),
+                    prefix: p.prefix.clone(),
+                    decided_per_s: 0.0,
+                    refused_per_s: 0.0,
+                    decided: 0,
+                    refused: 0,
+                    busiest: Vec::new(),
+                };
+                // Every node reports at most REPORTED keys: the merge holds them all.
+                (view, TopKeys::new(TRACKED * 8), TopKeys::new(TRACKED * 8))
+            });
+            view.decided_per_s += p.decided_per_s;
+            view.refused_per_s += p.refused_per_s;
+            view.decided += p.decided;
+            view.refused += p.refused;
+            p.refused_keys.iter().for_each(|(k, n)| refused.add(k, *n));
+            p.decided_keys.iter().for_each(|(k, n)| decided.add(k, *n));
+        }
+    }
+    let mut refused_by_policy = BTreeMap::new();
+    let policies = policies
+        .into_iter()
+        .map(|(name, (mut view, refused, decided))| {
+            view.busiest = decided
+                .top(10)
+                .into_iter()
+                .map(|(k, n)| (k.to_owned(), n))
+                .collect();
+            refused_by_policy.insert(name, refused);
+            view
+        })
+        .collect();
+    let overview = Overview {
+        policies,
+        nodes,
+        partial,
+    };
+    (overview, refused_by_policy)
+}
+
+/// The `n` most refused keys of `policy` (a name or a prefix; every policy's for ""), from the merged
+/// summaries, heaviest first.
+pub(crate) fn top_of(
+    overview: &Overview,
+    refused: &BTreeMap<String, TopKeys>,
+    policy: &str,
+    n: usize,
+) -> Vec<TopKey> {
+    let mut top: Vec<TopKey> = overview
+        .policies
+        .iter()
+        .filter(|view| policy.is_empty() || view.policy == policy || view.prefix == policy)
+        .filter_map(|view| Some((view, refused.get(&view.policy)?)))
+        .flat_map(|(view, keys)| {
+            keys.top(n).into_iter().map(|(key, refused)| TopKey {
+                policy: view.policy.clone(),
+                key: key.to_owned(),
+                refused,
+            })
+        })
+        .collect();
+    top.sort_by(|a, b| b.refused.cmp(&a.refused).then_with(|| a.key.cmp(&b.key)));
+    top.truncate(n);
+    top
+}

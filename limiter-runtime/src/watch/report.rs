@@ -1,0 +1,187 @@
+//! What a node tells the others of what it has seen (through Redis, one key per node, renewed with its
+//! heartbeat), written as lines of tab-separated fields, and how the nodes' reports make the service's view.
+//!
+//! ```text
+//! node     <id> <breaker open: 0|1> <degraded decisions> <limiting on: 0|1>
+//! policy   <name> <prefix> <decisions/s> <refusals/s> <decisions> <refusals>   (the last minute)
+//! refused  <count> <key>                                                     (the policy's above)
+//! decided  <count> <key>
+//! ```
+//!
+//! Text fields escape `\`, tab, newline and carriage return (`\\`, `\t`, `\n`, `\r`): a key holds anything.
+
+use std::fmt::Write as _;
+
+/// One policy as one node saw it over the last minute.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PolicyReport {
+    pub(crate) policy: String,
+    pub(crate) prefix: String,
+    pub(crate) decided_per_s: f64,
+    pub(crate) refused_per_s: f64,
+    pub(crate) decided: u64,
+    pub(crate) refused: u64,
+    /// The most refused keys, heaviest first, with their refusals.
+    pub(crate) refused_keys: Vec<(String, u64)>,
+    /// The most decided keys (sampled), heaviest first, with their decisions.
+    pub(crate) decided_keys: Vec<(String, u64)>,
+}
+
+/// What one node reports.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NodeReport {
+    pub(crate) node: String,
+    pub(crate) breaker_open: bool,
+    pub(crate) degraded: u64,
+    pub(crate) enabled: bool,
+    pub(crate) policies: Vec<PolicyReport>,
+}
+
+impl NodeReport {
+    /// The report as text.
+    pub(crate) fn encode(&self) -> String {
+        let mut out = String::new();
+        let flag = |b: bool| u8::from(b);
+        let _ = writeln!(
+            out,
+            "node\t{}\t{}\t{}\t{}",
+            escape(&self.node),
+            flag(self.breaker_open),
+            self.degraded,
+            flag(self.enabled)
+        );
+        for p in &self.policies {
+            let _ = writeln!(
+                out,
+                "policy\t{}\t{}\t{}\t{}\t{}\t{}",
+                escape(&p.policy),
+                escape(&p.prefix),
+                p.decided_per_s,
+                p.refused_per_s,
+                p.decided,
+                p.refused
+            );
+            for (kind, keys) in [("refused", &p.refused_keys), ("decided", &p.decided_keys)] {
+                for (key, count) in keys {
+                    let _ = writeln!(out, "{kind}\t{count}\t{}", escape(key));
+                }
+            }
+        }
+        out
+    }
+
+    /// A report written by [`encode`](NodeReport::encode); `None` if it is not one (a newer version's, say).
+    pub(crate) fn decode(text: &str) -> Option<NodeReport> {
+        let mut lines = text.lines();
+        let mut node = lines.next()?.split('\t');
+        let mut report = match (
+            node.next()?,
+            node.next(),
+            node.next(),
+            node.next(),
+            node.next(),
+        ) {
+            ("node", Some(id), Some(breaker), Some(degraded), Some(enabled)) => NodeReport {
+                node: unescape(id),
+                breaker_open: breaker == "1",
+                degraded: degraded.parse().ok()?,
+                enabled: enabled == "1",
+                policies: Vec::new(),
+            },
+            _ => return None,
+        };
+        for line in lines {
+            let fields: Vec<&str> = line.split('\t').collect();
+            match fields.as_slice() {
+                ["policy", name, prefix, dps, rps, decided, refused] => {
+                    report.policies.push(PolicyReport {
+                        policy: unescape(name),
+                        prefix: unescape(prefix),
+                        decided_per_s: dps.parse().ok()?,
+                        refused_per_s: rps.parse().ok()?,
+                        decided: decided.parse().ok()?,
+                        refused: refused.parse().ok()?,
+                        refused_keys: Vec::new(),
+                        decided_keys: Vec::new(),
+                    })
+                }
+                [kind @ ("refused" | "decided"), count, key] => {
+                    let policy = report.policies.last_mut()?;
+                    let keys = match *kind {
+                        "refused" => &mut policy.refused_keys,
+                        _ => &mut policy.decided_keys,
+                    };
+                    keys.push((unescape(key), count.parse().ok()?));
+                }
+                _ => return None,
+            }
+        }
+        Some(report)
+    }
+}
+
+/// `text` with `\`, tab, newline and carriage return escaped.
+fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\\', '\t', '\n', '\r']) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 2);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// What [`escape`] wrote, back.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_reads_back_as_written_whatever_its_keys_hold() {
+        let report = NodeReport {
+            node: "123-abc".into(),
+            breaker_open: true,
+            degraded: 7,
+            enabled: false,
+            policies: vec![PolicyReport {
+                policy: "emp".into(),
+                prefix: "rate_limit:emp:".into(),
+                decided_per_s: 12.5,
+                refused_per_s: 0.25,
+                decided: 700,
+                refused: 15,
+                refused_keys: vec![("tab\there\nnewline\\slash".into(), 9), ("".into(), 1)],
+                decided_keys: vec![("ünï cödé".into(), 32)],
+            }],
+        };
+        assert_eq!(NodeReport::decode(&report.encode()), Some(report));
+        assert_eq!(NodeReport::decode("garbage"), None);
+        assert_eq!(NodeReport::decode("node\tx\t0\t0\t1\nrefused\t1\tk"), None);
+    }
+}

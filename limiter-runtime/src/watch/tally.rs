@@ -1,0 +1,171 @@
+//! What one node has seen of one policy: its decisions and refusals, counted, and the keys most refused and
+//! most decided over the last minute, each in a bounded [`TopKeys`] summary.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::report::PolicyReport;
+use super::top::TopKeys;
+use crate::Rule;
+
+/// Keys each summary holds at most.
+pub(crate) const TRACKED: usize = 1_000;
+
+/// One decision in this many puts its key in the summary of decided keys (weighing as many): the heavy
+/// hitters of the decisions, found at a sixteenth of the cost of counting each.
+pub(crate) const SAMPLED: u64 = 16;
+
+/// A summary covers half of the last minute: the current half and the last one answer for the minute.
+const HALF: Duration = Duration::from_secs(30);
+
+/// The span of the counts' samples: the last minute.
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// One policy, as this node has seen it.
+#[derive(Debug)]
+pub(crate) struct Tally {
+    /// The policy's name ([`RateLimited::policy`](crate::RateLimited::policy)).
+    pub(crate) policy: String,
+    pub(crate) prefix: String,
+    /// Its rule as first seen, resolved: what an operator's `inspect` of a key under it reads.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) rule: Rule,
+    decided: AtomicU64,
+    refused: AtomicU64,
+    recent: Mutex<Recent>,
+}
+
+/// The last minute of a policy.
+#[derive(Debug)]
+struct Recent {
+    /// This half-minute's refused keys and the last's.
+    refused: [TopKeys; 2],
+    /// This half-minute's decided keys (sampled) and the last's.
+    decided: [TopKeys; 2],
+    current: usize,
+    /// When the current half began.
+    began: Instant,
+    /// The counts (decided, refused) as they were, oldest first, over the last minute.
+    samples: VecDeque<(Instant, u64, u64)>,
+}
+
+impl Recent {
+    /// Begins a new half when the current one is over (the one before it forgotten).
+    fn turn(&mut self, now: Instant) {
+        if now.duration_since(self.began) < HALF {
+            return;
+        }
+        let next = 1 - self.current;
+        // A half that passed with nothing: both are over.
+        if now.duration_since(self.began) >= 2 * HALF {
+            self.refused[self.current].clear();
+            self.decided[self.current].clear();
+        }
+        self.refused[next].clear();
+        self.decided[next].clear();
+        self.current = next;
+        self.began = now;
+    }
+}
+
+impl Tally {
+    /// A policy first seen now, under `rule`.
+    pub(crate) fn new(policy: String, prefix: String, rule: Rule) -> Tally {
+        let now = Instant::now();
+        Tally {
+            policy,
+            prefix,
+            rule,
+            decided: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            recent: Mutex::new(Recent {
+                refused: [TopKeys::new(TRACKED), TopKeys::new(TRACKED)],
+                decided: [TopKeys::new(TRACKED), TopKeys::new(TRACKED)],
+                current: 0,
+                began: now,
+                samples: VecDeque::from([(now, 0, 0)]),
+            }),
+        }
+    }
+
+    /// Counts a decision on `key`, `refused` or not.
+    #[inline]
+    pub(crate) fn count(&self, key: &str, refused: bool) {
+        let n = self.decided.fetch_add(1, Ordering::Relaxed);
+        let sampled = n.is_multiple_of(SAMPLED);
+        if refused {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        if refused || sampled {
+            self.remember(key, refused, sampled);
+        }
+    }
+
+    /// Puts `key` in the summaries it belongs in.
+    fn remember(&self, key: &str, refused: bool, sampled: bool) {
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        recent.turn(Instant::now());
+        let current = recent.current;
+        if refused {
+            recent.refused[current].add(key, 1);
+        }
+        if sampled {
+            recent.decided[current].add(key, SAMPLED);
+        }
+    }
+
+    /// The policy now, with its `n` most refused and most decided keys.
+    pub(crate) fn report(&self, n: usize) -> PolicyReport {
+        let now = Instant::now();
+        let (decided, refused) = (
+            self.decided.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+        );
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        recent.turn(now);
+        let samples = &mut recent.samples;
+        if samples
+            .back()
+            .is_none_or(|&(at, ..)| now.duration_since(at) >= Duration::from_millis(200))
+        {
+            samples.push_back((now, decided, refused));
+        }
+        // Keep one sample from a minute ago or more: the minute's counts start there.
+        while samples.len() > 2 && now.duration_since(samples[1].0) >= MINUTE {
+            samples.pop_front();
+        }
+        let (first_at, first_decided, first_refused) = samples[0];
+        // Rates over the last second or so: from the newest sample a second old, else the oldest.
+        let (since, was_decided, was_refused) = samples
+            .iter()
+            .rev()
+            .find(|&&(at, ..)| now.duration_since(at) >= Duration::from_secs(1))
+            .copied()
+            .unwrap_or((first_at, first_decided, first_refused));
+        let seconds = now.duration_since(since).as_secs_f64();
+        let rate = |now: u64, then: u64| match seconds > 0.0 {
+            true => (now - then) as f64 / seconds,
+            false => 0.0,
+        };
+        let keys = |summaries: &[TopKeys; 2]| {
+            let mut both = summaries[0].clone();
+            both.merge(&summaries[1]);
+            both.top(n)
+                .into_iter()
+                .map(|(key, count)| (key.to_owned(), count))
+                .collect()
+        };
+        PolicyReport {
+            policy: self.policy.clone(),
+            prefix: self.prefix.clone(),
+            decided_per_s: rate(decided, was_decided),
+            refused_per_s: rate(refused, was_refused),
+            decided: decided - first_decided,
+            refused: refused - first_refused,
+            refused_keys: keys(&recent.refused),
+            decided_keys: keys(&recent.decided),
+        }
+    }
+}

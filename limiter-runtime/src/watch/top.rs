@@ -1,0 +1,176 @@
+//! The heaviest keys of a stream, in bounded memory: a space-saving summary (Metwally, Agrawal and El Abbadi,
+//! 2005) that forgets its lightest half at once when full, instead of one key per arrival.
+//!
+//! Every key it holds is counted from when it came in, plus the heaviest count it had forgotten by then (the
+//! `floor`): a count is never below the key's true count, and never above it by more than the floor. The
+//! floor rises by at most one for every `capacity / 2` keys coming in, so it stays below `2 N / capacity`
+//! after `N` counted: a key counted more than that is never forgotten.
+
+use hashbrown::HashMap;
+
+/// A space-saving summary of at most `capacity` keys.
+#[derive(Debug, Clone)]
+pub(crate) struct TopKeys {
+    counts: HashMap<Box<str>, u64, foldhash::fast::RandomState>,
+    capacity: usize,
+    /// The heaviest count forgotten so far: what a key coming in may have had before.
+    floor: u64,
+}
+
+impl TopKeys {
+    /// An empty summary of at most `capacity` keys (at least 2).
+    pub(crate) fn new(capacity: usize) -> TopKeys {
+        TopKeys {
+            counts: HashMap::with_hasher(foldhash::fast::RandomState::default()),
+            capacity: capacity.max(2),
+            floor: 0,
+        }
+    }
+
+    /// Counts `n` more of `key`.
+    #[inline]
+    pub(crate) fn add(&mut self, key: &str, n: u64) {
+        if let Some(count) = self.counts.get_mut(key) {
+            *count += n;
+            return;
+        }
+        if self.counts.len() >= self.capacity {
+            self.forget_lightest();
+        }
+        self.counts.insert(key.into(), self.floor + n);
+    }
+
+    /// Forgets the lightest half (ties broken arbitrarily), raising the floor to the heaviest count forgotten.
+    #[cold]
+    fn forget_lightest(&mut self) {
+        let mut all: Vec<(Box<str>, u64)> = self.counts.drain().collect();
+        let keep = self.capacity / 2;
+        all.select_nth_unstable_by(keep, |a, b| b.1.cmp(&a.1));
+        let forgotten = all[keep..].iter().map(|(_, count)| *count).max();
+        self.floor = self.floor.max(forgotten.unwrap_or(0));
+        all.truncate(keep);
+        self.counts.extend(all);
+    }
+
+    /// Counts every key of `other` too.
+    pub(crate) fn merge(&mut self, other: &TopKeys) {
+        for (key, &count) in &other.counts {
+            self.add(key, count);
+        }
+    }
+
+    /// The `n` heaviest keys, heaviest first (ties by key).
+    pub(crate) fn top(&self, n: usize) -> Vec<(&str, u64)> {
+        let mut all: Vec<(&str, u64)> = self.counts.iter().map(|(k, &c)| (&**k, c)).collect();
+        all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        all.truncate(n);
+        all
+    }
+
+    /// How many keys it holds.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Forgets everything.
+    pub(crate) fn clear(&mut self) {
+        self.counts.clear();
+        self.floor = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TopKeys;
+
+    /// A xorshift generator: the tests' draws, the same on every run.
+    struct Draws(u64);
+
+    impl Draws {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// A uniform draw in [0, 1).
+        fn unit(&mut self) -> f64 {
+            (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    /// Zipf(s) over `n` keys, by inverting its cumulative distribution (a binary search over it).
+    fn zipf(n: usize, s: f64) -> Vec<f64> {
+        let mut cumulative = Vec::with_capacity(n);
+        let mut total = 0.0;
+        for k in 1..=n {
+            total += 1.0 / (k as f64).powf(s);
+            cumulative.push(total);
+        }
+        cumulative.iter_mut().for_each(|c| *c /= total);
+        cumulative
+    }
+
+    /// The promise of the operators' view: on a Zipf(1.1) workload over 1,000,000 keys, the summary of 1,000
+    /// keys finds at least 95 of the true top 100 (measured against an exact count of the same draws).
+    #[test]
+    fn finds_the_true_heavy_hitters_of_a_zipf_workload() {
+        let cumulative = zipf(1_000_000, 1.1);
+        let mut draws = Draws(0x9e37_79b9_7f4a_7c15);
+        let mut summary = TopKeys::new(1_000);
+        let mut exact = vec![0u64; cumulative.len()];
+        for _ in 0..2_000_000 {
+            let u = draws.unit();
+            // A random permutation of ranks would change nothing: the key's name is its rank.
+            let rank = cumulative
+                .partition_point(|&c| c < u)
+                .min(cumulative.len() - 1);
+            exact[rank] += 1;
+            summary.add(&format!("user-{rank}"), 1);
+        }
+        let mut truth: Vec<(usize, u64)> = exact.iter().copied().enumerate().collect();
+        truth.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let truth: std::collections::HashSet<String> = truth[..100]
+            .iter()
+            .map(|(rank, _)| format!("user-{rank}"))
+            .collect();
+        let found = summary.top(100);
+        let recalled = found.iter().filter(|(key, _)| truth.contains(*key)).count();
+        assert!(recalled >= 95, "recall of the top 100: {recalled}/100");
+        // Never below the truth.
+        for (key, count) in &found {
+            let rank: usize = key["user-".len()..].parse().unwrap();
+            assert!(*count >= exact[rank], "{key}: {count} < {}", exact[rank]);
+        }
+        assert!(summary.len() <= 1_000);
+    }
+
+    #[test]
+    fn counts_exactly_while_it_has_room() {
+        let mut summary = TopKeys::new(10);
+        for (key, n) in [("a", 3), ("b", 1), ("a", 2), ("c", 7)] {
+            summary.add(key, n);
+        }
+        assert_eq!(summary.top(2), vec![("c", 7), ("a", 5)]);
+        let mut other = TopKeys::new(10);
+        other.add("b", 9);
+        summary.merge(&other);
+        assert_eq!(summary.top(1), vec![("b", 10)]);
+        summary.clear();
+        assert_eq!(summary.len(), 0);
+    }
+
+    /// 100 of 250 counted is more than 2 × 250 / 10: the key stays, whatever comes after it.
+    #[test]
+    fn a_key_heavier_than_twice_its_share_stays() {
+        let mut summary = TopKeys::new(10);
+        summary.add("heavy", 100);
+        for i in 0..150 {
+            summary.add(&i.to_string(), 1);
+        }
+        assert_eq!(summary.top(1), vec![("heavy", 100)]);
+        assert!(summary.len() <= 10);
+    }
+}

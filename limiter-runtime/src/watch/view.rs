@@ -1,0 +1,102 @@
+//! What an operator reads: a key's state ([`Inspection`]), the most limited keys ([`TopKey`]), and the
+//! service at a glance ([`Overview`]: its policies and its nodes).
+
+use std::time::Duration;
+
+/// One limit's state for one key, read without charging it ([`Limiter::inspect`](crate::Limiter::inspect)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Inspection {
+    /// The limit's policy name.
+    pub policy: String,
+    /// The key, as the key expression made it (without the store prefix).
+    pub key: String,
+    /// The limit: units per window, or calls at once for a limit in flight.
+    pub limit: u64,
+    /// The window (a permit's time to live, for a limit in flight).
+    pub window: Duration,
+    /// Units counted now, of what a fresh key holds: of `limit` (permits held, for a limit in flight), of a
+    /// token bucket's burst, of the slots a leaky bucket's `max_wait` allows.
+    pub used: u64,
+    /// Units a call could take now.
+    pub remaining: u64,
+    /// Until a call of one unit fits again: zero while one does (and for a limit in flight, whose permits
+    /// come back when their holders say).
+    pub retry_after: Duration,
+    /// Until the limit is back to its full quota, if nothing else happens (zero when nothing is used).
+    pub reset_after: Duration,
+    /// Whether the limit counts calls in flight ([`Rule::in_flight`](crate::Rule::in_flight)).
+    pub in_flight: bool,
+    /// Whether this node refuses calls on the key without asking Redis, from a denial Redis gave
+    /// (always `false` in memory).
+    pub deny_cached: bool,
+    /// When it was read, on the store's clock, since the Unix epoch (Redis's `TIME` for Redis).
+    pub read_at: Duration,
+}
+
+/// A key among the most refused of a policy, over the last minute, for the whole service
+/// ([`Limiter::top_limited`](crate::Limiter::top_limited)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TopKey {
+    /// The policy's name.
+    pub policy: String,
+    /// The key, as the key expression made it (without the store prefix).
+    pub key: String,
+    /// Its refusals over the last minute, summed over the nodes: never fewer than it had, and more by at most
+    /// what each node's bounded summary forgot.
+    pub refused: u64,
+}
+
+/// One policy of the service, over the last minute ([`Overview::policies`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PolicyView {
+    /// Its name.
+    pub policy: String,
+    /// Its store prefix.
+    pub prefix: String,
+    /// Decisions per second, over the last second or so, summed over the nodes.
+    pub decided_per_s: f64,
+    /// Refusals per second (the limit reached), likewise.
+    pub refused_per_s: f64,
+    /// Decisions over the last minute.
+    pub decided: u64,
+    /// Refusals over the last minute.
+    pub refused: u64,
+    /// The keys most decided over the last minute (from one decision in 16), heaviest first, with their
+    /// decisions.
+    pub busiest: Vec<(String, u64)>,
+}
+
+/// One node (runtime) of the service, as it last reported ([`Overview::nodes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NodeView {
+    /// Its id: the process id and a random suffix.
+    pub node: String,
+    /// Whether it is this node.
+    pub this: bool,
+    /// Whether it counts in Redis (else in memory: it is alone).
+    pub redis: bool,
+    /// Whether its breaker is open: Redis failing, decided by each limit's failure policy.
+    pub breaker_open: bool,
+    /// Its decisions made in degraded mode since it started.
+    pub degraded: u64,
+    /// Whether limiting is on there.
+    pub enabled: bool,
+    /// How long ago it reported (zero for this node: read now).
+    pub seen_ago: Duration,
+}
+
+/// The service at a glance ([`Limiter::overview`](crate::Limiter::overview)): its policies and its nodes.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Overview {
+    /// Each policy decided over the last minute, by name.
+    pub policies: Vec<PolicyView>,
+    /// Each node that reported within its heartbeat's lifetime, this one first.
+    pub nodes: Vec<NodeView>,
+    /// Whether the view is this node's alone, Redis not answering (for a Redis limiter).
+    pub partial: bool,
+}
