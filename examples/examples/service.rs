@@ -1,12 +1,14 @@
 //! The employee service over HTTP, every limit one global count in Redis (see `examples/src/service.rs`).
 //!
 //! ```sh
+//! export ADMIN_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 //! LIMITER_REDIS_URL=redis://127.0.0.1:6379/ cargo run -p examples --example service   # listens on 127.0.0.1:3000
 //! curl -i http://127.0.0.1:3000/employees/1001      # 5 per 10 s, then 429 with Retry-After and RateLimit headers
 //! ```
 //!
-//! The operators' routes (`/limit/*`) require `Authorization: Bearer $ADMIN_TOKEN`; without `ADMIN_TOKEN` they
-//! refuse every request.
+//! The operators' page is at <http://127.0.0.1:3000/admin/> (it asks for the token once). The operators'
+//! routes (`/limit/*`, `/admin/api/*`) require `Authorization: Bearer $ADMIN_TOKEN`; the service refuses to
+//! start without `ADMIN_TOKEN`.
 
 use std::net::SocketAddr;
 
@@ -16,6 +18,7 @@ use limiter_runtime::Limiter;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt().with_target(false).init();
+    let admin = AdminToken::from_env().map_err(|e| format!("ADMIN_TOKEN: {e}"))?;
     // Connected and checked now: a Redis that cannot be used stops the service here, with the cause, not at
     // its first request. Installed, so that annotated functions anywhere count where the layer does.
     let limiter = Limiter::builder().env()?.connect().await?;
@@ -23,7 +26,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = std::env::var("SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:3000".into());
     let listener = tokio::net::TcpListener::bind(&address).await?;
     println!("employee service on http://{address}");
-    let admin = AdminToken::from_env();
     let app =
         examples::service::app(limiter, admin).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).await?;

@@ -7,6 +7,7 @@
 //! | `GET /whoami` | 100 per minute per client IP |
 //! | `POST /limit/update?prefix=..&key=..&threshold=..&window=..` | an operator's override (`key`, `window` optional; no `threshold` and no `window` clears it) |
 //! | `POST /limit/enabled?enabled=false` | switches limiting off on every instance (and `true` on again); `&scope=here` on this one alone |
+//! | `/admin/` | the operators' live page and its JSON API (`limiter_runtime::admin`) |
 //!
 //! In front of the public routes, a tower layer limits each client (its IP address) to 60 requests a minute,
 //! on top of each route's own limit, and every response says where both stand: the IETF `RateLimit-Policy`
@@ -14,8 +15,8 @@
 //! `whoami`). A rejection is the `RateLimited` error itself: 429 with `Retry-After` and those fields (503 when
 //! Redis is down and a limit fails closed).
 //!
-//! The `/limit/*` routes are the operators': they require `Authorization: Bearer <token>`, the token set in
-//! `ADMIN_TOKEN`, and refuse every request when none is set.
+//! The `/limit/*` and `/admin/api/*` routes are the operators': they require `Authorization: Bearer <token>`,
+//! the token set in `ADMIN_TOKEN` (at least 8 characters), without which the service refuses to start.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -33,39 +34,43 @@ use limiter_runtime::tower::{Key, RateLimitLayer};
 use limiter_runtime::{rate_limit, Limiter, Override, RateLimited, Rule};
 use serde_json::{json, Value};
 
-/// The token the operators' routes require, if one is set.
-#[derive(Clone, Default)]
-pub struct AdminToken(Option<Arc<str>>);
+/// The token the operators' routes require: at least 8 characters.
+#[derive(Clone)]
+pub struct AdminToken(Arc<str>);
 
 impl AdminToken {
-    /// The token in `ADMIN_TOKEN`; none if it is unset or empty (the operators' routes then refuse everyone).
-    pub fn from_env() -> AdminToken {
+    /// The token in `ADMIN_TOKEN`: the service refuses to start without one.
+    pub fn from_env() -> Result<AdminToken, limiter_runtime::Error> {
         AdminToken::new(std::env::var("ADMIN_TOKEN").unwrap_or_default())
     }
 
-    /// `token`; none if it is empty.
-    pub fn new(token: impl Into<String>) -> AdminToken {
+    /// `token`, if it is one: at least 8 characters (the operators' routes change limits for every instance).
+    pub fn new(token: impl Into<String>) -> Result<AdminToken, limiter_runtime::Error> {
         let token = token.into();
-        AdminToken((!token.is_empty()).then(|| token.into()))
+        match token.trim().len() >= 8 {
+            true => Ok(AdminToken(token.trim().into())),
+            false => Err(limiter_runtime::Error::InvalidAdminToken),
+        }
     }
 
     /// Whether `authorization` (the request's header) presents the token.
     fn admits(&self, authorization: &str) -> bool {
-        let Some(token) = &self.0 else { return false };
         let presented = authorization.strip_prefix("Bearer ").unwrap_or_default();
         // Every byte compared, whatever the first difference: how long a refusal takes tells nothing.
-        presented.len() == token.len()
+        presented.len() == self.0.len()
             && presented
                 .bytes()
-                .zip(token.bytes())
+                .zip(self.0.bytes())
                 .fold(0, |diff, (a, b)| diff | (a ^ b))
                 == 0
     }
 }
 
 /// The service's routes, deciding with `limiter` (each instance of the service may have its own); the
-/// operators' routes require `admin`.
+/// operators' routes (`/limit/*`, and the admin router at `/admin`) require `admin`.
 pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
+    let page = limiter_runtime::admin::router(limiter.clone(), &*admin.0)
+        .expect("an AdminToken is a valid admin token");
     let operators = Router::new()
         .route("/limit/update", post(update_limit))
         .route("/limit/enabled", post(set_enabled))
@@ -83,19 +88,14 @@ pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
         .route("/whoami", get(whoami))
         // The layer's limiter is the handlers' too: one count for the service.
         .layer(RateLimitLayer::new(&limiter, [per_client], Key::peer_ip()));
-    public.merge(operators).with_state(limiter)
+    public
+        .merge(operators)
+        .with_state(limiter)
+        .nest("/admin", page)
 }
 
-/// Lets a request through to an operators' route only with the admin token: 401 without it or with another,
-/// 403 when the service has none.
+/// Lets a request through to an operators' route only with the admin token: 401 without it or with another.
 async fn require_admin(State(admin): State<AdminToken>, request: Request, next: Next) -> Response {
-    if admin.0.is_none() {
-        return (
-            StatusCode::FORBIDDEN,
-            "the operators' routes are disabled: set ADMIN_TOKEN to enable them",
-        )
-            .into_response();
-    }
     let authorization = request
         .headers()
         .get(AUTHORIZATION)
