@@ -267,6 +267,18 @@ pub mod http {
         path: &str,
         headers: &[(&str, &str)],
     ) -> Response {
+        request_with_body(address, method, path, headers, None).await
+    }
+
+    /// [`request_with`], sending `body`.
+    pub async fn request_with_body(
+        address: SocketAddr,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
+        let body = body.unwrap_or_default();
         let mut stream = TcpStream::connect(address)
             .await
             .expect("the service accepts connections");
@@ -274,7 +286,8 @@ pub mod http {
             .iter()
             .map(|(name, value)| format!("{name}: {value}\r\n"))
             .collect();
-        let request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n");
+        let length = body.len();
+        let request = format!("{method} {path} HTTP/1.1\r\nHost: {address}\r\n{extra}Content-Length: {length}\r\nConnection: close\r\n\r\n{body}");
         stream
             .write_all(request.as_bytes())
             .await

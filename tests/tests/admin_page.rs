@@ -1,0 +1,232 @@
+//! The operators' live page in a real browser: headless Chromium, driven over WebDriver (chromedriver, with
+//! the `fantoccini` client), loads the example service's `/admin` page while traffic runs against the
+//! service and a real Redis, and finds what a person would see: the policies with their rates, a top limited
+//! key, the node's health; then an override applied through the page's form takes effect on the service.
+//!
+//! Needs Debian's `chromium` and `chromium-driver` (`./scripts/test` installs them when missing): without
+//! them the test fails, saying so. `LIMITER_ADMIN_SCREENSHOT=<path>` saves a screenshot of the page there
+//! (the README's is made so).
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use examples::service::AdminToken;
+use fantoccini::{Client, ClientBuilder, Locator};
+use limiter_runtime::{Limiter, Override};
+use tests::http::request;
+use tests::RedisServer;
+
+const TOKEN: &str = "page-test-token";
+
+/// A chromedriver on a free loopback port, stopped when dropped.
+struct Driver(Child, u16);
+
+impl Driver {
+    fn start() -> Driver {
+        let binary = test_support::find("chromedriver").unwrap_or_else(|| {
+            panic!(
+                "chromedriver is not installed, and this test needs a real browser. Run the test command \
+                 from the README (`./scripts/test`), which installs it, or `apt-get install chromium \
+                 chromium-driver`."
+            )
+        });
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(binary)
+            .arg(format!("--port={port}"))
+            .arg("--allowed-ips=127.0.0.1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        Driver(child, port)
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A headless Chromium session through `driver`, retried while the driver comes up.
+async fn browser(driver: &Driver) -> Client {
+    let args = [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+    ];
+    let mut options = serde_json::json!({ "args": args });
+    if let Some(chromium) = test_support::find("chromium") {
+        options["binary"] = serde_json::json!(chromium);
+    }
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert("goog:chromeOptions".into(), options);
+    let url = format!("http://127.0.0.1:{}", driver.1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        match ClientBuilder::new(connector)
+            .capabilities(capabilities.clone())
+            .connect(&url)
+            .await
+        {
+            Ok(client) => return client,
+            Err(error) if Instant::now() < deadline => {
+                let _ = error;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(error) => panic!("no browser session through chromedriver: {error}"),
+        }
+    }
+}
+
+/// Waits (at most 10 s) until `find` finds something, and returns it.
+async fn until<T, F: std::future::Future<Output = Option<T>>>(
+    what: &str,
+    mut find: impl FnMut() -> F,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(found) = find().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "the page never showed {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The text of what `css` selects, if anything.
+async fn text(client: &Client, css: &str) -> Option<String> {
+    client.find(Locator::Css(css)).await.ok()?.text().await.ok()
+}
+
+/// Requests made against the service until it is dropped: a hot employee (refused past 5 per 10 s) and
+/// calm ones.
+fn traffic(service: SocketAddr) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        for i in 0u64.. {
+            let _ = request(service, "GET", "/employees/1001").await;
+            if i % 4 == 0 {
+                let _ = request(service, "GET", &format!("/employees/{}", 2000 + i % 40)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
+    let server = RedisServer::start();
+    let limiter: Limiter = server
+        .builder()
+        .heartbeat_every(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let service = listener.local_addr().unwrap();
+    let app = examples::service::app(limiter.clone(), AdminToken::new(TOKEN).unwrap())
+        .into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    // All the traffic comes from one address: its per-client limit raised, the routes' own limits refuse.
+    let roomy = Override::prefix("rate_limit:client:").max(1_000_000);
+    limiter.set_override(roomy).await.unwrap();
+    let load = traffic(service);
+
+    let driver = Driver::start();
+    let client = browser(&driver).await;
+    client
+        .goto(&format!("http://{service}/admin"))
+        .await
+        .unwrap();
+
+    // Signed in once: the token typed, never put in a URL.
+    let token = client.find(Locator::Id("token")).await.unwrap();
+    token.send_keys(TOKEN).await.unwrap();
+    client
+        .find(Locator::Id("login"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    // The policies, with their rates.
+    let employee = until("the employee policy", || {
+        text(&client, "#policies tr[data-policy=\"employee\"]")
+    })
+    .await;
+    assert!(employee.contains("rate_limit:emp:"), "{employee}");
+    until("a rate of refusals above zero", || async {
+        let row = text(&client, "#policies tr[data-policy=\"employee\"]").await?;
+        let refused: f64 = row
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .nth(1)?;
+        (refused > 0.0).then_some(())
+    })
+    .await;
+    // The top limited key.
+    let top = until("1001 among the top limited keys", || async {
+        let row = text(&client, "#top tr.top-row").await?;
+        row.contains("1001").then_some(row)
+    })
+    .await;
+    assert!(top.contains("employee"), "{top}");
+    // The node, healthy.
+    let node = until("this node", || text(&client, "#nodes tr.node-row")).await;
+    assert!(node.contains("up"), "{node}");
+    assert!(!client.current_url().await.unwrap().as_str().contains(TOKEN));
+
+    // An override through the form: employee 42 may be looked up once per window.
+    for (field, value) in [
+        ("ov-prefix", "rate_limit:emp:"),
+        ("ov-key", "42"),
+        ("ov-max", "1"),
+    ] {
+        let input = client.find(Locator::Id(field)).await.unwrap();
+        input.clear().await.unwrap();
+        input.send_keys(value).await.unwrap();
+    }
+    client
+        .find(Locator::Id("ov-submit"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until("the override applied", || async {
+        text(&client, "#ov-result")
+            .await
+            .filter(|t| t.contains("applied"))
+    })
+    .await;
+    let listed = until("the override listed", || async {
+        text(&client, "#overrides")
+            .await
+            .filter(|t| t.contains("42"))
+    })
+    .await;
+    assert!(listed.contains("rate_limit:emp:"), "{listed}");
+    assert_eq!(request(service, "GET", "/employees/42").await.status, 200);
+    assert_eq!(request(service, "GET", "/employees/42").await.status, 429);
+
+    if let Some(path) = std::env::var_os("LIMITER_ADMIN_SCREENSHOT") {
+        client
+            .goto(&format!("http://{service}/admin"))
+            .await
+            .unwrap();
+        until("the page refreshed", || text(&client, "#top tr.top-row")).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        std::fs::write(path, client.screenshot().await.unwrap()).unwrap();
+    }
+    load.abort();
+    client.close().await.unwrap();
+}
