@@ -224,7 +224,8 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
             .await
             .unwrap();
         until("the page refreshed", || text(&client, "#top tr.top-row")).await;
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Some seconds of the charts.
+        tokio::time::sleep(Duration::from_secs(20)).await;
         std::fs::write(path, client.screenshot().await.unwrap()).unwrap();
     }
     load.abort();

@@ -11,7 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["algorithm", "clock", "key", "parse", "policy", "budget"],
     &["decision", "error", "sharded", "rule", "overrides"],
     &["call"],
-    &["backend", "observe"],
+    &["backend", "observe", "watch"],
     &["pipeline"],
     &["limiter"],
     &["edge", "private"],

@@ -438,7 +438,11 @@ async fn the_most_limited_keys_on_a_cluster() {
     let cluster = tests::RedisCluster::start();
     let node = || with_heartbeats(Limiter::builder().redis_cluster(cluster.seeds()));
     let (a, b) = (node(), node());
-    let rule = Rule::new().prefix("ctop:").name("c").max(1).window(Duration::from_secs(60));
+    let rule = Rule::new()
+        .prefix("ctop:")
+        .name("c")
+        .max(1)
+        .window(Duration::from_secs(60));
     for (node, key) in [(&a, "x"), (&a, "x"), (&b, "x"), (&b, "y"), (&b, "y")] {
         node.check(&rule, key).await;
     }

@@ -48,20 +48,22 @@ impl Watch {
                 _ => false,
             };
             let key = limit.key.parts();
-            match self.tally(key.prefix) {
-                Some(tally) => tally.count(key.rest, refused),
-                None => self
-                    .first(limit.rule.clone(), key.prefix)
-                    .count(key.rest, refused),
+            if !self.count(key.prefix, key.rest, refused) {
+                let tally = self.first(limit.rule.clone(), key.prefix);
+                tally.count(key.rest, refused);
             }
         }
     }
 
-    /// The tally of `prefix`, if it has one.
+    /// Counts a decision on `key` in the tally of `prefix`, if it has one (whether it had), under the read
+    /// lock: no reference taken.
     #[inline]
-    fn tally(&self, prefix: &str) -> Option<Arc<Tally>> {
+    fn count(&self, prefix: &str, key: &str, refused: bool) -> bool {
         let policies = self.policies.read().unwrap_or_else(PoisonError::into_inner);
-        policies.get(prefix).cloned()
+        policies
+            .get(prefix)
+            .map(|tally| tally.count(key, refused))
+            .is_some()
     }
 
     /// The tally of a policy seen for the first time (or by two threads at once: one tally stays).

@@ -5,9 +5,9 @@ use std::sync::LazyLock;
 
 use redis::{Cmd, Value};
 
-use super::reply::{bucket, non_negative, score};
+use super::reply::{reported, score, state};
 use super::LuaScript;
-use crate::algorithm::{peek, peek_log, Algorithm, Peek, Reported, State};
+use crate::algorithm::{peek, peek_log, Algorithm, Peek, State};
 use crate::call::CallLimit;
 use crate::error::BackendError;
 
@@ -36,44 +36,18 @@ pub(crate) fn read_inspected(
     limit: &CallLimit<'_>,
 ) -> Result<(Peek, u64), BackendError> {
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let (now, first, rest) = match reply {
-        Value::Int(now) => (non_negative(*now), 0, &[][..]),
-        Value::Array(values) => match values.as_slice() {
-            [Value::Int(now), Value::Int(first), rest @ ..] => {
-                (non_negative(*now), non_negative(*first), rest)
-            }
-            _ => return Err(unexpected()),
-        },
-        _ => return Err(unexpected()),
-    };
+    let (now, first, rest) = state(reply).ok_or_else(unexpected)?;
     let charge = &limit.charge;
-    let reported = match limit.algorithm {
-        Algorithm::SlidingLog => {
-            let (blocking, newest) = match rest {
-                [] => (None, None),
-                [blocking, newest] => (score(blocking), score(newest)),
-                _ => return Err(unexpected()),
-            };
-            let blocking = blocking.unwrap_or(now);
-            return Ok((peek_log(now, charge, first, |_| blocking, newest), now));
-        }
-        Algorithm::FixedWindow => Reported::Count(first),
-        Algorithm::InFlight => Reported::Held(first),
-        Algorithm::SlidingWindow => Reported::Counts {
-            current: first,
-            previous: match rest {
-                [] => 0,
-                [Value::Int(previous)] => non_negative(*previous),
-                _ => return Err(unexpected()),
-            },
-        },
-        Algorithm::TokenBucket | Algorithm::LeakyBucket => match rest {
-            [] => bucket(first, None),
-            [run] => bucket(first, Some(run)),
-            _ => None,
-        }
-        .ok_or_else(unexpected)?,
-    };
+    if limit.algorithm == Algorithm::SlidingLog {
+        let (blocking, newest) = match rest {
+            [] => (None, None),
+            [blocking, newest] => (score(blocking), score(newest)),
+            _ => return Err(unexpected()),
+        };
+        let blocking = blocking.unwrap_or(now);
+        return Ok((peek_log(now, charge, first, |_| blocking, newest), now));
+    }
+    let reported = reported(limit.algorithm, first, rest).ok_or_else(unexpected)?;
     let state = State::reported(limit.algorithm, now, charge, reported).ok_or_else(unexpected)?;
     Ok((peek(&state, now, charge), now))
 }

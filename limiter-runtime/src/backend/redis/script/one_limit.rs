@@ -4,9 +4,9 @@
 use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
-use super::reply::{bucket, non_negative, score};
+use super::reply::{reported, score, state};
 use super::{depth, weighing, BatchCall, CallOutcome, LuaScript};
-use crate::algorithm::{sliding_log, Algorithm, Outcome, Reported, State};
+use crate::algorithm::{sliding_log, Algorithm, Outcome, State};
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
 
@@ -72,17 +72,7 @@ pub(super) fn read_one_limit(
     calls: &[BatchCall<'_>],
 ) -> Result<(Vec<CallOutcome>, u64), BackendError> {
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    // Now alone when the key held nothing before the calls; else now, the state's first number, and the rest.
-    let (now, first, rest) = match reply {
-        Value::Int(now) => (non_negative(*now), 0, &[][..]),
-        Value::Array(values) => match values.as_slice() {
-            [Value::Int(now), Value::Int(first), rest @ ..] => {
-                (non_negative(*now), non_negative(*first), rest)
-            }
-            _ => return Err(unexpected()),
-        },
-        _ => return Err(unexpected()),
-    };
+    let (now, first, rest) = state(reply).ok_or_else(unexpected)?;
     let decided = |outcome: Outcome| CallOutcome {
         admitted: outcome.allowed || !limit.vetoes,
         outcomes: OneOrMany::One(outcome),
@@ -113,26 +103,7 @@ pub(super) fn read_one_limit(
         }
         return Ok((each, now));
     }
-    let reported = match limit.algorithm {
-        Algorithm::FixedWindow => Reported::Count(first),
-        Algorithm::InFlight => Reported::Held(first),
-        Algorithm::SlidingWindow => Reported::Counts {
-            current: first,
-            previous: match rest {
-                [] => 0,
-                [Value::Int(previous)] => non_negative(*previous),
-                _ => return Err(unexpected()),
-            },
-        },
-        _ => {
-            let run = match rest {
-                [] => None,
-                [run] => Some(run),
-                _ => return Err(unexpected()),
-            };
-            bucket(first, run).ok_or_else(unexpected)?
-        }
-    };
+    let reported = reported(limit.algorithm, first, rest).ok_or_else(unexpected)?;
     let mut state =
         State::reported(limit.algorithm, now, &limit.charge, reported).ok_or_else(unexpected)?;
     for call in calls {

@@ -2,7 +2,7 @@
 
 use redis::Value;
 
-use crate::algorithm::Reported;
+use crate::algorithm::{Algorithm, Reported};
 
 /// The integer at `i` of a reply's `values`; `None` if there is none there.
 pub(super) fn int(values: &[Value], i: usize) -> Option<u64> {
@@ -50,4 +50,42 @@ pub(super) fn score(value: &Value) -> Option<u64> {
     text.parse::<u64>()
         .ok()
         .or_else(|| text.parse::<f64>().ok().map(|s| s as u64))
+}
+
+/// A key's state as an algorithm's script (or `inspect.lua`) answers it: now alone when the key held
+/// nothing; else now, the state's first number, and the rest. `None` if the reply is not one.
+pub(super) fn state(reply: &Value) -> Option<(u64, u64, &[Value])> {
+    match reply {
+        Value::Int(now) => Some((non_negative(*now), 0, &[][..])),
+        Value::Array(values) => match values.as_slice() {
+            [Value::Int(now), Value::Int(first), rest @ ..] => {
+                Some((non_negative(*now), non_negative(*first), rest))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// What the state's `first` number and the `rest` of a reply say of a key under `algorithm` (not the sliding
+/// log's, which its caller reads); `None` if they are not a state of it.
+pub(super) fn reported(algorithm: Algorithm, first: u64, rest: &[Value]) -> Option<Reported> {
+    Some(match algorithm {
+        Algorithm::FixedWindow => Reported::Count(first),
+        Algorithm::InFlight => Reported::Held(first),
+        Algorithm::SlidingWindow => Reported::Counts {
+            current: first,
+            previous: match rest {
+                [] => 0,
+                [Value::Int(previous)] => non_negative(*previous),
+                _ => return None,
+            },
+        },
+        Algorithm::TokenBucket | Algorithm::LeakyBucket => match rest {
+            [] => bucket(first, None)?,
+            [run] => bucket(first, Some(run))?,
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
