@@ -18,7 +18,9 @@ use limiter_runtime::Limiter;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt().with_target(false).init();
-    let admin = AdminToken::from_env().map_err(|e| format!("ADMIN_TOKEN: {e}"))?;
+    let admin = AdminToken::from_env().map_err(|e| {
+        format!("set ADMIN_TOKEN to the operators' token (the service needs one): {e}")
+    })?;
     // Connected and checked now: a Redis that cannot be used stops the service here, with the cause, not at
     // its first request. Installed, so that annotated functions anywhere count where the layer does.
     let limiter = Limiter::builder().env()?.connect().await?;

@@ -176,10 +176,11 @@ pub(crate) fn merge(
     let policies = policies
         .into_iter()
         .map(|(name, (mut view, refused, decided))| {
+            // Sampled, a key's decisions are an estimate: never more than the policy's own.
             view.busiest = decided
                 .top(10)
                 .into_iter()
-                .map(|(k, n)| (k.to_owned(), n))
+                .map(|(k, n)| (k.to_owned(), n.min(view.decided)))
                 .collect();
             refused_by_policy.insert(name, refused);
             view

@@ -64,8 +64,8 @@ pub struct PolicyView {
     pub decided: u64,
     /// Refusals over the last minute.
     pub refused: u64,
-    /// The keys most decided over the last minute (from one decision in 16), heaviest first, with their
-    /// decisions.
+    /// The keys most decided over the last minute, heaviest first, with their decisions: an estimate, from one
+    /// decision in 16 (each weighing 16), never above `decided`.
     pub busiest: Vec<(String, u64)>,
 }
 
