@@ -66,7 +66,7 @@ pub struct Decision {
 /// | [`DegradedOpen`](Verdict::DegradedOpen) | `degraded_open` | goes ahead: Redis could not decide, and the rule fails open |
 /// | [`DegradedLocal`](Verdict::DegradedLocal) | `degraded_local` | was decided by this node's share of the limit, Redis being unreachable |
 /// | [`Shadow`](Verdict::Shadow) | `shadow` | goes ahead: a shadow limit would have refused it |
-/// | [`Skipped`](Verdict::Skipped) | `skipped` | goes ahead uncounted: its `skip_if` held |
+/// | [`Skipped`](Verdict::Skipped) | `skipped` | skips this limit, its `skip_if` held (a call of one limit that skips it is not decided at all) |
 /// | [`SwitchedOff`](Verdict::SwitchedOff) | `switched_off` | goes ahead uncounted: limiting is switched off |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -83,7 +83,8 @@ pub enum Verdict {
     DegradedLocal,
     /// A shadow limit would have refused the call: it goes ahead.
     Shadow,
-    /// The call skips the limit (`skip_if`): admitted, counted nowhere.
+    /// The call skips the limit (`skip_if`), beside limits it does not skip: admitted by this one, counted
+    /// nowhere. (A call of one limit that skips it is not decided at all.)
     Skipped,
     /// Limiting is switched off: every call goes ahead, counted nowhere.
     SwitchedOff,

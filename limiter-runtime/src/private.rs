@@ -130,9 +130,9 @@ impl<const N: usize> Site<N> {
                 Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
                 Cow::Owned(rules) => RuleRef::Shared(Arc::new(rules[i].clone())),
             };
-            // A skipped limit's key is never written out.
+            // A skipped limit's key is never written out: its prefix alone names it.
             let key = match skip {
-                true => StoreKey::joined("", ""),
+                true => StoreKey::joined(rule.prefix_value(), ""),
                 false => StoreKey::new(rule.prefix_value(), key),
             };
             Ask {

@@ -84,6 +84,12 @@ async fn trial(user: &str) -> Result<(), RateLimited> {
     Ok(())
 }
 
+#[rate_limit(key = user, max = 1, prefix = "staff:", skip_if = user.starts_with("admin"))]
+#[rate_limit(key = user, max = 10, prefix = "everyone:")]
+async fn staff(user: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
 #[test]
 fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
     let recorded = Recorded::default();
@@ -110,6 +116,9 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
                     for _ in 0..3 {
                         trial("carol").await.unwrap();
                     }
+                    for _ in 0..2 {
+                        staff("admin-erin").await.unwrap();
+                    }
                 })
                 .await;
             server.kill();
@@ -131,6 +140,12 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
     assert_eq!(
         get("limiter_decisions_total{prefix=api:,outcome=degraded,reason=degraded_open}"),
         1,
+        "{recorded:#?}"
+    );
+    // A limit a call skips (beside one it does not) is named so.
+    assert_eq!(
+        get("limiter_decisions_total{prefix=staff:,outcome=allowed,reason=skipped}"),
+        2,
         "{recorded:#?}"
     );
     // The shadow limit's refusals, which let the calls through, are named for it.
