@@ -170,8 +170,8 @@ mod tests {
             let made = format!("{}n1", reports_at(key));
             assert_eq!(made, report);
             assert_eq!(
-                redis::cluster_routing::Slot::for_key(&made.as_str()),
-                redis::cluster_routing::Slot::for_key(&key)
+                redis::cluster_routing::Slot::for_key(made.as_str()),
+                redis::cluster_routing::Slot::for_key(key)
             );
         }
     }
