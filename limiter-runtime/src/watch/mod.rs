@@ -13,7 +13,9 @@ mod top;
 mod view;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use hashbrown::HashMap;
@@ -32,8 +34,14 @@ pub(crate) const REPORTED: usize = 100;
 /// The policies one limiter has decided, by prefix.
 #[derive(Debug, Default)]
 pub(crate) struct Watch {
-    policies: RwLock<HashMap<Box<str>, Arc<Tally>, foldhash::fast::RandomState>>,
+    /// Read at every decision without a lock; replaced whole when a policy is first seen (rare).
+    policies: ArcSwap<Policies>,
+    /// Held while a policy is added.
+    adding: Mutex<()>,
 }
+
+/// The tallies, by prefix.
+type Policies = HashMap<Box<str>, Arc<Tally>, foldhash::fast::RandomState>;
 
 impl Watch {
     /// Counts each limit's decision of `call`: not a call that skipped it or went ahead switched off.
@@ -55,12 +63,11 @@ impl Watch {
         }
     }
 
-    /// Counts a decision on `key` in the tally of `prefix`, if it has one (whether it had), under the read
-    /// lock: no reference taken.
+    /// Counts a decision on `key` in the tally of `prefix`, if it has one (whether it had).
     #[inline]
     fn count(&self, prefix: &str, key: &str, refused: bool) -> bool {
-        let policies = self.policies.read().unwrap_or_else(PoisonError::into_inner);
-        policies
+        self.policies
+            .load()
             .get(prefix)
             .map(|tally| tally.count(key, refused))
             .is_some()
@@ -69,29 +76,24 @@ impl Watch {
     /// The tally of a policy seen for the first time (or by two threads at once: one tally stays).
     #[cold]
     fn first(&self, rule: impl std::ops::Deref<Target = Rule>, prefix: &str) -> Arc<Tally> {
-        let mut policies = self
-            .policies
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let tally = policies.entry(prefix.into()).or_insert_with(|| {
-            Arc::new(Tally::new(
-                rule.policy_name().to_string(),
-                prefix.to_owned(),
-                (*rule).clone(),
-            ))
-        });
-        Arc::clone(tally)
+        let _adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tally) = self.policies.load().get(prefix) {
+            return Arc::clone(tally);
+        }
+        let tally = Arc::new(Tally::new(
+            rule.policy_name().to_string(),
+            prefix.to_owned(),
+            (*rule).clone(),
+        ));
+        let mut policies = Policies::clone(&self.policies.load());
+        policies.insert(prefix.into(), Arc::clone(&tally));
+        self.policies.store(Arc::new(policies));
+        tally
     }
 
     /// Each policy now, by name, with its `n` most refused and decided keys.
     pub(crate) fn reports(&self, n: usize) -> Vec<PolicyReport> {
-        let tallies: Vec<Arc<Tally>> = self
-            .policies
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect();
+        let tallies: Vec<Arc<Tally>> = self.policies.load().values().cloned().collect();
         let mut reports: Vec<PolicyReport> = tallies.iter().map(|t| t.report(n)).collect();
         reports.sort_by(|a, b| a.policy.cmp(&b.policy));
         reports
@@ -119,8 +121,8 @@ impl Watch {
     /// key under).
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn rule_of(&self, policy: &str) -> Option<Rule> {
-        let policies = self.policies.read().unwrap_or_else(PoisonError::into_inner);
-        policies
+        self.policies
+            .load()
             .values()
             .find(|t| t.policy == policy || t.prefix == policy)
             .map(|t| t.rule.clone())

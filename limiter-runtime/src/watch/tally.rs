@@ -20,6 +20,9 @@ pub(crate) const SAMPLED: u64 = 16;
 /// A summary covers half of the last minute: the current half and the last one answer for the minute.
 const HALF: Duration = Duration::from_secs(30);
 
+/// How many keys are remembered between two readings of the clock (a half may take in that many more).
+const READ_CLOCK_EVERY: u32 = 32;
+
 /// The span of the counts' samples: the last minute.
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -47,6 +50,9 @@ struct Recent {
     current: usize,
     /// When the current half began.
     began: Instant,
+    /// Keys remembered since the clock was last read: it is read every [`READ_CLOCK_EVERY`] (and at every
+    /// report), not at each.
+    unclocked: u32,
     /// The counts (decided, refused) as they were, oldest first, over the last minute.
     samples: VecDeque<(Instant, u64, u64)>,
 }
@@ -85,6 +91,7 @@ impl Tally {
                 decided: [TopKeys::new(TRACKED), TopKeys::new(TRACKED)],
                 current: 0,
                 began: now,
+                unclocked: 0,
                 samples: VecDeque::from([(now, 0, 0)]),
             }),
         }
@@ -106,7 +113,11 @@ impl Tally {
     /// Puts `key` in the summaries it belongs in.
     fn remember(&self, key: &str, refused: bool, sampled: bool) {
         let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        recent.turn(Instant::now());
+        recent.unclocked += 1;
+        if recent.unclocked >= READ_CLOCK_EVERY {
+            recent.unclocked = 0;
+            recent.turn(Instant::now());
+        }
         let current = recent.current;
         if refused {
             recent.refused[current].add(key, 1);
