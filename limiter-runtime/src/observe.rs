@@ -58,8 +58,9 @@ impl Observers {
     /// is advertised).
     #[inline]
     pub(crate) fn decided(&self, call: &Call<'_>, decided: &Decided, counted: bool) {
-        for (limit, decision) in call.limits().iter().zip(decided.decisions()) {
-            self.metrics.decision(limit.key.parts().prefix, &decision);
+        for (limit, answer) in call.limits().iter().zip(decided.answers.iter()) {
+            let decision = &answer.decision;
+            self.metrics.decision(limit.key.parts().prefix, decision);
             tracing::trace!(
                 key = %limit.key.parts(),
                 allowed = decision.allowed,
