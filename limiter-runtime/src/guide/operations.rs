@@ -132,7 +132,7 @@
 //! does not answer, it is this node's view alone, marked `partial`. On a Zipf(1.1) workload over 1,000,000
 //! keys, a summary recalls at least 95 of the true top 100 (a unit test holds it to that).
 //!
-//! **The admin router and its page** (feature `admin`). [`admin::router`](crate::admin::router) serves
+//! **The admin router and its page** (feature `admin`). `limiter_runtime::admin::router` serves
 //! those views as JSON, a key's state, the overrides (list, set, clear) and the switch, behind a bearer token
 //! compared in constant time, and a live page at its root: one HTML page with its script inline, updated
 //! every second, with per-policy charts, the top limited keys, the nodes and a form for overrides. The page
