@@ -52,12 +52,13 @@
 //! The [`guide`] explains everything in full, one page per topic: [the attribute](guide::attribute), [the
 //! plain API](guide::plain_api), [the algorithms](guide::algorithms), [HTTP and gRPC](guide::http),
 //! [Redis](guide::redis) (Cluster, Sentinel, TLS), [failures](guide::failures),
-//! [operations](guide::operations) (overrides, switches, what operators see, metrics), [calls in flight](guide::in_flight),
-//! [hot keys](guide::hot_keys) and [testing](guide::testing).
+//! [operations](guide::operations) (overrides, switches, what operators see, metrics),
+//! [calls in flight](guide::in_flight), [hot keys](guide::hot_keys) and [testing](guide::testing).
 
 // The layers, bottom up: keys, algorithms, the clock, policy names, decisions and errors; then rules, the
-// overrides, the call; the backends, the observers and the operators' watch; the pipeline; the public API (the limiter, its builder, a resolved
-// limit, a reservation); and, on top, the service edges. `tests/tests/layers.rs` holds them to it.
+// overrides, the call; the backends, the observers and the operators' watch; the pipeline; the public API
+// (the limiter, its builder, a resolved limit, a reservation); and, on top, the service edges.
+// `tests/tests/layers.rs` holds them to it.
 mod algorithm;
 mod budget;
 mod clock;

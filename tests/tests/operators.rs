@@ -461,3 +461,17 @@ async fn the_most_limited_keys_on_a_cluster() {
     let state = b.inspect(&rule, "y").await.unwrap();
     assert_eq!((state.used, state.remaining), (1, 0));
 }
+
+/// A prefix made per tenant makes a policy each: the watch tallies 128, and decides the rest as ever.
+#[tokio::test]
+async fn the_watch_tallies_a_bounded_number_of_policies() {
+    let limiter = Limiter::in_memory();
+    for tenant in 0..300 {
+        let rule = Rule::new().prefix(format!("tenant:{tenant}:")).max(1);
+        assert!(limiter.check(&rule, "k").await.allowed);
+        assert!(!limiter.check(&rule, "k").await.allowed);
+    }
+    let overview = limiter.overview().await;
+    assert_eq!(overview.policies.len(), 128);
+    assert_eq!(limiter.top_limited("", 1_000).await.unwrap().len(), 128);
+}

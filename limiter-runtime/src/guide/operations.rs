@@ -121,14 +121,17 @@
 //! `shadow` (a shadow limit would have refused), `skipped` (`skip_if`) or `switched_off`. The same words label
 //! the metrics (`reason`) and the tracing events (`reason`).
 //!
-//! **The most limited keys.** Each node tallies its decisions per policy: counts, and two bounded summaries of
-//! keys over the last minute (space-saving, 1,000 keys each): the most refused, and the most decided (one
-//! decision in 16). With Redis, every heartbeat (1 s) stores the node's report, its 100 heaviest keys of each,
-//! in one key of its own with the heartbeat's time to live (`limiter:report:{limiter:instances:<group>}:<node>`,
-//! in the Cluster slot of the group's set of instances, in the same script call as the heartbeat). [`Limiter::top_limited`](crate::Limiter::top_limited)
-//! merges every live node's report: the whole service's most refused keys, each count never below the true
-//! one. [`Limiter::overview`](crate::Limiter::overview) adds each policy's decisions and refusals per second
-//! and over the minute, and each node's health (its breaker, its degraded decisions, its switch); when Redis
+//! **The most limited keys.** Each node tallies its decisions per policy (by prefix, at most 128: a prefix
+//! made per tenant is not a policy): counts, and two bounded summaries of keys over the last minute
+//! (space-saving, 1,000 keys each): the most refused, and the most decided (one decision in 16). With
+//! Redis, every heartbeat (1 s) stores the node's report, its 100 most refused keys and 20 most decided, in
+//! one key of its own with the heartbeat's time to live
+//! (`limiter:report:{limiter:instances:<group>}:<node>`, in the Cluster slot of the group's set of
+//! instances, in the same script call as the heartbeat).
+//! [`Limiter::top_limited`](crate::Limiter::top_limited) merges every live node's report: the whole
+//! service's most refused keys, each count never below the true one.
+//! [`Limiter::overview`](crate::Limiter::overview) adds each policy's decisions and refusals per second and
+//! over the minute, and each node's health (its breaker, its degraded decisions, its switch); when Redis
 //! does not answer, it is this node's view alone, marked `partial`. On a Zipf(1.1) workload over 1,000,000
 //! keys, a summary recalls at least 95 of the true top 100 (a unit test holds it to that).
 //!

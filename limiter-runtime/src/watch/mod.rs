@@ -13,6 +13,7 @@ mod top;
 mod view;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
@@ -28,8 +29,11 @@ pub use self::view::{Inspection, NodeView, Overview, PolicyView, TopKey};
 use crate::call::{Call, Decided};
 use crate::{Rule, Verdict};
 
-/// Keys of each policy a node reports: the heaviest of its summaries.
+/// Refused keys of each policy a node reports: the heaviest of its summary.
 pub(crate) const REPORTED: usize = 100;
+
+/// Decided keys of each policy a node reports (the busiest: a view shows 10).
+pub(crate) const REPORTED_DECIDED: usize = 20;
 
 /// The policies one limiter has decided, by prefix.
 #[derive(Debug, Default)]
@@ -38,7 +42,13 @@ pub(crate) struct Watch {
     policies: ArcSwap<Policies>,
     /// Held while a policy is added.
     adding: Mutex<()>,
+    /// Whether it holds [`MAX_POLICIES`]: a prefix seen after that is not tallied.
+    full: AtomicBool,
 }
+
+/// The policies (prefixes) a node tallies at most: a prefix made per tenant or per user would otherwise
+/// make a tally each (each up to about 160 KB).
+pub(crate) const MAX_POLICIES: usize = 128;
 
 /// The tallies, by prefix.
 type Policies = HashMap<Box<str>, Arc<Tally>, foldhash::fast::RandomState>;
@@ -56,9 +66,10 @@ impl Watch {
                 _ => false,
             };
             let key = limit.key.parts();
-            if !self.count(key.prefix, key.rest, refused) {
-                let tally = self.first(limit.rule.clone(), key.prefix);
-                tally.count(key.rest, refused);
+            if !self.count(key.prefix, key.rest, refused) && !self.full.load(Ordering::Relaxed) {
+                if let Some(tally) = self.first(limit.rule.clone(), key.prefix) {
+                    tally.count(key.rest, refused);
+                }
             }
         }
     }
@@ -73,12 +84,22 @@ impl Watch {
             .is_some()
     }
 
-    /// The tally of a policy seen for the first time (or by two threads at once: one tally stays).
+    /// The tally of a policy seen for the first time (or by two threads at once: one tally stays); none when
+    /// [`MAX_POLICIES`] are tallied already.
     #[cold]
-    fn first(&self, rule: impl std::ops::Deref<Target = Rule>, prefix: &str) -> Arc<Tally> {
+    fn first(&self, rule: impl std::ops::Deref<Target = Rule>, prefix: &str) -> Option<Arc<Tally>> {
         let _adding = self.adding.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(tally) = self.policies.load().get(prefix) {
-            return Arc::clone(tally);
+            return Some(Arc::clone(tally));
+        }
+        if self.policies.load().len() >= MAX_POLICIES {
+            self.full.store(true, Ordering::Relaxed);
+            tracing::warn!(
+                prefix,
+                "rate limiter: the operators' views tally {MAX_POLICIES} policies (prefixes) already; \
+                 decisions under new prefixes are not tallied (a prefix made per tenant or per user?)"
+            );
+            return None;
         }
         let tally = Arc::new(Tally::new(
             rule.policy_name().to_string(),
@@ -88,19 +109,22 @@ impl Watch {
         let mut policies = Policies::clone(&self.policies.load());
         policies.insert(prefix.into(), Arc::clone(&tally));
         self.policies.store(Arc::new(policies));
-        tally
+        Some(tally)
     }
 
-    /// Each policy now, by name, with its `n` most refused and decided keys.
-    pub(crate) fn reports(&self, n: usize) -> Vec<PolicyReport> {
+    /// Each policy now, by name, with its `refused_keys` most refused keys and `decided_keys` most decided.
+    pub(crate) fn reports(&self, refused_keys: usize, decided_keys: usize) -> Vec<PolicyReport> {
         let tallies: Vec<Arc<Tally>> = self.policies.load().values().cloned().collect();
-        let mut reports: Vec<PolicyReport> = tallies.iter().map(|t| t.report(n)).collect();
+        let mut reports: Vec<PolicyReport> = tallies
+            .iter()
+            .map(|t| t.report(refused_keys, decided_keys))
+            .collect();
         reports.sort_by(|a, b| a.policy.cmp(&b.policy));
         reports
     }
 
     /// What this node reports: its `node` id, its breaker and degraded decisions, whether limiting is
-    /// `enabled`, and each policy with its [`REPORTED`] most refused and decided keys.
+    /// `enabled`, and each policy with its [`REPORTED`] most refused keys and [`REPORTED_DECIDED`] most decided.
     pub(crate) fn node_report(
         &self,
         node: String,
@@ -113,7 +137,7 @@ impl Watch {
             breaker_open,
             degraded,
             enabled,
-            policies: self.reports(REPORTED),
+            policies: self.reports(REPORTED, REPORTED_DECIDED),
         }
     }
 

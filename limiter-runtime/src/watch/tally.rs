@@ -127,8 +127,8 @@ impl Tally {
         }
     }
 
-    /// The policy now, with its `n` most refused and most decided keys.
-    pub(crate) fn report(&self, n: usize) -> PolicyReport {
+    /// The policy now, with its `refused` most refused keys and its `decided` most decided.
+    pub(crate) fn report(&self, refused_keys: usize, decided_keys: usize) -> PolicyReport {
         let now = Instant::now();
         let (decided, refused) = (
             self.decided.load(Ordering::Relaxed),
@@ -160,7 +160,7 @@ impl Tally {
             true => (now - then) as f64 / seconds,
             false => 0.0,
         };
-        let keys = |summaries: &[TopKeys; 2]| {
+        let keys = |summaries: &[TopKeys; 2], n: usize| {
             let mut both = summaries[0].clone();
             both.merge(&summaries[1]);
             both.top(n)
@@ -175,8 +175,8 @@ impl Tally {
             refused_per_s: rate(refused, was_refused),
             decided: decided - first_decided,
             refused: refused - first_refused,
-            refused_keys: keys(&recent.refused),
-            decided_keys: keys(&recent.decided),
+            refused_keys: keys(&recent.refused, refused_keys),
+            decided_keys: keys(&recent.decided, decided_keys),
         }
     }
 }
