@@ -406,6 +406,13 @@ async fn the_admin_api_answers_its_token_alone_in_json() {
     let (refused, why) = api(at, "PUT", "/admin/api/overrides", Some(bad)).await;
     assert_eq!(refused.status, 400);
     assert!(why["error"].as_str().unwrap().contains("max"), "{why}");
+    // A body that is not JSON is refused like any other bad input.
+    let headers = [("authorization", "Bearer an-operators-token")];
+    let garbled =
+        tests::http::request_with_body(at, "PUT", "/admin/api/switch", &headers, Some("{on")).await;
+    assert_eq!(garbled.status, 400);
+    let why: Value = serde_json::from_str(&garbled.body).unwrap();
+    assert!(why["error"].as_str().unwrap().contains("not JSON"), "{why}");
     let target = serde_json::json!({ "prefix": "rate_limit:emp:", "key": "1001" });
     assert_eq!(
         api(at, "DELETE", "/admin/api/overrides", Some(target))

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -165,6 +166,11 @@ pub(super) async fn overrides(State(admin): State<Admin>) -> Response {
     fresh(Value::Array(list))
 }
 
+/// A request's body, read as JSON; else why not (an error answered like every other, `{"error"}`).
+fn json(body: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))
+}
+
 /// The override a request's body names: `{"prefix", "key"}`; else why not.
 fn target(body: &Value) -> Result<Override, String> {
     let prefix = match body.get("prefix") {
@@ -209,8 +215,8 @@ fn change(body: &Value) -> Result<Override, String> {
 }
 
 /// `PUT /api/overrides`.
-pub(super) async fn set_override(State(admin): State<Admin>, Json(body): Json<Value>) -> Response {
-    let change = match change(&body) {
+pub(super) async fn set_override(State(admin): State<Admin>, body: Bytes) -> Response {
+    let change = match json(&body).and_then(|body| change(&body)) {
         Ok(change) => change,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
@@ -221,11 +227,8 @@ pub(super) async fn set_override(State(admin): State<Admin>, Json(body): Json<Va
 }
 
 /// `DELETE /api/overrides`.
-pub(super) async fn clear_override(
-    State(admin): State<Admin>,
-    Json(body): Json<Value>,
-) -> Response {
-    let target = match target(&body) {
+pub(super) async fn clear_override(State(admin): State<Admin>, body: Bytes) -> Response {
+    let target = match json(&body).and_then(|body| target(&body)) {
         Ok(target) => target,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
@@ -241,9 +244,14 @@ pub(super) async fn switch(State(admin): State<Admin>) -> Response {
 }
 
 /// `PUT /api/switch`.
-pub(super) async fn set_switch(State(admin): State<Admin>, Json(body): Json<Value>) -> Response {
-    let Some(enabled) = body.get("enabled").and_then(Value::as_bool) else {
-        return error(StatusCode::BAD_REQUEST, "enabled is true or false");
+pub(super) async fn set_switch(State(admin): State<Admin>, body: Bytes) -> Response {
+    let enabled = json(&body).and_then(|body| {
+        let enabled = body.get("enabled").and_then(Value::as_bool);
+        enabled.ok_or_else(|| "enabled is true or false".to_owned())
+    });
+    let enabled = match enabled {
+        Ok(enabled) => enabled,
+        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
     match admin.limiter.set_enabled(enabled).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
