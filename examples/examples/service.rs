@@ -6,7 +6,7 @@
 //! curl -i http://127.0.0.1:3000/employees/1001      # 5 per 10 s, then 429 with Retry-After and RateLimit headers
 //! ```
 //!
-//! The operators' page is at <http://127.0.0.1:3000/admin/> (it asks for the token once). The operators'
+//! The operators' page is at <http://127.0.0.1:3000/admin> (it asks for the token once). The operators'
 //! routes (`/limit/*`, `/admin/api/*`) require `Authorization: Bearer $ADMIN_TOKEN`; the service refuses to
 //! start without `ADMIN_TOKEN`.
 
