@@ -482,3 +482,15 @@ async fn the_watch_tallies_a_bounded_number_of_policies() {
     assert_eq!(overview.policies.len(), 128);
     assert_eq!(limiter.top_limited("", 1_000).await.unwrap().len(), 128);
 }
+
+/// A node that does not tally reports no policy, and decides as ever.
+#[tokio::test]
+async fn a_node_may_tally_nothing() {
+    let limiter = Limiter::builder().tally(false).build().unwrap();
+    let rule = Rule::new().prefix("quiet:").max(1);
+    assert!(limiter.check(&rule, "k").await.allowed);
+    assert!(!limiter.check(&rule, "k").await.allowed);
+    assert!(limiter.overview().await.policies.is_empty());
+    assert!(limiter.top_limited("", 10).await.unwrap().is_empty());
+    assert_eq!(limiter.inspect(&rule, "k").await.unwrap().used, 1);
+}

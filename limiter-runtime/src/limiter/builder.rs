@@ -46,6 +46,7 @@ pub struct LimiterBuilder {
     group: Option<String>,
     heartbeat_every: Option<Duration>,
     no_deny_cache: bool,
+    no_tally: bool,
     no_coalescing: bool,
     max_keys: Option<usize>,
     /// Whether Redis's URL came from `LIMITER_REDIS_URL` (its errors then name it).
@@ -317,6 +318,16 @@ impl LimiterBuilder {
         self
     }
 
+    /// Whether this node tallies its decisions for the operators' views (default: yes):
+    /// [`Limiter::top_limited`](crate::Limiter::top_limited) and [`Limiter::overview`](crate::Limiter::overview)
+    /// (and the `admin` feature's page) show only the nodes that do. The tally costs a decision on Redis about
+    /// 1.5% more of the client's instructions, a refused call in memory about a quarter more (see
+    /// `BENCHMARKS.md`): a service limiting in memory on a hot path may turn it off.
+    pub fn tally(mut self, enabled: bool) -> Self {
+        self.no_tally = !enabled;
+        self
+    }
+
     /// The most keys this process keeps in memory (default 1,000,000: about 250 MB of short keys with small
     /// limits; a sliding log takes 16 bytes more for each microsecond of its window that admitted calls): the
     /// in-memory store's, or, on Redis, the `local` fallback's. Keys are chosen by callers, so without a
@@ -429,6 +440,11 @@ impl LimiterBuilder {
             }
         };
         let limiter = Limiter::new(backend, self.defaults, clock);
+        limiter
+            .pipeline
+            .observers
+            .watch
+            .set_tallying(!self.no_tally);
         if tokio::runtime::Handle::try_current().is_ok() {
             // The heartbeat from now, not from the first decision: an instance is counted in the others'
             // `local` shares by being there, idle or not.

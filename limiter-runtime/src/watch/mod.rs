@@ -44,6 +44,8 @@ pub(crate) struct Watch {
     adding: Mutex<()>,
     /// Whether it holds [`MAX_POLICIES`]: a prefix seen after that is not tallied.
     full: AtomicBool,
+    /// Whether it tallies nothing ([`LimiterBuilder::tally`](crate::LimiterBuilder::tally)).
+    off: AtomicBool,
 }
 
 /// The policies (prefixes) a node tallies at most: a prefix made per tenant or per user would otherwise
@@ -57,6 +59,9 @@ impl Watch {
     /// Counts each limit's decision of `call`: not a call that skipped it or went ahead switched off.
     #[inline]
     pub(crate) fn decided(&self, call: &Call<'_>, decided: &Decided) {
+        if self.off.load(Ordering::Relaxed) {
+            return;
+        }
         for (limit, answer) in call.limits().iter().zip(decided.answers.iter()) {
             let decision = &answer.decision;
             let refused = match decision.verdict {
@@ -72,6 +77,11 @@ impl Watch {
                 }
             }
         }
+    }
+
+    /// Tallies nothing from now on (`false`), or again (`true`).
+    pub(crate) fn set_tallying(&self, on: bool) {
+        self.off.store(!on, Ordering::Relaxed);
     }
 
     /// Counts a decision on `key` in the tally of `prefix`, if it has one (whether it had).
