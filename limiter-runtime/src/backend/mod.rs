@@ -144,21 +144,10 @@ impl Backend {
     /// Every node's latest report through Redis (this one's too), and how long ago each was written; none in
     /// memory.
     pub(crate) async fn reports(&self) -> Result<Vec<(NodeReport, Duration)>, Error> {
-        let Backend::Redis(redis) = self else {
-            return Ok(Vec::new());
-        };
-        let read = |cause: String| Error::Read(cause);
-        let mut connection = redis.establish().await.map_err(|e| read(e.to_string()))?;
-        let reports = redis.fallback.instances.reports(&mut connection);
-        let reports =
-            tokio::time::timeout(redis.deadline().max(Duration::from_millis(500)), reports)
-                .await
-                .map_err(|_| read(format!("no answer within {:?}", redis.deadline())))?
-                .map_err(|e| read(e.to_string()))?;
-        Ok(reports
-            .into_iter()
-            .filter_map(|(text, age)| Some((NodeReport::decode(&text)?, age)))
-            .collect())
+        match self {
+            Backend::Memory(_) => Ok(Vec::new()),
+            Backend::Redis(redis) => redis.reports().await,
+        }
     }
 
     /// Makes an operator's `change` where every runtime sees it: in Redis, announced, with the version Redis

@@ -12,9 +12,6 @@ use super::RedisBackend;
 use crate::overrides::Overrides;
 use crate::watch::Watch;
 
-/// A heartbeat (and its report) may take this long, whatever the decisions' deadline.
-const MIN_BEAT: Duration = Duration::from_millis(500);
-
 static HEARTBEAT: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/instances.lua")));
 
@@ -121,7 +118,7 @@ pub(crate) fn spawn_heartbeat(
                         )
                         .encode();
                     let beat = instances.beat(&mut connection, Some(&report));
-                    match tokio::time::timeout(redis.deadline().max(MIN_BEAT), beat).await {
+                    match tokio::time::timeout(redis.patience(), beat).await {
                         Ok(Ok(_)) => {}
                         Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
                         Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),

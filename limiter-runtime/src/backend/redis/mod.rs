@@ -51,6 +51,7 @@ use crate::clock::{as_micros, Clock};
 use crate::error::{BackendError, Error};
 use crate::key::{KeyRef, StoreKey};
 use crate::sharded::KeyHash;
+use crate::watch::NodeReport;
 
 pub(crate) use self::breaker::BreakerConfig;
 pub(crate) use self::connection::{Connection, Topology};
@@ -60,6 +61,9 @@ pub(crate) use self::lease::spawn_lease_sweep;
 pub(crate) use self::overrides::{publish, spawn as spawn_overrides_sync};
 pub(crate) use self::script::LuaScript;
 pub(crate) use self::tls::{redacted, Tls};
+
+/// The least time work off the decisions' path is given (see [`RedisBackend::patience`]).
+const PATIENT: Duration = Duration::from_millis(500);
 
 /// How long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline still
 /// lets a connection be made.
@@ -436,13 +440,21 @@ impl RedisBackend {
         }
     }
 
-    /// Reads `limit`'s key without charging it (one read-only script call, within the deadline), and whether
+    /// How long work off the decisions' path may take (a heartbeat, an operator's read): the decisions'
+    /// deadline, but at least [`PATIENT`].
+    pub(crate) fn patience(&self) -> Duration {
+        self.deadline.max(PATIENT)
+    }
+
+    /// Reads `limit`'s key without charging it (one read-only script call, within [`patience`]), and whether
     /// this node holds a denial of it: what an operator inspects.
+    ///
+    /// [`patience`]: RedisBackend::patience
     pub(crate) async fn inspect(&self, limit: &CallLimit<'_>) -> Result<(Peek, u64, bool), Error> {
         let read = |cause: BackendError| Error::Read(cause.to_string());
         let connection = self.establish().await.map_err(read)?;
         let (script, command) = script::inspect_command(limit, self.test_now());
-        let reply = within(script::send(script, connection, command), self.deadline)
+        let reply = within(script::send(script, connection, command), self.patience())
             .await
             .map_err(|failed| read(failed.cause))?;
         let (peek, now) = script::read_inspected(&reply, limit).map_err(read)?;
@@ -451,6 +463,22 @@ impl RedisBackend {
             .as_ref()
             .is_some_and(|cache| cache.holds(limit.key.parts(), self.clock.now()));
         Ok((peek, now, denied))
+    }
+
+    /// Every live node's report (this one's too), and how long ago each was written: one script call, within
+    /// [`patience`](RedisBackend::patience).
+    pub(crate) async fn reports(&self) -> Result<Vec<(NodeReport, Duration)>, Error> {
+        let read = |cause: String| Error::Read(cause);
+        let mut connection = self.establish().await.map_err(|e| read(e.to_string()))?;
+        let reports = self.fallback.instances.reports(&mut connection);
+        let reports = tokio::time::timeout(self.patience(), reports)
+            .await
+            .map_err(|_| read(format!("no answer within {:?}", self.patience())))?
+            .map_err(|e| read(e.to_string()))?;
+        Ok(reports
+            .into_iter()
+            .filter_map(|(text, age)| Some((NodeReport::decode(&text)?, age)))
+            .collect())
     }
 
     /// "Now" passed to the script, in a test that drives Redis's time.
