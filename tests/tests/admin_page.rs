@@ -103,6 +103,12 @@ async fn until<T, F: std::future::Future<Output = Option<T>>>(
     }
 }
 
+/// Clicks the element with id `id`.
+async fn click(client: &Client, id: &str) {
+    let element = client.find(Locator::Id(id)).await.unwrap();
+    element.click().await.unwrap();
+}
+
 /// The text of what `css` selects, if anything.
 async fn text(client: &Client, css: &str) -> Option<String> {
     client.find(Locator::Css(css)).await.ok()?.text().await.ok()
@@ -150,13 +156,7 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
     // Signed in once: the token typed, never put in a URL.
     let token = client.find(Locator::Id("token")).await.unwrap();
     token.send_keys(TOKEN).await.unwrap();
-    client
-        .find(Locator::Id("login"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "login").await;
 
     // The policies, with their rates.
     let employee = until("the employee policy", || {
@@ -195,13 +195,7 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
         input.clear().await.unwrap();
         input.send_keys(value).await.unwrap();
     }
-    client
-        .find(Locator::Id("ov-submit"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&client, "ov-submit").await;
     until("the override applied", || async {
         text(&client, "#ov-result")
             .await
