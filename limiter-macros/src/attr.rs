@@ -22,13 +22,16 @@ pub(crate) const ALGORITHMS: [&str; 5] = [
     "leaky_bucket",
 ];
 
+/// The calendar's periods `period = ...` names, as the runtime's `Period` variants.
+const PERIODS: [(&str, &str); 3] = [("day", "Day"), ("week", "Week"), ("month", "Month")];
+
 /// The arguments of one `#[rate_limit(...)]`, each present only if written.
 #[derive(Default, Clone)]
 pub(crate) struct Args {
     pub(crate) prefix: Option<LitStr>,
     /// The parts of the key: `key = a` has one, `key = (a, b.c)` two.
     pub(crate) key: Option<Vec<Expr>>,
-    pub(crate) window: Option<Duration>,
+    pub(crate) window: Option<Spanned<Duration>>,
     pub(crate) max: Option<Integer>,
     pub(crate) message: Option<LitStr>,
     /// The policy's name, for the HTTP quota fields.
@@ -53,6 +56,13 @@ pub(crate) struct Args {
     /// Calls of a key running at once, and how long a permit lives in Redis unless renewed.
     pub(crate) in_flight: Option<Spanned<Integer>>,
     pub(crate) in_flight_ttl: Option<Spanned<Duration>>,
+    /// A calendar quota's period: the runtime's `Period` variant (`Day`, `Week` or `Month`), spanned at the
+    /// value.
+    pub(crate) period: Option<Spanned<Ident>>,
+    /// The time zone the periods are counted in: a name checked here, or each call's own.
+    pub(crate) tz: Option<Spanned<Tz>>,
+    /// The billing day a month starts on, 1 to 31.
+    pub(crate) anchor: Option<Spanned<u8>>,
     pub(crate) krate: Option<Path>,
     /// Not an argument: this is the limit of calls in flight an attribute's `in_flight` adds beside its rate
     /// (the limit before it), skipped when that one is.
@@ -79,6 +89,16 @@ pub(crate) enum Duration {
     Seconds(Expr),
 }
 
+/// The time zone of a calendar quota (`tz = ...`).
+#[derive(Clone)]
+pub(crate) enum Tz {
+    /// `tz = "Europe/Berlin"`: a zone's name, checked as it is parsed, as the zone data spells it (spanned at
+    /// the literal).
+    Named(LitStr),
+    /// `tz = <expr>`: each call's zone, from its borrowed arguments (a `Zone`, or a reference to one).
+    Call(Expr),
+}
+
 /// A value and the span of the token it came from (validation errors point there).
 #[derive(Clone)]
 pub(crate) struct Spanned<T> {
@@ -89,7 +109,7 @@ pub(crate) struct Spanned<T> {
 /// Every argument, in the order error messages list them, with an example value for the error that says one
 /// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in [`Args`], a line
 /// here, an arm in [`Args::read`], and its validation.
-const ARGUMENTS: [(&str, &str); 20] = [
+const ARGUMENTS: [(&str, &str); 23] = [
     ("prefix", "\"rate_limit:emp:\""),
     ("key", "id"),
     ("window", "10"),
@@ -109,6 +129,9 @@ const ARGUMENTS: [(&str, &str); 20] = [
     ("count", "failures"),
     ("in_flight", "4"),
     ("in_flight_ttl", "\"30s\""),
+    ("period", "month"),
+    ("tz", "\"Europe/Berlin\""),
+    ("anchor", "15"),
     ("crate", "\"my_app::limiter\""),
 ];
 
@@ -135,7 +158,7 @@ impl Args {
         match value.name {
             "prefix" => value.once(&mut self.prefix, string),
             "key" => value.once(&mut self.key, key),
-            "window" => value.once(&mut self.window, duration),
+            "window" => value.once(&mut self.window, |v| v.spanned(duration(v))),
             "max" => value.once(&mut self.max, max),
             "message" => value.once(&mut self.message, string),
             "name" => value.once(&mut self.name, string),
@@ -157,6 +180,9 @@ impl Args {
                 ))
             }),
             "in_flight_ttl" => value.once(&mut self.in_flight_ttl, |v| v.spanned(duration(v))),
+            "period" => value.once(&mut self.period, |v| v.spanned(period(v))),
+            "tz" => value.once(&mut self.tz, |v| v.spanned(tz(v))),
+            "anchor" => value.once(&mut self.anchor, |v| v.spanned(anchor(v))),
             "crate" => value.once(&mut self.krate, krate),
             other => unreachable!("`{other}` is in ARGUMENTS but has no parser"),
         }
@@ -437,6 +463,132 @@ fn on_error(value: &Value<'_>) -> syn::Result<Ident> {
     Ok(Ident::new(variant, on_error.span()))
 }
 
+/// `day`, `week` or `month`, as the runtime's `Period` variant (spanned at the value).
+fn period(value: &Value<'_>) -> syn::Result<Ident> {
+    let names: Vec<String> = PERIODS
+        .iter()
+        .map(|(name, _)| format!("`{name}`"))
+        .collect();
+    let names = names.join(", ");
+    let expected = format!("`period` takes one of: {names}");
+    let unknown = |period: &Ident| format!("unknown period `{period}`; expected one of: {names}");
+    let (period, variant) = one_of(value, &PERIODS, &expected, unknown)?;
+    Ok(Ident::new(variant, period.span()))
+}
+
+/// A zone's name, checked against the zone data the runtime bundles, or any other expression: each call's
+/// zone.
+fn tz(value: &Value<'_>) -> syn::Result<Tz> {
+    if !is_literal(value) {
+        return Ok(Tz::Call(expression(value)?));
+    }
+    let lit = match value.input.parse::<Lit>()? {
+        Lit::Str(lit) => lit,
+        other => {
+            return Err(syn::Error::new(
+                other.span(),
+                "`tz` takes a time zone's name, e.g. `tz = \"Europe/Berlin\"`, or an expression over the \
+                 arguments whose value is a `Zone` (each call's zone), e.g. `tz = tenant.zone`",
+            ))
+        }
+    };
+    let name = lit.value();
+    match jiff::tz::db().get(&name) {
+        // The name as the zone data spells it: `"europe/berlin"` is found, and is `"Europe/Berlin"`.
+        Ok(zone) => Ok(Tz::Named(LitStr::new(
+            zone.iana_name().unwrap_or(&name),
+            lit.span(),
+        ))),
+        Err(_) => Err(syn::Error::new(lit.span(), unknown_zone(&name))),
+    }
+}
+
+/// Why `name` is no time zone, with the closest known name when one is close.
+fn unknown_zone(name: &str) -> String {
+    if name.trim().is_empty() {
+        return "`tz = \"\"` names no time zone: write an IANA name, e.g. `tz = \"Europe/Berlin\"`, or leave \
+                `tz` out to count in UTC"
+            .to_owned();
+    }
+    match closest_zone(name) {
+        Some(known) => format!("unknown time zone `{name}`; did you mean `{known}`?"),
+        None => format!(
+            "unknown time zone `{name}`: `tz` takes an IANA time zone name, e.g. `\"Europe/Berlin\"`, \
+             `\"America/New_York\"` or `\"UTC\"`"
+        ),
+    }
+}
+
+/// The known zone whose name is closest to `name` (case aside), if it is a slip away: a few letters of the
+/// whole name, or of its city alone (`"Berlin"` is `"Europe/Berlin"`'s).
+fn closest_zone(name: &str) -> Option<String> {
+    let wanted = name.to_ascii_lowercase().replace(' ', "_");
+    // A slip: a letter in four, at most three.
+    let close = |length: usize| (length / 4).clamp(1, 3);
+    let mut best: Option<(usize, String)> = None;
+    for known in jiff::tz::db().available() {
+        let known = known.as_str();
+        let lower = known.to_ascii_lowercase();
+        let mut distance = edit_distance(&wanted, &lower);
+        if !wanted.contains('/') {
+            let city = lower.rsplit('/').next().unwrap_or(&lower);
+            distance = distance.min(edit_distance(&wanted, city));
+        }
+        if distance <= close(wanted.chars().count())
+            && best
+                .as_ref()
+                .is_none_or(|(shortest, _)| distance < *shortest)
+        {
+            best = Some((distance, known.to_owned()));
+        }
+    }
+    best.map(|(_, known)| known)
+}
+
+/// The Levenshtein distance between `a` and `b`: the letters inserted, removed or replaced to turn one into
+/// the other.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, x) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, y) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(x != *y))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// The billing day of a month: an integer literal, 1 to 31.
+fn anchor(value: &Value<'_>) -> syn::Result<u8> {
+    let expected =
+        "`anchor` takes the billing day of a month, an integer from 1 to 31, e.g. `anchor = 15`";
+    if !is_literal(value) {
+        let found = expression(value)?;
+        return Err(syn::Error::new_spanned(found, expected));
+    }
+    let lit = match value.input.parse::<Lit>()? {
+        Lit::Int(int) if int.suffix().is_empty() => int,
+        other => return Err(syn::Error::new(other.span(), expected)),
+    };
+    let day = lit.base10_digits();
+    match day.parse::<u8>() {
+        Ok(day @ 1..=31) => Ok(day),
+        _ => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`anchor = {day}` is not a day of a month: the billing day is 1 to 31 (31 is the last day of \
+                 every month)"
+            ),
+        )),
+    }
+}
+
 fn shadow(value: &Value<'_>) -> syn::Result<bool> {
     match value.input.parse::<Lit>()? {
         Lit::Bool(shadow) => Ok(shadow.value),
@@ -544,7 +696,7 @@ fn krate(value: &Value<'_>) -> syn::Result<Path> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Args, ARGUMENTS};
+    use super::{closest_zone, edit_distance, Args, ARGUMENTS};
 
     /// Each argument has a parser, and the example its "needs a value" error shows is a value it takes.
     #[test]
@@ -555,6 +707,37 @@ mod tests {
                 panic!("`{written}`: {error}");
             }
         }
+    }
+
+    /// The periods this crate names are the runtime's, in the same order.
+    #[test]
+    fn the_periods_are_the_runtimes() {
+        let runtime = limiter_runtime::Period::ALL.map(|period| period.name());
+        assert_eq!(super::PERIODS.map(|(name, _)| name), runtime);
+        let variants = limiter_runtime::Period::ALL.map(|period| format!("{period:?}"));
+        assert_eq!(super::PERIODS.map(|(_, variant)| variant), variants);
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("berln", "berlin"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("abc", ""), 3);
+    }
+
+    /// A slip is given the zone it meant; a name like no zone's, nothing.
+    #[test]
+    fn close_zones_are_suggested() {
+        let suggested = |name: &str| closest_zone(name);
+        assert_eq!(suggested("Europe/Berln").as_deref(), Some("Europe/Berlin"));
+        assert_eq!(
+            suggested("America/New York").as_deref(),
+            Some("America/New_York")
+        );
+        assert_eq!(suggested("Berlin").as_deref(), Some("Europe/Berlin"));
+        assert_eq!(suggested("Mars/Olympus_Mons"), None);
+        assert_eq!(suggested("x"), None);
     }
 
     /// The names this crate accepts are the runtime's, in the same order (its error messages list them).

@@ -9,7 +9,7 @@ use syn::{
     Stmt, Type,
 };
 
-use crate::attr::Args;
+use crate::attr::{Args, Tz};
 use crate::constant;
 
 /// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
@@ -35,7 +35,12 @@ pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<Tok
                 // async-trait moved `self` into `__self` before the body.
                 for args in &mut limits {
                     let expressions = args.key.iter_mut().flatten();
-                    for expr in expressions.chain(&mut args.cost).chain(&mut args.skip_if) {
+                    let zone = args.tz.as_mut().and_then(|tz| match &mut tz.value {
+                        Tz::Call(expr) => Some(expr),
+                        Tz::Named(_) => None,
+                    });
+                    let expressions = expressions.chain(&mut args.cost).chain(&mut args.skip_if);
+                    for expr in expressions.chain(zone) {
                         SelfToAsyncTraitSelf.visit_expr_mut(expr);
                     }
                 }
@@ -157,7 +162,16 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             }
             _ => quote!(false),
         };
-        quote!((#skipped, #key, #cost))
+        // Each call's own zone (`tz = <expr>`), borrowed like the key and the cost (its temporaries, like
+        // theirs, live to the end of the statement that hands them over); a type that is not a `Zone` is
+        // reported at the expression.
+        let zone = match args.tz.as_ref().map(|tz| &tz.value) {
+            Some(Tz::Call(zone)) => quote_spanned!(zone.span()=>
+                ::core::option::Option::Some(#krate::__private::CallZone::zone(&(#zone)))
+            ),
+            _ => quote!(::core::option::Option::None),
+        };
+        quote!((#skipped, #key, #cost, #zone))
     });
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
     // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
@@ -261,7 +275,7 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     let (prefix, message, policy) = (text(&args.prefix), text(&args.message), text(&args.name));
     let mut rule = quote!(#krate::Rule::from_attribute(#prefix, #message, #policy));
     if let Some(window) = &args.window {
-        let window = constant::duration("window", window);
+        let window = constant::duration("window", &window.value);
         rule = quote!(#rule.window(#window));
     }
     if let Some(max) = &args.max {
@@ -271,6 +285,18 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     if let Some(name) = &args.algorithm {
         let variant = Ident::new(&camel_case(&name.to_string()), name.span());
         rule = quote!(#rule.algorithm(#krate::Algorithm::#variant));
+    }
+    // After the algorithm: a period is the calendar's (`algorithm = fixed_window` beside it says as much).
+    if let Some(period) = &args.period {
+        let variant = &period.value;
+        rule = quote!(#rule.period(#krate::Period::#variant));
+    }
+    if let Some(Tz::Named(name)) = args.tz.as_ref().map(|tz| &tz.value) {
+        rule = quote!(#rule.tz_checked(#name));
+    }
+    if let Some(anchor) = &args.anchor {
+        let day = anchor.value;
+        rule = quote!(#rule.anchor(#day));
     }
     if let Some(burst) = &args.burst {
         let burst = constant::integer("burst", &burst.value);

@@ -143,6 +143,32 @@ mod valid;
 ///       if password == "hunter2" { Ok(()) } else { Err(LoginError::WrongPassword) }
 ///   }
 ///   ```
+/// - `period = day | week | month` — a calendar quota: at most `max` units (of `cost`) per day, week (from
+///   Monday) or month of the calendar, counted again from each period's first instant (see [`Period`]). It
+///   replaces the window: a period goes with no `window`, `burst`, `mode = wait`, `max_wait`, lease or
+///   `in_flight`, and with no algorithm but `fixed_window` (a period is a fixed window of the calendar).
+/// - `tz = "Europe/Berlin"` — with `period`: the time zone the periods are counted in, an IANA name checked
+///   when compiled (an unknown name is a compile error). Default UTC. `tz = <expr>` is each call's own zone,
+///   a [`Zone`] (or a reference to one) computed from the borrowed arguments like `key`.
+/// - `anchor = 15` — with `period = month`: the billing day the month starts on, 1 to 31 (a shorter month
+///   starts on its last day, so 31 is every month's last day). Default 1.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited, Zone};
+///   # struct Tenant { id: u64, zone: Zone }
+///   // 10,000 calls a day, counted again at midnight in Berlin.
+///   #[rate_limit(prefix = "daily:", key = user, max = 10_000, period = day, tz = "Europe/Berlin")]
+///   async fn search(user: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///
+///   // A million tokens a month from the 15th, midnight in each tenant's own zone.
+///   #[rate_limit(prefix = "monthly:", key = tenant.id, max = 1_000_000, period = month, anchor = 15,
+///                tz = tenant.zone, cost = prompt.len())]
+///   async fn complete(tenant: &Tenant, prompt: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///   ```
 /// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name (on the
 ///   first attribute of a stack).
 ///
@@ -165,6 +191,8 @@ mod valid;
 /// [`Limiter`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Limiter.html
 /// [`RateLimited`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.RateLimited.html
 /// [`Algorithm`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/enum.Algorithm.html
+/// [`Period`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/enum.Period.html
+/// [`Zone`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Zone.html
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = syn::parse::<attr::Args>(args).and_then(|args| {

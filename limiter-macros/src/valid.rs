@@ -32,6 +32,9 @@ pub(crate) fn validate(limits: &[Args]) -> syn::Result<()> {
 }
 
 fn validate_one(args: &Args) -> syn::Result<()> {
+    // First: what a rate needs (`burst`, `mode = wait`, a lease) is wrong beside a period whatever the
+    // algorithm, and saying which algorithm it needs would send the user the wrong way.
+    validate_calendar(args)?;
     let algorithm = args.algorithm.as_ref().map(ToString::to_string);
     // "add `algorithm = x`" when none is written, "not `algorithm = y`" when another one is.
     let fix = |needed: &str| match &algorithm {
@@ -135,6 +138,99 @@ fn validate_in_flight(args: &Args) -> syn::Result<()> {
                 "`{name}` applies to a rate, and `in_flight = ..` alone limits only calls running at once (each \
              holds one permit): add `max` and `window` for a rate beside it, or leave `{name}` out"
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// A calendar quota (`period`) counts like a fixed window whose windows are the calendar's periods: what shapes
+/// another algorithm's rate has nothing to apply to, and `tz` and `anchor` apply only to a period.
+fn validate_calendar(args: &Args) -> syn::Result<()> {
+    let Some(period) = &args.period else {
+        if let Some(anchor) = &args.anchor {
+            return Err(syn::Error::new(
+                anchor.span,
+                "`anchor` is the billing day of a month: it needs `period = month`",
+            ));
+        }
+        if let Some(tz) = &args.tz {
+            return Err(syn::Error::new(
+                tz.span,
+                "`tz` is the time zone a calendar quota counts its periods in: it needs `period = day`, \
+                 `period = week` or `period = month`",
+            ));
+        }
+        return Ok(());
+    };
+    let written = period.value.to_string().to_lowercase();
+    if let Some(anchor) = args.anchor.as_ref().filter(|_| written != "month") {
+        return Err(syn::Error::new(
+            anchor.span,
+            format!(
+                "`anchor` is the billing day of a month: it needs `period = month`, not `period = {written}`"
+            ),
+        ));
+    }
+    if let Some(algorithm) = args.algorithm.as_ref().filter(|a| *a != "fixed_window") {
+        return Err(syn::Error::new(
+            algorithm.span(),
+            format!(
+                "`period` counts by the calendar's periods: `algorithm = {algorithm}` cannot be used with it (a \
+                 period is a fixed window of the calendar); leave `algorithm` out"
+            ),
+        ));
+    }
+    let wait = args.wait.as_ref().filter(|mode| mode.value);
+    // Each argument a period leaves nothing to apply to, and why.
+    let rate_only = [
+        (
+            "window",
+            args.window.as_ref().map(|w| w.span),
+            "the period is the window (a day, a week or a month of the calendar, from its first instant in \
+             `tz`)",
+        ),
+        (
+            "burst",
+            args.burst.as_ref().map(|b| b.span),
+            "a period counts like a fixed window, with no token bucket to fill",
+        ),
+        (
+            "mode = wait",
+            wait.map(|mode| mode.span),
+            "a period hands out no slots to wait for, and a call over `max` is refused until the period ends",
+        ),
+        (
+            "max_wait",
+            args.max_wait.as_ref().map(|m| m.span),
+            "a period hands out no slots to wait for, and a call over `max` is refused until the period ends",
+        ),
+        (
+            "lease",
+            args.lease.as_ref().map(|l| l.span),
+            "a period's count is decided by the store, on its own clock, and no node can spend part of it alone",
+        ),
+        (
+            "lease_ttl",
+            args.lease_ttl.as_ref().map(|l| l.span),
+            "a period's count is decided by the store, on its own clock, and no node can spend part of it alone",
+        ),
+        (
+            "in_flight",
+            args.in_flight.as_ref().map(|i| i.span),
+            "it limits calls running at once, not calls per period; give it a `#[rate_limit]` of its own",
+        ),
+        (
+            "in_flight_ttl",
+            args.in_flight_ttl.as_ref().map(|i| i.span),
+            "it is how long a permit of `in_flight` lives, and `in_flight` limits calls running at once, not \
+             calls per period",
+        ),
+    ];
+    if let Some((name, Some(span), why)) = rate_only.into_iter().find(|(_, span, _)| span.is_some())
+    {
+        return Err(syn::Error::new(
+            span,
+            format!("`{name}` cannot be used with `period`: {why}"),
         ));
     }
     Ok(())

@@ -5,12 +5,13 @@
 --
 --   KEYS[1]  the limit's key
 --   ARGV[1]  algorithm (1 sliding_log, 2 fixed_window, 3 sliding_window, 4 token_bucket, 5 leaky_bucket,
---            6 in_flight)
+--            6 in_flight, 7 calendar)
 --   ARGV[2]  window us (in flight: a permit's time to live); tests pass "<window us> <now us> <ms>"
 --   ARGV[3]  max
 --
 -- Returns now (us) when the key holds nothing; else {now, then as the algorithm's script answers: the
--- window's count (fixed); the current and previous counts (sliding window); the queue's reach past now and
+-- window's count (fixed); the count and the end of the period it is of (calendar: the client knows whether
+-- that is now's); the current and previous counts (sliding window); the queue's reach past now and
 -- its run "<s>:<g>" (buckets); the permits held (in flight); the units in the window, when the admission was
 -- made whose leaving lets one more unit in ("" while one fits) and when the newest was (sliding log)}.
 --
@@ -26,7 +27,11 @@ else
 end
 local key, max = KEYS[1], tonumber(ARGV[3])
 
-if algorithm == 2 then
+if algorithm == 7 then
+  -- The count stored and its period's end: the client's twin counts it only if that is now's period.
+  local state = redis.call('HMGET', key, 'w', 'n')
+  if state[1] and tonumber(state[2]) > 0 then return {now, tonumber(state[2]), state[1]} end
+elseif algorithm == 2 then
   local state = redis.call('HMGET', key, 'w', 'n')
   if tonumber(state[1]) == math.floor(now / window) and tonumber(state[2]) > 0 then
     return {now, tonumber(state[2])}

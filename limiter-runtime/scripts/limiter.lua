@@ -10,9 +10,10 @@
 --            clock, not the test's)
 --
 -- decide: then, for each limit i (4 arguments): algorithm (1 sliding_log, 2 fixed_window, 3 sliding_window,
---   4 token_bucket, 5 leaky_bucket, 6 in_flight; negated for a shadow limit, which does not veto), window us
---   (in flight: a permit's time to live), max, and the bucket's depth (burst, for the token bucket; max wait
---   us, for the leaky bucket; else 0); then, for each call in turn: its nonce (16 hex digits naming its
+--   4 token_bucket, 5 leaky_bucket, 6 in_flight, 7 calendar; negated for a shadow limit, which does not veto),
+--   window us (in flight: a permit's time to live; calendar: the current period's length), max, and the
+--   bucket's depth (burst, for the token bucket; max wait us, for the leaky bucket; for a calendar, where the
+--   previous, current and next periods end, "<us>:<us>:<us>", as calendar.lua takes them; else 0); then, for each call in turn: its nonce (16 hex digits naming its
 --   sliding-log members and its permits, or "" when it has none), and its cost on each limit. A call is admitted when every limit that vetoes admits it, and then charged
 --   to each; else what it charged is given back at once, and it is charged to none.
 --   Returns {now, then for each call, for each limit: allowed (1 or 0), remaining, retry_after us,
@@ -28,7 +29,7 @@
 --
 -- refund: then, for each limit (7 arguments): algorithm, window us, max, units to give back, the call's cost,
 --   when it was charged (us), and its mark: its nonce (the sliding log), the window's index (the windows),
---   its receipt (the buckets). Returns {now}.
+--   the period's end (calendar), its receipt (the buckets). Returns {now}.
 --
 -- Redis runs this whole chunk on every call, and every function it defines is a closure made anew each
 -- time: so deciding defines none (each algorithm is a branch of the loop at the end), and giving back, which
@@ -39,6 +40,7 @@
 --                   "<nonce>*<cost>" for a call of a greater cost; and "#", scored minus the units in the window
 --                   (plus 2^52 while heavier calls may be among them)
 --   fixed window    a hash: w = the window's index, n = units admitted in it
+--   calendar        a hash: w = the period's end (us), n = units admitted in it
 --   sliding window  a string "<w>:<c>:<p>": the window's index, its count, the previous window's count
 --   buckets         a string "<t>:<f>:<s>:<g>", the queue of charges: when they have all left (t in whole us,
 --                   f in 1/max us), since when it has held charges without a pause (s), and what has been
@@ -52,6 +54,8 @@
 
 local floor, ceil, max_of, min_of = math.floor, math.ceil, math.max, math.min
 local QUEUE, RUN, COUNTERS = '^(%d+):(%d+):(%d+):(%d+)$', '^(%d+):(%d+):(%d+:%d+)$', '^(%d+):(%d+):(%d+)$'
+-- A calendar's ends: the previous, the current and the next periods'.
+local ENDS = COUNTERS
 -- The sliding log's mark of heavier calls in "#"'s score (see sliding_log.lua).
 local HEAVY = 4503599627370496
 
@@ -99,7 +103,7 @@ if op ~= 'decide' or limits > 1 then
       if heavy and redis.call('ZCARD', key) - 1 == total then heavy = false end
       if heavy then total = total + HEAVY end
       redis.call('ZADD', key, -total, '#')
-    elseif algorithm == 2 then
+    elseif algorithm == 2 or algorithm == 7 then
       local state = redis.call('HMGET', key, 'w', 'n')
       if tonumber(state[1]) == tonumber(mark) then
         redis.call('HSET', key, 'n', max_of(tonumber(state[2]) - units, 0))
@@ -319,6 +323,35 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
         remaining = max_of(max - count, 0)
       end
 
+    elseif algorithm == 7 then
+      -- Calendar: a fixed window whose windows are the periods of the calendar, each named by its end; the
+      -- client says where the periods around its "now" end, Redis which one now is in (see calendar.lua).
+      local e0, e1, e2 = string.match(ARGV[l + 4], ENDS)
+      local period = e0
+      if now >= tonumber(e0) then period = e1 end
+      if now >= tonumber(e1) then period = e2 end
+      if now >= tonumber(e2) then
+        return redis.error_reply('ERR calendar: the periods sent all ended before now: the client clock is a period behind')
+      end
+      reset_after = tonumber(period) - now
+      local state = redis.call('HMGET', key, 'w', 'n')
+      local open = state[1] == period
+      local count = 0
+      if open then count = tonumber(state[2]) end
+      if count + cost <= max then
+        if open then
+          redis.call('HINCRBY', key, 'n', cost)
+        else
+          redis.call('HSET', key, 'w', period, 'n', cost)
+          redis.call('PEXPIRE', key, max_of(ceil(reset_after / 1000), min_ttl))
+        end
+        allowed, remaining = 1, max - count - cost
+      else
+        retry_after = reset_after
+        if cost > max then retry_after = window end
+        remaining = max_of(max - count, 0)
+      end
+
     elseif algorithm == 3 then
       -- Sliding window counter: the previous window's count weighted by its overlap with the sliding window,
       -- plus the current window's. Weights are scaled by `window` to stay integers: a unit of the current
@@ -451,7 +484,13 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
       if algorithm == 5 then receipt = receipt + 1 end
       if reply[r + 1] == 1 then
         local mark = floor(now / window)
-        if algorithm == 1 or algorithm == 6 then
+        if algorithm == 7 then
+          -- The period charged: the first end after now.
+          local e0, e1, e2 = string.match(ARGV[l + 4], ENDS)
+          mark = e0
+          if now >= tonumber(e0) then mark = e1 end
+          if now >= tonumber(e1) then mark = e2 end
+        elseif algorithm == 1 or algorithm == 6 then
           mark = nonce
         elseif algorithm >= 4 then
           mark = reply[receipt + 1]

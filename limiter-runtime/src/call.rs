@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
-use crate::clock::as_micros;
+use crate::calendar::Zone;
+use crate::clock::{as_micros, Clock};
 use crate::key::StoreKey;
 use crate::overrides::Overrides;
 use crate::rule::Wait;
@@ -104,6 +105,8 @@ pub(crate) struct Ask<'r> {
     pub(crate) key: StoreKey,
     pub(crate) cost: u64,
     pub(crate) skip: bool,
+    /// A calendar limit's zone for this call (`tz = <expr>`), over its rule's.
+    pub(crate) zone: Option<Zone>,
 }
 
 /// One limit of a call, resolved: its rule, store key, and what it asks of the store.
@@ -148,13 +151,18 @@ pub(crate) struct Call<'r> {
 }
 
 impl<'r> Call<'r> {
-    /// The call of `asks`, with the run-time `overrides` of each key applied: the one constructor of a call.
+    /// The call of `asks`, with the run-time `overrides` of each key applied, and a calendar limit's periods
+    /// read on `clock`: the one constructor of a call.
     #[inline]
-    pub(crate) fn new(overrides: &Overrides, asks: impl IntoIterator<Item = Ask<'r>>) -> Call<'r> {
+    pub(crate) fn new(
+        overrides: &Overrides,
+        clock: &dyn Clock,
+        asks: impl IntoIterator<Item = Ask<'r>>,
+    ) -> Call<'r> {
         Call {
             limits: asks
                 .into_iter()
-                .map(|ask| CallLimit::new(overrides, ask))
+                .map(|ask| CallLimit::new(overrides, clock, ask))
                 .collect(),
         }
     }
@@ -222,7 +230,7 @@ impl<'r> Call<'r> {
 
 impl<'r> CallLimit<'r> {
     #[inline]
-    fn new(overrides: &Overrides, ask: Ask<'r>) -> CallLimit<'r> {
+    fn new(overrides: &Overrides, clock: &dyn Clock, ask: Ask<'r>) -> CallLimit<'r> {
         let rule = &*ask.rule;
         let key = ask.key.parts();
         let (max, window) = match overrides.lookup(key.prefix, key.rest) {
@@ -243,13 +251,22 @@ impl<'r> CallLimit<'r> {
             Some(Wait::Window) => window,
             Some(Wait::Up(max_wait)) => max_wait,
         };
-        let charge = Charge {
+        let mut charge = Charge {
             window: as_micros(window).max(1),
             max,
             cost: ask.cost,
             burst: rule.burst.unwrap_or(max),
             max_wait: as_micros(max_wait),
+            ends: [0; 3],
         };
+        if algorithm == Algorithm::Calendar {
+            // The periods around this node's "now", in the call's zone: the store picks the one it is in.
+            let calendar = &rule.calendar;
+            let ends = calendar.ends(clock.now_micros(), calendar.zone(ask.zone.as_ref()));
+            charge.ends = ends;
+            charge.window = ends[1] - ends[0];
+            charge.max_wait = 0;
+        }
         let preset = if ask.skip {
             Some(Preset::Skipped)
         } else if charge.max == 0 {
@@ -480,8 +497,9 @@ mod tests {
                 key: StoreKey::of_str("p:", key),
                 cost: 1,
                 skip: false,
+                zone: None,
             };
-            Call::new(&overrides, [ask]).limits()[0].charge
+            Call::new(&overrides, &crate::FakeClock::new(), [ask]).limits()[0].charge
         };
         let overridden = charge(&rule, "k");
         assert_eq!((overridden.max, overridden.burst), (4, 4));

@@ -282,6 +282,9 @@ pub enum Error {
     /// service.
     #[error("the admin token must be at least 8 characters: the admin API changes limits for the whole service")]
     InvalidAdminToken,
+    /// A time zone name that is not in the zone data ([`Zone::get`](crate::Zone::get)).
+    #[error("unknown time zone {0:?}: expected an IANA name, such as \"Europe/Berlin\" or \"America/New_York\"")]
+    UnknownZone(String),
     /// A limiter was already installed as the shared runtime.
     #[error("a limiter is already installed as the shared runtime; install one once, at start-up")]
     AlreadyInstalled,

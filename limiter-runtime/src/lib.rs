@@ -61,6 +61,7 @@
 // `tests/tests/layers.rs` holds them to it.
 mod algorithm;
 mod budget;
+mod calendar;
 mod clock;
 mod decision;
 mod error;
@@ -100,6 +101,7 @@ pub use crate::edge::tower;
 pub mod __private;
 
 pub use crate::algorithm::Algorithm;
+pub use crate::calendar::{Period, Usage, Zone};
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::decision::{Decision, Verdict};
 pub use crate::error::{Error, RateLimited, Reason};

@@ -87,7 +87,7 @@ impl Pipeline {
     /// The call of `asks`, with the overrides in force applied: the one constructor of a call.
     #[inline(always)]
     pub(crate) fn call<'r>(&self, asks: impl IntoIterator<Item = Ask<'r>>) -> Call<'r> {
-        Call::new(&self.overrides, asks)
+        Call::new(&self.overrides, &*self.clock, asks)
     }
 
     /// Decides `call` as far as this process can: what was decided (reported), or what Redis must answer.

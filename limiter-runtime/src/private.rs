@@ -13,7 +13,7 @@ use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::limiter::Held;
 use crate::pipeline::after;
-use crate::{Limiter, RateLimited, Rule};
+use crate::{Limiter, RateLimited, Rule, Zone};
 
 /// One annotated function: its limits as written on its attributes (top first), and its path (the default
 /// key).
@@ -29,8 +29,9 @@ pub struct Site<const N: usize> {
 }
 
 /// One limit of one call, as the expansion hands it over: whether the call skips it (`skip_if`), its key
-/// (the arguments, borrowed, written out only if needed) and its cost.
-pub type Key<'a> = (bool, fmt::Arguments<'a>, u64);
+/// (the arguments, borrowed, written out only if needed), its cost, and a calendar limit's zone for this
+/// call (`tz = <expr>`).
+pub type Key<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>);
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
 pub type Checked = Verdict<()>;
@@ -107,7 +108,7 @@ impl<const N: usize> Site<N> {
 
     /// The call's verdict, and, admitted, what `T` keeps of it.
     fn enforce<T: Kept<N>>(&'static self, keys: [Key<'_>; N]) -> Verdict<T> {
-        if keys.iter().all(|(skip, _, _)| *skip) {
+        if keys.iter().all(|(skip, ..)| *skip) {
             return Either::Left(now(Ok(T::nothing())));
         }
         current::with_current(|limiter| {
@@ -125,23 +126,27 @@ impl<const N: usize> Site<N> {
     #[inline(never)]
     fn decide_on<T: Kept<N>>(&'static self, limiter: &Limiter, keys: [Key<'_>; N]) -> Verdict<T> {
         let rules = self.rules_for(limiter);
-        let asks = keys.into_iter().enumerate().map(|(i, (skip, key, cost))| {
-            let rule = match &rules {
-                Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
-                Cow::Owned(rules) => RuleRef::Shared(Arc::new(rules[i].clone())),
-            };
-            // A skipped limit's key is never written out: its prefix alone names it.
-            let key = match skip {
-                true => StoreKey::joined(rule.prefix_value(), ""),
-                false => StoreKey::new(rule.prefix_value(), key),
-            };
-            Ask {
-                rule,
-                key,
-                cost,
-                skip,
-            }
-        });
+        let asks = keys
+            .into_iter()
+            .enumerate()
+            .map(|(i, (skip, key, cost, zone))| {
+                let rule = match &rules {
+                    Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
+                    Cow::Owned(rules) => RuleRef::Shared(Arc::new(rules[i].clone())),
+                };
+                // A skipped limit's key is never written out: its prefix alone names it.
+                let key = match skip {
+                    true => StoreKey::joined(rule.prefix_value(), ""),
+                    false => StoreKey::new(rule.prefix_value(), key),
+                };
+                Ask {
+                    rule,
+                    key,
+                    cost,
+                    skip,
+                    zone: zone.cloned(),
+                }
+            });
         let pipeline = &limiter.pipeline;
         let call: Call<'static> = pipeline.call(asks);
         match pipeline.decide_now(&call) {
@@ -259,6 +264,29 @@ impl<T: fmt::Display + ?Sized> fmt::Display for Part<'_, T> {
 /// The store key `key` is written to under `prefix`, bounded as every store key is (for the fuzz targets).
 pub fn store_key(prefix: &str, key: fmt::Arguments<'_>) -> String {
     StoreKey::new(prefix, key).into_string()
+}
+
+/// The zone of one call (`tz = <expr>`): a [`Zone`], or a reference to one.
+#[diagnostic::on_unimplemented(
+    message = "`tz` must be a `limiter_runtime::Zone`, not `{Self}`",
+    label = "a time zone: `Zone::get(name)?`, once, where the name is read (a string is checked there)"
+)]
+pub trait CallZone {
+    fn zone(&self) -> &Zone;
+}
+
+impl CallZone for Zone {
+    #[inline]
+    fn zone(&self) -> &Zone {
+        self
+    }
+}
+
+impl<T: CallZone + ?Sized> CallZone for &T {
+    #[inline]
+    fn zone(&self) -> &Zone {
+        (**self).zone()
+    }
 }
 
 /// The types `cost = <expr>` accepts: unsigned integers.

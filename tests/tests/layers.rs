@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 
 /// The runtime's modules, bottom up: a module may use its own layer's and those below.
 const LAYERS: [&[&str]; 7] = [
-    // Keys, algorithms, the clock; what a decision is, and the errors.
+    // Keys, algorithms, the clock and the calendar; what a decision is, and the errors.
     &[
         "algorithm",
         "budget",
+        "calendar",
         "clock",
         "decision",
         "error",

@@ -9,7 +9,14 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first: a module may import only from its own layer and those below.
 const LAYERS: &[&[&str]] = &[
     &["algorithm", "clock", "key", "parse", "policy", "budget"],
-    &["decision", "error", "sharded", "rule", "overrides"],
+    &[
+        "decision",
+        "error",
+        "sharded",
+        "calendar",
+        "rule",
+        "overrides",
+    ],
     &["call"],
     &["backend", "observe", "watch"],
     &["pipeline"],

@@ -28,14 +28,29 @@ impl FixedWindow {
 
     pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
         let index = now / req.window;
-        let reset_after = (index + 1) * req.window - now;
+        self.decide_in(index, now, (index + 1) * req.window - now, req)
+    }
+
+    /// Decides a call at `now` in window `index`, which ends `reset_after` from now (a calendar period's
+    /// window is its end: see `calendar.rs`).
+    pub(crate) fn decide_in(
+        &mut self,
+        index: u64,
+        now: u64,
+        reset_after: u64,
+        req: &Charge,
+    ) -> Outcome {
         let count = if self.index == index { self.count } else { 0 };
 
         if count + req.cost <= req.max {
-            *self = FixedWindow {
-                index,
-                count: count + req.cost,
-            };
+            // A call of nothing writes nothing, as in Redis: a calendar key keeps the count of the period it
+            // holds, should a call of another zone's period weigh nothing.
+            if req.cost > 0 {
+                *self = FixedWindow {
+                    index,
+                    count: count + req.cost,
+                };
+            }
             return Outcome {
                 allowed: true,
                 remaining: req.max - count - req.cost,

@@ -55,6 +55,7 @@ fn charge(window: u64, max: u64, cost: u64) -> Charge {
         cost,
         burst: max,
         max_wait: 0,
+        ends: [0; 3],
     }
 }
 

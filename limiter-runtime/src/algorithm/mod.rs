@@ -3,6 +3,7 @@
 //! memory and Redis stores decide identically. An algorithm's own script answers only the key's state before
 //! its calls, and its twin, as that state, replays them: one computation of each outcome, for both stores.
 
+pub(crate) mod calendar;
 mod fixed_window;
 pub(crate) mod in_flight;
 mod leaky_bucket;
@@ -21,6 +22,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::LazyLock;
 
+use self::calendar::Calendar;
 use self::fixed_window::FixedWindow;
 use self::in_flight::InFlight;
 use self::leaky_bucket::LeakyBucket;
@@ -43,6 +45,7 @@ use crate::parse::ParseError;
 /// | [`SlidingWindow`](Algorithm::SlidingWindow) | weighted estimate of the sliding window | O(1) | exact for the estimate |
 /// | [`TokenBucket`](Algorithm::TokenBucket) | ≤ `burst` + `max` · t / `window` over any t | O(1) | exact |
 /// | [`LeakyBucket`](Algorithm::LeakyBucket) | admissions ≥ `window` / `max` apart (shaping) | O(1) | exact |
+/// | [`Calendar`](Algorithm::Calendar) | ≤ `max` per period of the calendar, in a time zone | O(1) | the period's end |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Algorithm {
@@ -84,6 +87,14 @@ pub enum Algorithm {
     /// is held), so that the permits of a node that dies come back. `retry_after` is zero: when a permit
     /// comes back is its holder's to say.
     InFlight,
+    /// Calendar quota: at most `max` units per period of the calendar (a day, a week, a month from its
+    /// billing day) in a time zone, counted again from each period's first instant (set with
+    /// [`Rule::period`](crate::Rule::period), not chosen as a rate).
+    ///
+    /// A fixed window whose windows are the periods: one counter per key, expiring when its period ends.
+    /// The call says where the periods around its "now" end, computed in the zone; Redis decides which one
+    /// "now" is in, on its own clock. `retry_after` and `reset_after` are the time to the period's end.
+    Calendar,
 }
 
 impl Algorithm {
@@ -107,6 +118,7 @@ impl Algorithm {
             Algorithm::TokenBucket => "token_bucket",
             Algorithm::LeakyBucket => "leaky_bucket",
             Algorithm::InFlight => "in_flight",
+            Algorithm::Calendar => "calendar",
         }
     }
 
@@ -152,6 +164,9 @@ pub(crate) struct Charge {
     pub(crate) burst: u64,
     /// Leaky bucket: the longest wait for a slot that still admits the call, µs.
     pub(crate) max_wait: u64,
+    /// Calendar: where the previous, the current and the next periods end on the call's clock (µs since the
+    /// Unix epoch; `window` is the current one's length). Zeros for a rate.
+    pub(crate) ends: [u64; 3],
 }
 
 impl Charge {
@@ -176,6 +191,7 @@ pub(crate) enum State {
     TokenBucket(TokenBucket),
     LeakyBucket(LeakyBucket),
     InFlight(InFlight),
+    Calendar(Calendar),
 }
 
 impl State {
@@ -188,6 +204,7 @@ impl State {
             Algorithm::TokenBucket => State::TokenBucket(TokenBucket::default()),
             Algorithm::LeakyBucket => State::LeakyBucket(LeakyBucket::default()),
             Algorithm::InFlight => State::InFlight(InFlight::default()),
+            Algorithm::Calendar => State::Calendar(Calendar::default()),
         }
     }
 
@@ -199,6 +216,7 @@ impl State {
             State::TokenBucket(_) => Algorithm::TokenBucket,
             State::LeakyBucket(_) => Algorithm::LeakyBucket,
             State::InFlight(_) => Algorithm::InFlight,
+            State::Calendar(_) => Algorithm::Calendar,
         }
     }
 
@@ -211,6 +229,7 @@ impl State {
             State::TokenBucket(s) => s.decide(now, charge),
             State::LeakyBucket(s) => s.decide(now, charge),
             State::InFlight(s) => s.decide(now, charge),
+            State::Calendar(s) => s.decide(now, charge),
         }
     }
 
@@ -249,6 +268,9 @@ impl State {
                 },
             ) => State::LeakyBucket(LeakyBucket::at(queue(queued, since, given))),
             (Algorithm::InFlight, Reported::Held(held)) => State::InFlight(InFlight::at(held)),
+            (Algorithm::Calendar, Reported::Count(count)) => {
+                State::Calendar(Calendar::at(calendar::end(now, charge), count))
+            }
             _ => return None,
         })
     }
@@ -263,6 +285,7 @@ impl State {
             State::TokenBucket(s) => s.refund(now, charge, units, receipt),
             State::LeakyBucket(s) => s.refund(now, charge, units, receipt),
             State::InFlight(s) => s.refund(receipt),
+            State::Calendar(s) => s.refund(units, receipt),
         }
     }
 
@@ -275,7 +298,7 @@ impl State {
 /// What a lean script reports of a key's state before its calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reported {
-    /// Fixed window: the current window's count.
+    /// Fixed window, calendar: the current window's (period's) count.
     Count(u64),
     /// In flight: the permits held.
     Held(u64),

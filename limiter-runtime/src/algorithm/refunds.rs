@@ -33,6 +33,7 @@ fn charge(window: u64, max: u64, burst: u64, wait_windows: u64, cost: u64) -> Ch
         cost,
         burst,
         max_wait: wait_windows * window,
+        ends: [0; 3],
     }
 }
 

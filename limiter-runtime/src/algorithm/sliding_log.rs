@@ -159,6 +159,7 @@ mod tests {
             cost: 1,
             burst: max,
             max_wait: 0,
+            ends: [0; 3],
         }
     }
 

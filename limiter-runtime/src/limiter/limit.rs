@@ -94,6 +94,7 @@ impl Limit {
             key: StoreKey::of_str(self.rule.prefix_value(), key),
             cost,
             skip: false,
+            zone: None,
         }])
     }
 

@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::algorithm::Algorithm;
+use crate::algorithm::{calendar, Algorithm};
 use crate::backend::{Backend, MemoryStore, DEFAULT_MAX_KEYS};
 use crate::call::{Ask, Call, Decided, RuleRef};
 use crate::key::StoreKey;
@@ -33,6 +33,7 @@ use crate::rule::Defaults;
 use crate::watch::{self, TopKeys};
 use crate::{
     Clock, Decision, Error, Inspection, Override, Overview, RateLimited, Rule, SystemClock, TopKey,
+    Usage,
 };
 
 /// The default bound on one Redis decision.
@@ -317,6 +318,7 @@ impl Limiter {
             key,
             cost,
             skip: false,
+            zone: None,
         }])
     }
 
@@ -335,6 +337,7 @@ impl Limiter {
                 key,
                 cost,
                 skip: false,
+                zone: None,
             }))
     }
 
@@ -486,6 +489,7 @@ impl Limiter {
             key,
             cost: estimate,
             skip: false,
+            zone: None,
         }]);
         let (call, decided) = self.pipeline.enforce(call).await?;
         Ok(Reservation::new(self.clone(), call, decided))
@@ -651,6 +655,43 @@ impl Limiter {
         })
     }
 
+    /// What `key` has used of `rule`'s quota, and when the quota starts again: for a calendar quota
+    /// ([`Rule::period`]), the end of the period now is in (on the store's clock: Redis's `TIME`), written in
+    /// the rule's zone as RFC 3339. A read, like [`inspect`](Limiter::inspect): nothing is charged. For a
+    /// tenant's own zone, ask with the rule in that zone ([`Rule::tz`]).
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Period, Rule, Zone};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let monthly = Rule::new().prefix("tokens:").period(Period::Month).anchor(15).max(1_000_000);
+    /// let tenant = monthly.tz(Zone::get("Asia/Tokyo")?);
+    /// limiter.check_cost(&tenant, "acme", 1_200).await;
+    /// let usage = limiter.usage(&tenant, "acme").await?;
+    /// assert_eq!((usage.used, usage.remaining), (1_200, 998_800));
+    /// assert!(usage.resets_at.ends_with("T00:00:00+09:00")); // the 15th, at midnight in Tokyo
+    /// # Ok(()) }
+    /// ```
+    pub async fn usage(&self, rule: &Rule, key: impl fmt::Display) -> Result<Usage, Error> {
+        let rule = self.pipeline.defaults.resolved(rule);
+        let call = self.one(&rule, format_args!("{key}"), 1);
+        let limit = &call.limits()[0];
+        let (peek, at, _) = self.pipeline.backend.inspect(limit).await?;
+        let reset_after = match limit.algorithm {
+            // Whatever is used: the period's end.
+            Algorithm::Calendar => calendar::end(at, &limit.charge).saturating_sub(at),
+            _ => peek.reset_after,
+        };
+        let names = (
+            rule.policy_name().to_string(),
+            limit.key.parts().rest.to_owned(),
+        );
+        let counts = (limit.charge.max, peek.used, peek.remaining);
+        let zone = rule.calendar.zone(None);
+        Ok(Usage::new(names, counts, at, reset_after, zone))
+    }
+
     /// The `n` keys most refused over the last minute (the limit reached) under `policy` (its name or its
     /// prefix; every policy's for `""`), for the whole service: each node keeps a bounded summary of its
     /// refused keys and reports it through Redis with its heartbeat, and this merges the reports. Heaviest
@@ -738,7 +779,9 @@ mod tests {
         let (rule, key) = (Rule::new(), String::from("k"));
         let check = std::mem::size_of_val(&limiter.check(&rule, &key));
         let enforce = std::mem::size_of_val(&limiter.enforce(&rule, &key));
-        assert!(check <= 512, "check's future is {check} bytes");
+        // The rule it resolves and the call it builds are held across the await: 552 bytes since a rule and
+        // a charge can name a calendar's zone and periods.
+        assert!(check <= 576, "check's future is {check} bytes");
         assert!(enforce <= 1024, "enforce's future is {enforce} bytes");
     }
 

@@ -8,6 +8,7 @@ mod resolve;
 use std::borrow::Cow;
 use std::time::Duration;
 
+use crate::calendar::{Period, Terms, Zone};
 use crate::Algorithm;
 
 pub(crate) use self::env::{duration, env, parse_env};
@@ -52,6 +53,8 @@ pub struct Rule {
     pub(crate) lease: Option<u64>,
     pub(crate) lease_ttl: Option<Duration>,
     pub(crate) in_flight_ttl: Option<Duration>,
+    /// A calendar quota's period, zone and billing day.
+    pub(crate) calendar: Terms,
     /// The limit of calls in flight an attribute's `in_flight` adds beside its rate: counted under the rate's
     /// prefix (as resolved) followed by `in_flight:`.
     pub(crate) beside_rate: bool,
@@ -192,6 +195,55 @@ impl Rule {
         self
     }
 
+    /// A calendar quota: at most `max` units per `period` of the calendar ([`Algorithm::Calendar`]), counted
+    /// again from the period's first instant in the rule's [`tz`](Rule::tz) (UTC unless set): midnight, Monday's
+    /// midnight, or the billing day's ([`anchor`](Rule::anchor)). `window`, `burst`, leases and waiting do
+    /// not apply; `cost` does. `period = month` on the attribute.
+    ///
+    /// With Redis, Redis decides which period a call is in, on its own clock (`TIME`): this node only says
+    /// where the periods around its "now" end, in the zone, so a node whose clock is off by less than a
+    /// period changes nothing. A key lives until its period ends.
+    ///
+    /// ```
+    /// use limiter_runtime::{Period, Rule, Zone};
+    ///
+    /// // 10,000 calls a day, reset at midnight in Berlin.
+    /// let daily = Rule::new().period(Period::Day).tz(Zone::get("Europe/Berlin").unwrap()).max(10_000);
+    /// // 1,000,000 tokens a month, from the 15th (the last day of a shorter month).
+    /// let monthly = Rule::new().period(Period::Month).anchor(15).max(1_000_000);
+    /// # let _ = (daily, monthly);
+    /// ```
+    pub const fn period(mut self, period: Period) -> Self {
+        self.algorithm = Some(Algorithm::Calendar);
+        self.calendar.period = Some(period);
+        self
+    }
+
+    /// The time zone a [`period`](Rule::period) is counted in (default UTC). A zone per call (a tenant's own)
+    /// is `tz = <expr>` on the attribute, or a rule per zone with the plain API.
+    pub fn tz(mut self, zone: Zone) -> Self {
+        self.calendar.zone = Some(zone);
+        self
+    }
+
+    /// The zone `#[rate_limit(tz = "...")]` names, checked when it was compiled.
+    #[doc(hidden)]
+    // `Option::replace` is not `const`: a rule in a `static` is built at compile time.
+    #[allow(clippy::mem_replace_option_with_some)]
+    pub const fn tz_checked(mut self, name: &'static str) -> Self {
+        let before = std::mem::replace(&mut self.calendar.zone, Some(Zone::checked(name)));
+        // A rule in a `static` is built at compile time, where nothing can be dropped (it held none).
+        std::mem::forget(before);
+        self
+    }
+
+    /// The billing day a [`Period::Month`] starts on (default 1): a month shorter than `day` starts on its
+    /// last day (31 is every month's last day; 0 reads as 1). `anchor = 15` on the attribute.
+    pub const fn anchor(mut self, day: u8) -> Self {
+        self.calendar.anchor = Some(day);
+        self
+    }
+
     /// A rule with the text an attribute writes, in a constant: what `#[rate_limit]` expansions start from (in
     /// a `static`), before the other parts' `const` setters.
     #[doc(hidden)]
@@ -220,6 +272,11 @@ impl Rule {
             lease: None,
             lease_ttl: None,
             in_flight_ttl: None,
+            calendar: Terms {
+                period: None,
+                zone: None,
+                anchor: None,
+            },
             beside_rate: false,
         }
     }

@@ -92,6 +92,7 @@ impl Rule {
             && (self.lease.is_some() || fallback.lease.is_none())
             && (self.lease_ttl.is_some() || fallback.lease_ttl.is_none())
             && (self.in_flight_ttl.is_some() || fallback.in_flight_ttl.is_none())
+            && self.calendar.covers(&fallback.calendar)
     }
 
     /// `self`, with every part it leaves out taken from `fallback`.
@@ -110,6 +111,7 @@ impl Rule {
             lease: self.lease.or(fallback.lease),
             lease_ttl: self.lease_ttl.or(fallback.lease_ttl),
             in_flight_ttl: self.in_flight_ttl.or(fallback.in_flight_ttl),
+            calendar: self.calendar.or(&fallback.calendar),
             beside_rate: self.beside_rate,
         }
     }
@@ -132,6 +134,7 @@ impl Rule {
             lease: self.lease,
             lease_ttl: self.lease_ttl,
             in_flight_ttl: self.in_flight_ttl,
+            calendar: self.calendar,
             beside_rate: self.beside_rate,
         }
     }

@@ -1,6 +1,6 @@
 //! Every argument of the attribute, each written in every form it takes.
 
-use limiter_runtime::{rate_limit, RateLimited};
+use limiter_runtime::{rate_limit, RateLimited, Zone};
 
 use crate::AppError;
 
@@ -195,4 +195,45 @@ pub async fn in_flight_beside_rate(user: &str) -> Result<(), AppError> {
         return Err(AppError::Failed);
     }
     Ok(())
+}
+
+/// `period = day`, in a zone named when compiled, with a cost.
+#[rate_limit(prefix = "daily:", key = tenant, max = 10_000, period = day, tz = "Europe/Berlin", cost = rows.len())]
+pub async fn period_day(tenant: &str, rows: Vec<String>) -> Result<usize, RateLimited> {
+    Ok(rows.len())
+}
+
+/// `period = week`, in UTC, counting failures.
+#[rate_limit(prefix = "weekly:", key = user, max = 5, period = week, count = failures)]
+pub async fn period_week(user: &str) -> Result<(), AppError> {
+    if user.is_empty() {
+        return Err(AppError::Failed);
+    }
+    Ok(())
+}
+
+/// `period = month` from a billing day, beside `algorithm = fixed_window`.
+#[rate_limit(prefix = "monthly:", key = tenant, max = 1_000_000, period = month, anchor = 31, algorithm = fixed_window)]
+pub async fn period_month(tenant: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// A tenant, whose zone a calendar quota counts in.
+pub struct Tenant<'a> {
+    /// Keys the limit.
+    pub id: u64,
+    /// Its own time zone.
+    pub zone: &'a Zone,
+}
+
+/// `tz = <expr>`: each call's zone, a field that is a reference to one.
+#[rate_limit(prefix = "tenant_daily:", key = tenant.id, max = 100, period = day, tz = tenant.zone)]
+pub async fn tz_field(tenant: &Tenant<'_>) -> Result<u64, RateLimited> {
+    Ok(tenant.id)
+}
+
+/// `tz = <expr>`: a `Zone` argument, borrowed, which the body still owns.
+#[rate_limit(prefix = "zone_monthly:", max = 100, period = month, anchor = 15, tz = zone, skip_if = zone == Zone::UTC)]
+pub async fn tz_argument(zone: Zone) -> Result<Zone, RateLimited> {
+    Ok(zone)
 }

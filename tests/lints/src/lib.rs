@@ -30,7 +30,7 @@ impl From<RateLimited> for AppError {
 
 #[cfg(test)]
 mod tests {
-    use limiter_runtime::Limiter;
+    use limiter_runtime::{Limiter, Zone};
 
     use crate::{arguments, constants, one_line, shapes};
 
@@ -51,6 +51,21 @@ mod tests {
                 }
                 assert!(arguments::in_flight_beside_rate("").await.is_err());
                 assert!(constants::in_flight().await.is_ok());
+                // Calendar quotas: a zone named when compiled, a billing day, and each call's own zone.
+                assert_eq!(
+                    arguments::period_day("acme", vec![String::new(); 3])
+                        .await
+                        .unwrap(),
+                    3
+                );
+                assert!(arguments::period_month("acme").await.is_ok());
+                let tokyo = Zone::get("Asia/Tokyo").unwrap();
+                let tenant = arguments::Tenant {
+                    id: 7,
+                    zone: &tokyo,
+                };
+                assert_eq!(arguments::tz_field(&tenant).await.unwrap(), 7);
+                assert_eq!(arguments::tz_argument(tokyo.clone()).await.unwrap(), tokyo);
                 for _ in 0..5 {
                     assert!(shapes::no_arguments().await.is_ok());
                 }

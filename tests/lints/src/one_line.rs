@@ -1,6 +1,6 @@
 //! Bodies on one line, as rustfmt would not write them: `unused_braces` fires only on one-line blocks.
 
-use limiter_runtime::{rate_limit, RateLimited};
+use limiter_runtime::{rate_limit, RateLimited, Zone};
 
 use crate::AppError;
 
@@ -24,6 +24,10 @@ pub async fn count() -> Result<(), RateLimited> { Ok(()) }
 #[rate_limit(prefix = "one_line_a:", max = 5)]
 #[rate_limit(prefix = "one_line_b:", max = 5)]
 pub async fn stacked() -> Result<(), RateLimited> { Ok(()) }
+
+/// A calendar quota, in each call's zone.
+#[rate_limit(prefix = "one_line_calendar:", max = 5, period = day, tz = zone)]
+pub async fn calendar(zone: &Zone) -> Result<(), RateLimited> { Ok(()) }
 
 /// A method.
 pub struct One;

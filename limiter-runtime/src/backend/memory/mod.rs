@@ -294,6 +294,7 @@ mod tests {
             cost: 1,
             burst: 2,
             max_wait: 0,
+            ends: [0; 3],
         };
         let (first, at) = decide(&store, Algorithm::SlidingLog, "k", &charge);
         assert_eq!((first.allowed, at), (true, 10 * second));
@@ -313,6 +314,7 @@ mod tests {
             cost: 1,
             burst: 1,
             max_wait: 0,
+            ends: [0; 3],
         };
         for i in 0..5_000 {
             decide(&store, Algorithm::SlidingLog, &format!("k{i}"), &charge);
@@ -335,6 +337,7 @@ mod tests {
             cost: 1,
             burst: 3,
             max_wait: 1_000_000,
+            ends: [0; 3],
         };
         for algorithm in Algorithm::ALL {
             for calls in [1, 2, 5] {
@@ -373,6 +376,7 @@ mod tests {
             cost: 1,
             burst: 1,
             max_wait: 0,
+            ends: [0; 3],
         };
         let twice = Charge {
             max: 2,

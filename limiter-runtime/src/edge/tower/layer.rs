@@ -176,6 +176,7 @@ impl Config {
             key: StoreKey::of_str(rule.prefix_value(), key),
             cost: 1,
             skip: false,
+            zone: None,
         }));
         let (call, decided) = pipeline.enforce(call).await?;
         let in_flight = self

@@ -59,7 +59,7 @@ pub(crate) struct Coalescer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Shape {
     len: usize,
-    limits: [[u64; 5]; MAX_LIMITS],
+    limits: [[u64; 8]; MAX_LIMITS],
 }
 
 impl Shape {
@@ -72,11 +72,11 @@ impl Shape {
         }
         let mut shape = Shape {
             len: limits.len(),
-            limits: [[0; 5]; MAX_LIMITS],
+            limits: [[0; 8]; MAX_LIMITS],
         };
         for (slot, limit) in shape.limits.iter_mut().zip(limits) {
-            let [code, window, max, depth] = super::script::shape(limit);
-            *slot = [code, window, max, depth, limit.on_error as u64];
+            let [code, window, max, depth, e0, e1, e2] = super::script::shape(limit);
+            *slot = [code, window, max, depth, e0, e1, e2, limit.on_error as u64];
         }
         Some(shape)
     }

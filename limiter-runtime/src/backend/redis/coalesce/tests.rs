@@ -20,6 +20,7 @@ fn charge(max: u64) -> Charge {
         cost: 1,
         burst: max,
         max_wait: 0,
+        ends: [0; 3],
     }
 }
 

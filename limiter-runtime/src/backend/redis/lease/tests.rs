@@ -44,6 +44,7 @@ fn charge() -> Charge {
         cost: 1,
         burst: 100,
         max_wait: 0,
+        ends: [0; 3],
     }
 }
 

@@ -7,7 +7,7 @@ use redis::{Cmd, Value};
 
 use super::reply::{reported, score, state};
 use super::LuaScript;
-use crate::algorithm::{peek, peek_log, Algorithm, Peek, State};
+use crate::algorithm::{calendar, peek, peek_log, Algorithm, Peek, Reported, State};
 use crate::call::CallLimit;
 use crate::error::BackendError;
 
@@ -46,6 +46,25 @@ pub(crate) fn read_inspected(
         };
         let blocking = blocking.unwrap_or(now);
         return Ok((peek_log(now, charge, first, |_| blocking, newest), now));
+    }
+    if limit.algorithm == Algorithm::Calendar {
+        // The count stored, if it is of the period now is in.
+        let count = match rest {
+            [] => 0,
+            [Value::BulkString(end)] => {
+                let end = std::str::from_utf8(end)
+                    .ok()
+                    .and_then(|end| end.parse().ok());
+                match end == Some(calendar::end(now, charge)) {
+                    true => first,
+                    false => 0,
+                }
+            }
+            _ => return Err(unexpected()),
+        };
+        let state = State::reported(limit.algorithm, now, charge, Reported::Count(count));
+        let state = state.ok_or_else(unexpected)?;
+        return Ok((peek(&state, now, charge), now));
     }
     let reported = reported(limit.algorithm, first, rest).ok_or_else(unexpected)?;
     let state = State::reported(limit.algorithm, now, charge, reported).ok_or_else(unexpected)?;

@@ -117,7 +117,7 @@ pub(crate) static LIMITER: LazyLock<LuaScript> =
 
 /// Each algorithm's own script, deciding the calls of one limit with only what it needs: the common call
 /// (`scripts/<algorithm>.lua`), in the order of their [`code`]s.
-static LEAN: LazyLock<[LuaScript; 6]> = LazyLock::new(|| {
+static LEAN: LazyLock<[LuaScript; 7]> = LazyLock::new(|| {
     [
         LuaScript::new(include_str!("../../../../scripts/sliding_log.lua")),
         LuaScript::new(include_str!("../../../../scripts/fixed_window.lua")),
@@ -125,6 +125,7 @@ static LEAN: LazyLock<[LuaScript; 6]> = LazyLock::new(|| {
         LuaScript::new(include_str!("../../../../scripts/token_bucket.lua")),
         LuaScript::new(include_str!("../../../../scripts/leaky_bucket.lua")),
         LuaScript::new(include_str!("../../../../scripts/in_flight.lua")),
+        LuaScript::new(include_str!("../../../../scripts/calendar.lua")),
     ]
 });
 
@@ -145,10 +146,12 @@ pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), Bac
     Ok(())
 }
 
-/// The script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1; in flight, the next.
+/// The script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1; in flight, the next; a
+/// calendar, the one after.
 fn code(algorithm: Algorithm) -> i64 {
     match algorithm {
         Algorithm::InFlight => Algorithm::ALL.len() as i64 + 1,
+        Algorithm::Calendar => Algorithm::ALL.len() as i64 + 2,
         _ => {
             let place = Algorithm::ALL.iter().position(|a| *a == algorithm);
             place.map_or(0, |place| place as i64 + 1)
@@ -166,18 +169,38 @@ fn depth(limit: &CallLimit<'_>) -> u64 {
 }
 
 /// What the script is told of `limit` but a call's cost: the algorithm's code (negated when it does not
-/// veto), window, max and depth. Calls of the same go in one batch.
-pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 4] {
+/// veto), window, max and depth, and a calendar's ends. Calls of the same go in one batch.
+pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 7] {
     let code = match limit.vetoes {
         true => code(limit.algorithm),
         false => -code(limit.algorithm),
     };
+    let [previous, current, next] = limit.charge.ends;
     [
         code as u64,
         limit.charge.window,
         limit.charge.max,
         depth(limit),
+        previous,
+        current,
+        next,
     ]
+}
+
+/// `limit`'s four arguments to `limiter.lua`: its shape, a calendar's ends in place of the depth.
+fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
+    let [code, window, max, depth, ..] = shape(limit);
+    cmd.arg(code).arg(window).arg(max);
+    match limit.algorithm {
+        Algorithm::Calendar => cmd.arg(ends_text(&limit.charge)),
+        _ => cmd.arg(depth),
+    };
+}
+
+/// A calendar's ends as the scripts take them: `<previous>:<current>:<next>` (µs).
+fn ends_text(charge: &Charge) -> String {
+    let [previous, current, next] = charge.ends;
+    format!("{previous}:{current}:{next}")
 }
 
 /// How many values the script answers for `limit`: allowed, remaining, retry_after and reset_after, then the
@@ -216,6 +239,11 @@ fn outcome(
         Algorithm::TokenBucket | Algorithm::LeakyBucket => match answer.last() {
             Some(Value::BulkString(queue)) if allowed => parse_queue(queue)?,
             _ => Receipt::default(),
+        },
+        // The period's end, as the script picks it.
+        Algorithm::Calendar => Receipt {
+            mark: crate::algorithm::calendar::end(now, charge),
+            ..Receipt::default()
         },
         // The window's index, as the script computes it (in floating point, as Lua does).
         _ => Receipt {
@@ -272,6 +300,19 @@ pub(crate) fn test_window(window: u64, now: u64) -> String {
     format!("{window} {now} {TEST_MIN_TTL_MILLIS}")
 }
 
+/// A lean script's first argument for `limit`: its window, or a calendar's ends; with a test's "now" and the
+/// minimum TTL when a test passes them.
+fn window_arg(limit: &CallLimit<'_>, test_now: Option<u64>) -> String {
+    let window = match limit.algorithm {
+        Algorithm::Calendar => ends_text(&limit.charge),
+        _ => limit.charge.window.to_string(),
+    };
+    match test_now {
+        Some(now) => format!("{window} {now} {TEST_MIN_TTL_MILLIS}"),
+        None => window,
+    }
+}
+
 /// The script's first argument: the operation, and, when a test passes "now" in, it and the minimum TTL.
 fn operation(op: &'static str, test_now: Option<u64>) -> Cow<'static, str> {
     match test_now {
@@ -312,7 +353,7 @@ pub(crate) fn decide_command(
     let mut cmd = LIMITER.command(&keys);
     cmd.arg(&*operation("decide", test_now));
     for limit in limits {
-        cmd.arg(&shape(limit)[..]);
+        limit_args(&mut cmd, limit);
     }
     let logs = limits
         .iter()

@@ -24,10 +24,11 @@ pub(super) fn one_limit_command(
 ) -> Cmd {
     let charge = &limit.charge;
     let mut cmd = script.command(&[&limit.key]);
-    match test_now {
-        // A test's "now" and minimum TTL ride with the window.
-        Some(now) => cmd.arg(super::test_window(charge.window, now)),
-        None => cmd.arg(charge.window),
+    match (test_now, limit.algorithm) {
+        // The common call's window goes as a number; a test's "now" and minimum TTL ride with it, and a
+        // calendar's ends take its place.
+        (None, algorithm) if algorithm != Algorithm::Calendar => cmd.arg(charge.window),
+        _ => cmd.arg(super::window_arg(limit, test_now)),
     };
     cmd.arg(charge.max);
     if matches!(

@@ -71,7 +71,7 @@ pub(super) fn state(reply: &Value) -> Option<(u64, u64, &[Value])> {
 /// log's, which its caller reads); `None` if they are not a state of it.
 pub(super) fn reported(algorithm: Algorithm, first: u64, rest: &[Value]) -> Option<Reported> {
     Some(match algorithm {
-        Algorithm::FixedWindow => Reported::Count(first),
+        Algorithm::FixedWindow | Algorithm::Calendar => Reported::Count(first),
         Algorithm::InFlight => Reported::Held(first),
         Algorithm::SlidingWindow => Reported::Counts {
             current: first,
