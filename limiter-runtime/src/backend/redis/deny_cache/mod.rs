@@ -7,7 +7,8 @@
 //! until the last of its refusing limits would admit it. The deadline runs from when the request was *sent*,
 //! never later than Redis decided, so the cache can only under-deny (send a call Redis will deny), never deny
 //! one Redis would admit. (A charge another node gives back can end a denial early: this node then denies
-//! until the `retry_after` it was told, never longer.)
+//! until the `retry_after` it was told, but never longer than [`HOLD`], so that a month's quota, whose
+//! `retry_after` is weeks, sees another node's give-backs within a second.)
 //!
 //! When a denial runs out, one call per node at a time re-asks Redis (the key's room is filled call by call,
 //! so no more than the limit is ever admitted); calls that come meanwhile are denied with a `retry_after` of
@@ -31,6 +32,9 @@ use crate::Decision;
 const SHARDS: usize = 16;
 /// Calls held at most, per shard: an abusive key is what this is for, not every key ever denied.
 const CAPACITY: usize = 4_096;
+/// The longest a denial is held before one call re-asks Redis: give-backs made on other nodes are seen by
+/// then.
+const HOLD: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 pub(crate) struct DenyCache {
@@ -182,7 +186,7 @@ impl DenyCache {
             }
         }
         let denial = Denial {
-            until: sent + retry_after,
+            until: sent + retry_after.min(HOLD),
             limits: costs.zip(decisions.iter().copied()).collect(),
             sent,
             probing_until: Duration::ZERO,

@@ -194,3 +194,18 @@ fn a_call_of_several_limits_is_denied_until_the_last_would_admit_it() {
         Lookup::Probe
     ));
 }
+
+/// A denial of weeks (a month's quota) is held for a second, telling the weeks left, and then one call
+/// re-asks Redis: another node's give-backs are seen by then.
+#[test]
+fn a_long_denial_is_held_one_second_then_re_asked() {
+    let cache = DenyCache::default();
+    let weeks = Duration::from_secs(14 * 86_400);
+    answered(&cache, "month", 1, denied(weeks), T0, false);
+    let held = denied_now(&cache, "month", 1, T0 + Duration::from_millis(999));
+    assert_eq!(
+        held.map(|d| d.retry_after),
+        Some(weeks - Duration::from_millis(999))
+    );
+    assert!(matches!(get(&cache, "month", 1, T0 + HOLD), Lookup::Probe));
+}
