@@ -3,20 +3,24 @@
 
 use std::time::Duration;
 
-use limiter_runtime::{Algorithm, FakeClock, Rule};
+use limiter_runtime::{Algorithm, FakeClock, Period, Rule};
 use redis::Commands;
 use tests::{RedisServer, ALGORITHMS};
 
 /// Bytes Redis uses for one limit of `max` per minute after `max` calls, spread over the window.
 async fn bytes(server: &RedisServer, algorithm: Algorithm, max: u64) -> u64 {
-    let clock = FakeClock::new();
-    let limiter = server.limiter_with_clock(&clock);
-    let prefix = format!("mem:{algorithm:?}:{max}:");
     let rule = Rule::new()
         .algorithm(algorithm)
         .max(max)
-        .window(Duration::from_secs(60))
-        .prefix(prefix.clone());
+        .window(Duration::from_secs(60));
+    bytes_of(server, rule, &format!("mem:{algorithm:?}:{max}:"), max).await
+}
+
+/// Bytes Redis uses for `rule`'s one key under `prefix` after `max` calls, spread over a minute.
+async fn bytes_of(server: &RedisServer, rule: Rule, prefix: &str, max: u64) -> u64 {
+    let clock = FakeClock::new();
+    let limiter = server.limiter_with_clock(&clock);
+    let rule = rule.prefix(prefix.to_owned());
     for _ in 0..max {
         limiter.check(&rule, "user:1001").await;
         clock.advance(Duration::from_micros(60_000_000 / max / 2));
@@ -55,6 +59,18 @@ async fn memory_per_limit() {
             );
         }
     }
+    // A calendar quota: one hash (the period's end, its count) whatever the limit, as the README says.
+    let mut calendar = [0; 2];
+    for (bytes, max) in calendar.iter_mut().zip([100, 10_000]) {
+        let rule = Rule::new().period(Period::Month).max(max);
+        *bytes = bytes_of(&server, rule, &format!("mem:calendar:{max}:"), max).await;
+    }
+    let [small, large] = calendar;
+    println!("| calendar | {small} B | {large} B |");
+    assert!(
+        small <= 120 && large <= 120,
+        "calendar: {small} B, {large} B"
+    );
 }
 
 /// A cost is a weight, never a number of entries: twenty calls of 50,000 units hold a few hundred bytes,

@@ -8,7 +8,8 @@
 //!
 //! And two processes whose own clocks are 5 s apart still share one exact window, because every decision
 //! reads Redis `TIME`; the same two clocks passed into the scripts break it. And with every call charged to a
-//! stacked pair (the same limit and a token bucket), both limits' guarantees hold together.
+//! stacked pair (the same limit and a token bucket), both limits' guarantees hold together. A calendar quota
+//! (100 a day) admits exactly 100 a day across four processes whose clocks are hours apart.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -195,6 +196,44 @@ fn four_processes_keep_both_limits_of_a_stacked_pair() {
         "{} admitted of the bucket's {allowance}",
         t.len()
     );
+}
+
+/// A calendar quota of 100 a day in Kolkata, hammered by four processes whose own clocks are up to 10 hours
+/// apart (less than the period: Redis picks the period on its clock), alone and stacked with a token bucket:
+/// no day holds more than 100 admissions, and a day the whole run fell in holds exactly 100.
+#[test]
+fn four_processes_hours_apart_admit_exactly_a_days_quota() {
+    let server = RedisServer::start();
+    let hours = |h: i64| h * 3_600_000;
+    let skews = [hours(-10), hours(-1), 0, hours(7)];
+    for stacked in ["0", "1"] {
+        let key = format!("daily-{stacked}");
+        let env = [
+            ("HAMMER_CALENDAR", "Asia/Kolkata"),
+            ("HAMMER_STACKED", stacked),
+        ];
+        let run = hammer_with(&server.url(), &key, &skews, 2_000, &env);
+        assert_eq!(run.degraded, 0, "every decision was made in Redis");
+        let tz = jiff::tz::TimeZone::get("Asia/Kolkata").unwrap();
+        let mut days = std::collections::BTreeMap::new();
+        for &at in &run.admissions {
+            let instant = jiff::Timestamp::from_microsecond(at as i64).unwrap();
+            *days
+                .entry(instant.to_zoned_datetime(tz.clone()).date())
+                .or_insert(0) += 1;
+        }
+        assert!(
+            days.values().all(|&n| n <= 100),
+            "stacked {stacked}: {days:?}"
+        );
+        if days.len() == 1 {
+            assert_eq!(
+                run.admissions.len(),
+                100,
+                "stacked {stacked}: exactly the quota"
+            );
+        }
+    }
 }
 
 /// A token bucket's bound: at most `burst + max · (span + slack) / window` units over any span between two

@@ -5,7 +5,8 @@
 //! `n` ms off; Redis decisions still read Redis `TIME`. With `HAMMER_STACKED=1` every call is also charged to
 //! a second limit, a token bucket (`burst` 120, 60 per 6 s), decided with the first as one. With
 //! `HAMMER_LEASE=<algorithm>` (`token_bucket` or `fixed_window`) the limit is of that algorithm instead, with
-//! a lease of 20 units for at most 200 ms.
+//! a lease of 20 units for at most 200 ms. With `HAMMER_CALENDAR=<zone>` it is a calendar quota instead: 100
+//! a day in that zone.
 //!
 //! It makes one decision on another key, then prints `ready <own clock µs> <Redis time µs>`: its own clock is
 //! read from a decision with the switch off, which is decided in-process. Then it waits for a `go` line on
@@ -15,7 +16,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use limiter_runtime::{Algorithm, Clock, Limiter, Rule, SystemClock};
+use limiter_runtime::{Algorithm, Clock, Limiter, Period, Rule, SystemClock, Zone};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const USAGE: &str = "usage: hammer <redis-url | cluster:url,url,...> <key> <tasks> <millis>";
@@ -83,13 +84,19 @@ async fn main() {
     }
 
     let rule = Rule::new().max(100).window(Duration::from_secs(2));
-    let rule = Arc::new(match std::env::var("HAMMER_LEASE") {
-        Ok(algorithm) => rule
+    let calendar = std::env::var("HAMMER_CALENDAR").ok();
+    let rule = Arc::new(match (calendar, std::env::var("HAMMER_LEASE")) {
+        (Some(zone), _) => Rule::new()
+            .prefix("calendar:")
+            .period(Period::Day)
+            .tz(Zone::get(&zone).expect("HAMMER_CALENDAR names a zone"))
+            .max(100),
+        (None, Ok(algorithm)) => rule
             .prefix("leased:")
             .algorithm(algorithm.parse().expect("HAMMER_LEASE names an algorithm"))
             .lease(20)
             .lease_ttl(Duration::from_millis(200)),
-        Err(_) => rule,
+        (None, Err(_)) => rule,
     });
     let quota = Arc::new(
         Rule::new()
