@@ -14,6 +14,7 @@
 //! | `sliding_window` | a weighted estimate over two windows; at most `max` per aligned window | 104 B | 104 B | exact for the estimate |
 //! | `token_bucket` | at most `burst + max · t / window` over any interval `t` | 104 B | 120 B | exact |
 //! | `leaky_bucket` | admitted slots at least `window / max` apart | 104 B | 120 B | exact |
+//! | a calendar `period` | at most `max` per day, week or month of the calendar in a zone | 104 B | 104 B | the period's end |
 //!
 //! The memory is Redis's `MEMORY USAGE` of the limit's one key after `max` calls spread over one window, on
 //! Redis 7.0, as `cargo test -p tests --test memory_usage -- --nocapture` measures it (the test fails if the
@@ -35,6 +36,9 @@
 //!   given the next free slot and told how long to wait for it ([`Decision::delay`](crate::Decision::delay)).
 //!   It is admitted when that wait is within the rule's `max_wait` (zero unless waiting is asked for: see
 //!   [waiting for a slot](super::attribute#waiting-for-a-slot)), and refused otherwise.
+//! - **Calendar** ([`Algorithm::Calendar`](crate::Algorithm::Calendar), chosen by `period = ...`, not by
+//!   `algorithm`): a fixed window whose windows are the calendar's days, weeks or billing months in a time
+//!   zone. See [quotas on the calendar](super::calendar).
 //!
 //! ## Which one to choose
 //!
@@ -47,6 +51,8 @@
 //!   capacity.
 //! - **Shaping** (a downstream that takes exactly N calls per second): `leaky_bucket` with `mode = wait`.
 //!   Calls queue for their slot instead of failing.
+//! - **A quota sold by the day or the month** (reset at midnight in the customer's zone, or on a billing
+//!   day): a calendar `period`.
 //! - **Costs** (tokens of a language model, bytes, rows): `token_bucket`, or `fixed_window` for a budget per
 //!   window. A cost is a weight, never a number of stored entries, for every algorithm: a call of cost 50,000
 //!   is one entry of a sliding log, one addition to a window's counter, one move of a bucket. But a sliding
@@ -63,6 +69,8 @@
 //! - **Fixed window**: a small hash holding the aligned window's index (`w`) and its count (`n`). Its expiry
 //!   is set once, when the window opens, and never pushed forward by later calls.
 //! - **Sliding window**: one string, `<index>:<count>:<previous count>`.
+//! - **Calendar**: the fixed window's hash, `w` holding when the period ends (µs since the Unix epoch); it
+//!   expires then.
 //! - **Token and leaky buckets**: one string, `<t>:<f>:<s>:<g>`: the theoretical arrival time in whole
 //!   microseconds plus a fraction in 1/`max` µs (so a rate such as 3 per 10 s stays exact), and, for giving
 //!   back, since when the bucket has been in use and what was given back since. A give-back returns what its

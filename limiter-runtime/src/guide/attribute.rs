@@ -73,6 +73,9 @@
 //! | `lease_ttl = "100ms"` | with `lease`: how long a node may spend a lease | 100 ms |
 //! | `in_flight = 4` | at most this many calls of a key running at once, across nodes; alone, or beside `max`/`window` as a second limit decided with the rate (see [`in_flight`](super::in_flight)) | none |
 //! | `in_flight_ttl = "30s"` | with `in_flight`, on Redis: how long a permit lives unless its node renews it | 30 s |
+//! | `period = day \| week \| month` | a calendar quota: at most `max` units per day, week (from Monday) or month of the calendar, counted again from each period's first instant; instead of a window (see [Calendar quotas](#calendar-quotas)) | no period: a rate per window |
+//! | `tz = "Europe/Berlin"` or `tz = <expr>` | with `period`: the time zone the periods are counted in, an IANA name checked when compiled, or each call's own [`Zone`](crate::Zone) computed from the arguments | UTC |
+//! | `anchor = 15` | with `period = month`: the billing day the month starts on, 1 to 31 (a shorter month starts on its last day) | 1 |
 //! | `on_error = open \| closed \| local` | what decides when Redis fails or is too slow (see [`failures`](super::failures)) | the limiter's, `open` unless set |
 //! | `skip_if = <expr>` | a `bool` over the arguments: when it is true, the call is not limited at all | never skipped |
 //! | `shadow = true` | count and report the calls the limit would refuse, but never refuse or delay one | `false` |
@@ -212,6 +215,38 @@
 //!     Ok(())
 //! }
 //! ```
+//!
+//! ## Calendar quotas
+//!
+//! `period = day | week | month` counts at most `max` units per period of the calendar instead of per window:
+//! a day from midnight, a week from Monday's midnight, a month from its billing day (`anchor`, the 1st unless
+//! set), in the zone `tz` (UTC unless set). A literal `tz` is checked when the crate compiles: an unknown name
+//! is a compile error at the name, with the closest known one (`"Europe/Berln"`: did you mean
+//! `Europe/Berlin`?). Any other expression is each call's zone, a [`Zone`](crate::Zone) or a reference to
+//! one, computed from the borrowed arguments like `key`: it never moves an argument.
+//!
+//! ```
+//! use limiter_runtime::{rate_limit, RateLimited, Zone};
+//!
+//! // 10,000 calls a day per API key, counted again at midnight in Berlin.
+//! #[rate_limit(prefix = "daily:", key = api_key, max = 10_000, period = day, tz = "Europe/Berlin")]
+//! async fn search(api_key: &str) -> Result<(), RateLimited> {
+//!     Ok(())
+//! }
+//!
+//! // 1,000,000 tokens a month per tenant from the 15th, at midnight in the zone the call is given.
+//! #[rate_limit(prefix = "tokens:", key = tenant, max = 1_000_000, period = month, anchor = 15, tz = zone,
+//!              cost = tokens)]
+//! async fn complete(tenant: &str, zone: Zone, tokens: u32) -> Result<Zone, RateLimited> {
+//!     Ok(zone) // `tz` borrowed `zone`: the body still owns it
+//! }
+//! ```
+//!
+//! A period is a fixed window of the calendar: `window`, `burst`, `mode = wait`, `max_wait`, a lease,
+//! `in_flight`, and an algorithm other than `fixed_window` are compile errors beside it, and `tz` or `anchor`
+//! without the period they apply to too. `cost`, `key`, `skip_if`, `shadow`, `count` and the rest combine
+//! with it as with a rate. See [quotas on the calendar](super::calendar) for what Redis decides, and what a
+//! client is told.
 //!
 //! ## Skipping, and shadow mode
 //!

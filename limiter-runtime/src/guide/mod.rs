@@ -13,6 +13,7 @@
 //! | [`redis`] | one server, Redis Cluster, Sentinel, TLS and ACL users, checking the connection at start-up, the environment variables |
 //! | [`failures`] | what happens when Redis is slow or down: the deadline, the breaker, `on_error`, the deny cache, late answers |
 //! | [`operations`] | where each setting comes from, run-time overrides, the two switches, logs and metrics |
+//! | [`calendar`] | `period = day \| week \| month`: quotas on the calendar in a time zone (a tenant's own), billing days, `usage` |
 //! | [`in_flight`] | `in_flight = N`: at most N calls of a key running at once, across nodes; permits, their time to live, crashes |
 //! | [`hot_keys`] | one key that one Redis core cannot serve: coalescing and leases, and the exact bounds a lease costs |
 //! | [`testing`] | testing code that is rate limited: the in-memory store, [`FakeClock`](crate::FakeClock), [`Limiter::scope`](crate::Limiter::scope) |
@@ -27,6 +28,7 @@
 
 pub mod algorithms;
 pub mod attribute;
+pub mod calendar;
 pub mod failures;
 pub mod hot_keys;
 pub mod http;
