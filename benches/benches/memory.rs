@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
+use limiter_runtime::{rate_limit, Algorithm, Limiter, Period, RateLimited, Rule, Zone};
 
 /// Keys of the spread scenario.
 const KEYS: usize = 100_000;
@@ -134,7 +134,7 @@ type Decide = Box<dyn Fn(&String) -> bool + Sync>;
 
 /// Every contender of the in-memory comparison, fresh (no state carried over), by name: for each algorithm, a
 /// [`Limit`](limiter_runtime::Limit) (the rule resolved once, keys handed over as `&str`: what governor's
-/// keyed limiter is, a quota fixed when built); the plain API (`Limiter::check`, which resolves the rule and
+/// keyed limiter is, a quota fixed when built), and a calendar quota; the plain API (`Limiter::check`, which resolves the rule and
 /// formats a `Display` key on every call) for two of them; governor last. Each of ours has a limiter of its own.
 fn contenders() -> Vec<(String, Decide)> {
     let rule = |algorithm| {
@@ -156,6 +156,21 @@ fn contenders() -> Vec<(String, Decide)> {
         };
         contenders.push((name.to_owned(), Box::new(decide)));
     }
+    // A calendar quota, a day in Berlin: the periods around now are found in the zone at every call.
+    let berlin = Zone::get("Europe/Berlin").expect("in the bundled zone data");
+    let daily = Rule::new()
+        .prefix("mem:")
+        .period(Period::Day)
+        .tz(berlin)
+        .max(u64::from(PER_SECOND));
+    let limit = Limiter::in_memory().limit(&daily);
+    let decide = move |key: &String| {
+        limit
+            .check(key)
+            .poll_once("an in-memory decision completes on its first poll")
+            .allowed
+    };
+    contenders.push(("calendar_day".to_owned(), Box::new(decide)));
     for (name, algorithm) in PLAIN_API {
         let (limiter, rule) = (Limiter::in_memory(), rule(algorithm));
         let decide = move |key: &String| {

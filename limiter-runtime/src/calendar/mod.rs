@@ -6,6 +6,7 @@
 //! `TIME`), so that a client whose clock is off by less than a period changes nothing.
 
 mod period;
+mod recent;
 mod usage;
 mod zone;
 
@@ -51,7 +52,9 @@ impl Terms {
     pub(crate) fn ends(&self, now: u64, zone: &Zone) -> [u64; 3] {
         let period = self.period.unwrap_or(Period::Day);
         let anchor = self.anchor.unwrap_or(1);
-        ends(now, period, anchor, &zone.time_zone())
+        recent::ends(now, period, anchor, zone, || {
+            ends(now, period, anchor, &zone.time_zone())
+        })
     }
 }
 
@@ -151,6 +154,46 @@ mod tests {
                 at("2027-01-11T00:00:00Z"),
             ]
         );
+    }
+
+    /// The zones come from the data bundled with the crate, never the machine's tzdata: a machine without
+    /// it counts alike (and every machine by the same rules).
+    #[test]
+    fn the_zone_data_is_the_bundled_one() {
+        assert_eq!(
+            format!("{:?}", jiff::tz::db()),
+            "TimeZoneDatabase(Bundled(available))"
+        );
+        assert!(Zone::get("Pacific/Kiritimati").is_ok());
+    }
+
+    /// What a thread keeps is what it would find: across a period's end, for rules and zones of every kind,
+    /// more of them than it keeps.
+    #[test]
+    fn the_ends_a_thread_keeps_are_the_ones_it_would_find() {
+        let zones = [
+            "Europe/Berlin",
+            "Asia/Kolkata",
+            "America/Sao_Paulo",
+            "UTC",
+            "Pacific/Kiritimati",
+        ];
+        let mut now = at("2026-03-28T20:00:00Z");
+        for step in 0..2_000u64 {
+            now += (step % 7) * 1_800_000_000 + 1;
+            for name in zones {
+                let zone = Zone::get(name).unwrap();
+                for (period, anchor) in [(Period::Day, 1), (Period::Week, 1), (Period::Month, 31)] {
+                    let terms = Terms {
+                        period: Some(period),
+                        zone: Some(zone.clone()),
+                        anchor: Some(anchor),
+                    };
+                    let found = ends(now, period, anchor, &zone.time_zone());
+                    assert_eq!(terms.ends(now, &zone), found, "{name} {period} at {now}");
+                }
+            }
+        }
     }
 
     #[test]
