@@ -595,3 +595,36 @@ async fn a_zone_given_per_call_decides_that_calls_period() {
     )
     .await;
 }
+
+/// An operator's override of a calendar quota's `max` applies to the period in course (a `window` has no
+/// say: the period is the window), and `usage` of a rate tells when it is whole again, in UTC.
+#[tokio::test]
+async fn an_override_raises_the_months_quota_and_usage_reads_a_rate_too() {
+    let server = RedisServer::start();
+    let clock = FakeClock::starting_at(at("2026-11-26T12:00:00Z"));
+    let limiter = server.limiter_with_clock(&clock);
+    let monthly = Rule::new().prefix("ovr:").period(Period::Month).max(1);
+    assert!(limiter.check(&monthly, "acme").await.allowed);
+    assert!(!limiter.check(&monthly, "acme").await.allowed);
+    let raised = limiter_runtime::Override::key("ovr:", "acme")
+        .max(3)
+        .window(Duration::from_secs(1));
+    limiter.set_override(raised).await.unwrap();
+    let decision = limiter.check(&monthly, "acme").await;
+    assert!(decision.allowed, "{decision:?}");
+    assert_eq!((decision.limit, decision.remaining), (3, 1));
+    assert_eq!(
+        decision.reset_after,
+        at("2026-12-01T00:00:00Z") - at("2026-11-26T12:00:00Z")
+    );
+
+    let hourly = Rule::new()
+        .prefix("rate:")
+        .algorithm(limiter_runtime::Algorithm::FixedWindow)
+        .window(Duration::from_secs(3_600))
+        .max(5);
+    limiter.check(&hourly, "acme").await;
+    let usage = limiter.usage(&hourly, "acme").await.unwrap();
+    assert_eq!((usage.used, usage.remaining), (1, 4));
+    assert_eq!(usage.resets_at, "2026-11-26T13:00:00+00:00");
+}

@@ -78,8 +78,9 @@
 //! ## The deny cache
 //!
 //! Once Redis says a key is limited until T, this node answers further calls of the same cost for that key
-//! by itself until T, with no round trip. An abusive key then costs Redis a few calls per retry period per
-//! node, not one per request. Whether a call is refused, and its `retry_after`, stay exact: nothing another
+//! by itself until T, or for one second when T is further (a month's quota refused for weeks), with no round
+//! trip. An abusive key then costs Redis a few calls per retry period (at most one a second) per node, not
+//! one per request. Whether a call is refused, and its `retry_after`, stay exact: nothing another
 //! node does can admit a call earlier. A cached answer's `remaining` and `reset_after` are as Redis last
 //! reported them.
 //!
@@ -88,8 +89,8 @@
 //! - Not while Redis fails: then a denial that ran out answers nothing, and `on_error` decides.
 //! - An override clears the denials of its key (a prefix's override, every denial). A charge this node gives
 //!   back (`count = failures`, a reservation) clears this node's denial of that call; a charge given back on
-//!   another node can end a denial early, and this node then refuses until the `retry_after` it was told,
-//!   never longer.
+//!   another node can end a denial early, and this node sees it within a second (it refuses until the
+//!   `retry_after` it was told, and asks Redis again after a second at most).
 //! - A call with several limits is refused until the last of its refusing limits would admit it.
 //! - While the cache holds nothing (the usual case), it costs one atomic load. Turn it off with
 //!   [`LimiterBuilder::deny_cache(false)`](crate::LimiterBuilder::deny_cache).
