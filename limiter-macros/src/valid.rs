@@ -180,6 +180,10 @@ fn validate_calendar(args: &Args) -> syn::Result<()> {
             ),
         ));
     }
+    const NO_SLOTS: &str =
+        "a period hands out no slots to wait for, and a call over `max` is refused until the period ends";
+    const NO_LEASE: &str =
+        "a period's count is decided by the store, on its own clock, and no node can spend part of it alone";
     let wait = args.wait.as_ref().filter(|mode| mode.value);
     // Each argument a period leaves nothing to apply to, and why.
     let rate_only = [
@@ -197,22 +201,22 @@ fn validate_calendar(args: &Args) -> syn::Result<()> {
         (
             "mode = wait",
             wait.map(|mode| mode.span),
-            "a period hands out no slots to wait for, and a call over `max` is refused until the period ends",
+            NO_SLOTS,
         ),
         (
             "max_wait",
             args.max_wait.as_ref().map(|m| m.span),
-            "a period hands out no slots to wait for, and a call over `max` is refused until the period ends",
+            NO_SLOTS,
         ),
         (
             "lease",
             args.lease.as_ref().map(|l| l.span),
-            "a period's count is decided by the store, on its own clock, and no node can spend part of it alone",
+            NO_LEASE,
         ),
         (
             "lease_ttl",
             args.lease_ttl.as_ref().map(|l| l.span),
-            "a period's count is decided by the store, on its own clock, and no node can spend part of it alone",
+            NO_LEASE,
         ),
         (
             "in_flight",

@@ -208,6 +208,8 @@ local reply = {now, nil, nil, nil, nil, nil, nil}
 local n = 1
 -- Each call's nonce and costs follow the limits' arguments.
 local limits_end = 1 + 4 * limits
+-- The period each calendar limit charged (its end), by limit: a call refused by another limit gives it back.
+local periods
 for call = 1, (#ARGV - limits_end) / (1 + limits) do
   local c = limits_end + (call - 1) * (1 + limits) + 1
   local nonce = ARGV[c]
@@ -300,13 +302,29 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
         redis.call('ZADD', key, kept, '#')
       end
 
-    elseif algorithm == 2 then
+    elseif algorithm == 2 or algorithm == 7 then
       -- Fixed window: at most `max` units per aligned window [k*window, (k+1)*window); the expiry is set
-      -- once, when the window opens.
-      local index = floor(now / window)
-      reset_after = (index + 1) * window - now
+      -- once, when the window opens. A calendar's windows are the periods of the calendar, each named by its
+      -- end: the client says where the periods around its "now" end, Redis which one now is in (see
+      -- calendar.lua).
+      local index
+      if algorithm == 2 then
+        index = floor(now / window)
+        reset_after = (index + 1) * window - now
+      else
+        local e0, e1, e2 = string.match(ARGV[l + 4], ENDS)
+        index = e0
+        if now >= tonumber(e0) then index = e1 end
+        if now >= tonumber(e1) then index = e2 end
+        if now >= tonumber(e2) then
+          return redis.error_reply('ERR calendar: the periods sent all ended before now: the client clock is a period behind')
+        end
+        periods = periods or {}
+        periods[i] = index
+        reset_after = tonumber(index) - now
+      end
       local state = redis.call('HMGET', key, 'w', 'n')
-      local open = tonumber(state[1]) == index
+      local open = tonumber(state[1]) == tonumber(index)
       local count = 0
       if open then count = tonumber(state[2]) end
       if count + cost <= max then
@@ -314,35 +332,6 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
           redis.call('HINCRBY', key, 'n', cost)
         else
           redis.call('HSET', key, 'w', index, 'n', cost)
-          redis.call('PEXPIRE', key, max_of(ceil(reset_after / 1000), min_ttl))
-        end
-        allowed, remaining = 1, max - count - cost
-      else
-        retry_after = reset_after
-        if cost > max then retry_after = window end
-        remaining = max_of(max - count, 0)
-      end
-
-    elseif algorithm == 7 then
-      -- Calendar: a fixed window whose windows are the periods of the calendar, each named by its end; the
-      -- client says where the periods around its "now" end, Redis which one now is in (see calendar.lua).
-      local e0, e1, e2 = string.match(ARGV[l + 4], ENDS)
-      local period = e0
-      if now >= tonumber(e0) then period = e1 end
-      if now >= tonumber(e1) then period = e2 end
-      if now >= tonumber(e2) then
-        return redis.error_reply('ERR calendar: the periods sent all ended before now: the client clock is a period behind')
-      end
-      reset_after = tonumber(period) - now
-      local state = redis.call('HMGET', key, 'w', 'n')
-      local open = state[1] == period
-      local count = 0
-      if open then count = tonumber(state[2]) end
-      if count + cost <= max then
-        if open then
-          redis.call('HINCRBY', key, 'n', cost)
-        else
-          redis.call('HSET', key, 'w', period, 'n', cost)
           redis.call('PEXPIRE', key, max_of(ceil(reset_after / 1000), min_ttl))
         end
         allowed, remaining = 1, max - count - cost
@@ -485,11 +474,7 @@ for call = 1, (#ARGV - limits_end) / (1 + limits) do
       if reply[r + 1] == 1 then
         local mark = floor(now / window)
         if algorithm == 7 then
-          -- The period charged: the first end after now.
-          local e0, e1, e2 = string.match(ARGV[l + 4], ENDS)
-          mark = e0
-          if now >= tonumber(e0) then mark = e1 end
-          if now >= tonumber(e1) then mark = e2 end
+          mark = periods[i]
         elseif algorithm == 1 or algorithm == 6 then
           mark = nonce
         elseif algorithm >= 4 then
