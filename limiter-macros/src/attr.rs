@@ -62,7 +62,7 @@ pub(crate) struct Args {
     /// The time zone the periods are counted in: a name checked here, or each call's own.
     pub(crate) tz: Option<Spanned<Tz>>,
     /// The billing day a month starts on, 1 to 31.
-    pub(crate) anchor: Option<Spanned<u8>>,
+    pub(crate) anchor: Option<Spanned<Anchor>>,
     pub(crate) krate: Option<Path>,
     /// Not an argument: this is the limit of calls in flight an attribute's `in_flight` adds beside its rate
     /// (the limit before it), skipped when that one is.
@@ -96,6 +96,15 @@ pub(crate) enum Tz {
     /// the literal).
     Named(LitStr),
     /// `tz = <expr>`: each call's zone, from its borrowed arguments (a `Zone`, or a reference to one).
+    Call(Expr),
+}
+
+/// The billing day of a month (`anchor = ...`).
+#[derive(Clone)]
+pub(crate) enum Anchor {
+    /// `anchor = 15`: a day, checked as it is parsed.
+    Day(u8),
+    /// `anchor = <expr>`: each call's billing day, from its borrowed arguments (a tenant's own).
     Call(Expr),
 }
 
@@ -564,21 +573,24 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// The billing day of a month: an integer literal, 1 to 31.
-fn anchor(value: &Value<'_>) -> syn::Result<u8> {
-    let expected =
-        "`anchor` takes the billing day of a month, an integer from 1 to 31, e.g. `anchor = 15`";
+/// The billing day of a month: an integer literal, 1 to 31, or any other expression: each call's.
+fn anchor(value: &Value<'_>) -> syn::Result<Anchor> {
     if !is_literal(value) {
-        let found = expression(value)?;
-        return Err(syn::Error::new_spanned(found, expected));
+        return Ok(Anchor::Call(expression(value)?));
     }
     let lit = match value.input.parse::<Lit>()? {
         Lit::Int(int) if int.suffix().is_empty() => int,
-        other => return Err(syn::Error::new(other.span(), expected)),
+        other => {
+            return Err(syn::Error::new(
+                other.span(),
+                "`anchor` takes the billing day of a month, an integer from 1 to 31 (e.g. `anchor = 15`), or \
+                 an expression over the arguments (each call's, e.g. `anchor = tenant.billing_day`)",
+            ))
+        }
     };
     let day = lit.base10_digits();
     match day.parse::<u8>() {
-        Ok(day @ 1..=31) => Ok(day),
+        Ok(day @ 1..=31) => Ok(Anchor::Day(day)),
         _ => Err(syn::Error::new(
             lit.span(),
             format!(

@@ -9,7 +9,7 @@ use syn::{
     Stmt, Type,
 };
 
-use crate::attr::{Args, Tz};
+use crate::attr::{Anchor, Args, Tz};
 use crate::constant;
 
 /// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
@@ -39,8 +39,15 @@ pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<Tok
                         Tz::Call(expr) => Some(expr),
                         Tz::Named(_) => None,
                     });
+                    let anchor = args
+                        .anchor
+                        .as_mut()
+                        .and_then(|anchor| match &mut anchor.value {
+                            Anchor::Call(expr) => Some(expr),
+                            Anchor::Day(_) => None,
+                        });
                     let expressions = expressions.chain(&mut args.cost).chain(&mut args.skip_if);
-                    for expr in expressions.chain(zone) {
+                    for expr in expressions.chain(zone).chain(anchor) {
                         SelfToAsyncTraitSelf.visit_expr_mut(expr);
                     }
                 }
@@ -171,7 +178,14 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             ),
             _ => quote!(::core::option::Option::None),
         };
-        quote!((#skipped, #key, #cost, #zone))
+        // And its own billing day (`anchor = <expr>`), an integer read as one.
+        let anchor = match args.anchor.as_ref().map(|anchor| &anchor.value) {
+            Some(Anchor::Call(day)) => quote_spanned!(day.span()=>
+                ::core::option::Option::Some(#krate::__private::BillingDay::day(&(#day)))
+            ),
+            _ => quote!(::core::option::Option::None),
+        };
+        quote!((#skipped, #key, #cost, #zone, #anchor))
     });
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
     // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,
@@ -294,8 +308,7 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     if let Some(Tz::Named(name)) = args.tz.as_ref().map(|tz| &tz.value) {
         rule = quote!(#rule.tz_checked(#name));
     }
-    if let Some(anchor) = &args.anchor {
-        let day = anchor.value;
+    if let Some(Anchor::Day(day)) = args.anchor.as_ref().map(|anchor| &anchor.value) {
         rule = quote!(#rule.anchor(#day));
     }
     if let Some(burst) = &args.burst {

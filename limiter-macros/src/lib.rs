@@ -151,20 +151,21 @@ mod valid;
 ///   when compiled (an unknown name is a compile error). Default UTC. `tz = <expr>` is each call's own zone,
 ///   a [`Zone`] (or a reference to one) computed from the borrowed arguments like `key`.
 /// - `anchor = 15` — with `period = month`: the billing day the month starts on, 1 to 31 (a shorter month
-///   starts on its last day, so 31 is every month's last day). Default 1.
+///   starts on its last day, so 31 is every month's last day). Default 1. `anchor = <expr>` is each call's
+///   own billing day, an integer computed from the borrowed arguments.
 ///
 ///   ```
 ///   # use limiter_runtime::{rate_limit, RateLimited, Zone};
-///   # struct Tenant { id: u64, zone: Zone }
+///   # struct Tenant { id: u64, zone: Zone, billing_day: u8 }
 ///   // 10,000 calls a day, counted again at midnight in Berlin.
 ///   #[rate_limit(prefix = "daily:", key = user, max = 10_000, period = day, tz = "Europe/Berlin")]
 ///   async fn search(user: &str) -> Result<(), RateLimited> {
 ///       Ok(())
 ///   }
 ///
-///   // A million tokens a month from the 15th, midnight in each tenant's own zone.
-///   #[rate_limit(prefix = "monthly:", key = tenant.id, max = 1_000_000, period = month, anchor = 15,
-///                tz = tenant.zone, cost = prompt.len())]
+///   // A million tokens a month from each tenant's billing day, at midnight in its own zone.
+///   #[rate_limit(prefix = "monthly:", key = tenant.id, max = 1_000_000, period = month,
+///                anchor = tenant.billing_day, tz = tenant.zone, cost = prompt.len())]
 ///   async fn complete(tenant: &Tenant, prompt: &str) -> Result<(), RateLimited> {
 ///       Ok(())
 ///   }

@@ -105,8 +105,10 @@ pub(crate) struct Ask<'r> {
     pub(crate) key: StoreKey,
     pub(crate) cost: u64,
     pub(crate) skip: bool,
-    /// A calendar limit's zone for this call (`tz = <expr>`), over its rule's.
+    /// A calendar limit's zone and billing day for this call (`tz = <expr>`, `anchor = <expr>`), over its
+    /// rule's.
     pub(crate) zone: Option<Zone>,
+    pub(crate) anchor: Option<u8>,
 }
 
 /// One limit of a call, resolved: its rule, store key, and what it asks of the store.
@@ -262,7 +264,8 @@ impl<'r> CallLimit<'r> {
         if algorithm == Algorithm::Calendar {
             // The periods around this node's "now", in the call's zone: the store picks the one it is in.
             let calendar = &rule.calendar;
-            let ends = calendar.ends(clock.now_micros(), calendar.zone(ask.zone.as_ref()));
+            let zone = calendar.zone(ask.zone.as_ref());
+            let ends = calendar.ends(clock.now_micros(), zone, ask.anchor);
             charge.ends = ends;
             charge.window = ends[1] - ends[0];
             charge.max_wait = 0;
@@ -498,6 +501,7 @@ mod tests {
                 cost: 1,
                 skip: false,
                 zone: None,
+                anchor: None,
             };
             Call::new(&overrides, &crate::FakeClock::new(), [ask]).limits()[0].charge
         };

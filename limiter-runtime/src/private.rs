@@ -29,9 +29,9 @@ pub struct Site<const N: usize> {
 }
 
 /// One limit of one call, as the expansion hands it over: whether the call skips it (`skip_if`), its key
-/// (the arguments, borrowed, written out only if needed), its cost, and a calendar limit's zone for this
-/// call (`tz = <expr>`).
-pub type Key<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>);
+/// (the arguments, borrowed, written out only if needed), its cost, and a calendar limit's zone and billing
+/// day for this call (`tz = <expr>`, `anchor = <expr>`).
+pub type Key<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>, Option<u8>);
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
 pub type Checked = Verdict<()>;
@@ -129,7 +129,7 @@ impl<const N: usize> Site<N> {
         let asks = keys
             .into_iter()
             .enumerate()
-            .map(|(i, (skip, key, cost, zone))| {
+            .map(|(i, (skip, key, cost, zone, anchor))| {
                 let rule = match &rules {
                     Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
                     Cow::Owned(rules) => RuleRef::Shared(Arc::new(rules[i].clone())),
@@ -145,6 +145,7 @@ impl<const N: usize> Site<N> {
                     cost,
                     skip,
                     zone: zone.cloned(),
+                    anchor,
                 }
             });
         let pipeline = &limiter.pipeline;
@@ -288,6 +289,29 @@ impl<T: CallZone + ?Sized> CallZone for &T {
         (**self).zone()
     }
 }
+
+/// The billing day of one call (`anchor = <expr>`): an integer, 1 to 31; 0 (or less) reads as 1, and a day
+/// above 31 as the month's last.
+#[diagnostic::on_unimplemented(
+    message = "`anchor` must be an integer day of the month, not `{Self}`",
+    label = "a billing day, 1 to 31: `u8`, `u16`, `u32`, `u64`, `usize`, `i32` or `i64`"
+)]
+pub trait BillingDay {
+    fn day(&self) -> u8;
+}
+
+macro_rules! billing_day {
+    ($($t:ty),*) => {$(
+        impl BillingDay for $t {
+            #[inline]
+            #[allow(clippy::unnecessary_cast, unused_comparisons)]
+            fn day(&self) -> u8 {
+                (*self).clamp(1, 31) as u8
+            }
+        }
+    )*};
+}
+billing_day!(u8, u16, u32, u64, usize, i32, i64);
 
 /// The types `cost = <expr>` accepts: unsigned integers.
 #[diagnostic::on_unimplemented(

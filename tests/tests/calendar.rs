@@ -550,10 +550,18 @@ async fn a_give_back_on_another_node_is_seen_within_a_second() {
     );
 }
 
-/// A tenant, with its own zone.
+/// A tenant, with its own zone and billing day.
 struct Tenant {
     id: u64,
     zone: Zone,
+    billing_day: u8,
+}
+
+/// A month's tokens per tenant, from the tenant's billing day, at midnight in its zone.
+#[limiter_runtime::rate_limit(prefix = "tenant-month:", key = tenant.id, period = month, tz = tenant.zone,
+                              anchor = tenant.billing_day, max = 1_000, cost = tokens)]
+async fn complete(tenant: &Tenant, tokens: u32) -> Result<u32, limiter_runtime::RateLimited> {
+    Ok(tokens)
 }
 
 /// One call a day per tenant, at midnight in the tenant's zone (`tz = <expr>`, this call's zone).
@@ -583,6 +591,7 @@ async fn a_zone_given_per_call_decides_that_calls_period() {
                         let tenant = Tenant {
                             id,
                             zone: zone(name),
+                            billing_day: 1,
                         };
                         assert_eq!(daily_report(&tenant).await.unwrap(), id, "{store}");
                         let refused = daily_report(&tenant).await.unwrap_err();
@@ -627,4 +636,42 @@ async fn an_override_raises_the_months_quota_and_usage_reads_a_rate_too() {
     let usage = limiter.usage(&hourly, "acme").await.unwrap();
     assert_eq!((usage.used, usage.remaining), (1, 4));
     assert_eq!(usage.resets_at, "2026-11-26T13:00:00+00:00");
+}
+
+/// The attribute with a billing day per call: at one instant, each tenant's month ends on its own day, at
+/// midnight in its own zone, on both stores.
+#[tokio::test]
+async fn a_billing_day_given_per_call_decides_that_calls_month() {
+    let server = RedisServer::start();
+    on_both(
+        &server,
+        "2026-02-20T12:00:00Z",
+        |store, limiter, _clock| async move {
+            let tenants = [
+                // From January 31: February's last day, the 28th.
+                (1, "UTC", 31, "2026-02-28T00:00:00Z"),
+                // From February 15 to March 15, in Tokyo.
+                (2, "Asia/Tokyo", 15, "2026-03-15T00:00:00+09:00"),
+                // From February 20 at midnight in Honolulu (10:00 UTC), to March 20.
+                (3, "Pacific/Honolulu", 20, "2026-03-20T00:00:00-10:00"),
+            ];
+            limiter
+                .scope(async {
+                    for (id, name, billing_day, end) in tenants {
+                        let tenant = Tenant {
+                            id,
+                            zone: zone(name),
+                            billing_day,
+                        };
+                        assert_eq!(complete(&tenant, 600).await.unwrap(), 600, "{store}");
+                        let refused = complete(&tenant, 600).await.unwrap_err();
+                        let now = refused.decision().decided_at;
+                        assert_eq!(refused.retry_after(), at(end) - now, "{store}: tenant {id}");
+                        assert_eq!(refused.remaining(), 400, "{store}");
+                    }
+                })
+                .await;
+        },
+    )
+    .await;
 }

@@ -47,11 +47,12 @@ impl Terms {
         call.or(self.zone.as_ref()).unwrap_or(&Zone::UTC)
     }
 
-    /// Where the periods around `now` (µs since the Unix epoch) end, in `zone`: the previous period's (the
-    /// current one's start), the current one's and the next one's, strictly increasing.
-    pub(crate) fn ends(&self, now: u64, zone: &Zone) -> [u64; 3] {
+    /// Where the periods around `now` (µs since the Unix epoch) end, in `zone`, months starting on `anchor`
+    /// (the call's own billing day), else the rule's: the previous period's (the current one's start), the
+    /// current one's and the next one's, strictly increasing.
+    pub(crate) fn ends(&self, now: u64, zone: &Zone, anchor: Option<u8>) -> [u64; 3] {
         let period = self.period.unwrap_or(Period::Day);
-        let anchor = self.anchor.unwrap_or(1);
+        let anchor = anchor.or(self.anchor).unwrap_or(1);
         recent::ends(now, period, anchor, zone, || {
             ends(now, period, anchor, &zone.time_zone())
         })
@@ -190,7 +191,11 @@ mod tests {
                         anchor: Some(anchor),
                     };
                     let found = ends(now, period, anchor, &zone.time_zone());
-                    assert_eq!(terms.ends(now, &zone), found, "{name} {period} at {now}");
+                    assert_eq!(
+                        terms.ends(now, &zone, None),
+                        found,
+                        "{name} {period} at {now}"
+                    );
                 }
             }
         }

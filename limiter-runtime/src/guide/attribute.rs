@@ -75,7 +75,7 @@
 //! | `in_flight_ttl = "30s"` | with `in_flight`, on Redis: how long a permit lives unless its node renews it | 30 s |
 //! | `period = day \| week \| month` | a calendar quota: at most `max` units per day, week (from Monday) or month of the calendar, counted again from each period's first instant; instead of a window (see [Calendar quotas](#calendar-quotas)) | no period: a rate per window |
 //! | `tz = "Europe/Berlin"` or `tz = <expr>` | with `period`: the time zone the periods are counted in, an IANA name checked when compiled, or each call's own [`Zone`](crate::Zone) computed from the arguments | UTC |
-//! | `anchor = 15` | with `period = month`: the billing day the month starts on, 1 to 31 (a shorter month starts on its last day) | 1 |
+//! | `anchor = 15` or `anchor = <expr>` | with `period = month`: the billing day the month starts on, 1 to 31 (a shorter month starts on its last day), or each call's, an integer from the arguments | 1 |
 //! | `on_error = open \| closed \| local` | what decides when Redis fails or is too slow (see [`failures`](super::failures)) | the limiter's, `open` unless set |
 //! | `skip_if = <expr>` | a `bool` over the arguments: when it is true, the call is not limited at all | never skipped |
 //! | `shadow = true` | count and report the calls the limit would refuse, but never refuse or delay one | `false` |

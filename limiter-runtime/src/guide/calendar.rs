@@ -19,12 +19,13 @@
 //! struct Tenant {
 //!     id: u64,
 //!     zone: Zone,
+//!     billing_day: u8,
 //! }
 //!
-//! // 1,000,000 tokens a month per tenant, from the 15th (the last day of a shorter month), at midnight in the
-//! // tenant's own zone; a call weighs the tokens it asks for.
-//! #[rate_limit(prefix = "tokens:", key = tenant.id, period = month, anchor = 15, tz = tenant.zone,
-//!              max = 1_000_000, cost = tokens)]
+//! // 1,000,000 tokens a month per tenant, from its billing day (the last day of a shorter month), at midnight
+//! // in its own zone; a call weighs the tokens it asks for.
+//! #[rate_limit(prefix = "tokens:", key = tenant.id, period = month, anchor = tenant.billing_day,
+//!              tz = tenant.zone, max = 1_000_000, cost = tokens)]
 //! async fn complete(tenant: &Tenant, tokens: u32) -> Result<String, RateLimited> {
 //!     Ok(format!("{tokens} tokens for tenant {}", tenant.id))
 //! }
@@ -38,7 +39,9 @@
 //!   (through `jiff`): a machine without tzdata counts alike, and a zone's rules are those of the crate's
 //!   version, not the machine's.
 //! - `anchor`: the billing day, 1 to 31, with `period = month` only: a month shorter than it starts on its
-//!   last day (31 is every month's last day; February's is the 28th or the 29th).
+//!   last day (31 is every month's last day; February's is the 28th or the 29th). A literal is checked when
+//!   the crate compiles; any other expression of the arguments is that call's billing day (an integer: 0
+//!   reads as 1, above 31 as the month's last day).
 //! - `max` and `cost` as for a rate; `key`, `prefix`, `name`, `message`, `on_error`, `skip_if`, `shadow`,
 //!   `count` as everywhere. A period is a fixed window of the calendar: `window`, `burst`, `mode = wait`,
 //!   `lease` and an algorithm other than `fixed_window` do not combine with it (a compile error says so).
@@ -90,7 +93,8 @@
 //! ## Without the attribute
 //!
 //! [`Rule::period`](crate::Rule::period), [`tz`](crate::Rule::tz) and [`anchor`](crate::Rule::anchor) make
-//! the rule; a zone per call is a rule per zone (`rule.clone().tz(zone)`, or one kept per tenant). Stacked
+//! the rule; a zone or a billing day per call is a rule per tenant (`rule.clone().tz(zone).anchor(day)`, or
+//! one kept per tenant). Stacked
 //! with rates ([`Limiter::check_all`](crate::Limiter::check_all), or several attributes), a calendar quota
 //! is decided with them as one: a call the rate refuses is charged nothing of the month. A
 //! [`Reservation`](crate::Reservation) settled below its estimate gives the rest back to the period it was

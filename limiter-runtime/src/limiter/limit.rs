@@ -95,6 +95,7 @@ impl Limit {
             cost,
             skip: false,
             zone: None,
+            anchor: None,
         }])
     }
 

@@ -319,6 +319,7 @@ impl Limiter {
             cost,
             skip: false,
             zone: None,
+            anchor: None,
         }])
     }
 
@@ -338,6 +339,7 @@ impl Limiter {
                 cost,
                 skip: false,
                 zone: None,
+                anchor: None,
             }))
     }
 
@@ -490,6 +492,7 @@ impl Limiter {
             cost: estimate,
             skip: false,
             zone: None,
+            anchor: None,
         }]);
         let (call, decided) = self.pipeline.enforce(call).await?;
         Ok(Reservation::new(self.clone(), call, decided))

@@ -232,6 +232,12 @@ pub async fn tz_field(tenant: &Tenant<'_>) -> Result<u64, RateLimited> {
     Ok(tenant.id)
 }
 
+/// `anchor = <expr>`: each call's billing day, with its zone.
+#[rate_limit(prefix = "tenant_monthly:", key = tenant.id, max = 100, period = month, tz = tenant.zone, anchor = day)]
+pub async fn anchor_argument(tenant: &Tenant<'_>, day: u16) -> Result<u16, RateLimited> {
+    Ok(day)
+}
+
 /// `tz = <expr>`: a `Zone` argument, borrowed, which the body still owns.
 #[rate_limit(prefix = "zone_monthly:", max = 100, period = month, anchor = 15, tz = zone, skip_if = zone == Zone::UTC)]
 pub async fn tz_argument(zone: Zone) -> Result<Zone, RateLimited> {

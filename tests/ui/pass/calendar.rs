@@ -33,6 +33,18 @@ async fn per_tenant(tenant: &Tenant<'_>) -> Result<u64, RateLimited> {
     Ok(tenant.id)
 }
 
+// Each tenant's own billing day too, an integer of any width (`anchor = <expr>`).
+#[rate_limit(prefix = "billing:", key = tenant.id, max = 100, period = month, tz = tenant.zone,
+             anchor = tenant.id % 28 + 1)]
+async fn billed(tenant: &Tenant<'_>, day: u32) -> Result<u32, RateLimited> {
+    Ok(day)
+}
+
+#[rate_limit(prefix = "billing_day:", max = 100, period = month, anchor = day)]
+async fn billed_on(day: u8) -> Result<u8, RateLimited> {
+    Ok(day)
+}
+
 // A `Zone` argument: borrowed, not moved, so the body still owns it.
 #[rate_limit(prefix = "zone:", max = 100, period = month, anchor = 15, tz = zone)]
 async fn per_call(zone: Zone) -> Result<Zone, RateLimited> {

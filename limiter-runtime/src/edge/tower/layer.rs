@@ -177,6 +177,7 @@ impl Config {
             cost: 1,
             skip: false,
             zone: None,
+            anchor: None,
         }));
         let (call, decided) = pipeline.enforce(call).await?;
         let in_flight = self
