@@ -200,6 +200,15 @@ impl<'r> Call<'r> {
         }
     }
 
+    /// Whether an admitted call may have a slot to wait for (a leaky bucket's): then more than its verdict
+    /// follows its decision.
+    #[inline]
+    pub(crate) fn may_wait_for_slot(&self) -> bool {
+        self.limits
+            .iter()
+            .any(|limit| limit.algorithm == Algorithm::LeakyBucket)
+    }
+
     /// Whether any of its limits is one of calls in flight, whose permit an admitted call holds.
     #[inline]
     pub(crate) fn holds_permits(&self) -> bool {

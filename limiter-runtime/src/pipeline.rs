@@ -15,19 +15,21 @@
 //! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
 //! slot to wait for is left to await.
 
-use std::borrow::Borrow;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use futures_util::future::{BoxFuture, Either};
+use futures_util::future::BoxFuture;
 
-use crate::backend::{Backend, GivingBack, Later};
+use crate::backend::{Backend, Batched, GivingBack, Later};
 use crate::budget::{now, Now};
 use crate::call::{Answer, Ask, Call, Decided, OneOrMany};
 use crate::clock::Clock;
 use crate::error::LimitState;
-use crate::observe::Observers;
+use crate::observe::{Observers, Timer};
 use crate::overrides::Overrides;
 use crate::rule::Defaults;
 use crate::{Decision, OnError, RateLimited, Reason};
@@ -55,9 +57,134 @@ pub(crate) struct Pipeline {
     pub(crate) observers: Observers,
 }
 
-/// A result ready at once, or the rest of it to await, boxed: a Redis round trip's future is large, and
-/// should not weigh on every call's future.
-pub(crate) type Deciding<'a, T> = Either<Now<T>, BoxFuture<'a, T>>;
+/// A decision ready at once; or a call waiting in a batch, polled in place (nothing boxed: see [`Waited`]); or
+/// the rest of a round trip to await, boxed (its future is large, and should not weigh on every call's
+/// future). `P` owns or borrows the pipeline, `C` the call; `T` is what the caller makes of the decision.
+pub(crate) enum Deciding<'a, P, C, T> {
+    Now(Now<T>),
+    Waits(Waited<P, C, T>),
+    Later(BoxFuture<'a, T>),
+}
+
+impl<P: Owner, C: AsCall, T> Future for Deciding<'_, P, C, T> {
+    type Output = T;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.get_mut() {
+            Deciding::Now(now) => Pin::new(now).poll(cx),
+            Deciding::Waits(waited) => Pin::new(waited).poll(cx),
+            Deciding::Later(later) => later.as_mut().poll(cx),
+        }
+    }
+}
+
+/// What holds a pipeline for a call's future: the pipeline borrowed, or a limiter owned (the attribute's
+/// future owns what it needs).
+pub(crate) trait Owner: Unpin {
+    fn pipeline(&self) -> &Pipeline;
+}
+
+impl Owner for &Pipeline {
+    #[inline]
+    fn pipeline(&self) -> &Pipeline {
+        self
+    }
+}
+
+/// A call, owned or borrowed, as its future holds it.
+pub(crate) trait AsCall: Unpin {
+    fn as_call(&self) -> &Call<'_>;
+}
+
+impl AsCall for Call<'_> {
+    #[inline]
+    fn as_call(&self) -> &Call<'_> {
+        self
+    }
+}
+
+impl AsCall for &Call<'_> {
+    #[inline]
+    fn as_call(&self) -> &Call<'_> {
+        self
+    }
+}
+
+/// A call waiting in a batch: what the batch says of it, reported, and then `then` of it. Polled in place, by
+/// the caller's future: no box, no timer and no channel of its own.
+pub(crate) struct Waited<P, C, T> {
+    owner: P,
+    /// Taken once decided.
+    call: Option<C>,
+    batched: Batched,
+    timer: Timer,
+    then: fn(&P, C, Decided) -> T,
+}
+
+impl<P: Owner, C: AsCall, T> Waited<P, C, T> {
+    #[inline]
+    fn new(owner: P, call: C, batched: Batched, then: fn(&P, C, Decided) -> T) -> Self {
+        Waited {
+            owner,
+            call: Some(call),
+            batched,
+            timer: Timer::start(),
+            then,
+        }
+    }
+}
+
+impl<P: Owner, C: AsCall, T> Future for Waited<P, C, T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = self.get_mut();
+        let call = this
+            .call
+            .as_ref()
+            .expect("a decision polled after it completed");
+        let mut decided = ready!(this.batched.poll_decided(call.as_call(), cx));
+        let timer = std::mem::replace(&mut this.timer, Timer::start());
+        this.owner
+            .pipeline()
+            .report(call.as_call(), &mut decided, timer);
+        let call = this
+            .call
+            .take()
+            .expect("a decision polled after it completed");
+        Poll::Ready((this.then)(&this.owner, call, decided))
+    }
+}
+
+/// The rest of `call`'s decision (what `later` left to Redis), and then `then` of the call and what was
+/// decided: a call that waits in a batch is polled in place ([`Waited`]), a call that asks Redis is boxed
+/// (the round trip's future is large).
+#[inline(always)]
+pub(crate) fn later_of<'a, P, C, T>(
+    owner: P,
+    call: C,
+    later: Later,
+    then: fn(&P, C, Decided) -> T,
+) -> Deciding<'a, P, C, T>
+where
+    P: Owner + Send + Sync + 'a,
+    C: AsCall + Send + 'a,
+    T: Send + 'a,
+{
+    match later.batched() {
+        Ok(batched) => Deciding::Waits(Waited::new(owner, call, batched, then)),
+        // What `asked` does, written out: one future fewer to poll through.
+        Err(later) => Deciding::Later(Box::pin(async move {
+            let pipeline = owner.pipeline();
+            pipeline.start_background();
+            let timer = Timer::start();
+            let mut decided = Backend::decide_later(call.as_call(), later).await;
+            pipeline.report(call.as_call(), &mut decided, timer);
+            then(&owner, call, decided)
+        })),
+    }
+}
 
 /// What an enforced call comes to: admitted (after its slot), with the call and what was decided of it, or
 /// refused.
@@ -121,69 +248,38 @@ impl Pipeline {
 
     /// What Redis answers of `call` (degraded when it cannot), reported.
     pub(crate) async fn decide_later(&self, call: &Call<'_>, later: Later) -> Decided {
-        match later.waits() {
-            true => self.waited(call, later, |_, decided| decided).await,
-            false => self.asked(call, later, |_, decided| decided).await,
+        match later.batched() {
+            Ok(batched) => Waited::new(self, call, batched, |_, _, decided| decided).await,
+            Err(later) => self.asked(call, later).await,
         }
     }
 
-    /// The rest of `call`'s decision, boxed, and then `then` of the call and what was decided: a call that
-    /// waits in a batch has a small future of its own, a call that asks Redis the round trip's.
-    #[inline(always)]
-    fn later<'a, 'r: 'a, C, T>(
-        &'a self,
-        call: C,
-        later: Later,
-        then: impl FnOnce(C, Decided) -> T + Send + 'a,
-    ) -> BoxFuture<'a, T>
-    where
-        C: Borrow<Call<'r>> + Send + 'a,
-        T: Send + 'a,
-    {
-        match later.waits() {
-            true => Box::pin(self.waited(call, later, then)),
-            false => Box::pin(self.asked(call, later, then)),
-        }
-    }
-
-    /// What Redis answers of `call` (degraded when it cannot), reported, and then `then` of it.
-    async fn asked<'r, C: Borrow<Call<'r>>, T>(
-        &self,
-        call: C,
-        later: Later,
-        then: impl FnOnce(C, Decided) -> T,
-    ) -> T {
+    /// What Redis answers of `call` after a round trip of its own (degraded when it cannot), reported.
+    async fn asked(&self, call: &Call<'_>, later: Later) -> Decided {
         self.start_background();
-        let timer = crate::observe::Timer::start();
-        let mut decided = Backend::decide_later(call.borrow(), later).await;
-        decided.judge(call.borrow(), true);
-        self.observers.redis(call.borrow(), timer);
-        self.observers.decided(call.borrow(), &decided, true);
-        then(call, decided)
+        let timer = Timer::start();
+        let mut decided = Backend::decide_later(call, later).await;
+        self.report(call, &mut decided, timer);
+        decided
     }
 
-    /// What the batch `call` waits in says of it, reported, and then `then` of it.
-    async fn waited<'r, C: Borrow<Call<'r>>, T>(
-        &self,
-        call: C,
-        later: Later,
-        then: impl FnOnce(C, Decided) -> T,
-    ) -> T {
-        let timer = crate::observe::Timer::start();
-        let mut decided = Backend::wait(call.borrow(), later).await;
-        decided.judge(call.borrow(), true);
-        self.observers.redis(call.borrow(), timer);
-        self.observers.decided(call.borrow(), &decided, true);
-        then(call, decided)
+    /// Reports what Redis decided of `call` (or its failure policy did, in time): once, to the observers.
+    fn report(&self, call: &Call<'_>, decided: &mut Decided, timer: Timer) {
+        decided.judge(call, true);
+        self.observers.redis(call, timer);
+        self.observers.decided(call, decided, true);
     }
 
-    /// Decides `call`, borrowed: at once (handed over through Tokio's budget), or after the round trip, boxed
-    /// (its future is large: the caller's stays small).
+    /// Decides `call`, borrowed: at once (handed over through Tokio's budget), in the batch it waits in, or
+    /// after the round trip, boxed (its future is large: the caller's stays small).
     #[inline(always)]
-    pub(crate) fn decided<'a>(&'a self, call: &'a Call<'_>) -> Deciding<'a, Decided> {
+    pub(crate) fn decided<'a, 'r>(
+        &'a self,
+        call: &'a Call<'r>,
+    ) -> Deciding<'a, &'a Pipeline, &'a Call<'r>, Decided> {
         match self.decide_now(call) {
-            Ok(decided) => Either::Left(now(decided)),
-            Err(later) => Either::Right(self.later(call, later, |_, decided| decided)),
+            Ok(decided) => Deciding::Now(now(decided)),
+            Err(later) => later_of(self, call, later, |_, _, decided| decided),
         }
     }
 
@@ -191,20 +287,26 @@ impl Pipeline {
     /// its decision ([`Limit`](crate::Limit)): the call is moved into the future only when Redis must be
     /// asked; decided at once, nothing large is moved.
     #[inline(always)]
-    pub(crate) fn decision_of<'a, 'r: 'a>(&'a self, call: Call<'r>) -> Deciding<'a, Decision> {
+    pub(crate) fn decision_of<'a, 'r: 'a>(
+        &'a self,
+        call: Call<'r>,
+    ) -> Deciding<'a, &'a Pipeline, Call<'r>, Decision> {
         match self.decide_now(&call) {
-            Ok(decided) => Either::Left(now(decided.decision())),
-            Err(later) => Either::Right(self.later(call, later, |_, decided| decided.decision())),
+            Ok(decided) => Deciding::Now(now(decided.decision())),
+            Err(later) => later_of(self, call, later, |_, _, decided| decided.decision()),
         }
     }
 
     /// [`decided`](Pipeline::decided) for a call of one limit: its decision alone, so that what is kept across
     /// the await stays small.
     #[inline(always)]
-    pub(crate) fn decision<'a>(&'a self, call: &'a Call<'_>) -> Deciding<'a, Decision> {
+    pub(crate) fn decision<'a, 'r>(
+        &'a self,
+        call: &'a Call<'r>,
+    ) -> Deciding<'a, &'a Pipeline, &'a Call<'r>, Decision> {
         match self.decide_now(call) {
-            Ok(decided) => Either::Left(now(decided.decision())),
-            Err(later) => Either::Right(self.later(call, later, |_, decided| decided.decision())),
+            Ok(decided) => Deciding::Now(now(decided.decision())),
+            Err(later) => later_of(self, call, later, |_, _, decided| decided.decision()),
         }
     }
 
@@ -213,10 +315,10 @@ impl Pipeline {
     pub(crate) fn decide<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
-    ) -> Deciding<'a, (Call<'r>, Decided)> {
+    ) -> Deciding<'a, &'a Pipeline, Call<'r>, (Call<'r>, Decided)> {
         match self.decide_now(&call) {
-            Ok(decided) => Either::Left(now((call, decided))),
-            Err(later) => Either::Right(self.later(call, later, |call, decided| (call, decided))),
+            Ok(decided) => Deciding::Now(now((call, decided))),
+            Err(later) => later_of(self, call, later, |_, call, decided| (call, decided)),
         }
     }
 
@@ -224,15 +326,24 @@ impl Pipeline {
     /// call and its answer once its slot has come), at once or with the round trip (and the slot) left to
     /// await.
     #[inline(always)]
-    pub(crate) fn enforce<'a, 'r: 'a>(&'a self, call: Call<'r>) -> Deciding<'a, Enforced<'r>> {
+    pub(crate) fn enforce<'a, 'r: 'a>(
+        &'a self,
+        call: Call<'r>,
+    ) -> Deciding<'a, &'a Pipeline, Call<'r>, Enforced<'r>> {
         match self.decide_now(&call) {
             Ok(decided) => match self.verdict(&call, &decided) {
                 Ok(wait) if !wait.is_zero() => {
-                    Either::Right(Box::pin(after(wait, Ok((call, decided)))))
+                    Deciding::Later(Box::pin(after(wait, Ok((call, decided)))))
                 }
-                verdict => Either::Left(now(verdict.map(|_| (call, decided)))),
+                verdict => Deciding::Now(now(verdict.map(|_| (call, decided)))),
             },
-            Err(later) => Either::Right(Box::pin(async move {
+            // No slot to wait for once admitted: the verdict is all that follows the decision.
+            Err(later) if !call.may_wait_for_slot() => {
+                later_of(self, call, later, |pipeline, call, decided| {
+                    pipeline.verdict(&call, &decided).map(|_| (call, decided))
+                })
+            }
+            Err(later) => Deciding::Later(Box::pin(async move {
                 let decided = self.decide_later(&call, later).await;
                 let wait = self.verdict(&call, &decided)?;
                 Ok(after(wait, (call, decided)).await)

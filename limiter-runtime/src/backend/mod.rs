@@ -23,7 +23,7 @@ use crate::overrides::{Change, Overrides};
 use crate::watch::{NodeReport, Watch};
 
 pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
-pub(crate) use self::redis::{Later, RedisBackend};
+pub(crate) use self::redis::{Batched, Later, RedisBackend};
 
 /// The backend of one limiter.
 #[derive(Debug)]
@@ -52,16 +52,6 @@ impl Backend {
             }
             Backend::Redis(redis) => redis.decide_now(call),
         }
-    }
-
-    /// [`decide_later`](Backend::decide_later) for a call that waits in a batch ([`Later::waits`]): a small
-    /// future, with no round trip of its own.
-    #[inline(always)]
-    pub(crate) fn wait<'a>(
-        call: &'a Call<'_>,
-        later: Later,
-    ) -> impl Future<Output = Decided> + Send + 'a {
-        RedisBackend::wait(call, later)
     }
 
     /// Decides what [`decide_now`](Backend::decide_now) left to Redis: within the deadline, else by each

@@ -31,8 +31,9 @@ mod tls;
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::Poll;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use redis::Value;
@@ -124,10 +125,43 @@ pub(crate) struct Later {
 }
 
 impl Later {
-    /// Whether the call waits in a batch, with no round trip of its own.
+    /// The call's place in the batch it waits in, if it waits in one; else this, for a round trip.
     #[inline]
-    pub(crate) fn waits(&self) -> bool {
-        self.waiting.is_some()
+    pub(crate) fn batched(self) -> Result<Batched, Later> {
+        match self.waiting {
+            Some(waiting) => Ok(Batched {
+                waiting,
+                redis: self.redis,
+                sent: self.sent,
+                cached: self.cached,
+                probe: self.probe,
+            }),
+            None => Err(self),
+        }
+    }
+}
+
+/// A call of one limit waiting in a batch ([`Later::batched`]): its place, and what follows its decision (see
+/// [`after`](RedisBackend::after)). Polled in place by its caller: nothing boxed, no timer, no channel.
+pub(crate) struct Batched {
+    waiting: Waiting,
+    redis: Arc<RedisBackend>,
+    sent: Duration,
+    cached: bool,
+    probe: bool,
+}
+
+impl Batched {
+    /// What the batch says of `call` (degraded by the batch's sender when Redis did not answer in time), once
+    /// it is decided.
+    #[inline]
+    pub(crate) fn poll_decided(&mut self, call: &Call<'_>, cx: &mut Context<'_>) -> Poll<Decided> {
+        let mut decided = ready!(Pin::new(&mut self.waiting).poll(cx));
+        let key = call.limits()[0].key.parts();
+        let (sent, cached, probe) = (self.sent, self.cached, self.probe);
+        self.redis
+            .after(call, key, &mut decided, sent, cached, probe);
+        Poll::Ready(decided)
     }
 }
 
@@ -576,21 +610,6 @@ impl RedisBackend {
         let until = sent + self.deadline;
         let waiting = coalescer.join_waiting((key, hash), shape, call, member, until);
         (Some(hash), waiting)
-    }
-
-    /// What the batch a call of one limit joined in [`decide_now`](RedisBackend::decide_now) says of it
-    /// (degraded by the batch's sender, when Redis did not answer in time).
-    pub(crate) async fn wait(call: &Call<'_>, mut later: Later) -> Decided {
-        let Some(waiting) = later.waiting.take() else {
-            return RedisBackend::decide_later(call, later).await;
-        };
-        let mut decided = waiting.await;
-        let key = call.limits()[0].key.parts();
-        let (sent, cached, probe) = (later.sent, later.cached, later.probe);
-        later
-            .redis
-            .after(call, key, &mut decided, sent, cached, probe);
-        decided
     }
 
     /// Asks Redis what [`decide_now`](RedisBackend::decide_now) could not answer, within the deadline;
