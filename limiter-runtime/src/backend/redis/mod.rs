@@ -595,7 +595,7 @@ impl RedisBackend {
             return (None, None);
         };
         let key = limit.key.parts();
-        let hash = coalescer.hash(key);
+        let hash = coalescer.hash_whole(&limit.key);
         let made = self.connection.get().is_some_and(Connection::is_made);
         if !made || !coalescer.busy(hash) {
             return (Some(hash), None);
@@ -844,7 +844,7 @@ impl RedisBackend {
             (false, Ok(connection)) => self.round_trip(&asked, &calls, budget, connection).await,
         };
         let coalescer = self.coalescer.as_ref();
-        let next = coalescer.and_then(|c| c.pass_on(key.parts(), c.hash(key.parts())));
+        let next = coalescer.and_then(|c| c.pass_on(key.parts(), c.hash_whole(&key)));
         if let Some(next) = next {
             tokio::spawn(Arc::clone(&self).drive(next, key.clone()));
         }

@@ -56,11 +56,21 @@ pub(crate) struct Coalescer {
 
 /// What the script is told of a call's limits, but their costs, and how each fails: calls go together only
 /// when it is the same, so that a batch is decided, and degraded, under one set of limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Shape {
     len: usize,
     limits: [[u64; 8]; MAX_LIMITS],
 }
+
+/// The limits a shape has, not the rows it leaves zero: a call of one limit compares one row.
+impl PartialEq for Shape {
+    #[inline]
+    fn eq(&self, other: &Shape) -> bool {
+        self.len == other.len && self.limits[..self.len] == other.limits[..other.len]
+    }
+}
+
+impl Eq for Shape {}
 
 impl Shape {
     /// The shape of `call`'s limits, each given as the script's shape and its failure policy; `None` past
@@ -98,14 +108,13 @@ impl Line {
         if let Some(batch) = self.gathering.back() {
             let mut gathered = batch.lock();
             if gathered.members.len() < MAX_BATCH {
-                gathered.members.push(member);
-                let index = gathered.members.len() - 1;
+                let index = gathered.join(member);
                 drop(gathered);
                 return (Arc::clone(batch), index);
             }
         }
         let batch = Arc::new(Batch::new(call, until));
-        batch.lock().members.push(member);
+        batch.lock().join(member);
         self.gathering.push_back(Arc::clone(&batch));
         (batch, 0)
     }
@@ -134,9 +143,23 @@ pub(crate) struct Batch {
 /// A batch's members, and the wakers of those waiting for its decisions.
 #[derive(Debug, Default)]
 struct Gathered {
+    /// Taken when the batch is sent: no call joins it after.
     members: Vec<Member>,
     /// The waker of each member that has waited, at its index.
     wakers: Vec<Option<Waker>>,
+}
+
+/// Members a batch has room for before it grows: the batches of one hot key at 64 tasks hold about 8.
+const ROOM: usize = 16;
+
+impl Gathered {
+    /// Adds `member`, with no waker yet: its index.
+    #[inline]
+    fn join(&mut self, member: Member) -> usize {
+        self.members.push(member);
+        self.wakers.push(None);
+        self.wakers.len() - 1
+    }
 }
 
 /// A member of a batch waiting for its decision: no channel, no timer of its own (the batch's sender decides
@@ -175,16 +198,16 @@ impl Batch {
             call: call.detached(),
             until,
             gathered: Mutex::new(Gathered {
-                members: Vec::with_capacity(8),
-                wakers: Vec::new(),
+                members: Vec::with_capacity(ROOM),
+                wakers: Vec::with_capacity(ROOM),
             }),
             decided: OnceLock::new(),
         }
     }
 
-    /// Its members, in the order they joined.
+    /// Its members, in the order they joined: taken once it is sent (none joins it after).
     pub(super) fn members(&self) -> Vec<Member> {
-        self.lock().members.clone()
+        std::mem::take(&mut self.lock().members)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Gathered> {
@@ -220,6 +243,7 @@ impl Future for Waiting {
         if let Some(decided) = batch.decided.get() {
             return Poll::Ready(decided[index].clone());
         }
+        // Every member joined with its slot; this only keeps a slot for one that did not.
         if gathered.wakers.len() <= index {
             gathered.wakers.resize(index + 1, None);
         }
@@ -307,6 +331,12 @@ impl Coalescer {
     /// once for both.
     pub(super) fn hash(&self, key: KeyRef<'_>) -> KeyHash {
         self.lines.hash(key)
+    }
+
+    /// [`hash`](Coalescer::hash) of a key written out whole.
+    #[inline]
+    pub(super) fn hash_whole(&self, key: &str) -> KeyHash {
+        self.lines.hash_whole(key)
     }
 
     /// After a round trip on `key` (whose hash is `hash`) ended: the first batch gathering takes its place,
