@@ -84,7 +84,7 @@ impl Instances {
         // An entry outlives three missed heartbeats.
         let lifetime = u64::try_from((3 * self.every).as_micros()).unwrap_or(u64::MAX);
         let report_key = format!("{}{}", self.reports, self.id);
-        let mut command = HEARTBEAT.command(&[&self.key, &report_key]);
+        let mut command = HEARTBEAT.command(&[&self.key, &report_key], 1);
         command.arg(&self.id).arg(lifetime).arg(report);
         let live: u64 = HEARTBEAT.run(connection, &command).await?;
         self.live.store(live.max(1), Ordering::Relaxed);

@@ -212,7 +212,7 @@ impl Permits {
         let test_now = redis.test_now();
         let renewals = each.iter().map(|(key, ttl, nonces)| {
             let mut connection = connection.clone();
-            let mut cmd = RENEW.command(&[key]);
+            let mut cmd = RENEW.command(&[key], 1);
             match test_now {
                 Some(now) => cmd.arg(script::test_window(*ttl, now)),
                 None => cmd.arg(*ttl),

@@ -20,7 +20,7 @@ pub(crate) fn inspect_command(
     limit: &CallLimit<'_>,
     test_now: Option<u64>,
 ) -> (&'static LuaScript, Cmd) {
-    let mut cmd = INSPECT.command(&[&limit.key]);
+    let mut cmd = INSPECT.command(&[&limit.key], 1);
     cmd.arg(super::code(limit.algorithm));
     match test_now {
         Some(now) => cmd.arg(super::test_window(limit.charge.window, now)),

@@ -18,7 +18,7 @@ pub(crate) fn lease_command(
     test_now: Option<u64>,
 ) -> (&'static LuaScript, Cmd) {
     let charge = &limit.charge;
-    let mut cmd = LIMITER.command(&[&limit.key]);
+    let mut cmd = LIMITER.command(&[&limit.key], 1);
     cmd.arg(&*operation("lease", test_now))
         .arg(code(limit.algorithm))
         .arg(charge.window)

@@ -52,11 +52,13 @@ impl LuaScript {
         }
     }
 
-    /// The command that runs the script on `keys` (its arguments to be added), by its SHA-1.
-    pub(crate) fn command(&self, keys: &[&str]) -> Cmd {
-        // Room for a common call (the command, the SHA-1, a key and a few numbers) from the start: grown one
-        // argument at a time, the buffers cost more than the rest of building it.
-        let mut cmd = Cmd::with_capacity(8, 192);
+    /// The command that runs the script on `keys` (its arguments to be added), by its SHA-1, for `calls`
+    /// calls decided together.
+    pub(crate) fn command(&self, keys: &[&str], calls: usize) -> Cmd {
+        // Room from the start for the command, the SHA-1, the keys, a few numbers, and each call's cost and
+        // nonce: grown one argument at a time, the buffers cost more than the rest of building it.
+        let more = calls.saturating_sub(1);
+        let mut cmd = Cmd::with_capacity(8 + keys.len() + 2 * more, 192 + 24 * more);
         cmd.arg("EVALSHA").arg(&self.sha1).arg(keys.len()).arg(keys);
         cmd
     }
@@ -95,7 +97,7 @@ impl LuaScript {
         key: &str,
         args: impl redis::ToRedisArgs,
     ) -> RedisResult<T> {
-        let mut command = self.command(&[key]);
+        let mut command = self.command(&[key], 1);
         command.arg(args);
         self.run(connection, &command).await
     }
@@ -350,7 +352,7 @@ pub(crate) fn decide_command(
         return (script, one_limit_command(script, limit, calls, test_now));
     }
     let keys: Vec<&str> = limits.iter().map(|limit| &*limit.key).collect();
-    let mut cmd = LIMITER.command(&keys);
+    let mut cmd = LIMITER.command(&keys, calls.len());
     cmd.arg(&*operation("decide", test_now));
     for limit in limits {
         limit_args(&mut cmd, limit);
@@ -450,7 +452,7 @@ pub(crate) async fn refund(
     test_now: Option<u64>,
 ) -> Result<(), BackendError> {
     let keys: Vec<&str> = charges.iter().map(|given| given.key).collect();
-    let mut cmd = LIMITER.command(&keys);
+    let mut cmd = LIMITER.command(&keys, 1);
     cmd.arg(&*operation("refund", test_now));
     for given in charges {
         cmd.arg(code(given.algorithm))

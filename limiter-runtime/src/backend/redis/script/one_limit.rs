@@ -23,7 +23,7 @@ pub(super) fn one_limit_command(
     test_now: Option<u64>,
 ) -> Cmd {
     let charge = &limit.charge;
-    let mut cmd = script.command(&[&limit.key]);
+    let mut cmd = script.command(&[&limit.key], calls.len());
     match (test_now, limit.algorithm) {
         // The common call's window goes as a number; a test's "now" and minimum TTL ride with it, and a
         // calendar's ends take its place.
