@@ -17,6 +17,8 @@ mod fields;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use limiter_runtime::tower::{Key, RateLimitLayer};
@@ -146,13 +148,15 @@ async fn a_live_holders_permits_are_renewed_past_their_time_to_live() {
     kill_9(&mut child);
 }
 
-/// A body of `id` that runs until `hang` says otherwise, or panics when `boom`.
+/// A body of `id` that runs for ever once it has raised `hang`'s flag (when there is one), or panics when
+/// `boom`.
 #[rate_limit(prefix = "body:", key = id, in_flight = 1)]
-async fn body(id: &str, hang: bool, boom: bool) -> Result<(), RateLimited> {
+async fn body(id: &str, hang: Option<&AtomicBool>, boom: bool) -> Result<(), RateLimited> {
     if boom {
         panic!("the body panics");
     }
-    if hang {
+    if let Some(running) = hang {
+        running.store(true, Ordering::SeqCst);
         std::future::pending::<()>().await;
     }
     Ok(())
@@ -162,7 +166,7 @@ async fn body(id: &str, hang: bool, boom: bool) -> Result<(), RateLimited> {
 async fn admitted_again(limiter: &Limiter, id: &str) -> Duration {
     let start = Instant::now();
     loop {
-        if limiter.scope(body(id, false, false)).await.is_ok() {
+        if limiter.scope(body(id, None, false)).await.is_ok() {
             return start.elapsed();
         }
         assert!(
@@ -173,31 +177,38 @@ async fn admitted_again(limiter: &Limiter, id: &str) -> Duration {
     }
 }
 
-/// Holds `body(id)`'s one permit in a task of its own, until it is aborted.
+/// Holds `body(id)`'s one permit in a task of its own, until it is aborted: returned once the body runs, with
+/// no other call of `id` under way (a call aborted on its way to Redis may take a permit no one holds, until
+/// its time to live ends).
 async fn hung(limiter: &Limiter, id: &'static str) -> tokio::task::JoinHandle<()> {
     let scoped = limiter.clone();
+    let running = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&running);
     let task = tokio::spawn(async move {
-        // Refused while a call of the loop below holds the permit: again, until it runs (for ever).
-        while scoped.scope(body(id, true, false)).await.is_err() {
+        // Refused while another call holds the permit: again, until it runs (for ever).
+        while scoped.scope(body(id, Some(&flag), false)).await.is_err() {
             tokio::task::yield_now().await;
         }
     });
-    // Running once a second call is refused.
     let start = Instant::now();
-    while limiter.scope(body(id, false, false)).await.is_ok() {
+    while !running.load(Ordering::SeqCst) {
         assert!(
             start.elapsed() < Duration::from_secs(1),
             "the body never ran"
         );
-        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    assert!(
+        limiter.scope(body(id, None, false)).await.is_err(),
+        "a second call was admitted beside the running body"
+    );
     task
 }
 
 async fn bodies_give_their_permits_back(limiter: &Limiter) {
     // Returned: the next is admitted at once.
-    limiter.scope(body("returned", false, false)).await.unwrap();
-    limiter.scope(body("returned", false, false)).await.unwrap();
+    limiter.scope(body("returned", None, false)).await.unwrap();
+    limiter.scope(body("returned", None, false)).await.unwrap();
     // Cancelled.
     let task = hung(limiter, "cancelled").await;
     task.abort();
@@ -205,7 +216,7 @@ async fn bodies_give_their_permits_back(limiter: &Limiter) {
     admitted_again(limiter, "cancelled").await;
     // Panicked.
     let scoped = limiter.clone();
-    let panicked = tokio::spawn(async move { scoped.scope(body("panicked", false, true)).await });
+    let panicked = tokio::spawn(async move { scoped.scope(body("panicked", None, true)).await });
     assert!(panicked.await.unwrap_err().is_panic());
     admitted_again(limiter, "panicked").await;
     assert_eq!(limiter.stats().permits, 0, "no permit left held");
