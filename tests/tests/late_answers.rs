@@ -119,3 +119,30 @@ async fn a_lease_taken_late_goes_back_whole() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// An answer slower than redis-rs's own response timeout (half a second) is still reconciled: the decision's
+/// deadline is the only bound on the call, and its late answer is awaited for 30 s, as documented. Redis
+/// paused for 1.5 s: the call its caller was refused is given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_seconds_late_is_reconciled_too() {
+    let server = RedisServer::start();
+    let limiter = limiter(&server, OnError::Closed);
+    let rule = Rule::new().prefix("late:slow:").max(5);
+    assert!(!limiter.check(&rule, "warm").await.degraded);
+    let before = server.calls("evalsha");
+    server.pause();
+    let decision = limiter.check(&rule, "k").await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    server.resume();
+    assert!(decision.degraded && !decision.allowed);
+    // Redis admits the call once it runs again (it was in its socket all along)...
+    until("the paused call run", 1, || {
+        server.calls("evalsha").saturating_sub(before).min(1) as usize
+    })
+    .await;
+    // ...and the limiter gives it back.
+    until("calls counted", 0, || {
+        tests::logged_calls(&mut server.connection(), "late:slow:k")
+    })
+    .await;
+}

@@ -239,6 +239,10 @@ fn manager_config(connect_timeout: Duration) -> ConnectionManagerConfig {
         .set_connection_timeout(Some(connect_timeout))
         // Reconnection is retried on the next call; a failing attempt must not queue calls behind backoff.
         .set_number_of_retries(0)
+        // A decision's script call has its deadline, and then its late answer to reconcile: a timer of the
+        // manager's own would be a second one on every call. Every other command has its bound from the
+        // server connection (`server::RESPONSE_TIMEOUT`).
+        .set_response_timeout(None)
 }
 
 /// A connection to Redis however it is deployed: cloning it shares it.

@@ -7,7 +7,9 @@
 //! is gone or is the master no more (an I/O error, `READONLY`), the Sentinels are asked again. A failover or
 //! a fixed password then heals by itself, like a restart does.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
 use futures_util::future::{BoxFuture, FutureExt};
@@ -16,6 +18,19 @@ use redis::sentinel::SentinelClient;
 use redis::{Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
 use super::script::LuaScript;
+
+/// How long a command other than a decision's script call waits for its answer (redis-rs's default): the
+/// manager itself waits without a bound, so that a decision, which has a deadline of its own and reconciles a
+/// late answer, runs one timer, not two.
+pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// `command`'s answer within [`RESPONSE_TIMEOUT`], else a timeout (an I/O error, as redis-rs's own).
+async fn bounded<T>(command: impl Future<Output = RedisResult<T>>) -> RedisResult<T> {
+    match tokio::time::timeout(RESPONSE_TIMEOUT, command).await {
+        Ok(reply) => reply,
+        Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into()),
+    }
+}
 
 /// The connection to one server; cloning it shares it.
 #[derive(Clone)]
@@ -113,7 +128,9 @@ impl ServerConnection {
         made
     }
 
-    /// Runs `command` of `script`, straight on the manager (no boxed call of its own: the common call's path).
+    /// Runs `command` of `script`, straight on the manager (no boxed call of its own: the common call's path),
+    /// with no bound of its own: a decision's caller awaits it within its deadline, and a late answer within
+    /// its own bound.
     pub(crate) async fn run(
         &self,
         script: &'static LuaScript,
@@ -176,7 +193,7 @@ impl ConnectionLike for ServerConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             let manager = self.manager().await?;
-            let reply = (*manager).clone().req_packed_command(cmd).await;
+            let reply = bounded((*manager).clone().req_packed_command(cmd)).await;
             if let Err(error) = &reply {
                 self.failed(&manager, error);
             }
@@ -192,10 +209,12 @@ impl ConnectionLike for ServerConnection {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             let manager = self.manager().await?;
-            let reply = (*manager)
-                .clone()
-                .req_packed_commands(pipeline, offset, count)
-                .await;
+            let reply = bounded(
+                (*manager)
+                    .clone()
+                    .req_packed_commands(pipeline, offset, count),
+            )
+            .await;
             if let Err(error) = &reply {
                 self.failed(&manager, error);
             }
