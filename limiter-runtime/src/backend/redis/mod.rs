@@ -797,12 +797,12 @@ impl RedisBackend {
             false => &costs[..asked.len()],
         };
         let calls = [BatchCall { nonce, costs }];
-        let (mut each, now) = self
+        let (each, now) = self
             .round_trip(&asked, &calls, budget, connection)
             .await
             .map_err(|failed| failed.named(nonce))?;
         drop(turn);
-        Ok(decided_of(call, costs, &each.swap_remove(0), now))
+        Ok(decided_of(call, costs, &each[0], now))
     }
 
     /// One script call deciding `calls` on `limits`, answered within `budget`: each call's outcome, and when.
@@ -812,7 +812,7 @@ impl RedisBackend {
         calls: &[BatchCall<'_>],
         budget: Duration,
         connection: Connection,
-    ) -> Result<(Vec<CallOutcome>, u64), Failed> {
+    ) -> Result<(OneOrMany<CallOutcome>, u64), Failed> {
         crate::observe::batch(calls.len());
         let (script, command) = script::decide_command(limits, calls, self.test_now());
         let sent = script::send(script, connection, command);

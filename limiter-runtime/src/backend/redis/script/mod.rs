@@ -376,7 +376,7 @@ pub(crate) fn read_decided(
     reply: &Value,
     limits: &[&CallLimit<'_>],
     calls: &[BatchCall<'_>],
-) -> Result<(Vec<CallOutcome>, u64), BackendError> {
+) -> Result<(OneOrMany<CallOutcome>, u64), BackendError> {
     if let [limit] = limits {
         return read_one_limit(reply, limit, calls);
     }
@@ -410,7 +410,7 @@ pub(crate) fn read_decided(
             outcomes: OneOrMany::Many(outcomes),
         });
     }
-    Ok((decided, now))
+    Ok((OneOrMany::Many(decided), now))
 }
 
 /// One charge to give back: where (its key, its algorithm), what the admission charged (its charge, whose

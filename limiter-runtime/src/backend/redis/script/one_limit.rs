@@ -71,18 +71,17 @@ pub(super) fn read_one_limit(
     reply: &Value,
     limit: &CallLimit<'_>,
     calls: &[BatchCall<'_>],
-) -> Result<(Vec<CallOutcome>, u64), BackendError> {
+) -> Result<(OneOrMany<CallOutcome>, u64), BackendError> {
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
     let (now, first, rest) = state(reply).ok_or_else(unexpected)?;
     let decided = |outcome: Outcome| CallOutcome {
         admitted: outcome.allowed || !limit.vetoes,
         outcomes: OneOrMany::One(outcome),
     };
-    let mut each = Vec::with_capacity(calls.len());
     if limit.algorithm == Algorithm::SlidingLog {
         // The count (units) goes up by each admitted call's cost; each call refused reads two times.
         let (mut count, mut times) = (first, rest.chunks(2));
-        for call in calls {
+        let each = each_of(calls, |call| {
             let charge = weighing(limit, cost(call));
             let fits = count + charge.cost <= charge.max;
             let (blocking, newest) = match fits {
@@ -100,20 +99,36 @@ pub(super) fn read_one_limit(
                 count += charge.cost;
                 outcome.receipt.mark = call.nonce;
             }
-            each.push(decided(outcome));
-        }
+            Ok(decided(outcome))
+        })?;
         return Ok((each, now));
     }
     let reported = reported(limit.algorithm, first, rest).ok_or_else(unexpected)?;
     let mut state =
         State::reported(limit.algorithm, now, &limit.charge, reported).ok_or_else(unexpected)?;
-    for call in calls {
+    let each = each_of(calls, |call| {
         let mut outcome = state.decide(now, &weighing(limit, cost(call)));
         if limit.algorithm == Algorithm::InFlight && outcome.allowed {
             // The permit Redis holds is named by the call's nonce.
             outcome.receipt.mark = call.nonce;
         }
-        each.push(decided(outcome));
-    }
+        Ok(decided(outcome))
+    })?;
     Ok((each, now))
+}
+
+/// `decide` of each of `calls`, in turn: one call's outcome held as it is, a batch's in a list sized for it.
+#[inline]
+fn each_of(
+    calls: &[BatchCall<'_>],
+    mut decide: impl FnMut(&BatchCall<'_>) -> Result<CallOutcome, BackendError>,
+) -> Result<OneOrMany<CallOutcome>, BackendError> {
+    if let [call] = calls {
+        return Ok(OneOrMany::One(decide(call)?));
+    }
+    let mut each = Vec::with_capacity(calls.len());
+    for call in calls {
+        each.push(decide(call)?);
+    }
+    Ok(OneOrMany::Many(each))
 }
