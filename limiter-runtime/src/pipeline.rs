@@ -59,14 +59,14 @@ pub(crate) struct Pipeline {
 
 /// A decision ready at once; or a call waiting in a batch, polled in place (nothing boxed: see [`Waited`]); or
 /// the rest of a round trip to await, boxed (its future is large, and should not weigh on every call's
-/// future). `P` owns or borrows the pipeline, `C` the call; `T` is what the caller makes of the decision.
-pub(crate) enum Deciding<'a, P, C, T> {
+/// future). `C` is the call, owned or borrowed; `T` what the caller makes of the decision.
+pub(crate) enum Deciding<'a, C, T> {
     Now(Now<T>),
-    Waits(Waited<P, C, T>),
+    Waits(Waited<'a, C, T>),
     Later(BoxFuture<'a, T>),
 }
 
-impl<P: Owner, C: AsCall, T> Future for Deciding<'_, P, C, T> {
+impl<C: AsCall, T> Future for Deciding<'_, C, T> {
     type Output = T;
 
     #[inline]
@@ -76,19 +76,6 @@ impl<P: Owner, C: AsCall, T> Future for Deciding<'_, P, C, T> {
             Deciding::Waits(waited) => Pin::new(waited).poll(cx),
             Deciding::Later(later) => later.as_mut().poll(cx),
         }
-    }
-}
-
-/// What holds a pipeline for a call's future: the pipeline borrowed, or a limiter owned (the attribute's
-/// future owns what it needs).
-pub(crate) trait Owner: Unpin {
-    fn pipeline(&self) -> &Pipeline;
-}
-
-impl Owner for &Pipeline {
-    #[inline]
-    fn pipeline(&self) -> &Pipeline {
-        self
     }
 }
 
@@ -111,31 +98,21 @@ impl AsCall for &Call<'_> {
     }
 }
 
+/// What the caller makes of a call and its decision (the pipeline at hand).
+type Then<C, T> = fn(&Pipeline, C, Decided) -> T;
+
 /// A call waiting in a batch: what the batch says of it, reported, and then `then` of it. Polled in place, by
 /// the caller's future: no box, no timer and no channel of its own.
-pub(crate) struct Waited<P, C, T> {
-    owner: P,
+pub(crate) struct Waited<'a, C, T> {
+    pipeline: &'a Pipeline,
     /// Taken once decided.
     call: Option<C>,
     batched: Batched,
     timer: Timer,
-    then: fn(&P, C, Decided) -> T,
+    then: Then<C, T>,
 }
 
-impl<P: Owner, C: AsCall, T> Waited<P, C, T> {
-    #[inline]
-    fn new(owner: P, call: C, batched: Batched, then: fn(&P, C, Decided) -> T) -> Self {
-        Waited {
-            owner,
-            call: Some(call),
-            batched,
-            timer: Timer::start(),
-            then,
-        }
-    }
-}
-
-impl<P: Owner, C: AsCall, T> Future for Waited<P, C, T> {
+impl<C: AsCall, T> Future for Waited<'_, C, T> {
     type Output = T;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
@@ -146,43 +123,12 @@ impl<P: Owner, C: AsCall, T> Future for Waited<P, C, T> {
             .expect("a decision polled after it completed");
         let mut decided = ready!(this.batched.poll_decided(call.as_call(), cx));
         let timer = std::mem::replace(&mut this.timer, Timer::start());
-        this.owner
-            .pipeline()
-            .report(call.as_call(), &mut decided, timer);
+        this.pipeline.report(call.as_call(), &mut decided, timer);
         let call = this
             .call
             .take()
             .expect("a decision polled after it completed");
-        Poll::Ready((this.then)(&this.owner, call, decided))
-    }
-}
-
-/// The rest of `call`'s decision (what `later` left to Redis), and then `then` of the call and what was
-/// decided: a call that waits in a batch is polled in place ([`Waited`]), a call that asks Redis is boxed
-/// (the round trip's future is large).
-#[inline(always)]
-pub(crate) fn later_of<'a, P, C, T>(
-    owner: P,
-    call: C,
-    later: Later,
-    then: fn(&P, C, Decided) -> T,
-) -> Deciding<'a, P, C, T>
-where
-    P: Owner + Send + Sync + 'a,
-    C: AsCall + Send + 'a,
-    T: Send + 'a,
-{
-    match later.batched() {
-        Ok(batched) => Deciding::Waits(Waited::new(owner, call, batched, then)),
-        // What `asked` does, written out: one future fewer to poll through.
-        Err(later) => Deciding::Later(Box::pin(async move {
-            let pipeline = owner.pipeline();
-            pipeline.start_background();
-            let timer = Timer::start();
-            let mut decided = Backend::decide_later(call.as_call(), later).await;
-            pipeline.report(call.as_call(), &mut decided, timer);
-            then(&owner, call, decided)
-        })),
+        Poll::Ready((this.then)(this.pipeline, call, decided))
     }
 }
 
@@ -246,10 +192,49 @@ impl Pipeline {
         Ok(decided)
     }
 
+    /// The rest of `call`'s decision (what `later` left to Redis), and then `then` of the call and what was
+    /// decided: a call that waits in a batch is polled in place ([`Waited`]), a call that asks Redis is boxed
+    /// (the round trip's future is large).
+    #[inline(always)]
+    fn later<'a, C, T>(&'a self, call: C, later: Later, then: Then<C, T>) -> Deciding<'a, C, T>
+    where
+        C: AsCall + Send + 'a,
+        T: Send + 'a,
+    {
+        match later.batched() {
+            Ok(batched) => Deciding::Waits(Waited {
+                pipeline: self,
+                call: Some(call),
+                batched,
+                timer: Timer::start(),
+                then,
+            }),
+            // What `asked` does, written out: one future fewer to poll through.
+            Err(later) => Deciding::Later(Box::pin(async move {
+                self.start_background();
+                let timer = Timer::start();
+                let mut decided = Backend::decide_later(call.as_call(), later).await;
+                self.report(call.as_call(), &mut decided, timer);
+                then(self, call, decided)
+            })),
+        }
+    }
+
     /// What Redis answers of `call` (degraded when it cannot), reported.
     pub(crate) async fn decide_later(&self, call: &Call<'_>, later: Later) -> Decided {
         match later.batched() {
-            Ok(batched) => Waited::new(self, call, batched, |_, _, decided| decided).await,
+            Ok(batched) => {
+                let then: Then<_, _> = |_, _, decided| decided;
+                let (call, timer) = (Some(call), Timer::start());
+                Waited {
+                    pipeline: self,
+                    call,
+                    batched,
+                    timer,
+                    then,
+                }
+                .await
+            }
             Err(later) => self.asked(call, later).await,
         }
     }
@@ -276,10 +261,10 @@ impl Pipeline {
     pub(crate) fn decided<'a, 'r>(
         &'a self,
         call: &'a Call<'r>,
-    ) -> Deciding<'a, &'a Pipeline, &'a Call<'r>, Decided> {
+    ) -> Deciding<'a, &'a Call<'r>, Decided> {
         match self.decide_now(call) {
             Ok(decided) => Deciding::Now(now(decided)),
-            Err(later) => later_of(self, call, later, |_, _, decided| decided),
+            Err(later) => self.later(call, later, |_, _, decided| decided),
         }
     }
 
@@ -290,10 +275,10 @@ impl Pipeline {
     pub(crate) fn decision_of<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
-    ) -> Deciding<'a, &'a Pipeline, Call<'r>, Decision> {
+    ) -> Deciding<'a, Call<'r>, Decision> {
         match self.decide_now(&call) {
             Ok(decided) => Deciding::Now(now(decided.decision())),
-            Err(later) => later_of(self, call, later, |_, _, decided| decided.decision()),
+            Err(later) => self.later(call, later, |_, _, decided| decided.decision()),
         }
     }
 
@@ -303,10 +288,10 @@ impl Pipeline {
     pub(crate) fn decision<'a, 'r>(
         &'a self,
         call: &'a Call<'r>,
-    ) -> Deciding<'a, &'a Pipeline, &'a Call<'r>, Decision> {
+    ) -> Deciding<'a, &'a Call<'r>, Decision> {
         match self.decide_now(call) {
             Ok(decided) => Deciding::Now(now(decided.decision())),
-            Err(later) => later_of(self, call, later, |_, _, decided| decided.decision()),
+            Err(later) => self.later(call, later, |_, _, decided| decided.decision()),
         }
     }
 
@@ -315,10 +300,10 @@ impl Pipeline {
     pub(crate) fn decide<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
-    ) -> Deciding<'a, &'a Pipeline, Call<'r>, (Call<'r>, Decided)> {
+    ) -> Deciding<'a, Call<'r>, (Call<'r>, Decided)> {
         match self.decide_now(&call) {
             Ok(decided) => Deciding::Now(now((call, decided))),
-            Err(later) => later_of(self, call, later, |_, call, decided| (call, decided)),
+            Err(later) => self.later(call, later, |_, call, decided| (call, decided)),
         }
     }
 
@@ -329,7 +314,7 @@ impl Pipeline {
     pub(crate) fn enforce<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
-    ) -> Deciding<'a, &'a Pipeline, Call<'r>, Enforced<'r>> {
+    ) -> Deciding<'a, Call<'r>, Enforced<'r>> {
         match self.decide_now(&call) {
             Ok(decided) => match self.verdict(&call, &decided) {
                 Ok(wait) if !wait.is_zero() => {
@@ -339,7 +324,7 @@ impl Pipeline {
             },
             // No slot to wait for once admitted: the verdict is all that follows the decision.
             Err(later) if !call.may_wait_for_slot() => {
-                later_of(self, call, later, |pipeline, call, decided| {
+                self.later(call, later, |pipeline, call, decided| {
                     pipeline.verdict(&call, &decided).map(|_| (call, decided))
                 })
             }

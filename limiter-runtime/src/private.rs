@@ -2,18 +2,17 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
+
+use futures_util::future::{BoxFuture, Either};
 
 use crate::budget::now;
 pub use crate::budget::Now;
-use crate::call::{Ask, Call, Decided, RuleRef};
+use crate::call::{Ask, Call, RuleRef};
 use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::limiter::Held;
-use crate::pipeline::{after, later_of, Deciding};
+use crate::pipeline::after;
 use crate::{Limiter, RateLimited, Rule, Zone};
 
 /// One annotated function: its limits as written on its attributes (top first), and its path (the default
@@ -40,18 +39,8 @@ pub type Checked = Verdict<()>;
 /// [`Site::charge`]'s future.
 pub type Charging<const N: usize> = Verdict<Admission<N>>;
 
-/// A call's verdict, ready at once or still to await: in the batch the call waits in, polled in place, or
-/// boxed.
-pub struct Verdict<T>(Deciding<'static, Limiter, Call<'static>, Result<T, RateLimited>>);
-
-impl<T> Future for Verdict<T> {
-    type Output = Result<T, RateLimited>;
-
-    #[inline]
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx)
-    }
-}
+/// A call's verdict, ready at once or still to await.
+type Verdict<T> = Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
 
 /// What a call of a function with `count = failures | successes`, or with a limit in flight, was charged,
 /// held while its body runs.
@@ -120,13 +109,13 @@ impl<const N: usize> Site<N> {
     /// The call's verdict, and, admitted, what `T` keeps of it.
     fn enforce<T: Kept<N>>(&'static self, keys: [Key<'_>; N]) -> Verdict<T> {
         if keys.iter().all(|(skip, ..)| *skip) {
-            return Verdict(Deciding::Now(now(Ok(T::nothing()))));
+            return Either::Left(now(Ok(T::nothing())));
         }
         current::with_current(|limiter| {
             if limiter.is_enabled() {
                 self.decide_on(limiter, keys)
             } else {
-                Verdict(Deciding::Now(now(Ok(T::nothing()))))
+                Either::Left(now(Ok(T::nothing())))
             }
         })
     }
@@ -173,12 +162,8 @@ impl<const N: usize> Site<N> {
                 };
                 match verdict {
                     Ok(wait) if !wait.is_zero() => later(after(wait, Ok(kept()))),
-                    verdict => Verdict(Deciding::Now(now(verdict.map(|_| kept())))),
+                    verdict => Either::Left(now(verdict.map(|_| kept()))),
                 }
-            }
-            // No slot to wait for once admitted: the verdict is all that follows the decision.
-            Err(redis) if !call.may_wait_for_slot() => {
-                Verdict(later_of(limiter.clone(), call, redis, Self::admitted::<T>))
             }
             Err(redis) => {
                 let limiter = limiter.clone();
@@ -195,21 +180,6 @@ impl<const N: usize> Site<N> {
                 })
             }
         }
-    }
-
-    /// The verdict of `decided` for `call` (which has no slot to wait for), and, admitted, what `T` keeps of
-    /// it.
-    fn admitted<T: Kept<N>>(
-        limiter: &Limiter,
-        call: Call<'static>,
-        decided: Decided,
-    ) -> Result<T, RateLimited> {
-        limiter.pipeline.verdict(&call, &decided)?;
-        Ok(T::kept(|| Held {
-            limiter: limiter.clone(),
-            call,
-            decided,
-        }))
     }
 
     /// This site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
@@ -233,7 +203,7 @@ impl<const N: usize> Site<N> {
 fn later<T>(
     rest: impl std::future::Future<Output = Result<T, RateLimited>> + Send + 'static,
 ) -> Verdict<T> {
-    Verdict(Deciding::Later(Box::pin(rest)))
+    Either::Right(Box::pin(rest))
 }
 
 impl<const N: usize> Admission<N> {

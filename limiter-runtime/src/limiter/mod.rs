@@ -28,7 +28,7 @@ use crate::backend::{Backend, MemoryStore, DEFAULT_MAX_KEYS};
 use crate::call::{Ask, Call, Decided, RuleRef};
 use crate::key::StoreKey;
 use crate::overrides::Change;
-use crate::pipeline::{Owner, Pipeline};
+use crate::pipeline::Pipeline;
 use crate::rule::Defaults;
 use crate::watch::{self, TopKeys};
 use crate::{
@@ -770,14 +770,6 @@ impl fmt::Debug for Limiter {
             .finish()
     }
 }
-/// The attribute's future owns a limiter, and reports through its pipeline.
-impl Owner for Limiter {
-    #[inline]
-    fn pipeline(&self) -> &Pipeline {
-        &self.pipeline
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::{Limiter, RateLimited, Rule};
