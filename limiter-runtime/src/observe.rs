@@ -277,6 +277,7 @@ impl Notice {
 }
 
 /// Times one Redis decision (nothing without the feature).
+#[derive(Clone, Copy)]
 pub(crate) struct Timer {
     #[cfg(feature = "metrics")]
     started: std::time::Instant,

@@ -122,8 +122,8 @@ impl<C: AsCall, T> Future for Waited<'_, C, T> {
             .as_ref()
             .expect("a decision polled after it completed");
         let mut decided = ready!(this.batched.poll_decided(call.as_call(), cx));
-        let timer = std::mem::replace(&mut this.timer, Timer::start());
-        this.pipeline.report(call.as_call(), &mut decided, timer);
+        this.pipeline
+            .report(call.as_call(), &mut decided, this.timer);
         let call = this
             .call
             .take()
@@ -202,50 +202,44 @@ impl Pipeline {
         T: Send + 'a,
     {
         match later.batched() {
-            Ok(batched) => Deciding::Waits(Waited {
-                pipeline: self,
-                call: Some(call),
-                batched,
-                timer: Timer::start(),
-                then,
-            }),
-            // What `asked` does, written out: one future fewer to poll through.
-            Err(later) => Deciding::Later(Box::pin(async move {
-                self.start_background();
-                let timer = Timer::start();
-                let mut decided = Backend::decide_later(call.as_call(), later).await;
-                self.report(call.as_call(), &mut decided, timer);
-                then(self, call, decided)
-            })),
+            Ok(batched) => Deciding::Waits(self.waited(call, batched, then)),
+            Err(later) => Deciding::Later(Box::pin(self.asked(call, later, then))),
+        }
+    }
+
+    /// `call`, waiting in a batch, and then `then` of it.
+    #[inline(always)]
+    fn waited<C, T>(&self, call: C, batched: Batched, then: Then<C, T>) -> Waited<'_, C, T> {
+        Waited {
+            pipeline: self,
+            call: Some(call),
+            batched,
+            timer: Timer::start(),
+            then,
         }
     }
 
     /// What Redis answers of `call` (degraded when it cannot), reported.
     pub(crate) async fn decide_later(&self, call: &Call<'_>, later: Later) -> Decided {
         match later.batched() {
-            Ok(batched) => {
-                let then: Then<_, _> = |_, _, decided| decided;
-                let (call, timer) = (Some(call), Timer::start());
-                Waited {
-                    pipeline: self,
-                    call,
-                    batched,
-                    timer,
-                    then,
-                }
-                .await
-            }
-            Err(later) => self.asked(call, later).await,
+            Ok(batched) => self.waited(call, batched, |_, _, decided| decided).await,
+            Err(later) => self.asked(call, later, |_, _, decided| decided).await,
         }
     }
 
-    /// What Redis answers of `call` after a round trip of its own (degraded when it cannot), reported.
-    async fn asked(&self, call: &Call<'_>, later: Later) -> Decided {
+    /// What Redis answers of `call` after a round trip of its own (degraded when it cannot), reported, and then
+    /// `then` of it.
+    async fn asked<C: AsCall, T>(
+        &self,
+        call: C,
+        later: Later,
+        then: impl FnOnce(&Pipeline, C, Decided) -> T,
+    ) -> T {
         self.start_background();
         let timer = Timer::start();
-        let mut decided = Backend::decide_later(call, later).await;
-        self.report(call, &mut decided, timer);
-        decided
+        let mut decided = Backend::decide_later(call.as_call(), later).await;
+        self.report(call.as_call(), &mut decided, timer);
+        then(self, call, decided)
     }
 
     /// Reports what Redis decided of `call` (or its failure policy did, in time): once, to the observers.
