@@ -33,8 +33,8 @@ mod valid;
 ///
 /// - `key = <expr>` — any expression over the arguments (`self` and pattern bindings included), evaluated
 ///   once, before the body, by reference: it never moves an argument. Its value implements `Display`.
-///   `key = (tenant, user.id)` joins the parts with `:`, each part's `:` and `%` escaped (`%3A`, `%25`), so that
-///   distinct lists are distinct keys. Without a key, the function's path is the key: one bucket for every
+///   `key = (tenant, user.id)` joins the parts with `:`, each part's `:`, `|` and `%` escaped (`%3A`, `%7C`,
+///   `%25`), so that distinct lists are distinct keys. Without a key, the function's path is the key: one bucket for every
 ///   call.
 ///
 ///   ```
@@ -46,7 +46,8 @@ mod valid;
 ///       Ok(())
 ///   }
 ///   ```
-/// - `prefix = "..."` — the key namespace; the store key is prefix + key. Default `"rate_limit:"`.
+/// - `prefix = "..."` — the key namespace; the store key is prefix + key, the key's `%`, `:` and `|` escaped
+///   (`rate_limit:emp:1001`), so that no key reaches another prefix's keys. Default `"rate_limit:"`.
 /// - `window = 10` or `window = "1m30s"` — the window: whole seconds, or a duration string. Default 60 s.
 ///   A duration string is whole numbers, each followed by a unit, `d`, `h`, `m`, `s` or `ms`, the largest
 ///   first and each at most once: `"500ms"`, `"10s"`, `"1m"`, `"1h30m"`, `"1d"`, `"1d12h"`, `"1s500ms"`

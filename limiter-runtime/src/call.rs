@@ -465,7 +465,7 @@ impl Call<'static> {
                 .into_iter()
                 .map(|(algorithm, key, charge)| CallLimit {
                     rule: RuleRef::Borrowed(&RULE),
-                    key: StoreKey::of_str("", key),
+                    key: StoreKey::joined("", key),
                     algorithm,
                     charge,
                     preset: None,

@@ -252,7 +252,7 @@ pub fn body<R, F: std::future::Future<Output = R>>(body: F) -> F {
     body
 }
 
-/// One part of a key list (`key = (tenant, user)`), written with `%` and `:` escaped (`%25`, `%3A`), so that
+/// One part of a key list (`key = (tenant, user)`), written with `%`, `:` and `|` escaped (`%25`, `%3A`, `%7C`), so that
 /// the parts joined with `:` tell where each ends: distinct lists are always distinct keys.
 pub struct Part<'a, T: ?Sized>(pub &'a T);
 

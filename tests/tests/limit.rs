@@ -20,7 +20,7 @@ async fn shares_the_count_of_the_plain_api(limiter: &Limiter) {
     for algorithm in ALGORITHMS {
         let rule = rule(algorithm);
         let limit = limiter.limit(&rule);
-        let key = format!("shared:{algorithm:?}");
+        let key = format!("shared-{algorithm:?}");
         // A leaky bucket spaces its calls (one per 20 s here): the plain API's call right after is the one
         // that finds the slot taken.
         let admitted = if algorithm == Algorithm::LeakyBucket {
@@ -60,7 +60,7 @@ async fn on_redis_a_limit_shares_the_count_of_the_plain_api() {
     // The counts are Redis's: one key per limit, under the rule's prefix.
     let keys = server.limit_keys();
     assert_eq!(keys.len(), ALGORITHMS.len(), "{keys:?}");
-    assert!(keys.iter().all(|key| key.starts_with("lim:shared:")));
+    assert!(keys.iter().all(|key| key.starts_with("lim:shared-")));
     assert_eq!(limiter.stats().degraded, 0);
 }
 

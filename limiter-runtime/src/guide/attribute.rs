@@ -88,9 +88,9 @@
 //! included. It is evaluated once, before the body runs, and by reference: it never moves an argument, so the
 //! body still owns every argument. Its value must implement `Display`.
 //!
-//! A list of parts, `key = (tenant, user.id)`, joins the parts with `:`. Each part's own `:` and `%` are
-//! written `%3A` and `%25`, so two different lists never make the same key: `("a:b", "c")` and `("a",
-//! "b:c")` count apart.
+//! A list of parts, `key = (tenant, user.id)`, joins the parts with `:`. Each part's own `:`, `|` and `%`
+//! are written `%3A`, `%7C` and `%25`, so two different lists never make the same key: `("a:b", "c")` and
+//! `("a", "b:c")` count apart.
 //!
 //! ```
 //! use limiter_runtime::{rate_limit, RateLimited};
@@ -108,10 +108,28 @@
 //!
 //! Without a key, the function's path is the key, and every call of the function shares one count.
 //!
-//! The store key is the prefix followed by the key as `Display` writes it: `rate_limit:emp:1001`. A key of up
-//! to 128 bytes is stored as it is (spaces, braces and newlines included); a longer one is stored as its
-//! first 128 bytes, `#`, and the SHA-1 of the whole key. Any text therefore maps to a bounded store key, and
-//! two distinct keys never share a count.
+//! ### How a store key is written
+//!
+//! The store key (in Redis, and in memory) is the prefix followed by the key as `Display` writes it, with
+//! three characters escaped: `%` as `%25`, `:` as `%3A` and `|` as `%7C`. A prefix that does not end with `:`
+//! is followed by a `|`. So `rate_limit:emp:` with `1001` is `rate_limit:emp:1001`, as an operator expects;
+//! the list `(acme, 42)` under `upload:` is `upload:acme%3A42`; an IPv6 address under `ip:` is
+//! `ip:2001%3Adb8%3A%3A1`; `plain` with `1001` is `plain|1001`.
+//!
+//! The escape is what keeps limits apart: a store key's last `:` or `|` is always where its prefix ends, so
+//! no key, whatever a client puts in it, reaches another limit's state. Without it, the prefix `rl:` with the
+//! key `daily:alice` would be the prefix `rl:daily:` with the key `alice`: one count for two limits, or,
+//! under two algorithms, a key of the wrong type. Two limits share a count only when they share a prefix and
+//! a key.
+//!
+//! What follows the prefix, up to 128 bytes, is stored as it is (spaces, braces and newlines included); a
+//! longer one is stored as its first 128 bytes, `#`, and the SHA-1 of the whole. Any text therefore maps to a
+//! bounded store key, and two distinct keys never share a count.
+//!
+//! **Upgrading from a version before the escape**: a key that holds `:`, `|` or `%`, or any key under a
+//! prefix that does not end with `:`, now has a new store key. Its count starts afresh once (for at most one
+//! window it may admit up to its limit again), and its old state expires by its own time to live. Per-key
+//! overrides of such keys are to be set again. Every other key keeps its store key and its count.
 //!
 //! ## Durations
 //!

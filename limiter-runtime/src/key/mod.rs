@@ -1,11 +1,17 @@
-//! Store keys: `prefix` + key, bounded in length, distinct for distinct keys, and built without allocating.
+//! Store keys: `prefix` + key, escaped so that no key reaches past its prefix, bounded in length, distinct for
+//! distinct prefixes and keys, and built without allocating.
 
+mod escape;
 mod list;
 
 use std::fmt::{self, Write as _};
 use std::ops::Deref;
 
-pub(crate) use self::list::escaped;
+pub(crate) use self::escape::escaped;
+use self::escape::{is_plain, Escape};
+
+/// What follows a prefix that does not end with `:`, so that the store key still shows where it ends.
+const MARK: &str = "|";
 
 /// Keys longer than this (in bytes, after the prefix) are stored as a truncated copy followed by a digest.
 pub(crate) const MAX_VERBATIM: usize = 128;
@@ -17,10 +23,16 @@ const STORE_INLINE: usize = 56;
 
 /// The store key of one call: `prefix` and the formatted key, in one string, and where the prefix ends.
 ///
-/// A key of at most [`MAX_VERBATIM`] bytes is kept verbatim (any content: spaces, braces, newlines); a longer
-/// one becomes its first (up to) `MAX_VERBATIM` bytes, `#`, and the SHA-1 of the whole key, so at most
-/// `MAX_VERBATIM + 41` bytes. The two forms never meet (a digested key is always longer than
-/// `MAX_VERBATIM`), so distinct keys never share a bucket.
+/// The key is written with `%`, `:` and `|` escaped (`%25`, `%3A`, `%7C`), after the prefix and, when the
+/// prefix does not end with `:`, a `|`. So the store key's last `:` or `|` is where its prefix ends, whatever
+/// the key holds: a key never reaches into another prefix's keys (`"rl:"` with `"daily:alice"` is
+/// `rl:daily%3Aalice`, not `"rl:daily:"`'s `rl:daily:alice`), and distinct (prefix, key) pairs are distinct
+/// store keys. A plain key under a prefix ending with `:` reads as it is: `rate_limit:emp:1001`.
+///
+/// What follows the prefix, if at most [`MAX_VERBATIM`] bytes, is kept verbatim (any other content: spaces,
+/// braces, newlines); a longer one becomes its first (up to) `MAX_VERBATIM` bytes, `#`, and the SHA-1 of the
+/// whole, so at most `MAX_VERBATIM + 41` bytes. The two forms never meet (a digested key is always longer
+/// than `MAX_VERBATIM`), so distinct keys never share a bucket.
 pub(crate) type StoreKey = InlineKey<STORE_INLINE>;
 
 /// Key text, inline up to `N` bytes (at most 255) and on the heap past that, and where its prefix ends: a
@@ -124,20 +136,33 @@ impl<const N: usize> InlineKey<N> {
 }
 
 impl StoreKey {
-    /// Formats `prefix` and `key` into one store key.
+    /// Formats `prefix` and `key` into one store key, the key escaped.
     pub(crate) fn new(prefix: &str, key: fmt::Arguments<'_>) -> StoreKey {
         let mut out = StoreKey::EMPTY;
         // Writing into a key cannot fail; a Display impl that reports an error leaves what it wrote.
         let _ = out.write_str(prefix);
         out.end_prefix();
-        let _ = out.write_fmt(key);
+        if !prefix.ends_with(':') {
+            let _ = out.write_str(MARK);
+        }
+        let _ = Escape(&mut out).write_fmt(key);
         out.bounded()
     }
 
     /// `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives a key whose
-    /// `Display` writes `key`, without the formatting machinery (two copies).
+    /// `Display` writes `key`, without the formatting machinery (two copies) when the key needs no escape.
+    #[inline]
     pub(crate) fn of_str(prefix: &str, key: &str) -> StoreKey {
-        StoreKey::joined(prefix, key).bounded()
+        if prefix.ends_with(':') && is_plain(key) {
+            return StoreKey::joined(prefix, key).bounded();
+        }
+        StoreKey::new(prefix, format_args!("{key}"))
+    }
+
+    /// What follows `prefix` in the store key of `key`: the key as an override of it names it.
+    pub(crate) fn rest_of(prefix: &str, key: fmt::Arguments<'_>) -> String {
+        let key = StoreKey::new(prefix, key);
+        key.parts().rest.to_owned()
     }
 
     /// This key, with what follows its prefix digested if it is too long.
@@ -283,14 +308,14 @@ mod tests {
     #[test]
     fn keys_past_the_inline_buffer_are_whole() {
         // Prefix and key together longer than the inline buffer, the key itself verbatim.
-        let prefix = "p".repeat(100);
+        let prefix = format!("{}:", "p".repeat(100));
         let key = "k".repeat(MAX_VERBATIM);
         assert_eq!(store_key(&prefix, &key), format!("{prefix}{key}"));
         // A key written in several pieces that crosses the boundary part-way.
         let (a, b, c) = ("a".repeat(60), "b".repeat(60), "c".repeat(60));
-        let key = store_key("", &format_args!("{a}:{b}:{c}"));
-        assert_eq!(key.len(), MAX_VERBATIM + 41);
-        assert!(key.starts_with(&format!("{a}:{b}:c")));
+        let key = store_key(":", &format_args!("{a}:{b}:{c}"));
+        assert_eq!(key.len(), 1 + MAX_VERBATIM + 41);
+        assert!(key.starts_with(&format!(":{a}%3A{b}%3Ac")));
     }
 
     #[test]
@@ -359,9 +384,60 @@ mod tests {
 
     #[test]
     fn multibyte_keys_are_cut_on_a_char_boundary() {
-        let k = store_key("", &"é".repeat(500));
-        assert!(k.len() > MAX_VERBATIM && k.len() <= MAX_VERBATIM + 41);
-        let k = store_key("", &"é".repeat(64));
-        assert_eq!(k, "é".repeat(64));
+        let k = store_key(":", &"é".repeat(500));
+        assert!(k.len() > 1 + MAX_VERBATIM && k.len() <= 1 + MAX_VERBATIM + 41);
+        let k = store_key(":", &"é".repeat(64));
+        assert_eq!(k, format!(":{}", "é".repeat(64)));
+    }
+
+    #[test]
+    fn a_key_never_reaches_past_its_prefix() {
+        // The collision a client could choose: a key that spells out another, nested, prefix.
+        assert_eq!(store_key("rl:", &"daily:alice"), "rl:daily%3Aalice");
+        assert_eq!(store_key("rl:daily:", &"alice"), "rl:daily:alice");
+        // A prefix that does not end with `:` is marked where it ends.
+        assert_eq!(store_key("rl", &"1001"), "rl|1001");
+        assert_eq!(store_key("rl|", &"1001"), "rl||1001");
+        assert_eq!(store_key("", &"a|b"), "|a%7Cb");
+        assert_eq!(StoreKey::of_str("rl", "1001").into_string(), "rl|1001");
+        assert_eq!(StoreKey::rest_of("rl", format_args!("a:b")), "|a%3Ab");
+        assert_eq!(StoreKey::rest_of("rl:", format_args!("a:b")), "a%3Ab");
+    }
+
+    /// Where a store key's prefix ends: after its last `:` or `|` (a `|` marking a prefix without a `:`).
+    fn prefix_of(key: &str) -> &str {
+        let end = key.rfind([':', '|']).map_or(0, |at| at + 1);
+        let marked = key[..end].strip_suffix('|');
+        marked.unwrap_or(&key[..end])
+    }
+
+    use proptest::prelude::*;
+
+    fn text(long: usize) -> impl Strategy<Value = String> {
+        prop_oneof![
+            6 => "[a:|%]{0,5}",
+            1 => "[%3A7C:|]{0,8}",
+            1 => prop::collection::vec(prop::sample::select(vec!['a', ':', '|', '%']), long..long + 20)
+                .prop_map(|chars| chars.into_iter().collect()),
+        ]
+    }
+
+    proptest! {
+        /// Distinct (prefix, key) pairs are distinct store keys, whatever either holds, nested prefixes and
+        /// bounded keys included; and every store key tells its prefix back.
+        #[test]
+        fn store_keys_are_injective_across_prefixes(
+            pairs in prop::collection::vec((text(20), text(MAX_VERBATIM / 2)), 2..64),
+        ) {
+            let mut seen = std::collections::HashMap::new();
+            for (prefix, key) in pairs {
+                let whole = store_key(&prefix, &key);
+                prop_assert_eq!(prefix_of(&whole), &prefix[..], "{:?}", whole);
+                prop_assert_eq!(&StoreKey::of_str(&prefix, &key).into_string(), &whole);
+                if let Some(other) = seen.insert(whole.clone(), (prefix.clone(), key.clone())) {
+                    prop_assert_eq!(other, (prefix, key), "two pairs, one store key {:?}", whole);
+                }
+            }
+        }
     }
 }

@@ -43,9 +43,13 @@ impl Override {
     /// An override of the limit of one key under `prefix` (the key as the attribute formats it: the parts of
     /// a key list joined with `:`).
     pub fn key(prefix: impl Into<String>, key: impl fmt::Display) -> Override {
+        let prefix = prefix.into();
         Override {
-            // Bounded as store keys are, so that a long key's override finds its limit.
-            key: Some(crate::key::StoreKey::new("", format_args!("{key}")).into_string()),
+            // Escaped and bounded as store keys are, so that the override finds its limit.
+            key: Some(crate::key::StoreKey::rest_of(
+                &prefix,
+                format_args!("{key}"),
+            )),
             ..Override::prefix(prefix)
         }
     }

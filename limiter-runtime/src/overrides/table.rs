@@ -155,6 +155,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::key::StoreKey;
 
     #[test]
     fn a_key_override_wins_over_its_prefix_and_is_completed_by_it() {
@@ -203,9 +204,11 @@ mod tests {
         let table = Table::default();
         table.change(&Override::key("ab", "c").max(1), true);
         table.change(&Override::key("a", "bc").max(2), true);
-        assert_eq!(table.lookup("ab", "c").unwrap().max, Some(1));
-        assert_eq!(table.lookup("a", "bc").unwrap().max, Some(2));
-        assert_eq!(table.lookup("abc", ""), None);
+        // What a call's store key puts after each prefix.
+        let rest = |prefix: &str, key: &str| StoreKey::rest_of(prefix, format_args!("{key}"));
+        assert_eq!(table.lookup("ab", &rest("ab", "c")).unwrap().max, Some(1));
+        assert_eq!(table.lookup("a", &rest("a", "bc")).unwrap().max, Some(2));
+        assert_eq!(table.lookup("abc", &rest("abc", "")), None);
     }
 
     #[test]
