@@ -304,3 +304,63 @@ pub(crate) enum BackendError {
     #[error("Redis answered {0}, which is not a decision")]
     Reply(String),
 }
+
+impl BackendError {
+    /// Whether Redis answered, with a fault of the call's own keys rather than of Redis: a key holding a
+    /// value of another type (`WRONGTYPE`), an error raised in the script (a value it cannot read, a calendar
+    /// period out of reach), or a reply that is not a decision. Such a fault is that call's, decided by its
+    /// `on_error`; it never counts toward the breaker, which is for Redis itself failing (no connection, no
+    /// answer in time, an error of the whole server: `LOADING`, `BUSY`, `OOM`, `READONLY`, ...).
+    pub(crate) fn is_the_keys(&self) -> bool {
+        match self {
+            BackendError::Reply(_) => true,
+            BackendError::Redis(error) => match error.code() {
+                Some("WRONGTYPE") => true,
+                Some("ERR") => error.detail().is_some_and(|detail| {
+                    detail.contains("script") || detail.starts_with("calendar:")
+                }),
+                _ => false,
+            },
+            BackendError::Timeout(_) | BackendError::Connect(_) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::BackendError;
+
+    /// The error Redis answers with `line` (the RESP error line, without its `-`).
+    fn answered(line: &str) -> BackendError {
+        let reply = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
+        BackendError::Redis(reply.extract_error().unwrap_err())
+    }
+
+    #[test]
+    fn a_keys_own_fault_is_told_from_redis_failing() {
+        for keys in [
+            "WRONGTYPE Operation against a key holding the wrong kind of value script: 1f0e, on @user_script:37.",
+            "ERR user_script:12: attempt to compare nil with number script: 1f0e, on @user_script:12.",
+            "ERR calendar: the periods sent all ended before now: the client clock is a period behind",
+        ] {
+            assert!(answered(keys).is_the_keys(), "{keys}");
+        }
+        assert!(BackendError::Reply("nil".into()).is_the_keys());
+        for redis in [
+            "LOADING Redis is loading the dataset in memory",
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.",
+            "OOM command not allowed when used memory > 'maxmemory'.",
+            "READONLY You can't write against a read only replica.",
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            "ERR max number of clients reached",
+            "NOPERM this user has no permissions to run the 'evalsha' command",
+            "CLUSTERDOWN The cluster is down",
+        ] {
+            assert!(!answered(redis).is_the_keys(), "{redis}");
+        }
+        assert!(!BackendError::Timeout(Duration::from_millis(50)).is_the_keys());
+        assert!(!BackendError::Connect(Duration::from_millis(50)).is_the_keys());
+    }
+}

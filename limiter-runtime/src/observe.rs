@@ -247,14 +247,12 @@ pub(crate) fn unidentified(policy: &str, outcome: &'static str) {
 
 /// Says when something worth a warning, but not one per request, is due to be told again: at most once a
 /// minute.
-#[cfg(feature = "tower")]
 #[derive(Debug, Default)]
 pub(crate) struct Notice {
     /// When it was last told, in ms since [`Notice::EPOCH`], plus one (0: never).
     last: std::sync::atomic::AtomicU64,
 }
 
-#[cfg(feature = "tower")]
 impl Notice {
     const EVERY_MS: u64 = 60_000;
 

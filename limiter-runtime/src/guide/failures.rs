@@ -39,6 +39,18 @@
 //! A call with several limits is still one decision: a `closed` limit that refuses it refuses the whole call,
 //! and then nothing is charged; the `local` limits are charged together or not at all.
 //!
+//! ### One key's fault is that key's
+//!
+//! Redis can answer one call with an error that belongs to its key, not to Redis: the key holds a value of
+//! another type (`WRONGTYPE`, say a value some other program wrote there), the script cannot use what it
+//! found, or a calendar node's clock is a whole period behind. Such a call is decided by its own `on_error`
+//! and flagged `degraded`, like any call Redis could not decide; but Redis answered, so the breaker counts it
+//! as an answer, and every other key goes on being decided in Redis, exactly. Only a failure of Redis itself
+//! counts toward the breaker: no connection, no answer within the deadline, an error of the whole server
+//! (`LOADING`, `BUSY`, `OOM`, `READONLY`, `MASTERDOWN`, ...). Faults of keys are logged at warn level at most
+//! once a minute, naming the key and how many there were since the last line (`tests/tests/key_faults.rs`:
+//! 64 tasks on one bad key, while other limits keep their exact counts).
+//!
 //! ### Local shares
 //!
 //! While Redis is healthy, each runtime renews a heartbeat every second (set with

@@ -13,6 +13,7 @@ use crate::backend::MemoryStore;
 use crate::call::{Answer, Call, CallLimit, Charged, Decided, OneOrMany};
 use crate::clock::as_micros;
 use crate::error::BackendError;
+use crate::observe::Notice;
 use crate::OnError;
 
 /// How long the `local` fallback's state is kept once Redis decides again: its counts bridge a Redis that
@@ -30,6 +31,10 @@ pub(crate) struct Fallback {
     /// When Redis last decided again after failing (µs on this process's clock; 0: not since the local
     /// state was last forgotten).
     recovered_at: AtomicU64,
+    /// When a fault of a call's own keys is next to be logged: at most once a minute.
+    key_faults: Notice,
+    /// Faults of calls' own keys since the last one logged.
+    key_faults_since: AtomicU64,
 }
 
 /// A node's share of a limit of `max` shared by `instances` runtimes: `ceil(max / instances)`.
@@ -44,7 +49,29 @@ impl Fallback {
             instances,
             degraded: AtomicU64::new(0),
             recovered_at: AtomicU64::new(0),
+            key_faults: Notice::default(),
+            key_faults_since: AtomicU64::new(0),
         }
+    }
+
+    /// Logs a fault of a call's own keys (see [`BackendError::is_the_keys`]), at warn level at most once a
+    /// minute, with the key, the cause and how many such faults there were since the last line: a client
+    /// that chooses a bad key at will fills no log.
+    pub(super) fn log_key_fault(&self, key: &str, cause: &BackendError) {
+        let since = self.key_faults_since.fetch_add(1, Ordering::Relaxed) + 1;
+        if !self.key_faults.due() {
+            tracing::debug!(key, %cause, "rate limiter: a key's own fault; decided by its on_error");
+            return;
+        }
+        self.key_faults_since.fetch_sub(since, Ordering::Relaxed);
+        tracing::warn!(
+            key,
+            %cause,
+            faults = since,
+            "rate limiter: Redis refused this key's decision (a fault of the key, not of Redis); each such call \
+             is decided by its on_error, and Redis keeps deciding every other key (told at most once a minute; \
+             `faults` counts them since the last time)",
+        );
     }
 
     /// Decisions made in degraded mode so far (calls).

@@ -53,6 +53,7 @@ use crate::error::{BackendError, Error};
 use crate::key::{KeyRef, StoreKey};
 use crate::sharded::KeyHash;
 use crate::watch::NodeReport;
+use crate::OnError;
 
 pub(crate) use self::breaker::BreakerConfig;
 pub(crate) use self::connection::{Connection, Topology};
@@ -661,23 +662,16 @@ impl RedisBackend {
             // batch's sender.
             Ok(decided) if decided.answers.iter().any(|a| a.decision.degraded) => decided,
             Ok(decided) => {
-                if redis.breaker.succeeded(later.permit) == Transition::Recovered {
-                    redis.fallback.recovered();
-                    tracing::warn!(
-                        key = %key,
-                        "rate limiter: Redis answers again; deciding in Redis"
-                    );
-                }
+                redis.answered(later.permit, key);
                 decided
             }
             Err(failed) => {
                 if takes_lease {
                     redis.leases.abandon(call.limits()[0].key.parts());
                 }
-                let transition = redis.breaker.failed(later.permit);
                 let on_error = call.limits().iter().map(|limit| limit.on_error);
-                degraded::log_failure(&key.to_string(), on_error, &failed.cause, transition);
-                let decided = redis.fallback.decide(call, redis.breaker.probe_every());
+                let retry = redis.failed(later.permit, key, on_error, &failed.cause);
+                let decided = redis.fallback.decide(call, retry);
                 if let Some(late) = failed.late {
                     let call = call.detached();
                     let refused = !decided.admitted;
@@ -696,6 +690,35 @@ impl RedisBackend {
             later.probe,
         );
         decided
+    }
+
+    /// Redis answered a round trip: the breaker hears it (and, if Redis was failing, the log).
+    fn answered(&self, permit: Pass, key: KeyRef<'_>) {
+        if self.breaker.succeeded(permit) == Transition::Recovered {
+            self.fallback.recovered();
+            tracing::warn!(key = %key, "rate limiter: Redis answers again; deciding in Redis");
+        }
+    }
+
+    /// A round trip failed with `cause`. A fault of the call's own keys ([`BackendError::is_the_keys`]) is an
+    /// answer from Redis, which the breaker hears as one: one key's fault never turns Redis off for every
+    /// other key. Any other failure counts toward the breaker. Either way the call is then decided by its
+    /// limits' `on_error`: returns how long a `closed` refusal tells it to wait.
+    fn failed(
+        &self,
+        permit: Pass,
+        key: KeyRef<'_>,
+        on_error: impl Iterator<Item = OnError>,
+        cause: &BackendError,
+    ) -> Duration {
+        if cause.is_the_keys() {
+            self.answered(permit, key);
+            self.fallback.log_key_fault(&key.to_string(), cause);
+        } else {
+            let transition = self.breaker.failed(permit);
+            degraded::log_failure(&key.to_string(), on_error, cause, transition);
+        }
+        self.breaker.probe_every()
     }
 
     /// What follows a decision Redis made (or the failure policy made for it): a leased limit's refusal holds
@@ -850,19 +873,15 @@ impl RedisBackend {
         }
         match decided {
             Ok((each, now)) => {
-                if self.breaker.succeeded(permit) == Transition::Recovered {
-                    self.fallback.recovered();
-                }
+                self.answered(permit, key.parts());
                 let decided = each.iter().zip(&members).map(|(outcome, member)| {
                     decided_of(&batch.call, &member.costs[..asked.len()], outcome, now)
                 });
                 batch.decide(decided.collect());
             }
             Err(failed) => {
-                let transition = self.breaker.failed(permit);
                 let on_error = batch.call.limits().iter().map(|limit| limit.on_error);
-                degraded::log_failure(&key, on_error, &failed.cause, transition);
-                let retry = self.breaker.probe_every();
+                let retry = self.failed(permit, key.parts(), on_error, &failed.cause);
                 let degraded: Vec<Decided> = members
                     .iter()
                     .map(|member| {
