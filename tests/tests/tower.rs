@@ -87,29 +87,33 @@ async fn the_peer_address_from_axums_connection_info_is_the_key() {
 }
 
 /// A server that does not record the peer's address gives the key nothing, and no peer address to fall back
-/// on: the request goes through unlimited, told of once a minute (not once a request), unless a fallback key
-/// is set, which every such request then shares.
+/// on: every such request counts under one shared key (as one client, with the quota fields), told of once a
+/// minute at error level with how to serve the addresses; a fallback key, if set, is the one they share.
 #[tokio::test]
-async fn without_a_key_or_a_peer_a_request_is_told_of_or_counts_under_the_fallback() {
+async fn without_a_key_or_a_peer_a_request_counts_under_one_shared_key_or_the_fallback() {
     let logs = Captured::default();
     let _guard = tracing::subscriber::set_default(logs.subscriber());
     let limiter = Limiter::in_memory();
     let per_peer = rule("no-peer:", "per-peer", 1);
-    let open = serve_without_peer(app(&limiter, [per_peer.clone()], Key::peer_ip())).await;
-    assert_eq!(statuses(open, "/hello", &[], 4).await, [200; 4]);
-    let response = request(open, "GET", "/hello").await;
-    assert!(
-        response.header("ratelimit").is_none(),
-        "nothing decided, nothing advertised: {response:?}"
-    );
-    let told = logs.text();
+    let shared = serve_without_peer(app(&limiter, [per_peer.clone()], Key::peer_ip())).await;
     assert_eq!(
-        told.matches("rate limiter: a request had no the peer's address")
-            .count(),
-        1,
+        statuses(shared, "/hello", &[], 4).await,
+        [200, 429, 429, 429]
+    );
+    let response = request(shared, "GET", "/hello").await;
+    assert!(
+        response.header("ratelimit").is_some(),
+        "decided, and advertised: {response:?}"
+    );
+    assert_eq!(used(&limiter, &per_peer, "no-peer-address").await, 1);
+    let told = logs.text();
+    let errors: Vec<&str> = told.lines().filter(|line| line.contains("ERROR")).collect();
+    assert_eq!(errors.len(), 1, "told once a minute: {told}");
+    assert!(
+        errors[0].contains("into_make_service_with_connect_info"),
         "{told}"
     );
-    assert!(told.contains("no peer address either"), "{told}");
+    assert!(!told.contains("unlimited"), "{told}");
 
     let layer =
         RateLimitLayer::new(&limiter, [per_peer.clone()], Key::peer_ip()).fallback("unknown");
@@ -197,7 +201,7 @@ async fn unreadable_forwarding_headers_count_under_the_peer_or_fall_back() {
     assert_eq!(used(&limiter, &per_client, "127.0.0.1").await, 2);
     let told = logs.text();
     assert_eq!(
-        told.matches("rate limiter: a request had no a X-Forwarded-For entry 2 from the right")
+        told.matches("rate limiter: a request's key was not found (an X-Forwarded-For entry 2 from the right")
             .count(),
         1,
         "told once a minute: {told}"

@@ -85,16 +85,20 @@
 //!
 //! A request the key finds nothing in (no such header, a forwarding chain that is missing, unreadable or
 //! shorter than the proxies trusted, a closure that returns `None`) is not let through unlimited: the layer
-//! counts it under its peer's address. Two settings change that:
+//! counts it under its peer's address. When the server records no peer address either (axum's
+//! `axum::serve(listener, app)`, without `into_make_service_with_connect_info`), the layer cannot tell clients
+//! apart: every such request counts under one shared key, `no-peer-address`, as if all were one client, and
+//! an error in the log says how to serve the peers' addresses. A missing address never turns a limit off.
+//! Two settings change what happens to a request without a key:
 //!
 //! - [`.fallback("unidentified")`](crate::tower::RateLimitLayer::fallback) counts all such requests under one
 //!   key that they share;
 //! - [`.pass_unidentified()`](crate::tower::RateLimitLayer::pass_unidentified) lets them through, unlimited.
 //!
 //! Either way, each such request is counted in the metric `limiter_unidentified_requests_total` (its
-//! `outcome` label is `peer`, `fallback`, `passed`, or `unlimited` when the server recorded no peer address
-//! either), and a warning says so at most once a minute. Finding a key never fails a request and never
-//! panics, whatever its headers hold.
+//! `outcome` label is `peer`, `fallback`, `passed`, or `no_peer` when the server recorded no peer address
+//! either), and the log says so at most once a minute (a warning; an error for `no_peer`). Finding a key
+//! never fails a request and never panics, whatever its headers hold.
 //!
 //! ```
 //! # #[cfg(feature = "tower")] {

@@ -105,6 +105,10 @@ impl Key {
     /// `axum`), tonic's `TcpConnectInfo` (feature `tonic`), or a `SocketAddr` (what a hyper server, or any
     /// other, inserts itself). IPv4-mapped IPv6 addresses count as the IPv4 address.
     ///
+    /// A server that records no peer address (axum's `serve(listener, app)` without connect info) leaves the
+    /// layer unable to tell clients apart: every request then counts under one shared key,
+    /// `no-peer-address`, and an error in the log says how to serve the addresses. Never unlimited.
+    ///
     /// Behind a proxy, the peer is the proxy, and every client would share its count: use
     /// [`x_forwarded_for`](Key::x_forwarded_for) or [`forwarded`](Key::forwarded) there.
     pub fn peer_ip() -> Key {
@@ -203,10 +207,10 @@ impl Key {
             Source::Peer => "the peer's address".to_owned(),
             Source::Behind { chain, trusted } => {
                 let header = match chain {
-                    Chain::XForwardedFor => "X-Forwarded-For",
-                    Chain::Forwarded => "Forwarded",
+                    Chain::XForwardedFor => "an X-Forwarded-For",
+                    Chain::Forwarded => "a Forwarded",
                 };
-                format!("a {header} entry {trusted} from the right (the header missing, unreadable or too short)")
+                format!("{header} entry {trusted} from the right (the header missing, unreadable or too short)")
             }
             Source::Header(name) => format!("the header {name}"),
             Source::Route => "the route".to_owned(),

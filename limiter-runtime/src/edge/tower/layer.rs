@@ -53,6 +53,10 @@ pub(super) struct Config {
     pub(super) scoped: bool,
 }
 
+/// The key every request shares that has no key and no peer address: the server did not record its peers'
+/// addresses (axum's `serve` without `into_make_service_with_connect_info`).
+pub(super) const NO_PEER: &str = "no-peer-address";
+
 /// What a layer does with a request its key finds nothing in.
 #[derive(Debug, Clone)]
 enum Unidentified {
@@ -124,20 +128,21 @@ impl RateLimitLayer {
 
 impl Config {
     /// The key of `request`: what the [`Key`] finds; else its peer's address, the fallback key, or none (not
-    /// limited), as the layer says, each counted and told of.
+    /// limited, only with [`pass_unidentified`](RateLimitLayer::pass_unidentified)), as the layer says, each
+    /// counted and told of. A request with no peer address either counts under [`NO_PEER`], with an error in
+    /// the log: a server that records no peer address never turns a per-IP limit off.
     pub(super) fn key_of(&self, request: &Parts) -> Option<String> {
         if let Some(key) = self.key.extract(request) {
             return Some(key.into_owned());
         }
         let (key, outcome, then) = match &self.unidentified {
             Unidentified::Peer => match self.key.peer_of(request) {
-                Some(peer) => (Some(peer.into_owned()), "peer", "counted it under its peer's address"),
-                None => (
-                    None,
-                    "unlimited",
-                    "let it through unlimited: the server records no peer address either (serve with \
-                     ConnectInfo, or give the layer a fallback key)",
+                Some(peer) => (
+                    Some(peer.into_owned()),
+                    "peer",
+                    "counted it under its peer's address",
                 ),
+                None => (Some(NO_PEER.to_owned()), "no_peer", ""),
             },
             Unidentified::Shared(key) => (
                 Some(key.to_string()),
@@ -149,12 +154,25 @@ impl Config {
         let policy = self.rules.first().map(Rule::policy_name);
         let policy = policy.as_deref().unwrap_or("");
         crate::observe::unidentified(policy, outcome);
-        if self.told.due() {
+        if !self.told.due() {
+            return key;
+        }
+        if outcome == "no_peer" {
+            tracing::error!(
+                policy,
+                key = ?self.key,
+                "rate limiter: the server records no peer address, so the layer cannot tell clients apart: \
+                 every such request counts under one shared key, {NO_PEER:?}, as one client. Serve the app \
+                 with its peers' addresses: axum::serve(listener, \
+                 app.into_make_service_with_connect_info::<std::net::SocketAddr>()) (told at most once a \
+                 minute; the metric limiter_unidentified_requests_total counts each, outcome = \"no_peer\")",
+            );
+        } else {
             tracing::warn!(
                 policy,
                 key = ?self.key,
-                "rate limiter: a request had no {}; the layer {then} (told at most once a minute; the metric \
-                 limiter_unidentified_requests_total counts each)",
+                "rate limiter: a request's key was not found ({}); the layer {then} (told at most once a \
+                 minute; the metric limiter_unidentified_requests_total counts each)",
                 self.key.describe(),
             );
         }
