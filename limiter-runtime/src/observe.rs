@@ -15,7 +15,7 @@
 //! | `limiter_lease_units_taken_total` | counter | none: units this node took from Redis in leases |
 //! | `limiter_lease_units` | gauge | none: units this node's leases hold, unspent (every 100 ms) |
 //! | `limiter_reconciled_total` | counter | none: calls Redis admitted after their caller's deadline, whose caller was refused meanwhile: given back |
-//! | `limiter_unidentified_requests_total` | counter | `policy` (the layer's first rule's), `outcome` = `peer`, `fallback`, `passed` or `no_peer` (no peer address either: one shared key)`: requests a tower layer's key found nothing in, and what became of them |
+//! | `limiter_unidentified_requests_total` | counter | `policy` (the layer's first rule's), `outcome` = `peer`, `fallback`, `passed` or `no_peer` (no peer address either: one shared key): requests a tower layer's key found nothing in, and what became of them |
 //!
 //! Each limiter registers a prefix's handles once, on its first decision, and keeps them: recording a decision
 //! then allocates nothing. (Install the `metrics` recorder before the first decision.)

@@ -172,4 +172,4 @@
 //! | `limiter_lease_units_taken_total` | counter | units this node took from Redis in leases |
 //! | `limiter_lease_units` | gauge | units this node's leases hold unspent (every 100 ms) |
 //! | `limiter_reconciled_total` | counter | calls Redis admitted after their deadline whose caller was refused meanwhile: given back |
-//! | `limiter_unidentified_requests_total` | counter | `policy` (the layer's first rule's), `outcome` = `peer`, `fallback`, `passed` or `no_peer` (no peer address either: one shared key)`: requests a tower layer's key found nothing in, and what became of them |
+//! | `limiter_unidentified_requests_total` | counter | `policy` (the layer's first rule's), `outcome` = `peer`, `fallback`, `passed` or `no_peer` (no peer address either: one shared key): requests a tower layer's key found nothing in, and what became of them |
