@@ -64,4 +64,20 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
         error.to_string(),
         r#"LIMITER_ON_ERROR="sometimes" is invalid: expected open, closed or local"#
     );
+
+    std::env::remove_var("LIMITER_ON_ERROR");
+
+    // Set up from the environment without LIMITER_REDIS_URL, a limiter counts in memory: it says so when it
+    // is built (the README's own layer example does this).
+    let logs = tests::logs::Captured::default();
+    let built = tracing::subscriber::with_default(logs.subscriber(), || {
+        Limiter::builder().env().and_then(|builder| builder.build())
+    });
+    assert!(built.is_ok());
+    let logs = logs.text();
+    assert_eq!(logs.matches("WARN").count(), 1, "{logs}");
+    assert!(
+        logs.contains("LIMITER_REDIS_URL is not set; counting in memory"),
+        "{logs}"
+    );
 }

@@ -51,6 +51,8 @@ pub struct LimiterBuilder {
     max_keys: Option<usize>,
     /// Whether Redis's URL came from `LIMITER_REDIS_URL` (its errors then name it).
     redis_from_env: bool,
+    /// Whether the environment was read: a limiter counting in memory then says so.
+    env_read: bool,
 }
 
 /// Where the builder was told Redis is.
@@ -61,6 +63,8 @@ enum Redis {
         master: String,
         sentinels: Vec<String>,
     },
+    /// A Redis that cannot be used, and why: a setting from the environment that cannot work.
+    Unusable(String),
 }
 
 impl std::fmt::Debug for Redis {
@@ -74,6 +78,7 @@ impl std::fmt::Debug for Redis {
                 .field("master", &redacted(master))
                 .field("sentinels", &urls(sentinels))
                 .finish(),
+            Redis::Unusable(reason) => f.debug_tuple("Unusable").field(reason).finish(),
         }
     }
 }
@@ -233,31 +238,59 @@ impl LimiterBuilder {
     /// | `LIMITER_DEADLINE` | [`deadline`](LimiterBuilder::deadline) | `20ms` |
     ///
     /// An unset or empty variable changes nothing; an unreadable one (or a file it names) is an error naming
-    /// it.
-    pub fn env(mut self) -> Result<Self, Error> {
-        if let Some(url) = env(REDIS_URL_ENV) {
-            if redis::parse_redis_url(&url).is_none() {
-                return Err(Error::InvalidEnv {
-                    name: REDIS_URL_ENV,
-                    value: redacted(&url),
-                    expected: "a Redis URL such as redis://127.0.0.1:6379/0 (rediss://user:password@host:6380/ \
-                               for TLS)",
-                });
-            }
-            self.redis = Some(Redis::Server(url));
-            self.redis_from_env = true;
+    /// it. With `LIMITER_REDIS_URL` unset, the limiter counts in this process's memory, and says so at warn
+    /// level when it is built: every process then enforces its own limits.
+    pub fn env(self) -> Result<Self, Error> {
+        let (builder, mut errors) = self.env_read();
+        match errors.is_empty() {
+            true => Ok(builder),
+            false => Err(errors.remove(0)),
         }
-        self.tls = std::mem::take(&mut self.tls).with_env()?;
-        self.defaults.crate_wide = std::mem::take(&mut self.defaults.crate_wide).with_env()?;
+    }
+
+    /// What [`env`](LimiterBuilder::env) reads, every variable that can be read applied, and an error for
+    /// each that cannot (that one changes nothing; an unreadable `LIMITER_REDIS_URL` leaves a Redis that
+    /// cannot be used, never memory).
+    pub(crate) fn env_read(mut self) -> (Self, Vec<Error>) {
+        let mut errors = Vec::new();
+        self.env_read = true;
+        if let Some(url) = env(REDIS_URL_ENV) {
+            self.redis_from_env = true;
+            self.redis = Some(match redis::parse_redis_url(&url) {
+                Some(_) => Redis::Server(url),
+                None => {
+                    let error = Error::InvalidEnv {
+                        name: REDIS_URL_ENV,
+                        value: redacted(&url),
+                        expected: "a Redis URL such as redis://127.0.0.1:6379/0 \
+                                   (rediss://user:password@host:6380/ for TLS)",
+                    };
+                    let unusable = Redis::Unusable(error.to_string());
+                    errors.push(error);
+                    unusable
+                }
+            });
+        }
+        self.tls = std::mem::take(&mut self.tls).with_env(&mut errors);
+        self.defaults.crate_wide =
+            std::mem::take(&mut self.defaults.crate_wide).with_env(&mut errors);
         if let Some(v) = env("LIMITER_DEADLINE") {
-            self.deadline = Some(parse_env(
+            let deadline = parse_env(
                 "LIMITER_DEADLINE",
                 &v,
                 "a duration longer than zero, such as 20ms",
                 |v| duration(v).filter(|d| !d.is_zero()),
-            )?);
+            );
+            crate::rule::set(&mut self.deadline, deadline, &mut errors);
         }
-        Ok(self)
+        (self, errors)
+    }
+
+    /// A builder whose Redis cannot be used, for `reason`: every decision meets a Redis that fails, decided
+    /// by each limit's `on_error` as in an outage (never in memory instead).
+    pub(crate) fn unusable_redis(mut self, reason: String) -> Self {
+        self.redis = Some(Redis::Unusable(reason));
+        self
     }
 
     /// What decides when Redis fails or is too slow (default [`OnError::Open`]); a rule or an attribute can
@@ -394,6 +427,12 @@ impl LimiterBuilder {
             None => Arc::new(SystemClock::new()),
         };
         let max_keys = self.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
+        if self.redis.is_none() && self.env_read {
+            tracing::warn!(
+                "rate limiter: {REDIS_URL_ENV} is not set; counting in memory, so every process enforces its \
+                 own limits (set {REDIS_URL_ENV} to count in Redis, once for every process)"
+            );
+        }
         let backend = match self.redis {
             None => Backend::Memory(MemoryStore::new(clock.clone(), max_keys)),
             Some(_) if self.clock.is_some() && !cfg!(feature = "test-clock") => {
@@ -420,6 +459,7 @@ impl LimiterBuilder {
                     Redis::Sentinel { master, sentinels } => {
                         Topology::sentinel(&master, &sentinels, &self.tls, timeout)?
                     }
+                    Redis::Unusable(reason) => Topology::Unusable(reason),
                 };
                 let instances = Instances::new(
                     self.group.as_deref().unwrap_or("default"),

@@ -27,11 +27,27 @@ pub(crate) fn install(limiter: Limiter) -> Result<(), Error> {
 }
 
 /// The installed limiter, or one built from the environment on first use (announced once at warn level).
+///
+/// A variable that cannot be read is told of at error level, naming it, and changes nothing: it never throws
+/// away a usable `LIMITER_REDIS_URL`. An unusable `LIMITER_REDIS_URL` leaves a limiter whose Redis fails every
+/// call, decided by each limit's `on_error` as in an outage: never counting in memory, per process, instead.
 pub(crate) fn global() -> &'static Limiter {
     GLOBAL.get_or_init(|| {
-        let limiter = Limiter::from_env().unwrap_or_else(|error| {
-            tracing::error!(%error, "rate limiter: the LIMITER_* environment is unusable; counting in memory instead");
-            Limiter::in_memory()
+        let (builder, errors) = Limiter::builder().env_read();
+        let mut usable = true;
+        for error in &errors {
+            usable &= !matches!(error, Error::InvalidEnv { name, .. } if *name == REDIS_URL_ENV);
+            tracing::error!(%error, "rate limiter: a LIMITER_* variable cannot be used; it is ignored");
+        }
+        let limiter = builder.build().unwrap_or_else(|error| {
+            usable = false;
+            tracing::error!(
+                %error,
+                "rate limiter: the Redis that the LIMITER_* variables set up cannot be used; every call is \
+                 decided by its on_error, as in an outage"
+            );
+            let unusable = Limiter::builder().unusable_redis(error.to_string());
+            unusable.build().expect("a Redis that cannot be used is built without one")
         });
         #[cfg(feature = "tower")]
         if let Some(layered) = LAYERED.get() {
@@ -42,15 +58,12 @@ pub(crate) fn global() -> &'static Limiter {
                 limiter.describe(),
             );
         }
-        match &limiter.pipeline.backend {
-            Backend::Redis(redis) => tracing::warn!(
+        // In memory, building it said so; an unusable Redis was told of above.
+        if let (Backend::Redis(redis), true) = (&limiter.pipeline.backend, usable) {
+            tracing::warn!(
                 ?redis,
                 "rate limiter: no limiter was installed; using Redis from {REDIS_URL_ENV}"
-            ),
-            Backend::Memory(_) => tracing::warn!(
-                "rate limiter: no limiter was installed and {REDIS_URL_ENV} is not set; counting in \
-                 memory, so every process enforces its own limits"
-            ),
+            );
         }
         limiter
     })

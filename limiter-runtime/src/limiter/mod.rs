@@ -215,7 +215,12 @@ impl Limiter {
     }
 
     /// The shared runtime: the installed limiter, or — if none was installed before the first use — one
-    /// built from the environment ([`from_env`](Limiter::from_env)), announced once at warn level.
+    /// built from the environment (as [`from_env`](Limiter::from_env) reads it), announced once at warn level.
+    ///
+    /// Unlike `from_env`, which fails, the shared runtime cannot refuse to exist: a variable that cannot be
+    /// read is logged at error level, naming it, and ignored (a usable `LIMITER_REDIS_URL` is still used), and
+    /// an unusable `LIMITER_REDIS_URL` leaves a Redis that fails every call, decided by each limit's
+    /// `on_error` as in an outage, never memory counting per process instead.
     pub fn global() -> &'static Limiter {
         current::global()
     }

@@ -8,39 +8,53 @@ use crate::{Algorithm, Error, OnError};
 
 impl Rule {
     /// `self`, with what the environment sets over it: `LIMITER_PREFIX`, `LIMITER_WINDOW`, `LIMITER_MAX`,
-    /// `LIMITER_MESSAGE`, `LIMITER_ALGORITHM` and `LIMITER_ON_ERROR`.
-    pub(crate) fn with_env(mut self) -> Result<Rule, Error> {
+    /// `LIMITER_MESSAGE`, `LIMITER_ALGORITHM` and `LIMITER_ON_ERROR`. A variable that cannot be read changes
+    /// nothing, and its error (naming it) goes to `errors`.
+    pub(crate) fn with_env(mut self, errors: &mut Vec<Error>) -> Rule {
         if let Some(prefix) = env("LIMITER_PREFIX") {
             self.prefix = Some(prefix.into());
         }
         if let Some(v) = env("LIMITER_WINDOW") {
             let expected = "a duration longer than zero, such as 10s, 500ms, 1m30s, 1d";
             let parse = |v: &str| duration(v).filter(|d| !d.is_zero());
-            self.window = Some(parse_env("LIMITER_WINDOW", &v, expected, parse)?);
+            set(
+                &mut self.window,
+                parse_env("LIMITER_WINDOW", &v, expected, parse),
+                errors,
+            );
         }
         if let Some(v) = env("LIMITER_MAX") {
             // As `max = 0` is a compile error: a limit of zero would reject every call.
             let parse = |v: &str| v.parse().ok().filter(|&max: &u64| max >= 1);
             let expected = "a whole number, at least 1";
-            self.max = Some(parse_env("LIMITER_MAX", &v, expected, parse)?);
+            set(
+                &mut self.max,
+                parse_env("LIMITER_MAX", &v, expected, parse),
+                errors,
+            );
         }
         if let Some(message) = env("LIMITER_MESSAGE") {
             self.message = Some(message.into());
         }
         if let Some(v) = env("LIMITER_ALGORITHM") {
             let expected = Algorithm::expected();
-            self.algorithm = Some(parse_env("LIMITER_ALGORITHM", &v, expected, from_str)?);
+            let algorithm = parse_env("LIMITER_ALGORITHM", &v, expected, from_str);
+            set(&mut self.algorithm, algorithm, errors);
         }
         if let Some(v) = env("LIMITER_ON_ERROR") {
             let expected = "open, closed or local";
-            self.on_error = Some(parse_env(
-                "LIMITER_ON_ERROR",
-                &v,
-                expected,
-                from_str::<OnError>,
-            )?);
+            let on_error = parse_env("LIMITER_ON_ERROR", &v, expected, from_str::<OnError>);
+            set(&mut self.on_error, on_error, errors);
         }
-        Ok(self)
+        self
+    }
+}
+
+/// Sets `setting` to what a variable read, or leaves it and keeps the error.
+pub(crate) fn set<T>(setting: &mut Option<T>, read: Result<T, Error>, errors: &mut Vec<Error>) {
+    match read {
+        Ok(value) => *setting = Some(value),
+        Err(error) => errors.push(error),
     }
 }
 

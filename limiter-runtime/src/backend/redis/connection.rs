@@ -30,6 +30,9 @@ pub(crate) enum Topology {
         client: Box<ClusterClient>,
         seeds: Vec<Client>,
     },
+    /// A Redis that cannot be used, and why (a setting from the environment that cannot work): every command
+    /// fails, so every decision is made by its limits' `on_error`, as in an outage, and says why.
+    Unusable(String),
 }
 
 impl Topology {
@@ -158,6 +161,7 @@ impl Topology {
         let client = match self {
             Topology::Server(server) => server.client().await?,
             Topology::Cluster { seeds, .. } => seeds[attempt % seeds.len()].clone(),
+            Topology::Unusable(reason) => return Err(unusable(reason)),
         };
         client.get_async_pubsub().await
     }
@@ -171,8 +175,15 @@ impl Topology {
             Topology::Cluster { client, .. } => {
                 Connection::Cluster(ClusterLink::new(ClusterClient::clone(client)))
             }
+            Topology::Unusable(reason) => return Err(unusable(reason)),
         })
     }
+}
+
+/// The error every command meets on an unusable Redis.
+fn unusable(reason: &str) -> redis::RedisError {
+    let kind = redis::ErrorKind::InvalidClientConfig;
+    redis::RedisError::from((kind, "Redis cannot be used", reason.to_owned()))
 }
 
 impl Topology {
@@ -186,6 +197,7 @@ impl Topology {
                 } => format!("the master {master:?} of the Sentinels at {sentinels}"),
             },
             Topology::Cluster { seeds, .. } => format!("the Redis Cluster at {}", addresses(seeds)),
+            Topology::Unusable(reason) => format!("no usable Redis ({reason})"),
         }
     }
 }
@@ -206,6 +218,7 @@ impl fmt::Debug for Topology {
             Topology::Cluster { seeds, .. } => {
                 f.debug_tuple("Cluster").field(&addresses(seeds)).finish()
             }
+            Topology::Unusable(reason) => f.debug_tuple("Unusable").field(reason).finish(),
         }
     }
 }

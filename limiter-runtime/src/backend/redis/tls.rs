@@ -44,33 +44,37 @@ impl fmt::Debug for Tls {
 
 impl Tls {
     /// `self`, with what the environment sets over it: `LIMITER_REDIS_CA`, and `LIMITER_REDIS_CLIENT_CERT`
-    /// with `LIMITER_REDIS_CLIENT_KEY`, each a path to a PEM file.
-    pub(crate) fn with_env(mut self) -> Result<Tls, Error> {
+    /// with `LIMITER_REDIS_CLIENT_KEY`, each a path to a PEM file. A setting that cannot be read changes
+    /// nothing, and its error (naming its variable) goes to `errors`.
+    pub(crate) fn with_env(mut self, errors: &mut Vec<Error>) -> Tls {
         if let Some(path) = env(CA_ENV) {
-            let pem = read(CA_ENV, &path)?;
-            pem::certificates(&pem).map_err(|reason| env_file(CA_ENV, &path, reason))?;
-            self.ca = Some(pem);
+            let ca = read(CA_ENV, &path).and_then(|pem| {
+                pem::certificates(&pem).map_err(|reason| env_file(CA_ENV, &path, reason))?;
+                Ok(pem)
+            });
+            crate::rule::set(&mut self.ca, ca, errors);
         }
-        match (env(CLIENT_CERT_ENV), env(CLIENT_KEY_ENV)) {
-            (None, None) => {}
-            (Some(cert), Some(key)) => {
+        let client = match (env(CLIENT_CERT_ENV), env(CLIENT_KEY_ENV)) {
+            (None, None) => return self,
+            (Some(cert), Some(key)) => (|| {
                 let (chain, secret) = (read(CLIENT_CERT_ENV, &cert)?, read(CLIENT_KEY_ENV, &key)?);
                 pem::certificates(&chain)
                     .map_err(|reason| env_file(CLIENT_CERT_ENV, &cert, reason))?;
                 pem::private_key(&secret)
                     .map_err(|reason| env_file(CLIENT_KEY_ENV, &key, reason))?;
-                self.client = Some((chain, secret));
-            }
+                Ok((chain, secret))
+            })(),
             (Some(path), None) => {
                 let reason = format!("{CLIENT_KEY_ENV} must name the certificate's private key");
-                return Err(env_file(CLIENT_CERT_ENV, &path, reason));
+                Err(env_file(CLIENT_CERT_ENV, &path, reason))
             }
             (None, Some(path)) => {
                 let reason = format!("{CLIENT_CERT_ENV} must name the key's certificate");
-                return Err(env_file(CLIENT_KEY_ENV, &path, reason));
+                Err(env_file(CLIENT_KEY_ENV, &path, reason))
             }
-        }
-        Ok(self)
+        };
+        crate::rule::set(&mut self.client, client, errors);
+        self
     }
 
     /// Refuses a setup whose TLS settings no URL of `urls` would use (none is `rediss://`).
