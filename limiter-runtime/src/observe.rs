@@ -34,10 +34,19 @@ pub(crate) struct Edge {
     pub(crate) decided: fn(&Call<'_>, &Decided),
     /// Units of an admitted call's charges were given back, limit by limit.
     pub(crate) given_back: fn(&Call<'_>, &[u64]),
+    /// Whether a call decided in the request this task serves was decided without Redis (degraded).
+    pub(crate) degraded_here: fn() -> bool,
 }
 
 /// The edge installed, if any.
 static EDGE: OnceLock<Edge> = OnceLock::new();
+
+/// Whether a call decided earlier in the request this task serves was decided without Redis (degraded); false
+/// outside a request's scope. One read of an atomic without an edge installed.
+#[inline]
+pub(crate) fn degraded_in_request() -> bool {
+    EDGE.get().is_some_and(|edge| (edge.degraded_here)())
+}
 
 /// Installs `edge`: the first one stays.
 #[cfg(feature = "tower")]

@@ -6,6 +6,10 @@
 //! recorded, whichever way it was asked: the layer's own limits, an annotated handler's, the plain API's.
 //! Outside a scope nothing is recorded, and looking costs one thread-local read.
 //!
+//! The scope also remembers whether a call of the request was decided without Redis: while Redis is failing,
+//! the request's later calls then decide at once, by their `on_error`, instead of each waiting a deadline of
+//! its own. A request waits for a failing Redis at most one deadline.
+//!
 //! A decision is advertised when its limit applies to the call and it was counted: not a shadow limit's (it
 //! never refuses), not one the call skipped (`skip_if`), none while the switch is off, and not one the
 //! failure policy made without a count (`on_error = open | closed` while Redis fails: the count is
@@ -13,7 +17,7 @@
 //! call decides one limit twice, the later decision is the one advertised; units given back (`count =
 //! failures`, a settled reservation) count as given back.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 
 use crate::call::{Call, Decided};
@@ -23,7 +27,17 @@ use crate::policy::PolicyName;
 use crate::Decision;
 
 tokio::task_local! {
-    static QUOTAS: RefCell<Vec<Quota>>;
+    static REQUEST: Request;
+}
+
+/// What the scope of one request records.
+#[derive(Default)]
+struct Request {
+    /// The advertised decisions, one per policy.
+    quotas: RefCell<Vec<Quota>>,
+    /// Whether a call was decided without Redis (degraded): a later call of the request, while Redis is
+    /// failing, waits for it no more (at most one deadline per request).
+    degraded: Cell<bool>,
 }
 
 /// One limit's decision, as a response advertises it.
@@ -35,8 +49,15 @@ pub(crate) struct Quota {
 
 /// Records `call`'s advertised decisions into the scope's record, if a scope records here.
 fn decided(call: &Call<'_>, decided: &Decided) {
-    let _ = QUOTAS.try_with(|quotas| {
-        let mut quotas = quotas.borrow_mut();
+    let _ = REQUEST.try_with(|request| {
+        if decided
+            .answers
+            .iter()
+            .any(|answer| answer.decision.degraded)
+        {
+            request.degraded.set(true);
+        }
+        let mut quotas = request.quotas.borrow_mut();
         for (limit, decision) in call.limits().iter().zip(decided.decisions()) {
             if !advertised(limit, &decision) {
                 continue;
@@ -55,8 +76,8 @@ fn decided(call: &Call<'_>, decided: &Decided) {
 
 /// Counts `units[i]` given back of limit `i` of an admitted `call` back into the scope's record.
 fn given_back(call: &Call<'_>, units: &[u64]) {
-    let _ = QUOTAS.try_with(|quotas| {
-        let mut quotas = quotas.borrow_mut();
+    let _ = REQUEST.try_with(|request| {
+        let mut quotas = request.quotas.borrow_mut();
         for (limit, &units) in call.limits().iter().zip(units) {
             let policy = limit.rule.policy_name();
             if let Some(seen) = quotas.iter_mut().find(|seen| seen.policy == policy) {
@@ -74,17 +95,25 @@ pub(crate) async fn scope<F: Future>(future: F) -> (F::Output, Option<Vec<Quota>
     observe::install_edge(Edge {
         decided,
         given_back,
+        degraded_here,
     });
-    if QUOTAS.try_with(|_| ()).is_ok() {
+    if REQUEST.try_with(|_| ()).is_ok() {
         return (future.await, None);
     }
-    QUOTAS
-        .scope(RefCell::new(Vec::new()), async {
+    REQUEST
+        .scope(Request::default(), async {
             let output = future.await;
-            let recorded = QUOTAS.with(RefCell::take);
+            let recorded = REQUEST.with(|request| request.quotas.take());
             (output, Some(recorded))
         })
         .await
+}
+
+/// Whether a call of the request this task serves was decided without Redis.
+fn degraded_here() -> bool {
+    REQUEST
+        .try_with(|request| request.degraded.get())
+        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -116,7 +145,7 @@ mod tests {
         // One member per policy: the later decision (of key `other`) is the one kept.
         assert_eq!(remaining, [("scoped", 9)]);
         limiter.check(&rule, "k").await;
-        assert!(QUOTAS.try_with(|_| ()).is_err(), "no scope outside");
+        assert!(REQUEST.try_with(|_| ()).is_err(), "no scope outside");
     }
 
     /// A reservation settled for less than its estimate advertises what it kept.

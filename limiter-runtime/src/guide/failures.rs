@@ -16,6 +16,16 @@
 //! Making the connection has a bound of its own and spends none of a decision's deadline (see
 //! [`redis`](super::redis#one-server)).
 //!
+//! ### One deadline per request
+//!
+//! A request behind a [`RateLimitLayer`](crate::tower::RateLimitLayer) may make several decisions: the
+//! layer's, an annotated handler's, the plain API's. While Redis is failing, once one of them was decided
+//! without Redis, the request's later decisions are decided at once by their `on_error`, instead of each
+//! waiting a deadline of its own: a request waits for a failing Redis at most one deadline, however many
+//! decisions it makes (`tests/tests/request_deadline.rs`: three decisions against a paused Redis, one
+//! deadline). A healthy Redis is asked every time; a call decided degraded for a fault of its own key (see
+//! below) does not spare the others.
+//!
 //! ## The breaker
 //!
 //! After 3 consecutive failures the breaker opens: calls are then decided at once by the failure policy, with

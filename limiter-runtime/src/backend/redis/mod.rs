@@ -553,6 +553,10 @@ impl RedisBackend {
                 admitted: false,
             });
         }
+        // A request that already met a failing Redis waits for it no more: one deadline per request.
+        if self.breaker.is_failing() && crate::observe::degraded_in_request() {
+            return Ok(self.fallback.decide(call, self.breaker.probe_every()));
+        }
         let permit = self.breaker.permit();
         if permit == Pass::Skip {
             return Ok(self.fallback.decide(call, self.breaker.probe_every()));
