@@ -42,8 +42,9 @@ struct Admin {
     token: [u8; 20],
 }
 
-/// The admin router of `limiter`, behind `token`: nest it under a prefix of your choice (`/admin`). An empty
-/// token is refused ([`Error::InvalidAdminToken`]): the API changes limits for the whole service.
+/// The admin router of `limiter`, behind `token`: nest it under a prefix of your choice (`/admin`). A token
+/// shorter than 8 characters is refused ([`Error::InvalidAdminToken`]): the API changes limits for the whole
+/// service.
 pub fn router(limiter: Limiter, token: impl AsRef<str>) -> Result<Router, Error> {
     let token = token.as_ref().trim();
     if token.len() < 8 {
