@@ -114,7 +114,8 @@
 //! three characters escaped: `%` as `%25`, `:` as `%3A` and `|` as `%7C`. A prefix that does not end with `:`
 //! is followed by a `|`. So `rate_limit:emp:` with `1001` is `rate_limit:emp:1001`, as an operator expects;
 //! the list `(acme, 42)` under `upload:` is `upload:acme%3A42`; an IPv6 address under `ip:` is
-//! `ip:2001%3Adb8%3A%3A1`; `plain` with `1001` is `plain|1001`.
+//! `ip:2001%3Adb8%3A%3A1`; a function without a key, `my_app::login`, is `rate_limit:my_app%3A%3Alogin`;
+//! `plain` with `1001` is `plain|1001`.
 //!
 //! The escape is what keeps limits apart: a store key's last `:` or `|` is always where its prefix ends, so
 //! no key, whatever a client puts in it, reaches another limit's state. Without it, the prefix `rl:` with the
