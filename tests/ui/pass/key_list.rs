@@ -20,6 +20,6 @@ async fn main() {
     };
     assert_eq!(upload("acme", user()).await.unwrap(), "acme/42/ada");
     let rejected = upload("acme", user()).await.unwrap_err();
-    assert!(rejected.key().ends_with("acme:42"), "{}", rejected.key());
+    assert!(rejected.key().ends_with("acme%3A42"), "{}", rejected.key());
     assert!(upload("other", user()).await.is_ok());
 }
