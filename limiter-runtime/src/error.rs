@@ -282,6 +282,16 @@ pub enum Error {
     /// service.
     #[error("the admin token must be at least 8 characters: the admin API changes limits for the whole service")]
     InvalidAdminToken,
+    /// An override no runtime takes ([`Limiter::set_override`](crate::Limiter::set_override)): a `max` of zero,
+    /// which would refuse every call (as `max = 0` on the attribute is a compile error), or a window shorter
+    /// than a microsecond. Nothing was changed.
+    #[error("the override of {target} is invalid: {reason}")]
+    InvalidOverride {
+        /// What it overrides: `prefix "p:"`, or `key "k" of prefix "p:"`.
+        target: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A time zone name that is not in the zone data ([`Zone::get`](crate::Zone::get)).
     #[error("unknown time zone {0:?}: expected an IANA name, such as \"Europe/Berlin\" or \"America/New_York\"")]
     UnknownZone(String),

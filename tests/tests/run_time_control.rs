@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use limiter_runtime::{rate_limit, Limiter, Override, RateLimited, Rule};
+use limiter_runtime::{rate_limit, Error, Limiter, Override, RateLimited, Rule};
 use redis::Commands;
 use tests::RedisServer;
 
@@ -162,6 +162,58 @@ async fn changes_arrive_as_themselves_and_a_missed_one_is_caught_up() {
     .await;
     assert_eq!(b.check(&rule, "quiet").await.limit, 3);
     assert_eq!(b.stats().overrides, 203);
+}
+
+/// A limit of zero, or a window of zero, is refused by every path that could set one: the plain API refuses
+/// it with a typed error, in memory and with Redis; written into the hash by hand (or by an older runtime)
+/// and announced, every runtime ignores it, the one running and one started later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_override_of_zero_is_refused_by_every_path() {
+    let server = RedisServer::start();
+    let rule = Rule::new().prefix("zero:").max(5);
+    let (memory, redis) = (Limiter::in_memory(), server.limiter());
+    for limiter in [&memory, &redis] {
+        for zero in [
+            Override::prefix("zero:").max(0),
+            Override::key("zero:", "k")
+                .max(0)
+                .window(Duration::from_secs(1)),
+            Override::prefix("zero:").window(Duration::ZERO),
+            Override::key("zero:", "k").window(Duration::from_nanos(500)),
+        ] {
+            let error = limiter.set_override(zero.clone()).await.unwrap_err();
+            assert!(matches!(error, Error::InvalidOverride { .. }), "{error:?}");
+            assert!(error.to_string().contains(r#"prefix "zero:""#), "{error}");
+        }
+        assert!(limiter.overrides().is_empty(), "{:?}", limiter.overrides());
+        assert!(limiter.check(&rule, "k").await.allowed);
+    }
+
+    let running = server.limiter();
+    assert!(running.check(&rule, "warm").await.allowed);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut connection = server.connection();
+    let field = "k:5:zero:k";
+    let _: () = connection
+        .hset("limiter:overrides", field, "max=0")
+        .unwrap();
+    let version: u64 = connection.hincr("limiter:overrides", "version", 1).unwrap();
+    let announcement = format!("{version}\nset\nmax=0\n{field}");
+    let _: () = connection
+        .publish("limiter:overrides", announcement)
+        .unwrap();
+    redis
+        .set_override(Override::key("zero:", "ok").max(2))
+        .await
+        .unwrap();
+    let late = server.limiter();
+    late.check(&rule, "warm").await;
+    for runtime in [&running, &late] {
+        until(runtime, |o| o.iter().any(|o| o.target_key() == Some("ok"))).await;
+        assert_eq!(runtime.overrides().len(), 1, "{:?}", runtime.overrides());
+        let decision = runtime.check(&rule, "k").await;
+        assert!(decision.allowed && decision.limit == 5, "{decision:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,7 +60,10 @@
 //!
 //! [`Override::key`](crate::Override::key) takes the key as the attribute writes it: the parts of a key list
 //! joined with `:`. Setting an override again replaces it; [`clear_override`](crate::Limiter::clear_override)
-//! removes the override of the target it is given, whatever that override set.
+//! removes the override of the target it is given, whatever that override set. An override is as strict as
+//! the attribute: a `max` of 0 (a limit of zero refuses every call) or a window under a microsecond is
+//! refused with [`Error::InvalidOverride`](crate::Error::InvalidOverride), and a runtime that finds one in
+//! Redis (written by hand) ignores it, with a warning.
 //!
 //! With Redis, overrides are stored in one hash, `limiter:overrides`, whose `version` field counts the
 //! changes, and each change is announced with its version on a channel of the same name, in one script call.

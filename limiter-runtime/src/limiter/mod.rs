@@ -551,7 +551,8 @@ impl Limiter {
 
     /// Changes a limit at run time, for every runtime sharing this Redis (for this one alone in memory): the
     /// change is stored in Redis and announced; every runtime applies it within a second, and a decision
-    /// never pays a round trip to read it. Setting an override again replaces it.
+    /// never pays a round trip to read it. Setting an override again replaces it. An override of `max` 0 or of
+    /// a window under a microsecond is refused ([`Error::InvalidOverride`]), and ignored if Redis holds one.
     ///
     /// ```
     /// use limiter_runtime::{Limiter, Override, Rule};
@@ -566,7 +567,7 @@ impl Limiter {
     /// # Ok(()) }
     /// ```
     pub async fn set_override(&self, change: Override) -> Result<(), Error> {
-        self.change(Change::Set(change)).await
+        self.change(Change::Set(change.valid()?)).await
     }
 
     /// Removes the override of `target`'s prefix (and key): only its target matters, not what it set.

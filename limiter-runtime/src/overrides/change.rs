@@ -5,6 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::Limits;
+use crate::Error;
 
 /// The hash's field that holds the switch of every runtime: `on` or `off` (absent: on).
 pub(crate) const SWITCH: &str = "switch";
@@ -54,13 +55,16 @@ impl Override {
         }
     }
 
-    /// The new admissions per window.
+    /// The new admissions per window: at least 1. A limit of zero would refuse every call, as `max = 0` on the
+    /// attribute would: [`Limiter::set_override`](crate::Limiter::set_override) refuses it
+    /// ([`Error::InvalidOverride`](crate::Error::InvalidOverride)).
     pub fn max(mut self, max: u64) -> Override {
         self.limits.max = Some(max);
         self
     }
 
-    /// The new window.
+    /// The new window: at least a microsecond (windows are counted in microseconds), or
+    /// [`Limiter::set_override`](crate::Limiter::set_override) refuses it.
     pub fn window(mut self, window: Duration) -> Override {
         self.limits.window = Some(window);
         self
@@ -92,6 +96,37 @@ impl Override {
     /// The window it sets, if it does.
     pub fn window_value(&self) -> Option<Duration> {
         self.limits.window
+    }
+
+    /// This override, if it can be set; else [`Error::InvalidOverride`] saying why.
+    pub(crate) fn valid(self) -> Result<Override, Error> {
+        match self.invalid() {
+            None => Ok(self),
+            Some(reason) => Err(Error::InvalidOverride {
+                target: self.target(),
+                reason,
+            }),
+        }
+    }
+
+    /// Why no runtime takes this override as a limit, if none does: a `max` of zero (as the attribute refuses
+    /// `max = 0`: it would refuse every call), or a window that is no microsecond long.
+    pub(crate) fn invalid(&self) -> Option<&'static str> {
+        if self.limits.max == Some(0) {
+            return Some("max is at least 1: a limit of zero would refuse every call");
+        }
+        if self.limits.window.is_some_and(|w| w.as_micros() == 0) {
+            return Some("the window is at least 1 µs");
+        }
+        None
+    }
+
+    /// Its target, for messages: `prefix "p:"`, or `key "k" of prefix "p:"`.
+    fn target(&self) -> String {
+        match &self.key {
+            None => format!("prefix {:?}", self.prefix),
+            Some(key) => format!("key {key:?} of prefix {:?}", self.prefix),
+        }
     }
 
     /// The hash field of this override's target: unambiguous for any prefix and key text.
@@ -176,7 +211,8 @@ impl Change {
     }
 
     /// Reads a change back from the script's operation, the field and its value; `None` if any was not written
-    /// by this crate.
+    /// by this crate, or if it sets an override no runtime takes ([`Override::invalid`]: written by hand, or
+    /// by an older runtime).
     pub(crate) fn parse(op: &str, field: &str, value: &str) -> Option<Change> {
         if field == SWITCH {
             return match op {
@@ -187,7 +223,7 @@ impl Change {
         }
         let o = Override::parse(field, value)?;
         match op {
-            "set" => Some(Change::Set(o)),
+            "set" if o.invalid().is_none() => Some(Change::Set(o)),
             "clear" => Some(Change::Clear(o)),
             _ => None,
         }
@@ -234,6 +270,36 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_of_zero_is_invalid() {
+        let second = Duration::from_secs(1);
+        for (o, why) in [
+            (Override::prefix("p:").max(0), Some("max is at least 1")),
+            (Override::key("p:", "k").max(0).window(second), Some("max")),
+            (Override::prefix("p:").window(Duration::ZERO), Some("1 µs")),
+            (
+                Override::prefix("p:").window(Duration::from_nanos(999)),
+                Some("1 µs"),
+            ),
+            (
+                Override::prefix("p:")
+                    .max(1)
+                    .window(Duration::from_micros(1)),
+                None,
+            ),
+            (Override::prefix("p:"), None),
+        ] {
+            let invalid = o.invalid();
+            assert_eq!(invalid.is_some(), why.is_some(), "{o:?}");
+            assert!(invalid.unwrap_or("").contains(why.unwrap_or("")), "{o:?}");
+        }
+        let error = Override::key("p:", "k").max(0).valid().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            r#"the override of key "k" of prefix "p:" is invalid: max is at least 1: a limit of zero would refuse every call"#
+        );
+    }
+
+    #[test]
     fn changes_round_trip_through_operation_field_and_value() {
         for change in [
             Change::Set(Override::key("p:", "a\nb").max(3)),
@@ -245,6 +311,11 @@ mod tests {
             assert_eq!(read.as_ref(), Some(&change));
         }
         assert_eq!(Change::parse("set", SWITCH, "maybe"), None);
+        // A limit of zero is set by no runtime; a target is cleared whatever it held.
+        let zero = Override::key("p:", "a").max(0);
+        assert_eq!(Change::parse("set", &zero.field(), &zero.value()), None);
+        let cleared = Change::parse("clear", &zero.field(), &zero.value());
+        assert_eq!(cleared, Some(Change::Clear(zero)));
         assert_eq!(Change::parse("drop", "p:1:a", ""), None);
     }
 }

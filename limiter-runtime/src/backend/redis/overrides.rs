@@ -188,14 +188,22 @@ async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool
                     version = value.parse().unwrap_or(0);
                 } else if field == SWITCH {
                     on_everywhere = parse_switch(value).unwrap_or(true);
-                } else if let Some(o) = Override::parse(field, value) {
-                    all.push(o);
                 } else {
-                    tracing::warn!(
-                        field,
-                        value,
-                        "rate limiter: ignoring an override this version cannot read"
-                    );
+                    match Override::parse(field, value) {
+                        Some(o) => match o.invalid() {
+                            None => all.push(o),
+                            Some(reason) => tracing::warn!(
+                                field,
+                                value,
+                                "rate limiter: ignoring an override no runtime takes: {reason}"
+                            ),
+                        },
+                        None => tracing::warn!(
+                            field,
+                            value,
+                            "rate limiter: ignoring an override this version cannot read"
+                        ),
+                    }
                 }
             }
             if overrides.install(all, on_everywhere, version) {
