@@ -11,7 +11,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::Admin;
-use crate::Override;
+use crate::{Error, Override};
 
 /// The live page.
 const PAGE: &str = include_str!("page.html");
@@ -202,6 +202,10 @@ fn change(body: &Value) -> Result<Override, String> {
     if max.is_none() && window.is_none() {
         return Err("an override sets max, window_ms or both".into());
     }
+    // As strict as the attribute: a limit of zero would refuse every call of every node.
+    if max == Some(0) {
+        return Err("max is at least 1: a limit of zero would refuse every call".into());
+    }
     if window == Some(0) {
         return Err("window_ms is at least 1".into());
     }
@@ -222,6 +226,7 @@ pub(super) async fn set_override(State(admin): State<Admin>, body: Bytes) -> Res
     };
     match admin.limiter.set_override(change).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e @ Error::InvalidOverride { .. }) => error(StatusCode::BAD_REQUEST, e),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }

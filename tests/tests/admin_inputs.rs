@@ -1,0 +1,126 @@
+//! The admin API is as strict as the attribute, against real Redis: it refuses a limit of zero with a 400
+//! that says why. Answers are read with `serde_json` and the `http` types, not compared as text.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use limiter_runtime::{admin, Limiter, Rule};
+use serde_json::{json, Value};
+use tests::deployment::with_heartbeats;
+use tests::http::request_with_body;
+use tests::RedisServer;
+
+const TOKEN: &str = "an-operators-token";
+
+/// Serves the admin router of `limiter` on a free loopback port, at `/admin`.
+async fn serve_admin(limiter: Limiter) -> SocketAddr {
+    let app = axum::Router::new().nest("/admin", admin::router(limiter, TOKEN).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    address
+}
+
+/// An answer, read: its status and headers as the `http` types take them, and its body as JSON.
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    json: Value,
+}
+
+/// `method path` with `authorization` (if any) and `body` (JSON), and what came back.
+async fn ask(
+    at: SocketAddr,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+    body: Option<Value>,
+) -> Answer {
+    let body = body.map(|b| b.to_string());
+    let mut headers: Vec<(&str, &str)> = authorization
+        .map(|a| ("authorization", a))
+        .into_iter()
+        .collect();
+    if body.is_some() {
+        headers.push(("content-type", "application/json"));
+    }
+    let response = request_with_body(at, method, path, &headers, body.as_deref()).await;
+    let mut map = HeaderMap::new();
+    for (name, value) in &response.headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).expect("a header name");
+        map.append(name, HeaderValue::from_str(value).expect("a header value"));
+    }
+    let json = match response.body.is_empty() {
+        true => Value::Null,
+        false => serde_json::from_str(&response.body).expect("a JSON body"),
+    };
+    Answer {
+        status: StatusCode::from_u16(response.status).expect("a status code"),
+        headers: map,
+        json,
+    }
+}
+
+/// [`ask`] with the token.
+async fn api(at: SocketAddr, method: &str, path: &str, body: Option<Value>) -> Answer {
+    let bearer = format!("Bearer {TOKEN}");
+    ask(at, method, path, Some(&bearer), body).await
+}
+
+/// The text of an error answer, which reads like a sentence: words, not a code or a dump.
+fn sentence(answer: &Answer) -> &str {
+    let fields: Vec<&String> = answer.json.as_object().expect("an object").keys().collect();
+    assert_eq!(fields, ["error"], "{}", answer.json);
+    let text = answer.json["error"].as_str().expect("a string");
+    assert!(text.split_whitespace().count() >= 4, "{text:?}");
+    assert!(
+        text.starts_with(|c: char| c.is_ascii_lowercase()),
+        "{text:?}"
+    );
+    let content_type = answer.headers.get(header::CONTENT_TYPE).unwrap();
+    assert_eq!(content_type, "application/json");
+    text
+}
+
+/// An override of `max: 0` made every call of every node a 413: it is refused as the attribute refuses
+/// `max = 0`, and no node's limit moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_override_of_max_zero_is_refused_with_a_sentence() {
+    let server = RedisServer::start();
+    let (a, b) = (
+        with_heartbeats(server.builder()),
+        with_heartbeats(server.builder()),
+    );
+    let at = serve_admin(a.clone()).await;
+    let rule = Rule::new().prefix("rate_limit:emp:").max(5);
+    for body in [
+        json!({ "prefix": "rate_limit:emp:", "max": 0 }),
+        json!({ "prefix": "rate_limit:emp:", "key": "1001", "max": 0, "window_ms": 1000 }),
+    ] {
+        let refused = api(at, "PUT", "/admin/api/overrides", Some(body.clone())).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{body}");
+        let why = sentence(&refused);
+        assert!(why.contains("max") && why.contains("at least 1"), "{why:?}");
+    }
+    let zero_window = json!({ "prefix": "rate_limit:emp:", "window_ms": 0 });
+    let refused = api(at, "PUT", "/admin/api/overrides", Some(zero_window)).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(sentence(&refused).contains("window_ms"));
+
+    assert_eq!(
+        api(at, "GET", "/admin/api/overrides", None).await.json,
+        json!([])
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for node in [&a, &b] {
+        assert!(node.overrides().is_empty(), "{:?}", node.overrides());
+        let decision = node.check(&rule, "1001").await;
+        assert!(decision.allowed && decision.limit == 5, "{decision:?}");
+    }
+    // A limit of one is a limit like any other.
+    let one = json!({ "prefix": "rate_limit:emp:", "max": 1 });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(one)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT);
+    assert_eq!(a.check(&rule, "1002").await.limit, 1);
+}
