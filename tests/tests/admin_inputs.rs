@@ -1,5 +1,6 @@
 //! The admin API is as strict as the attribute, against real Redis: it refuses a limit of zero with a 400
-//! that says why. Answers are read with `serde_json` and the `http` types, not compared as text.
+//! that says why, and tells a wrong token from a missing one (the `Bearer` scheme in any case). Answers are
+//! read with `serde_json` and the `http` types, not compared as text.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -123,4 +124,50 @@ async fn an_override_of_max_zero_is_refused_with_a_sentence() {
     let set = api(at, "PUT", "/admin/api/overrides", Some(one)).await;
     assert_eq!(set.status, StatusCode::NO_CONTENT);
     assert_eq!(a.check(&rule, "1002").await.limit, 1);
+}
+
+/// A token that is not the admin's is told so, apart from a request that brings none; the scheme is
+/// matched in any case (RFC 9110: `bearer`, `BEARER`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_told_apart_from_a_missing_one_in_any_case_of_the_scheme() {
+    let at = serve_admin(Limiter::in_memory()).await;
+    let wrong = [
+        "Bearer not-the-token".to_owned(),
+        "bearer not-the-token".to_owned(),
+        format!("Bearer {TOKEN}x"),
+    ];
+    let missing = [
+        "",
+        "Bearer ",
+        "Bearer",
+        "Basic YWxhZGRpbjpvcGVuc2VzYW1l",
+        TOKEN,
+    ];
+    for (authorization, told) in wrong
+        .iter()
+        .map(|a| (Some(a.as_str()), "wrong token"))
+        .chain(missing.iter().map(|&a| (Some(a), "is required")))
+        .chain([(None, "is required")])
+    {
+        let refused = ask(at, "GET", "/admin/api/switch", authorization, None).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::UNAUTHORIZED,
+            "{authorization:?}"
+        );
+        let challenge = refused.headers.get(header::WWW_AUTHENTICATE).unwrap();
+        assert_eq!(challenge, "Bearer", "{authorization:?}");
+        let why = sentence(&refused);
+        assert!(why.contains(told), "{authorization:?}: {why:?}");
+    }
+    for authorization in [
+        format!("Bearer {TOKEN}"),
+        format!("bearer {TOKEN}"),
+        format!("BEARER {TOKEN}"),
+        format!("BeArEr   {TOKEN}"),
+    ] {
+        let answer = ask(at, "GET", "/admin/api/switch", Some(&authorization), None).await;
+        assert_eq!(answer.status, StatusCode::OK, "{authorization:?}");
+        assert_eq!(answer.json, json!({ "enabled": true }));
+    }
 }

@@ -21,11 +21,12 @@
 //! | `GET`, `PUT`, `DELETE /api/overrides` | the overrides in force, `[{"prefix", "key", "max", "window_ms"}]`; `PUT` one (`key`, `max`, `window_ms` may be null; `max` and `window_ms` at least 1, as on the attribute), `DELETE` one (`{"prefix", "key"}`) |
 //! | `GET`, `PUT /api/switch` | `{"enabled": true}`: limiting on or off for every node ([`Limiter::set_enabled`]) |
 //!
-//! Every `/api` route wants `Authorization: Bearer <token>` (compared in constant time) and answers 401
-//! without it; errors are `{"error": "..."}`. Keys are shown as the key expression made them, without the
-//! store prefix. Policies, the most limited keys and the nodes come from every node's report through Redis
-//! (see [`Limiter::overview`]); when Redis does not answer, the nodes and policies are this node's alone, and
-//! the top keys answer 503.
+//! Every `/api` route wants `Authorization: Bearer <token>` (the scheme in any case, the token compared in
+//! constant time) and answers 401 without it, saying whether the token is missing or wrong; errors are
+//! `{"error": "..."}`, a sentence saying what is wrong (400 for a bad input). Keys are shown as the key
+//! expression made them, without the store prefix. Policies, the most limited keys and the nodes come from
+//! every node's report through Redis (see [`Limiter::overview`]); when Redis does not answer, the nodes and
+//! policies are this node's alone, and the top keys answer 503.
 
 mod api;
 mod auth;
