@@ -1,12 +1,13 @@
 //! The admin API is as strict as the attribute, against real Redis: it refuses a limit of zero with a 400
-//! that says why, and tells a wrong token from a missing one (the `Bearer` scheme in any case). Answers are
-//! read with `serde_json` and the `http` types, not compared as text.
+//! that says why, tells a wrong token from a missing one (the `Bearer` scheme in any case), and counts the
+//! calls `on_error = closed` refuses. Answers are read with `serde_json` and the `http` types, not compared
+//! as text.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
-use limiter_runtime::{admin, Limiter, Rule};
+use limiter_runtime::{admin, Limiter, OnError, Rule, Verdict};
 use serde_json::{json, Value};
 use tests::deployment::with_heartbeats;
 use tests::http::request_with_body;
@@ -170,4 +171,41 @@ async fn a_wrong_token_is_told_apart_from_a_missing_one_in_any_case_of_the_schem
         assert_eq!(answer.status, StatusCode::OK, "{authorization:?}");
         assert_eq!(answer.json, json!({ "enabled": true }));
     }
+}
+
+/// A call refused while Redis is down, under `on_error = closed`, is a refusal: the policies count it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policies_count_the_refusals_of_a_limit_that_fails_closed() {
+    let mut server = RedisServer::start();
+    let limiter = server
+        .builder()
+        .deadline(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let at = serve_admin(limiter.clone()).await;
+    let rule = Rule::new()
+        .prefix("closed:")
+        .name("closed")
+        .max(10)
+        .on_error(OnError::Closed);
+    assert!(limiter.check(&rule, "k").await.allowed);
+    server.kill();
+    for _ in 0..4 {
+        let refused = limiter.check(&rule, "k").await;
+        assert_eq!(refused.verdict, Verdict::Unavailable, "{refused:?}");
+        assert!(!refused.allowed);
+    }
+    let policies = api(at, "GET", "/admin/api/policies", None).await;
+    assert_eq!(policies.status, StatusCode::OK);
+    let closed = policies.json.as_array().unwrap();
+    let closed = closed.iter().find(|p| p["policy"] == "closed").unwrap();
+    assert_eq!(
+        (closed["decided"].as_u64(), closed["refused"].as_u64()),
+        (Some(5), Some(4)),
+        "{closed}"
+    );
+    assert!(closed["refused_per_s"].as_f64().unwrap() > 0.0, "{closed}");
+    let overview = limiter.overview().await;
+    assert!(overview.partial);
+    assert_eq!(overview.policies[0].refused, 4);
 }

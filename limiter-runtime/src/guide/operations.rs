@@ -126,11 +126,12 @@
 //!
 //! **The most limited keys.** Each node tallies its decisions per policy (by prefix, at most 128: a prefix
 //! made per tenant is not a policy): counts, and two bounded summaries of keys over the last minute
-//! (space-saving, 1,000 keys each): the most refused, and the most decided (one decision in 16). With
-//! Redis, every heartbeat (1 s) stores the node's report, its 100 most refused keys and 20 most decided, in
-//! one key of its own with the heartbeat's time to live
-//! (`limiter:report:{limiter:instances:<group>}:<node>`, in the Cluster slot of the group's set of
-//! instances, in the same script call as the heartbeat).
+//! (space-saving, 1,000 keys each): the most refused, and the most decided (one decision in 16). A call
+//! refused because Redis could not decide and its rule fails closed is counted among the policy's refusals,
+//! but not against its key: an outage says nothing of which keys are hot. With Redis, every heartbeat (1 s)
+//! stores the node's report, its 100 most refused keys and 20 most decided, in one key of its own with the
+//! heartbeat's time to live (`limiter:report:{limiter:instances:<group>}:<node>`, in the Cluster slot of the
+//! group's set of instances, in the same script call as the heartbeat).
 //! [`Limiter::top_limited`](crate::Limiter::top_limited) merges every live node's report: the whole
 //! service's most refused keys, each count never below the true one.
 //! [`Limiter::overview`](crate::Limiter::overview) adds each policy's decisions and refusals per second and

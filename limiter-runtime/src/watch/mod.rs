@@ -22,8 +22,8 @@ use std::time::Duration;
 use hashbrown::HashMap;
 
 pub(crate) use self::report::{NodeReport, PolicyReport};
-use self::tally::Tally;
 pub(crate) use self::tally::TRACKED;
+use self::tally::{Counted, Tally};
 pub(crate) use self::top::TopKeys;
 pub use self::view::{Inspection, NodeView, Overview, PolicyView, TopKey};
 use crate::call::{Call, Decided};
@@ -64,16 +64,18 @@ impl Watch {
         }
         for (limit, answer) in call.limits().iter().zip(decided.answers.iter()) {
             let decision = &answer.decision;
-            let refused = match decision.verdict {
+            let counted = match decision.verdict {
                 Verdict::SwitchedOff | Verdict::Skipped => continue,
-                Verdict::Limited => true,
-                Verdict::DegradedLocal => !decision.allowed,
-                _ => false,
+                Verdict::Limited => Counted::Limited,
+                Verdict::DegradedLocal if !decision.allowed => Counted::Limited,
+                // Refused all the same (`on_error = closed`, Redis down), though its key was not the cause.
+                Verdict::Unavailable => Counted::Unavailable,
+                _ => Counted::Admitted,
             };
             let key = limit.key.parts();
-            if !self.count(key.prefix, key.rest, refused) && !self.full.load(Ordering::Relaxed) {
+            if !self.count(key.prefix, key.rest, counted) && !self.full.load(Ordering::Relaxed) {
                 if let Some(tally) = self.first(limit.rule.clone(), key.prefix) {
-                    tally.count(key.rest, refused);
+                    tally.count(key.rest, counted);
                 }
             }
         }
@@ -86,11 +88,11 @@ impl Watch {
 
     /// Counts a decision on `key` in the tally of `prefix`, if it has one (whether it had).
     #[inline]
-    fn count(&self, prefix: &str, key: &str, refused: bool) -> bool {
+    fn count(&self, prefix: &str, key: &str, counted: Counted) -> bool {
         self.policies
             .load()
             .get(prefix)
-            .map(|tally| tally.count(key, refused))
+            .map(|tally| tally.count(key, counted))
             .is_some()
     }
 

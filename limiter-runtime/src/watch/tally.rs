@@ -26,6 +26,18 @@ const READ_CLOCK_EVERY: u32 = 32;
 /// The span of the counts' samples: the last minute.
 const MINUTE: Duration = Duration::from_secs(60);
 
+/// A decision, as a tally counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// The call went ahead.
+    Admitted,
+    /// Refused, the limit reached (by Redis, or by this node's share of it): the key is among the refused.
+    Limited,
+    /// Refused because Redis could not decide and the rule fails closed: a refusal, but its key was not the
+    /// cause, so it is not among the refused keys (an outage would make every busy key one).
+    Unavailable,
+}
+
 /// One policy, as this node has seen it.
 #[derive(Debug)]
 pub(crate) struct Tally {
@@ -97,16 +109,17 @@ impl Tally {
         }
     }
 
-    /// Counts a decision on `key`, `refused` or not.
+    /// Counts a decision on `key`.
     #[inline]
-    pub(crate) fn count(&self, key: &str, refused: bool) {
+    pub(crate) fn count(&self, key: &str, counted: Counted) {
         let n = self.decided.fetch_add(1, Ordering::Relaxed);
         let sampled = n.is_multiple_of(SAMPLED);
-        if refused {
+        if counted != Counted::Admitted {
             self.refused.fetch_add(1, Ordering::Relaxed);
         }
-        if refused || sampled {
-            self.remember(key, refused, sampled);
+        let limited = counted == Counted::Limited;
+        if limited || sampled {
+            self.remember(key, limited, sampled);
         }
     }
 
@@ -178,5 +191,22 @@ impl Tally {
             refused_keys: keys(&recent.refused, refused_keys),
             decided_keys: keys(&recent.decided, decided_keys),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call refused because Redis could not decide is a refusal of the policy, not of its key.
+    #[test]
+    fn a_refusal_for_want_of_redis_is_counted_but_not_against_its_key() {
+        let tally = Tally::new("p".into(), "p:".into(), Rule::new());
+        tally.count("hot", Counted::Limited);
+        tally.count("down", Counted::Unavailable);
+        tally.count("calm", Counted::Admitted);
+        let report = tally.report(10, 10);
+        assert_eq!((report.decided, report.refused), (3, 2));
+        assert_eq!(report.refused_keys, [("hot".to_owned(), 1)]);
     }
 }

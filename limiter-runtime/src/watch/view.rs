@@ -58,11 +58,13 @@ pub struct PolicyView {
     pub prefix: String,
     /// Decisions per second, over the last second or so, summed over the nodes.
     pub decided_per_s: f64,
-    /// Refusals per second (the limit reached), likewise.
+    /// Refusals per second, likewise: the limit reached, and calls refused because Redis could not decide
+    /// and the rule fails closed ([`OnError::Closed`](crate::OnError::Closed)).
     pub refused_per_s: f64,
     /// Decisions over the last minute.
     pub decided: u64,
-    /// Refusals over the last minute.
+    /// Refusals over the last minute, of either kind (those of a rule failing closed are not counted against
+    /// their keys: [`TopKey`] is of the limit reached).
     pub refused: u64,
     /// The keys most decided over the last minute, heaviest first, with their decisions: an estimate, from one
     /// decision in 16 (each weighing 16), never above `decided`.
