@@ -1,13 +1,13 @@
 //! The admin API is as strict as the attribute, against real Redis: it refuses a limit of zero with a 400
-//! that says why, tells a wrong token from a missing one (the `Bearer` scheme in any case), and counts the
-//! calls `on_error = closed` refuses. Answers are read with `serde_json` and the `http` types, not compared
-//! as text.
+//! that says why, tells a wrong token from a missing one (the `Bearer` scheme in any case), counts the calls
+//! `on_error = closed` refuses, and inspects a key under a policy that another node used. Answers are read
+//! with `serde_json` and the `http` types, not compared as text.
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
-use limiter_runtime::{admin, Limiter, OnError, Rule, Verdict};
+use limiter_runtime::{admin, Algorithm, Limiter, OnError, Rule, Verdict};
 use serde_json::{json, Value};
 use tests::deployment::with_heartbeats;
 use tests::http::request_with_body;
@@ -208,4 +208,103 @@ async fn the_policies_count_the_refusals_of_a_limit_that_fails_closed() {
     let overview = limiter.overview().await;
     assert!(overview.partial);
     assert_eq!(overview.policies[0].refused, 4);
+}
+
+/// Node a decides keys under policies that node b never used: b's admin API inspects them all the same, from
+/// what a reports through Redis, with a's terms (a token bucket's burst, a calendar quota's zone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_answers_for_a_policy_any_node_used() {
+    let server = RedisServer::start();
+    let (a, b) = (
+        with_heartbeats(server.builder()),
+        with_heartbeats(server.builder()),
+    );
+    let at = serve_admin(b.clone()).await;
+    let bucket = Rule::new()
+        .prefix("rate_limit:emp:")
+        .name("employee")
+        .algorithm(Algorithm::TokenBucket)
+        .max(10)
+        .burst(4)
+        .window(Duration::from_secs(3_600));
+    let daily = Rule::new()
+        .prefix("tokens:")
+        .period(limiter_runtime::Period::Day)
+        .tz(limiter_runtime::Zone::get("Asia/Tokyo").unwrap())
+        .max(1_000);
+    for _ in 0..3 {
+        assert!(a.check(&bucket, "1001").await.allowed);
+    }
+    assert!(a.check_cost(&daily, "acme", 250).await.allowed);
+
+    // Within a heartbeat or two, a has reported both.
+    let started = Instant::now();
+    while b.overview().await.policies.len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a never reported"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for path in [
+        "/admin/api/inspect?policy=employee&key=1001",
+        "/admin/api/inspect?policy=rate_limit:emp:&key=1001",
+    ] {
+        let state = api(at, "GET", path, None).await;
+        assert_eq!(state.status, StatusCode::OK, "{path}: {}", state.json);
+        let (used, remaining) = (
+            state.json["used"].as_u64(),
+            state.json["remaining"].as_u64(),
+        );
+        // The burst of 4 is the bucket's room, not the max of 10.
+        assert_eq!((used, remaining), (Some(3), Some(1)), "{}", state.json);
+        assert_eq!(state.json["limit"], 10);
+        assert_eq!(state.json["window_ms"], 3_600_000);
+        assert_eq!(state.json["policy"], "employee");
+        assert_eq!(
+            comparable(&state.json),
+            a_inspected(&a, &bucket, "1001").await
+        );
+    }
+    let state = api(
+        at,
+        "GET",
+        "/admin/api/inspect?policy=tokens:&key=acme",
+        None,
+    )
+    .await;
+    assert_eq!(state.status, StatusCode::OK, "{}", state.json);
+    assert_eq!(
+        comparable(&state.json),
+        a_inspected(&a, &daily, "acme").await
+    );
+    assert_eq!(state.json["used"], 250);
+
+    let unknown = api(at, "GET", "/admin/api/inspect?policy=nope&key=1", None).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(sentence(&unknown).contains("\"nope\""));
+}
+
+/// An inspection as the admin API wrote it, but `deny_cached` (each node's own) and the times (which move).
+fn comparable(state: &Value) -> Value {
+    let mut state = state.clone();
+    let fields = state.as_object_mut().expect("an object");
+    for moving in ["deny_cached", "retry_after_ms", "reset_after_ms"] {
+        assert!(fields.remove(moving).is_some(), "{moving}");
+    }
+    state
+}
+
+/// What `limiter` itself says of `key` under `rule`, written as [`comparable`] leaves the admin API's.
+async fn a_inspected(limiter: &Limiter, rule: &Rule, key: &str) -> Value {
+    let state = limiter.inspect(rule, key).await.unwrap();
+    json!({
+        "policy": state.policy,
+        "key": state.key,
+        "limit": state.limit,
+        "window_ms": state.window.as_millis() as u64,
+        "used": state.used,
+        "remaining": state.remaining,
+        "in_flight": state.in_flight,
+    })
 }

@@ -143,7 +143,11 @@
 //!
 //! **The admin router and its page** (feature `admin`). `limiter_runtime::admin::router` serves
 //! those views as JSON, a key's state, the overrides (list, set, clear) and the switch, behind a bearer token
-//! compared in constant time, and a live page at its root: one HTML page with its script inline, updated
+//! compared in constant time, and a live page at its root. It inspects a key under a policy by its name or
+//! prefix, with the policy's terms (algorithm, `max`, window, burst, zone...) as the node that decided it
+//! counts it: each node's report carries them, so any node answers for a policy any node used. Its inputs are
+//! as strict as the attribute's: an override of `max` 0 is a 400 that says why, and a wrong token is told
+//! apart from a missing one. The page is one HTML page with its script inline, updated
 //! every second, with per-policy charts, the top limited keys, the nodes and a form for overrides. The page
 //! asks for the token once and keeps it in the tab's session storage, never in a URL. The example service
 //! mounts it at `/admin` (`ADMIN_TOKEN` required); `tests/tests/admin_page.rs` drives it in headless

@@ -9,6 +9,7 @@
 
 mod report;
 mod tally;
+mod terms;
 mod top;
 mod view;
 
@@ -163,6 +164,17 @@ impl Watch {
             .find(|t| t.policy == policy || t.prefix == policy)
             .map(|t| t.rule.clone())
     }
+}
+
+/// The rule of the policy named (or prefixed) `policy` in the first of the nodes' `reports` that has it: a
+/// policy that another node decided, for the admin API to inspect a key under.
+#[cfg_attr(not(feature = "admin"), allow(dead_code))]
+pub(crate) fn rule_in(reports: &[(NodeReport, Duration)], policy: &str) -> Option<Rule> {
+    reports
+        .iter()
+        .flat_map(|(report, _)| &report.policies)
+        .filter(|p| p.policy == policy || p.prefix == policy)
+        .find_map(|p| p.rule.clone())
 }
 
 /// The service's view, from each node's report (`this` is this node's, read now; the others' as Redis holds

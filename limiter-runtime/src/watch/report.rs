@@ -4,13 +4,20 @@
 //! ```text
 //! node     <id> <breaker open: 0|1> <degraded decisions> <limiting on: 0|1>
 //! policy   <name> <prefix> <decisions/s> <refusals/s> <decisions> <refusals>   (the last minute)
+//! rule     <name=value>...                                                  (the policy's above: `terms`)
 //! refused  <count> <key>                                                     (the policy's above)
 //! decided  <count> <key>
 //! ```
 //!
 //! Text fields escape `\`, tab, newline and carriage return (`\\`, `\t`, `\n`, `\r`): a key holds anything.
+//! A line of a kind this version does not know is skipped, so that a later version can add some. (Versions
+//! before the `rule` line drop a report that has one: while they run beside this one, their operators' views
+//! miss its nodes.)
 
 use std::fmt::Write as _;
+
+use super::terms;
+use crate::Rule;
 
 /// One policy as one node saw it over the last minute.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +32,9 @@ pub(crate) struct PolicyReport {
     pub(crate) refused_keys: Vec<(String, u64)>,
     /// The most decided keys (sampled), heaviest first, with their decisions.
     pub(crate) decided_keys: Vec<(String, u64)>,
+    /// Its rule as the node first saw it (named `policy`, under `prefix`): what any node inspects a key of it
+    /// under. `None` from a report without it.
+    pub(crate) rule: Option<Rule>,
 }
 
 /// What one node reports.
@@ -61,6 +71,9 @@ impl NodeReport {
                 p.decided,
                 p.refused
             );
+            if let Some(rule) = &p.rule {
+                let _ = writeln!(out, "rule\t{}", terms::encode(rule).join("\t"));
+            }
             for (kind, keys) in [("refused", &p.refused_keys), ("decided", &p.decided_keys)] {
                 for (key, count) in keys {
                     let _ = writeln!(out, "{kind}\t{count}\t{}", escape(key));
@@ -103,7 +116,12 @@ impl NodeReport {
                         refused: refused.parse().ok()?,
                         refused_keys: Vec::new(),
                         decided_keys: Vec::new(),
+                        rule: None,
                     })
+                }
+                ["rule", fields @ ..] => {
+                    let policy = report.policies.last_mut()?;
+                    policy.rule = terms::decode(&policy.policy, &policy.prefix, fields);
                 }
                 [kind @ ("refused" | "decided"), count, key] => {
                     let policy = report.policies.last_mut()?;
@@ -113,7 +131,8 @@ impl NodeReport {
                     };
                     keys.push((unescape(key), count.parse().ok()?));
                 }
-                _ => return None,
+                ["node" | "policy" | "refused" | "decided", ..] => return None,
+                _ => {}
             }
         }
         Some(report)
@@ -178,10 +197,20 @@ mod tests {
                 refused: 15,
                 refused_keys: vec![("tab\there\nnewline\\slash".into(), 9), ("".into(), 1)],
                 decided_keys: vec![("ünï cödé".into(), 32)],
+                rule: Some(Rule::new().prefix("rate_limit:emp:").name("emp").max(7)),
             }],
         };
-        assert_eq!(NodeReport::decode(&report.encode()), Some(report));
+        // The rule reads back as the rule it was, every part it left out set.
+        let mut read = NodeReport::decode(&report.encode()).unwrap();
+        let rule = read.policies[0].rule.take().map(Rule::completed);
+        assert_eq!(rule, report.policies[0].rule.clone().map(Rule::completed));
+        read.policies[0].rule.clone_from(&report.policies[0].rule);
+        assert_eq!(read, report);
         assert_eq!(NodeReport::decode("garbage"), None);
         assert_eq!(NodeReport::decode("node\tx\t0\t0\t1\nrefused\t1\tk"), None);
+        assert_eq!(NodeReport::decode("node\tx\t0\t0\t1\npolicy\tp"), None);
+        // A line of a kind a later version added is skipped.
+        let later = format!("{}future\t1\t2\n", report.encode());
+        assert!(NodeReport::decode(&later).is_some());
     }
 }

@@ -44,8 +44,8 @@ pub(crate) struct Tally {
     /// The policy's name ([`RateLimited::policy`](crate::RateLimited::policy)).
     pub(crate) policy: String,
     pub(crate) prefix: String,
-    /// Its rule as first seen, resolved: what an operator's `inspect` of a key under it reads.
-    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    /// Its rule as first seen, resolved: what an operator's `inspect` of a key under it reads, on any node
+    /// (it goes in the node's report).
     pub(crate) rule: Rule,
     decided: AtomicU64,
     refused: AtomicU64,
@@ -190,6 +190,7 @@ impl Tally {
             refused: refused - first_refused,
             refused_keys: keys(&recent.refused, refused_keys),
             decided_keys: keys(&recent.decided, decided_keys),
+            rule: Some(self.rule.clone()),
         }
     }
 }

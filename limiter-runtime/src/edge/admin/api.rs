@@ -11,7 +11,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::Admin;
-use crate::{Error, Override};
+use crate::{watch, Error, Override};
 
 /// The live page.
 const PAGE: &str = include_str!("page.html");
@@ -101,9 +101,21 @@ pub(super) async fn inspect(
     let (Some(policy), Some(key)) = (query.get("policy"), query.get("key")) else {
         return error(StatusCode::BAD_REQUEST, "policy and key are required");
     };
-    let Some(rule) = admin.limiter.pipeline.observers.watch.rule_of(policy) else {
-        let text = format!("no call has used the policy {policy:?} on this node");
-        return error(StatusCode::NOT_FOUND, text);
+    // A policy this node decided, else one another node reports (with the terms it counts it under).
+    let pipeline = &admin.limiter.pipeline;
+    let rule = match pipeline.observers.watch.rule_of(policy) {
+        Some(rule) => rule,
+        None => match pipeline.backend.reports().await {
+            Ok(reports) => match watch::rule_in(&reports, policy) {
+                Some(rule) => rule,
+                None => {
+                    let text =
+                        format!("no node has used the policy {policy:?} (by name or by prefix)");
+                    return error(StatusCode::NOT_FOUND, text);
+                }
+            },
+            Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
+        },
     };
     match admin.limiter.inspect(&rule, key).await {
         Ok(state) => fresh(json!({

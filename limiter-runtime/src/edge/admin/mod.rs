@@ -16,7 +16,7 @@
 //! | `GET /` | the live page: one HTML page, its script inline, updated every second (no token in its URL: it asks for it once, and keeps it in the tab's session storage) |
 //! | `GET /api/policies` | `[{"policy", "prefix", "decided_per_s", "refused_per_s", "decided", "refused", "busiest": [{"key", "decided"}]}]`, for the whole service |
 //! | `GET /api/top?n=10` | the most refused keys over the last minute, `[{"policy", "key", "refused"}]`, highest first (n at most 100) |
-//! | `GET /api/inspect?policy=P&key=K` | a key's state ([`Limiter::inspect`]), `{"policy", "key", "limit", "window_ms", "used", "remaining", "retry_after_ms", "reset_after_ms", "in_flight", "deny_cached"}`; 404 for a policy no call has used on this node |
+//! | `GET /api/inspect?policy=P&key=K` | a key's state ([`Limiter::inspect`]), `{"policy", "key", "limit", "window_ms", "used", "remaining", "retry_after_ms", "reset_after_ms", "in_flight", "deny_cached"}`; under the policy as the node that decided it counts it (this one, or another, from its report through Redis); 404 for a policy no node has used |
 //! | `GET /api/nodes` | `[{"node", "this", "store", "redis", "degraded", "enabled", "seen_ms_ago"}]` |
 //! | `GET`, `PUT`, `DELETE /api/overrides` | the overrides in force, `[{"prefix", "key", "max", "window_ms"}]`; `PUT` one (`key`, `max`, `window_ms` may be null; `max` and `window_ms` at least 1, as on the attribute), `DELETE` one (`{"prefix", "key"}`) |
 //! | `GET`, `PUT /api/switch` | `{"enabled": true}`: limiting on or off for every node ([`Limiter::set_enabled`]) |
