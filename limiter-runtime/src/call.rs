@@ -134,7 +134,8 @@ pub(crate) struct CallLimit<'r> {
 pub(crate) enum Preset {
     /// The call skips it (its `skip_if` held): admitted, counted nowhere.
     Skipped,
-    /// It admits nothing (`max = 0`; no algorithm divides by zero).
+    /// It admits nothing (`max = 0`; no algorithm divides by zero): every call is too large for it, with no
+    /// time to retry after.
     Closed,
 }
 
@@ -332,7 +333,7 @@ impl Preset {
     pub(crate) fn outcome(self, charge: &Charge) -> Outcome {
         match self {
             Preset::Skipped => Outcome::admit(charge.max),
-            Preset::Closed => Outcome::denied(0, charge.window, 0),
+            Preset::Closed => Outcome::denied(0, 0, 0),
         }
     }
 }

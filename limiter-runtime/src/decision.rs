@@ -32,7 +32,8 @@ pub struct Decision {
     /// Admissions left in the current window after this call.
     pub remaining: u64,
     /// When denied, how long until a call of the same cost would be admitted if nothing else happened;
-    /// zero when allowed.
+    /// zero when allowed, and when no wait admits it (a cost above the limit, or a limit of zero: refused as
+    /// [`Reason::TooLarge`](crate::Reason::TooLarge)).
     pub retry_after: Duration,
     /// How long until the limit is back to its full quota if nothing else happened.
     pub reset_after: Duration,

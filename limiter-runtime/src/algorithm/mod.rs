@@ -171,8 +171,11 @@ pub(crate) struct Charge {
 
 impl Charge {
     /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
-    /// capacity, never is: its `retry_after` is only nominal).
+    /// capacity, never is, nor any call of a limit of zero: its `retry_after` is only nominal).
     pub(crate) fn can_fit(&self, algorithm: Algorithm) -> bool {
+        if self.max == 0 {
+            return false;
+        }
         match algorithm {
             // A call holds one permit, whatever its cost.
             Algorithm::InFlight => true,

@@ -190,7 +190,9 @@
 //! expression is computed from the borrowed arguments, like `key`, and must be an unsigned integer. A cost is
 //! a weight, never a number of stored entries, for every algorithm. A call whose cost is above what the limit
 //! can ever admit (above `max`, or above a token bucket's `burst`) is refused with
-//! [`Reason::TooLarge`](crate::Reason::TooLarge): no wait would admit it, so its `retry_after` is zero.
+//! [`Reason::TooLarge`](crate::Reason::TooLarge): no wait would admit it, so its `retry_after` is zero. So is
+//! every call of a limit of zero (`Rule::max(0)`, `Rule::in_flight(0)` with the plain API), in memory and on
+//! Redis alike.
 //!
 //! Costs go best with a bucket or a window. A sliding log keeps one entry per admitted call, weighing its
 //! cost: it stays exact in every interval, but its memory grows with the number of calls in the window. A

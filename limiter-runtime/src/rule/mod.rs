@@ -21,7 +21,10 @@ pub(crate) use self::resolve::Defaults;
 /// [`LimiterBuilder`](crate::LimiterBuilder)), exactly as for an attribute argument left out of
 /// `#[rate_limit]`. Build it once (a `static` with [`LazyLock`](std::sync::LazyLock), say) and reuse it.
 ///
-/// `max = 0` rejects every call; a `window` shorter than a microsecond counts as one microsecond.
+/// `max = 0` (or `in_flight(0)`) rejects every call as too large
+/// ([`Reason::TooLarge`](crate::Reason::TooLarge), HTTP 413): no wait admits one, so there is no time to
+/// retry after (the attribute refuses `max = 0` at compile time, and an override refuses it at run time). A
+/// `window` shorter than a microsecond counts as one microsecond.
 ///
 /// # Example
 ///
@@ -182,6 +185,8 @@ impl Rule {
     /// renews it (it does, every third of it, while the permit is held). A node that dies keeps its permits
     /// taken for at most that long (fewer calls run meanwhile, never more); a node cut off from Redis for
     /// longer loses them while its bodies may still run, so only then can more than `permits` run at once.
+    ///
+    /// No permit at all (`in_flight(0)`) refuses every call as too large, like `max = 0`.
     pub const fn in_flight(mut self, permits: u64) -> Self {
         self.algorithm = Some(Algorithm::InFlight);
         self.max = Some(permits);
