@@ -58,6 +58,20 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
         "{error}"
     );
     std::env::remove_var("LIMITER_REDIS_URL");
+    // A deadline is a bound on one decision: a minute at most (what a hung Redis may cost each call).
+    for (deadline, bounded) in [("60s", true), ("1m", true), ("61s", false), ("1h", false)] {
+        std::env::set_var("LIMITER_DEADLINE", deadline);
+        match Limiter::from_env() {
+            Ok(_) => assert!(bounded, "LIMITER_DEADLINE={deadline} was taken"),
+            Err(Error::InvalidEnv { name, value, .. }) if !bounded => {
+                assert_eq!((name, value.as_str()), ("LIMITER_DEADLINE", deadline))
+            }
+            Err(other) => panic!("LIMITER_DEADLINE={deadline}: {other}"),
+        }
+    }
+    let error = Limiter::from_env().unwrap_err().to_string();
+    assert!(error.contains("at most 60s"), "{error}");
+    std::env::remove_var("LIMITER_DEADLINE");
     std::env::set_var("LIMITER_ON_ERROR", "sometimes");
     let error = Limiter::from_env().unwrap_err();
     assert_eq!(

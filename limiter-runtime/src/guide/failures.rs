@@ -8,7 +8,8 @@
 //!
 //! Every Redis decision has a deadline: 50 ms by default
 //! ([`DEFAULT_DEADLINE`](crate::DEFAULT_DEADLINE)), set with
-//! [`LimiterBuilder::deadline`](crate::LimiterBuilder::deadline) or `LIMITER_DEADLINE`. A decision that
+//! [`LimiterBuilder::deadline`](crate::LimiterBuilder::deadline) or `LIMITER_DEADLINE` (at most 60 s: a
+//! longer one is refused, naming the variable). A decision that
 //! misses it counts as a failure and is decided by the failure policy. It is never sent again, because Redis
 //! may already have applied it. The only retry is for `NOSCRIPT` (after a restart, a failover or
 //! `SCRIPT FLUSH`): one `EVAL` of the script's source, which loads and runs it in one step.

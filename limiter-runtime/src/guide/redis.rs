@@ -166,7 +166,7 @@
 //! | `LIMITER_MESSAGE` | [`message`](crate::LimiterBuilder::message) | `slow down` |
 //! | `LIMITER_ALGORITHM` | the default algorithm | `token_bucket` |
 //! | `LIMITER_ON_ERROR` | [`on_error`](crate::LimiterBuilder::on_error) | `open`, `closed`, `local` |
-//! | `LIMITER_DEADLINE` | [`deadline`](crate::LimiterBuilder::deadline) | `20ms` |
+//! | `LIMITER_DEADLINE` | [`deadline`](crate::LimiterBuilder::deadline), at most 60 s (a call may wait that long while Redis hangs) | `20ms` |
 //!
 //! An unset or empty variable changes nothing. A value that cannot be read, or a file that cannot be used, is
 //! an error naming the variable.

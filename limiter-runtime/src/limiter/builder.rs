@@ -12,6 +12,10 @@ use crate::clock::{Clock, SystemClock};
 use crate::rule::{duration, env, parse_env, Defaults};
 use crate::{Error, Limiter, OnError, Rule, DEFAULT_DEADLINE, REDIS_URL_ENV};
 
+/// The longest deadline `LIMITER_DEADLINE` sets: while Redis hangs, each call may wait its deadline (until the
+/// breaker opens), so a minute or more is a mistake (a unit left out), not a bound.
+const MAX_ENV_DEADLINE: Duration = Duration::from_secs(60);
+
 /// Builds a [`Limiter`]: the store, the crate-wide defaults, the Redis deadline and what happens when Redis
 /// fails.
 ///
@@ -235,7 +239,7 @@ impl LimiterBuilder {
     /// | `LIMITER_MESSAGE` | [`message`](LimiterBuilder::message) | `slow down` |
     /// | `LIMITER_ALGORITHM` | the default algorithm | `token_bucket` |
     /// | `LIMITER_ON_ERROR` | [`on_error`](LimiterBuilder::on_error) | `open`, `closed`, `local` |
-    /// | `LIMITER_DEADLINE` | [`deadline`](LimiterBuilder::deadline) | `20ms` |
+    /// | `LIMITER_DEADLINE` | [`deadline`](LimiterBuilder::deadline), at most 60 s | `20ms` |
     ///
     /// An unset or empty variable changes nothing; an unreadable one (or a file it names) is an error naming
     /// it. With `LIMITER_REDIS_URL` unset, the limiter counts in this process's memory, and says so at warn
@@ -278,8 +282,8 @@ impl LimiterBuilder {
             let deadline = parse_env(
                 "LIMITER_DEADLINE",
                 &v,
-                "a duration longer than zero, such as 20ms",
-                |v| duration(v).filter(|d| !d.is_zero()),
+                "a duration longer than zero and at most 60s (it bounds each decision), such as 20ms",
+                |v| duration(v).filter(|d| !d.is_zero() && *d <= MAX_ENV_DEADLINE),
             );
             crate::rule::set(&mut self.deadline, deadline, &mut errors);
         }
