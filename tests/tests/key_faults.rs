@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use limiter_runtime::{Algorithm, Limiter, OnError, Reason, Rule};
+use limiter_runtime::{Algorithm, OnError, Reason, Rule};
 use tests::logs::Captured;
 use tests::RedisServer;
 
