@@ -5,6 +5,8 @@
 
 #[cfg(feature = "admin")]
 pub mod admin;
+#[cfg(feature = "tower")]
+pub(crate) mod body;
 #[cfg(any(feature = "tonic", feature = "tower"))]
 pub(crate) mod grpc;
 #[cfg(any(feature = "axum", feature = "tower"))]

@@ -11,6 +11,7 @@ use http::request::Parts;
 use http_body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
 
+use crate::edge::body::HoldingBody;
 use crate::edge::grpc;
 use crate::{Permit, RateLimited, Reason};
 
@@ -26,7 +27,7 @@ pin_project! {
 pin_project! {
     #[project = KindProjection]
     enum Kind<B> {
-        Inner { #[pin] body: B, permit: Option<Permit> },
+        Inner { #[pin] body: HoldingBody<B> },
         Refusal { text: Option<Bytes> },
     }
 }
@@ -35,7 +36,9 @@ impl<B> ResponseBody<B> {
     /// The inner service's body, holding the request's permits in flight until it is done.
     pub(super) fn new(body: B, permit: Option<Permit>) -> Self {
         ResponseBody {
-            kind: Kind::Inner { body, permit },
+            kind: Kind::Inner {
+                body: HoldingBody::new(body, permit),
+            },
         }
     }
 
@@ -57,14 +60,7 @@ impl<B: http_body::Body<Data = Bytes>> http_body::Body for ResponseBody<B> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         match self.project().kind.project() {
-            KindProjection::Inner { body, permit } => {
-                let frame = body.poll_frame(cx);
-                if matches!(frame, Poll::Ready(None | Some(Err(_)))) {
-                    // Done: its permits go back now, not when the body is dropped.
-                    permit.take();
-                }
-                frame
-            }
+            KindProjection::Inner { body } => body.poll_frame(cx),
             KindProjection::Refusal { text } => Poll::Ready(text.take().map(Frame::data).map(Ok)),
         }
     }
