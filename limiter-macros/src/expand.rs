@@ -199,7 +199,8 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
         .iter()
         .map(|args| args.count.as_ref().filter(|variant| *variant != "All"))
         .collect();
-    // A permit in flight is held while the body runs, and given back when it ends however it ends.
+    // A permit in flight is held while the body runs, and given back when it ends however it ends; or, for a
+    // function written to return an HTTP response, until the response's body ends.
     let in_flight = limits.iter().any(|args| args.in_flight.is_some());
     let by_outcome = in_flight || counting.iter().any(Option::is_some);
     let enforce = if by_outcome {
@@ -223,10 +224,36 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
         let #checked = #site.#enforce([#(#keys),*]);
     };
     if by_outcome {
-        let counts = counting.iter().map(|count| {
-            let variant = count.map_or_else(|| Ident::new("All", Span::call_site()), Clone::clone);
-            quote!(#krate::__private::counts(&#result, #krate::__private::Count::#variant))
+        // A limit that counts every outcome reads none of it (the return type need not be a `Result`).
+        let counts = counting.iter().map(|count| match count {
+            Some(variant) => {
+                quote!(#krate::__private::counts(&#result, #krate::__private::Count::#variant))
+            }
+            None => quote!(true),
         });
+        // Settled as the rest, but for the permits, which the response's body holds until it ends. The call
+        // carries the return type's span, as the rejection's does: a type that cannot hold them is reported
+        // there.
+        let settled = if in_flight && answers_http(ret) {
+            let permit = Ident::new("__limiter_permit", Span::mixed_site());
+            let streamed_fn = Ident::new("__limiter_streamed", Span::mixed_site());
+            let streamed_call = Ident::new("__limiter_streamed", ret.span());
+            let streamed = quote_spanned! {ret.span()=>
+                #streamed_call::<#ret>(&mut #result, #permit)
+            };
+            quote! {
+                let #permit = #checked.settle_keeping_permits([#(#counts),*]).await;
+                let mut #result = #result;
+                use #krate::__private::streamed as #streamed_fn;
+                #krate::__private::release(#streamed).await;
+                #result
+            }
+        } else {
+            quote! {
+                #checked.settle([#(#counts),*]).await;
+                #result
+            }
+        };
         return syn::parse_quote!({
             #(#skips)*
             #site_and_call
@@ -240,8 +267,7 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             // The body runs as a future of its own, typed as the function returns, so that its `return` and `?`
             // mean what they meant; then what its outcome does not count is given back.
             let #result: #ret = #krate::__private::body::<#ret, _>(async move #body).await;
-            #checked.settle([#(#counts),*]).await;
-            #result
+            #settled
         });
     }
     let body = spliced(body);
@@ -267,6 +293,39 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
         }
         _ => syn::parse_quote!({ #(#skips)* #check #body }),
     }
+}
+
+/// Whether the written return type is an HTTP response, whose body holds the permits in flight: a path ending
+/// in `Response` (`Response`, `axum::response::Response`, `http::Response<Body>`), or a `Result` of one
+/// (`Result<Response, E>`, `axum::response::Result<Response>`). Read from the tokens, as written: an alias
+/// named otherwise is not one.
+fn answers_http(ret: &Type) -> bool {
+    fn last(ty: &Type) -> Option<&syn::PathSegment> {
+        match ty {
+            Type::Path(path) if path.qself.is_none() => path.path.segments.last(),
+            Type::Group(group) => last(&group.elem),
+            Type::Paren(paren) => last(&paren.elem),
+            _ => None,
+        }
+    }
+    let Some(segment) = last(ret) else {
+        return false;
+    };
+    if segment.ident == "Response" {
+        return true;
+    }
+    if segment.ident != "Result" {
+        return false;
+    }
+    let syn::PathArguments::AngleBracketed(arguments) = &segment.arguments else {
+        return false;
+    };
+    let ok = arguments.args.iter().find_map(|argument| match argument {
+        syn::GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    });
+    ok.and_then(last)
+        .is_some_and(|segment| segment.ident == "Response")
 }
 
 /// The body as the guarded block ends with it. A body of one expression is that expression: left in braces of
@@ -424,6 +483,43 @@ impl VisitMut for SelfToAsyncTraitSelf {
         if path.qself.is_none() && path.path.is_ident("self") {
             let span = path.path.segments[0].ident.span();
             path.path.segments[0].ident = Ident::new("__self", span);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answers_http;
+
+    fn answers(ty: &str) -> bool {
+        answers_http(&syn::parse_str(ty).unwrap())
+    }
+
+    /// A response as written, or a `Result` of one, is an HTTP response; nothing else is, whatever it names.
+    #[test]
+    fn a_response_or_a_result_of_one_is_an_http_response() {
+        for ty in [
+            "Response",
+            "axum::response::Response",
+            "::http::Response<Body>",
+            "Result<Response, AppError>",
+            "std::result::Result<axum::response::Response, RateLimited>",
+            "axum::response::Result<Response>",
+        ] {
+            assert!(answers(ty), "{ty}");
+        }
+        for ty in [
+            "Result<String, RateLimited>",
+            "Result<Json<Response>, E>",
+            "AppResult<Response>",
+            "Option<Response>",
+            "impl IntoResponse",
+            "Result<impl IntoResponse, E>",
+            "Responses",
+            "<T as Trait>::Response",
+            "(Response, u8)",
+        ] {
+            assert!(!answers(ty), "{ty}");
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::limiter::Held;
 use crate::pipeline::after;
-use crate::{Limiter, RateLimited, Rule, Zone};
+use crate::{Limiter, Permit, RateLimited, Rule, Zone};
 
 /// One annotated function: its limits as written on its attributes (top first), and its path (the default
 /// key).
@@ -223,6 +223,68 @@ impl<const N: usize> Admission<N> {
             held.give_back(&units).await;
         }
     }
+
+    /// [`settle`](Admission::settle) for a function written to return an HTTP response: gives back now what the
+    /// outcome does not count, and returns the permits in flight (none when nothing was charged), for the
+    /// response's body to hold until it ends.
+    pub async fn settle_keeping_permits(mut self, counted: [bool; N]) -> Option<Permit> {
+        let held = self.0.take()?;
+        let mut units = held.costs();
+        for ((units, counted), permit) in units.iter_mut().zip(counted).zip(held.permits()) {
+            if permit == 1 || counted {
+                *units = 0;
+            }
+        }
+        if units.iter().any(|&units| units > 0) {
+            held.give_back(&units).await;
+        }
+        let Held {
+            limiter,
+            call,
+            decided,
+        } = *held;
+        Some(Permit::new(limiter, call, decided))
+    }
+}
+
+/// What a function with a limit in flight returns when its written return type is an HTTP response (a path
+/// ending in `Response`, or a `Result` of one): its body holds the call's permits in flight until it ends,
+/// not the function. An axum `Response` (feature `axum`) and a `Result` of one do.
+#[diagnostic::on_unimplemented(
+    message = "`#[rate_limit(in_flight = ..)]` cannot hold its permit until the body of `{Self}` ends",
+    label = "written as an HTTP response: the permit is held until its body has been sent",
+    note = "an axum `Response` (or `Result<Response, E>`) holds it with the `axum` feature of \
+            `limiter-runtime`; a `tonic::Response` gives it back when the function returns (feature `tonic`)",
+    note = "a type named `Response` that is not an HTTP response: return it through an alias named otherwise, \
+            and the permit is given back when the function returns"
+)]
+pub trait Streamed {
+    /// Hands `permit` to the body, which gives it back once it has ended or been dropped; or returns it, to be
+    /// given back now, when there is no body to hold it.
+    fn hold(&mut self, permit: Permit) -> Option<Permit>;
+}
+
+impl<R: Streamed, E> Streamed for Result<R, E> {
+    fn hold(&mut self, permit: Permit) -> Option<Permit> {
+        match self {
+            Ok(response) => response.hold(permit),
+            Err(_) => Some(permit),
+        }
+    }
+}
+
+/// Hands `permit` to `response`'s body, to hold until it ends: see [`Streamed`]. Returns it when there is no
+/// body to hold it.
+#[inline]
+pub fn streamed<R: Streamed>(response: &mut R, permit: Option<Permit>) -> Option<Permit> {
+    permit.and_then(|permit| response.hold(permit))
+}
+
+/// Gives back a permit no body holds, and returns once it is.
+pub async fn release(permit: Option<Permit>) {
+    if let Some(permit) = permit {
+        permit.release().await;
+    }
 }
 
 impl<const N: usize> Drop for Admission<N> {
@@ -238,11 +300,28 @@ impl<const N: usize> Drop for Admission<N> {
 
 /// Whether the outcome `result` counts for a limit with `count`.
 #[inline]
-pub fn counts<T, E>(result: &Result<T, E>, count: Count) -> bool {
+pub fn counts<R: Outcome>(result: &R, count: Count) -> bool {
     match count {
         Count::All => true,
-        Count::Failures => result.is_err(),
-        Count::Successes => result.is_ok(),
+        Count::Failures => !result.succeeded(),
+        Count::Successes => result.succeeded(),
+    }
+}
+
+/// The return types whose outcome `count = failures | successes` reads: a `Result`.
+#[diagnostic::on_unimplemented(
+    message = "`count = failures` or `count = successes` needs a function that returns `Result<T, E>`, \
+               not `{Self}`",
+    label = "an outcome counted: `Ok` is a success, `Err` a failure"
+)]
+pub trait Outcome {
+    fn succeeded(&self) -> bool;
+}
+
+impl<T, E> Outcome for Result<T, E> {
+    #[inline]
+    fn succeeded(&self) -> bool {
+        self.is_ok()
     }
 }
 
@@ -334,10 +413,12 @@ macro_rules! cost {
 }
 cost!(u8, u16, u32, u64, usize);
 
-/// The return types a rejected call can be turned into.
+/// The return types a rejected call can be turned into: a `Result` whose error converts from it, and (feature
+/// `axum`) an axum `Response`.
 #[diagnostic::on_unimplemented(
     message = "`#[rate_limit]` cannot return a rejection as `{Self}`",
-    label = "the function must return `Result<T, E>` where `E: From<RateLimited>`",
+    label = "the function must return `Result<T, E>` where `E: From<RateLimited>` (or, with the `axum` \
+             feature, an axum `Response`)",
     note = "when the limit is reached the body does not run and the function returns `Err(RateLimited.into())`"
 )]
 pub trait Rejection {

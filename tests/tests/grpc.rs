@@ -269,3 +269,25 @@ async fn behind_the_layer_a_refusal_is_resource_exhausted_with_the_retry_delay()
         0
     );
 }
+
+/// A method with a limit in flight, written to return a `tonic::Response`.
+#[limiter_runtime::rate_limit(prefix = "grpc:running:", in_flight = 1)]
+async fn running(caller: &str) -> Result<Response<String>, Status> {
+    Ok(Response::new(format!("hello, {caller}")))
+}
+
+/// A `tonic::Response` is whole when the method returns: its permit is given back then (the layer in front
+/// holds its own until a streamed body ends).
+#[tokio::test]
+async fn a_tonic_responses_permit_ends_with_the_method() {
+    Limiter::in_memory()
+        .scope(async {
+            let first = running("ada").await.unwrap();
+            let second = running("ada").await.unwrap();
+            assert_eq!(
+                (first.into_inner(), second.into_inner()),
+                ("hello, ada".to_owned(), "hello, ada".to_owned())
+            );
+        })
+        .await;
+}

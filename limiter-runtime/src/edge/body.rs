@@ -1,5 +1,5 @@
-//! A response body that holds a call's permits in flight until it ends, or is dropped: what the tower layer
-//! wraps the body of each response it lets through in.
+//! A response body that holds a call's permits in flight until it ends: the one mechanism behind the tower
+//! layer's responses and an annotated handler's (feature `axum`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -19,7 +19,11 @@
 //! # }
 //! ```
 
+#[cfg(feature = "tonic")]
+use crate::__private::Streamed;
 use crate::clock::{ceil_millis, ceil_secs};
+#[cfg(feature = "tonic")]
+use crate::Permit;
 use crate::{RateLimited, Reason};
 
 /// gRPC's `RESOURCE_EXHAUSTED` and `UNAVAILABLE` codes.
@@ -46,6 +50,16 @@ fn retry_metadata(rejection: &RateLimited) -> Vec<(&'static str, i64)> {
         ("grpc-retry-pushback-ms", whole(ceil_millis(wait))),
         ("retry-after", whole(ceil_secs(wait).max(1))),
     ]
+}
+
+/// A method with a limit in flight written to return a `tonic::Response`: its permits are given back when it
+/// returns (its message or stream cannot be wrapped without changing its type). The tower layer in front holds
+/// its own permits until a streamed response ends.
+#[cfg(feature = "tonic")]
+impl<T> Streamed for tonic::Response<T> {
+    fn hold(&mut self, permit: Permit) -> Option<Permit> {
+        Some(permit)
+    }
 }
 
 #[cfg(feature = "tonic")]

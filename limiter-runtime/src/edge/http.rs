@@ -49,7 +49,13 @@ use std::time::Duration;
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use http::StatusCode;
 
+#[cfg(feature = "axum")]
+use crate::__private::{Rejection, Streamed};
 use crate::clock::ceil_secs;
+#[cfg(feature = "axum")]
+use crate::edge::body::HoldingBody;
+#[cfg(feature = "axum")]
+use crate::Permit;
 use crate::{Decision, RateLimited, Reason};
 
 /// `RateLimit-Policy`: the quota policies that applied to the request.
@@ -99,6 +105,26 @@ impl axum::response::IntoResponse for RateLimited {
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
         (self.status(), headers, self.message().to_owned()).into_response()
+    }
+}
+
+/// A handler written to return an axum `Response` answers a rejection as one.
+#[cfg(feature = "axum")]
+impl Rejection for axum::response::Response {
+    fn rejected(error: RateLimited) -> Self {
+        axum::response::IntoResponse::into_response(error)
+    }
+}
+
+/// A handler with a limit in flight written to return an axum `Response`: its body holds the permits until it
+/// ends or is dropped, as the tower layer's responses do.
+#[cfg(feature = "axum")]
+impl Streamed for axum::response::Response {
+    fn hold(&mut self, permit: Permit) -> Option<Permit> {
+        let body = std::mem::take(self.body_mut());
+        let held = HoldingBody::new(body, Some(permit));
+        *self.body_mut() = axum::body::Body::new(held);
+        None
     }
 }
 

@@ -5,7 +5,7 @@
 
 #[cfg(feature = "admin")]
 pub mod admin;
-#[cfg(feature = "tower")]
+#[cfg(any(feature = "axum", feature = "tower"))]
 pub(crate) mod body;
 #[cfg(any(feature = "tonic", feature = "tower"))]
 pub(crate) mod grpc;

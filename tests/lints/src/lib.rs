@@ -9,6 +9,7 @@ pub mod arguments;
 pub mod constants;
 #[rustfmt::skip]
 pub mod one_line;
+pub mod responses;
 pub mod shapes;
 
 use limiter_runtime::RateLimited;
@@ -32,7 +33,7 @@ impl From<RateLimited> for AppError {
 mod tests {
     use limiter_runtime::{Limiter, Zone};
 
-    use crate::{arguments, constants, one_line, shapes};
+    use crate::{arguments, constants, one_line, responses, shapes};
 
     /// A few of the expansions, run: each admits its first call, and one with `max = 5` rejects its sixth.
     #[tokio::test(flavor = "current_thread")]
@@ -51,6 +52,11 @@ mod tests {
                 }
                 assert!(arguments::in_flight_beside_rate("").await.is_err());
                 assert!(constants::in_flight().await.is_ok());
+                // A response's body holds the permit: dropped, it gives it back.
+                for _ in 0..3 {
+                    assert_eq!(responses::bare("t").await.status(), 200);
+                }
+                assert!(responses::counted("t").await.is_ok());
                 // Calendar quotas: a zone named when compiled, a billing day, and each call's own zone.
                 assert_eq!(
                     arguments::period_day("acme", vec![String::new(); 3])
