@@ -1,10 +1,15 @@
 //! An annotated handler that returns an HTTP response (feature `axum`): its permit in flight is held until the
-//! response body ends, not when the handler returns.
+//! response body ends, not when the handler returns, and its refusal is answered as the layer answers its own.
 //!
 //! - **Held until the body ends:** with `in_flight = 2`, while two streamed bodies are still open a third call
 //!   is refused; a body read to its end, or dropped unread, gives its permit back. In memory and on a real
 //!   Redis, called directly and over real HTTP (an axum server on loopback).
 //! - **Bare `Response` too:** a handler returning `Response` (no `Result`) answers its refusal as a response.
+//! - **One refusal format per service:** behind the layer, a handler's `RateLimited` answers a client that
+//!   accepts `application/problem+json` with a `quota-exceeded` problem document (read with `serde_json`, its
+//!   content type checked), as the layer's own refusal does, and plain text otherwise.
+
+mod fields;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -16,9 +21,11 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use fields::{member, quota, retry_after};
 use futures::StreamExt as _;
-use limiter_runtime::{rate_limit, Limiter, RateLimited, Reason};
-use tests::http::request;
+use limiter_runtime::tower::{Key, RateLimitLayer};
+use limiter_runtime::{rate_limit, Limiter, RateLimited, Reason, Rule};
+use tests::http::{request, request_with};
 use tests::RedisServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -217,5 +224,108 @@ async fn over_http_a_third_stream_is_refused_while_two_are_sent() {
             assert!(started.elapsed() < Duration::from_secs(1), "{path}");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+}
+
+/// Once an hour for everybody.
+#[rate_limit(
+    prefix = "once:",
+    name = "once",
+    max = 1,
+    window = "1h",
+    message = "once an hour"
+)]
+async fn once() -> Result<&'static str, RateLimited> {
+    Ok("done")
+}
+
+/// An application's own error that answers a rejection as `RateLimited` does.
+enum AppError {
+    Limited(RateLimited),
+}
+
+impl From<RateLimited> for AppError {
+    fn from(rejection: RateLimited) -> Self {
+        AppError::Limited(rejection)
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        match self {
+            AppError::Limited(rejection) => rejection.into_response(),
+        }
+    }
+}
+
+#[rate_limit(prefix = "wrapped:", name = "wrapped", max = 1, window = "1h")]
+async fn wrapped() -> Result<&'static str, AppError> {
+    Ok("done")
+}
+
+/// Behind the layer, a handler's refusal speaks the request's format, as the layer's own does: a
+/// `quota-exceeded` problem for a client that accepts `application/problem+json`, plain text otherwise.
+#[tokio::test]
+async fn behind_the_layer_a_handlers_refusal_is_a_problem_when_asked_for() {
+    let limiter = Limiter::in_memory();
+    let per_client = Rule::new()
+        .prefix("format:client:")
+        .name("per-client")
+        .max(100);
+    let app = Router::new()
+        .route("/once", get(once))
+        .route("/wrapped", get(wrapped))
+        .layer(RateLimitLayer::new(&limiter, [per_client], Key::peer_ip()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let accept = [("accept", "application/problem+json, text/plain;q=0.5")];
+    for (path, policy, detail) in [
+        ("/once", "once", "once an hour"),
+        (
+            "/wrapped",
+            "wrapped",
+            "too many requests, please try again later",
+        ),
+    ] {
+        assert_eq!(
+            request_with(address, "GET", path, &accept).await.status,
+            200
+        );
+        let refused = request_with(address, "GET", path, &accept).await;
+        assert_eq!(refused.status, 429, "{refused:?}");
+        assert_eq!(
+            refused.header("content-type"),
+            Some("application/problem+json"),
+            "{refused:?}"
+        );
+        let problem: serde_json::Value =
+            serde_json::from_str(&refused.body).expect("a JSON problem document");
+        assert_eq!(
+            problem["type"],
+            "https://iana.org/assignments/http-problem-types#quota-exceeded"
+        );
+        assert_eq!(problem["status"], 429);
+        assert_eq!(problem["detail"], detail);
+        assert_eq!(problem["violated-policies"], serde_json::json!([policy]));
+        assert_eq!(
+            refused.header("content-length"),
+            Some(refused.body.len().to_string().as_str()),
+            "the length is the document's"
+        );
+        // The fields are the layer's, the handler's policy among them.
+        let (_, state) = quota(&refused);
+        assert_eq!(member(&state, policy).get("r"), 0);
+        assert!(retry_after(&refused) >= member(&state, policy).get("t"));
+
+        let plain = request(address, "GET", path).await;
+        assert_eq!(plain.status, 429);
+        assert_eq!(
+            plain.header("content-type"),
+            Some("text/plain; charset=utf-8")
+        );
+        assert_eq!(plain.body, detail);
     }
 }

@@ -96,6 +96,10 @@ impl RateLimited {
     }
 }
 
+/// The answer to a refused call: its status, `Retry-After` and the quota fields, and the limit's message as
+/// plain text. The response carries the `RateLimited` in its extensions, so that a tower layer in front
+/// answers it in the request's format, as it answers its own refusals (a `quota-exceeded` problem document for
+/// a client that accepts `application/problem+json`).
 #[cfg(feature = "axum")]
 impl axum::response::IntoResponse for RateLimited {
     fn into_response(self) -> axum::response::Response {
@@ -104,7 +108,8 @@ impl axum::response::IntoResponse for RateLimited {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
-        (self.status(), headers, self.message().to_owned()).into_response()
+        let (status, message) = (self.status(), self.message().to_owned());
+        (status, headers, axum::Extension(self), message).into_response()
     }
 }
 

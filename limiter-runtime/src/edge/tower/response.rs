@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use http::header::{HeaderValue, ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use http::request::Parts;
 use http_body::{Frame, SizeHint};
 use pin_project_lite::pin_project;
@@ -157,6 +157,37 @@ impl Refusal {
     }
 }
 
+impl Refusal {
+    /// The inner service's `response` to this request, its body holding `permit` until it is done; or, when it
+    /// is a refusal a [`RateLimited`] answered for itself (a handler's, which carries the `RateLimited` in its
+    /// extensions), that refusal answered as the layer answers its own: one refusal format per service. The
+    /// handler's other headers and its extensions stay.
+    pub(super) fn restate<B>(
+        self,
+        response: http::Response<B>,
+        permit: Option<Permit>,
+    ) -> http::Response<ResponseBody<B>> {
+        // As plain text, the handler's refusal is already the layer's.
+        let rejection = match response.extensions().get::<RateLimited>() {
+            Some(rejection) if self != Refusal::Text => rejection.clone(),
+            _ => return response.map(|body| ResponseBody::new(body, permit)),
+        };
+        let (mut parts, _) = response.into_parts();
+        let (answer, body) = self.response(&rejection).into_parts();
+        parts.status = answer.status;
+        for stale in [CONTENT_TYPE, CONTENT_LENGTH] {
+            parts.headers.remove(stale);
+        }
+        for name in answer.headers.keys() {
+            parts.headers.remove(name);
+        }
+        for (name, value) in &answer.headers {
+            parts.headers.append(name, value.clone());
+        }
+        http::Response::from_parts(parts, body)
+    }
+}
+
 /// A reached limit as a `quota-exceeded` problem: its message as the detail, and the policies that refused
 /// the call.
 fn problem_document(rejection: &RateLimited) -> String {
@@ -193,6 +224,8 @@ fn json_string(out: &mut String, text: &str) {
 
 #[cfg(test)]
 mod tests {
+    use http_body::Body as _;
+
     use super::*;
 
     fn refusal(headers: &[(&str, &str)]) -> Refusal {
@@ -221,6 +254,84 @@ mod tests {
         let accept = ("accept", "application/json, application/problem+json;q=0.9");
         assert_eq!(refusal(&[accept]), Refusal::Problem);
         assert_eq!(refusal(&[("accept", "text/html")]), Refusal::Text);
+    }
+
+    /// A handler's response carrying its refusal (`RateLimited` in its extensions), with a header of its own.
+    fn handlers_refusal() -> (RateLimited, http::Response<String>) {
+        use crate::algorithm::{Charge, Outcome};
+        use crate::key::StoreKey;
+        use crate::policy::PolicyName;
+        use crate::Decision;
+        let charge = Charge {
+            window: 10_000_000,
+            max: 5,
+            cost: 1,
+            burst: 5,
+            max_wait: 0,
+            ends: [0; 3],
+        };
+        let decision = Decision::new(&charge, Outcome::denied(5, 2_500_000, 0), 0, false);
+        let policy = PolicyName::named("handler".into());
+        let key = StoreKey::of_str("h:", "k");
+        let rejection = RateLimited::new(
+            "slow down".into(),
+            policy,
+            key,
+            decision,
+            true,
+            Vec::new(),
+            Reason::Limited,
+        );
+        let response = http::Response::builder()
+            .status(429)
+            .header(CONTENT_TYPE, "text/plain; charset=utf-8")
+            .header(CONTENT_LENGTH, "9")
+            .header("x-request-id", "7")
+            .extension(rejection.clone())
+            .body("slow down".to_owned())
+            .unwrap();
+        (rejection, response)
+    }
+
+    /// Asked for a problem, a handler's refusal is the layer's problem document, its own other headers and its
+    /// extensions kept; as plain text it is left as the handler wrote it; a response that is no refusal is
+    /// never touched.
+    #[test]
+    fn a_handlers_refusal_is_restated_as_the_layer_answers() {
+        let (rejection, response) = handlers_refusal();
+        let problem = Refusal::Problem.restate(response, None);
+        let headers = problem.headers();
+        assert_eq!(problem.status(), 429);
+        assert_eq!(headers[CONTENT_TYPE], "application/problem+json");
+        assert!(
+            headers.get(CONTENT_LENGTH).is_none(),
+            "the body's length changed"
+        );
+        assert_eq!(headers["x-request-id"], "7");
+        assert_eq!(headers["retry-after"], "3");
+        assert_eq!(problem.extensions().get::<RateLimited>(), Some(&rejection));
+        assert_eq!(
+            problem.into_body().size_hint().exact(),
+            Some(problem_document(&rejection).len() as u64)
+        );
+
+        let (_, response) = handlers_refusal();
+        let text = Refusal::Text.restate(response, None);
+        assert_eq!(text.headers()[CONTENT_TYPE], "text/plain; charset=utf-8");
+        assert_eq!(text.headers()[CONTENT_LENGTH], "9");
+
+        let (_, response) = handlers_refusal();
+        let grpc = Refusal::Grpc.restate(response, None);
+        assert_eq!(grpc.status(), 200, "a trailers-only gRPC status");
+        assert_eq!(grpc.headers()[CONTENT_TYPE], "application/grpc");
+        assert_eq!(grpc.headers()["grpc-status"], "8");
+
+        let ok = http::Response::builder()
+            .header(CONTENT_TYPE, "application/json")
+            .body("{}".to_owned())
+            .unwrap();
+        let ok = Refusal::Problem.restate(ok, None);
+        assert_eq!(ok.headers()[CONTENT_TYPE], "application/json");
     }
 
     #[test]

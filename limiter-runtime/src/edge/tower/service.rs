@@ -85,8 +85,9 @@ where
             }
         }
         let response = inner.call(request).await?;
-        // The permits in flight are held until the body is done (a stream's last frame, or the body dropped).
-        Ok(response.map(|body| ResponseBody::new(body, permit)))
+        // The permits in flight are held until the body is done (a stream's last frame, or the body dropped); a
+        // handler's refusal is answered as the layer's own.
+        Ok(refusal.restate(response, permit))
     });
     // The handlers decide in the layer's limiter, unless the layer says otherwise.
     let (response, quotas) = match config.scoped {
