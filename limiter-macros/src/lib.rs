@@ -25,7 +25,8 @@ mod valid;
 /// ```
 ///
 /// The function must be `async` (also as a method, generic, or in an `#[async_trait]` impl) and return
-/// `Result<T, E>` with `E: From<RateLimited>`. Its signature, attributes and doc comments are kept.
+/// `Result<T, E>` with `E: From<RateLimited>` (with the runtime's `axum` feature, an axum `Response` too: a
+/// refused call returns `RateLimited`'s response). Its signature, attributes and doc comments are kept.
 ///
 /// # Arguments
 ///
@@ -123,6 +124,13 @@ mod valid;
 ///       Ok(())
 ///   }
 ///   ```
+/// - `in_flight = 4` (or a constant) — at most 4 calls of a key running at once, across nodes: a permit is taken
+///   before the body runs and given back when the function ends, however it ends. A function written to
+///   return an HTTP response (`Response`, `http::Response<Body>`, or a `Result` of one; the runtime's `axum`
+///   feature) hands the permit to the response's body instead, which gives it back when it ends or is dropped:
+///   a streamed body holds it while it streams. Beside `max` or `window`, a second limit decided with the rate.
+/// - `in_flight_ttl = "30s"` (a duration, as `window` takes it) — with `in_flight`, on Redis: how long a permit
+///   lives unless its node renews it. Default 30 s.
 /// - `on_error = open | closed | local` — what decides when Redis fails or is too slow: let the call through
 ///   (the default), reject it with [`RateLimited`] whose reason is `Unavailable`, or decide in this process
 ///   with this node's share of the limit. Default: the limiter's.

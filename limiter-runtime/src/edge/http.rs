@@ -25,9 +25,11 @@
 //! Large`, with no `Retry-After`: no wait admits it. Shadow limits, skipped limits and decisions made without a count (`on_error = open | closed`
 //! while Redis fails) are not advertised.
 //!
-//! With the `axum` feature a handler returns `Result<T, RateLimited>` and a rejection answers for itself,
-//! its body the limit's message as plain text; the tower layer ([`crate::tower`]) writes the same fields on
-//! every response, 2xx included, for every limit decided while serving it.
+//! With the `axum` feature a handler returns `Result<T, RateLimited>` (or an axum `Response`) and a rejection
+//! answers for itself, its body the limit's message as plain text; the tower layer ([`crate::tower`]) writes
+//! the same fields on every response, 2xx included, for every limit decided while serving it, and answers a
+//! handler's rejection in the format it answers its own (a problem document for a client that accepts one).
+//! A handler with `in_flight` written to return a `Response` holds its permit until the response body ends.
 //!
 //! ```
 //! # #[cfg(feature = "axum")] {

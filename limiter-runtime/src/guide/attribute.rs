@@ -40,7 +40,10 @@
 //! ## What the function must be
 //!
 //! The function must be `async` and return `Result<T, E>`, where `E: From<RateLimited>`, so that a refused
-//! call can return its error. [`RateLimited`](crate::RateLimited) itself is such an `E`. The attribute
+//! call can return its error. [`RateLimited`](crate::RateLimited) itself is such an `E`. With the `axum`
+//! feature it may return an axum `Response` instead: a refused call returns `RateLimited`'s response (and
+//! with `in_flight`, the response's body holds the permit: see [calls in
+//! flight](super::in_flight#handlers-that-stream)). The attribute
 //! accepts free functions, inherent methods (`&self`, `&mut self`), methods of trait impls, generic
 //! functions, arguments bound by patterns (`Path(id): Path<String>`, then `key = id`), and the methods of an
 //! `#[async_trait]` impl. It keeps the function's signature, attributes and doc comments as written.
@@ -71,7 +74,7 @@
 //! | `max_wait = "2s"` | with `mode = wait`: the longest wait; a call whose slot is further away is refused | the window |
 //! | `lease = 50` | with `algorithm = token_bucket` or `fixed_window`, on Redis: units a node takes at once and spends in memory (see [`hot_keys`](super::hot_keys)) | no lease |
 //! | `lease_ttl = "100ms"` | with `lease`: how long a node may spend a lease | 100 ms |
-//! | `in_flight = 4` | at most this many calls of a key running at once, across nodes; alone, or beside `max`/`window` as a second limit decided with the rate (see [`in_flight`](super::in_flight)) | none |
+//! | `in_flight = 4` | at most this many calls of a key running at once, across nodes; alone, or beside `max`/`window` as a second limit decided with the rate. The permit ends with the function, or with the body of a response it returns (see [`in_flight`](super::in_flight)) | none |
 //! | `in_flight_ttl = "30s"` | with `in_flight`, on Redis: how long a permit lives unless its node renews it | 30 s |
 //! | `period = day \| week \| month` | a calendar quota: at most `max` units per day, week (from Monday) or month of the calendar, counted again from each period's first instant; instead of a window (see [Calendar quotas](#calendar-quotas)) | no period: a rate per window |
 //! | `tz = "Europe/Berlin"` or `tz = <expr>` | with `period`: the time zone the periods are counted in, an IANA name checked when compiled, or each call's own [`Zone`](crate::Zone) computed from the arguments | UTC |

@@ -165,9 +165,9 @@
 //! limiter has its own message). A call over this node's share while Redis is down (`on_error = local`) is a
 //! reached limit: a `429` with its quota fields.
 //!
-//! With the `axum` feature, handlers return `Result<T, RateLimited>` (or an error type that wraps it) and a
-//! rejection answers for itself. [`RateLimited::status`](crate::RateLimited::status) and
-//! [`RateLimited::headers`](crate::RateLimited::headers) give the same answer to other frameworks.
+//! With the `axum` feature, handlers return `Result<T, RateLimited>` (or an error type that wraps it), or an
+//! axum `Response`, and a rejection answers for itself. [`RateLimited::status`](crate::RateLimited::status)
+//! and [`RateLimited::headers`](crate::RateLimited::headers) give the same answer to other frameworks.
 //!
 //! ```
 //! # #[cfg(feature = "axum")] {
@@ -192,6 +192,18 @@
 //! ```json
 //! {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,"detail":"too many requests, please try again later","violated-policies":["per-client"]}
 //! ```
+//!
+//! ### One refusal format per service
+//!
+//! A handler's refusal behind the layer is answered in the same format as the layer's own. `RateLimited`'s
+//! response cannot read the request (axum's `IntoResponse` is not given it), so it writes plain text and
+//! carries the `RateLimited` in its extensions; the layer, which has read the request's `Accept` and
+//! `content-type`, answers such a response as it answers its own refusals: a problem document for a client
+//! that accepts one, a gRPC status for a gRPC request, plain text otherwise. The handler's other headers and
+//! its extensions stay, and the quota fields are the layer's, as on every response. An error type of your own
+//! that answers a rejection with `RateLimited`'s response (`AppError::Limited(e) => e.into_response()`) is
+//! answered alike; one that writes a body of its own is left as it is (or remove the extension to opt out).
+//! Without a layer in front, every refusal is plain text: one format either way.
 //!
 //! ## gRPC
 //!

@@ -21,11 +21,67 @@
 //! ```
 //!
 //! A permit is taken before the body runs and given back when the body's future ends, however it ends: it
-//! returns, returns an error, is dropped (cancelled, a client gone) or panics. `in_flight` is an integer of at
-//! least 1, a literal or a constant expression as for `max`. Beside `max` or `window` it adds a second
-//! limit to the same call, stacked with the rate: the call is admitted by both or by neither, and a refused
-//! call holds no permit and is charged nothing. `mode = wait` and `lease` do not combine with it (a compile
-//! error says so); `cost` applies to the rate, while a call always takes one permit.
+//! returns, returns an error, is dropped (cancelled, a client gone) or panics. The function's end, not the
+//! end of what it returned: for a handler whose response streams on, see [below](#handlers-that-stream).
+//! `in_flight` is an integer of at least 1, a literal or a constant expression as for `max`. Beside `max` or
+//! `window` it adds a second limit to the same call, stacked with the rate: the call is admitted by both or by
+//! neither, and a refused call holds no permit and is charged nothing. `mode = wait` and `lease` do not
+//! combine with it (a compile error says so); `cost` applies to the rate, while a call always takes one
+//! permit.
+//!
+//! ## Handlers that stream
+//!
+//! An axum handler often returns before its response has been sent: a streamed body (a download, server-sent
+//! events, an LLM's tokens) runs long after. A permit that ended with the function would let any number of
+//! those bodies stream at once. So, with the `axum` feature, a function whose *written* return type is an
+//! HTTP response hands its permits to the response's body, which holds them until its last frame has been
+//! sent, or it fails, or it is dropped (a client gone): the permit ends with the body, not the function.
+//!
+//! ```
+//! # #[cfg(feature = "axum")] {
+//! use axum::body::{Body, Bytes};
+//! use axum::extract::Path;
+//! use axum::response::Response;
+//! use limiter_runtime::{rate_limit, RateLimited};
+//!
+//! // At most 2 exports of a tenant streaming at once, until their last byte.
+//! #[rate_limit(prefix = "exports:", key = tenant, in_flight = 2)]
+//! async fn export(Path(tenant): Path<String>) -> Result<Response, RateLimited> {
+//!     let rows = futures_util::stream::iter(["a,b\n", "c,d\n"]);
+//!     let chunks = futures_util::StreamExt::map(rows, |row| Ok::<_, std::io::Error>(Bytes::from(row)));
+//!     Ok(Response::new(Body::from_stream(chunks)))
+//! }
+//! # }
+//! ```
+//!
+//! What is read is the return type as written, not what it resolves to:
+//!
+//! | written | the permits are held |
+//! |---|---|
+//! | `Response`, `axum::response::Response`, `http::Response<Body>` | until the body ends (a refusal is then `RateLimited`'s response) |
+//! | `Result<Response, E>`, `axum::response::Result<Response>` | until the body of an `Ok` ends; an `Err` gives them back when the function returns |
+//! | anything else: `impl IntoResponse`, `Json<T>`, `Result<String, E>`, an alias such as `AppResult<Response>` | until the function returns |
+//! | `tonic::Response<T>` (feature `tonic`) | until the method returns |
+//!
+//! A type written as a response that cannot hold them is a compile error at the return type: without the
+//! `axum` feature, an `http::Response` of another body, or a type of your own named `Response` (return that
+//! one through an alias named otherwise). What a limit beside it charges by outcome (`count = failures`) is
+//! settled when the function returns, as always.
+//!
+//! Whatever a handler returns, the [tower layer](super::http) holds the permits of its own in-flight rules
+//! until the response body ends:
+//!
+//! ```
+//! # #[cfg(feature = "tower")] {
+//! use limiter_runtime::tower::{Key, RateLimitLayer};
+//! use limiter_runtime::{Limiter, Rule};
+//!
+//! let limiter = Limiter::in_memory();
+//! // At most 4 responses being sent to each client at once, whatever the handler returns.
+//! let streams = Rule::new().prefix("streams:").name("streams").in_flight(4);
+//! let layer = RateLimitLayer::new(&limiter, [streams], Key::peer_ip());
+//! # }
+//! ```
 //!
 //! ## Without the attribute
 //!
@@ -46,9 +102,6 @@
 //! permit.release().await;
 //! # Ok(()) }
 //! ```
-//!
-//! The [tower layer](super::http) takes the permits of its in-flight rules before the handler runs and holds
-//! them until the response body has been sent (or dropped), streamed bodies included.
 //!
 //! A permit dropped rather than released (a body cancelled or panicking, a `Permit` going out of scope) is
 //! given back at once in memory; with Redis, by a task of the limiter's, one round trip later: a call made

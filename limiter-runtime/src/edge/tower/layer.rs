@@ -28,7 +28,12 @@ use crate::{Algorithm, Limiter, Permit, RateLimited, Rule};
 /// otherwise ([`fallback`](RateLimitLayer::fallback), [`pass_unidentified`](RateLimitLayer::pass_unidentified)).
 /// A refused request gets the answer a [`RateLimited`] gives: `429` (or `503` when the limiter
 /// cannot decide and fails closed) with `Retry-After` and the quota fields, or, for a gRPC request, the
-/// status `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with the retry delay in its metadata.
+/// status `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with the retry delay in its metadata. A handler's refusal
+/// behind the layer (`RateLimited`'s response) is answered in the same format as the layer's own: a
+/// `quota-exceeded` problem document for a client that accepts `application/problem+json`.
+///
+/// The permits of the layer's in-flight rules ([`Rule::in_flight`]) are held until the response body ends,
+/// whatever the handler returns.
 ///
 /// Every response from behind the layer carries the quota fields (`RateLimit-Policy`, `RateLimit`) of every
 /// limit decided while serving it: the layer's own, and those of the handlers behind it (annotated functions,

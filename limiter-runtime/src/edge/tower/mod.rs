@@ -6,7 +6,8 @@
 //! charged to none. A refused request is answered in its own protocol: `429 Too Many Requests` (or `503` when
 //! the limiter cannot decide and fails closed) with `Retry-After`, or for a gRPC request the status
 //! `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with the retry delay in its metadata. A client that accepts
-//! `application/problem+json` gets a `quota-exceeded` problem document.
+//! `application/problem+json` gets a `quota-exceeded` problem document. A handler's refusal behind the layer
+//! (`RateLimited`'s response) is answered in the same format: one refusal format per service.
 //!
 //! Every response from behind the layer, 2xx included, carries `RateLimit-Policy` and `RateLimit` for every
 //! limit decided while serving it: the layer's own, and those of the annotated handlers (and plain API calls)
