@@ -315,6 +315,7 @@ pub fn counts<R: Outcome>(result: &R, count: Count) -> bool {
     label = "an outcome counted: `Ok` is a success, `Err` a failure"
 )]
 pub trait Outcome {
+    /// Whether the outcome is a success (`Ok`).
     fn succeeded(&self) -> bool;
 }
 
