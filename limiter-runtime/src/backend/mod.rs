@@ -93,6 +93,69 @@ impl Backend {
     }
 }
 
+/// What a backend tells of itself: [`Limiter::stats`](crate::Limiter::stats) adds what the pipeline counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BackendStats {
+    /// Decisions made in degraded mode since start (none in memory).
+    pub(crate) degraded: u64,
+    /// Whether the breaker is open (never in memory).
+    pub(crate) breaker_open: bool,
+    /// Runtimes last seen sharing this Redis, this one included (1 in memory).
+    pub(crate) instances: u64,
+    /// Keys held in this process's memory: the store's, or the `local` fallback's.
+    pub(crate) keys: u64,
+    /// Keys this process's memory forgot before their expiry.
+    pub(crate) evicted: u64,
+    /// Permits in flight this process holds in Redis (none in memory).
+    pub(crate) permits: u64,
+}
+
+impl Backend {
+    /// What this backend tells of itself.
+    pub(crate) fn stats(&self) -> BackendStats {
+        match self {
+            Backend::Memory(memory) => BackendStats {
+                degraded: 0,
+                breaker_open: false,
+                instances: 1,
+                keys: memory.keys(),
+                evicted: memory.evicted(),
+                permits: 0,
+            },
+            Backend::Redis(redis) => BackendStats {
+                degraded: redis.degraded_count(),
+                breaker_open: redis.breaker_open(),
+                instances: redis.fallback.instances.live(),
+                keys: redis.fallback.local.keys(),
+                evicted: redis.fallback.local.evicted(),
+                permits: redis.permits_held(),
+            },
+        }
+    }
+
+    /// Whether this backend can be used as set up: always in memory; Redis connected, authenticated, its
+    /// database selected and every decision script loaded, else what failed.
+    pub(crate) async fn ready(&self) -> Result<(), Error> {
+        match self {
+            Backend::Memory(_) => Ok(()),
+            Backend::Redis(redis) => redis.ready().await,
+        }
+    }
+
+    /// Whether the counts are shared by every node (Redis), not this process's alone.
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self, Backend::Redis(_))
+    }
+
+    /// Where the counts live, in a few words: "in memory", "Redis at redis://10.0.0.5:6379".
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Backend::Memory(_) => "in memory".to_owned(),
+            Backend::Redis(redis) => format!("Redis at {}", redis.describe()),
+        }
+    }
+}
+
 impl Backend {
     /// Starts what keeps a Redis backend's view current while it lives: its heartbeat (and with it this
     /// node's report of what `watch` saw), the sync of `overrides`, and the sweep of idle leases. Nothing in

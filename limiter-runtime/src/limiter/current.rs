@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::sync::OnceLock;
 
-use crate::backend::Backend;
 use crate::{Error, Limiter};
 
 /// The environment variable naming the Redis server of the limiter built when none was installed.
@@ -59,9 +58,9 @@ pub(crate) fn global() -> &'static Limiter {
             );
         }
         // In memory, building it said so; an unusable Redis was told of above.
-        if let (Backend::Redis(redis), true) = (&limiter.pipeline.backend, usable) {
+        if limiter.pipeline.backend.is_shared() && usable {
             tracing::warn!(
-                ?redis,
+                limiter = %limiter.describe(),
                 "rate limiter: no limiter was installed; using Redis from {REDIS_URL_ENV}"
             );
         }

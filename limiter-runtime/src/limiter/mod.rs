@@ -187,10 +187,7 @@ impl Limiter {
     /// # Ok(()) }
     /// ```
     pub async fn ready(&self) -> Result<(), Error> {
-        match &self.pipeline.backend {
-            Backend::Memory(_) => Ok(()),
-            Backend::Redis(redis) => redis.ready().await,
-        }
+        self.pipeline.backend.ready().await
     }
 
     /// A limiter counting in this process's memory, with the default settings.
@@ -525,27 +522,16 @@ impl Limiter {
         let pipeline = &*self.pipeline;
         let shadowed = pipeline.shadowed.load(Ordering::Relaxed);
         let overrides = pipeline.overrides.len() as u64;
-        match &pipeline.backend {
-            Backend::Memory(memory) => Stats {
-                degraded: 0,
-                breaker_open: false,
-                instances: 1,
-                shadowed,
-                keys: memory.keys(),
-                evicted: memory.evicted(),
-                overrides,
-                permits: 0,
-            },
-            Backend::Redis(redis) => Stats {
-                degraded: redis.degraded_count(),
-                breaker_open: redis.breaker_open(),
-                instances: redis.fallback.instances.live(),
-                shadowed,
-                keys: redis.fallback.local.keys(),
-                evicted: redis.fallback.local.evicted(),
-                overrides,
-                permits: redis.permits_held(),
-            },
+        let backend = pipeline.backend.stats();
+        Stats {
+            degraded: backend.degraded,
+            breaker_open: backend.breaker_open,
+            instances: backend.instances,
+            shadowed,
+            keys: backend.keys,
+            evicted: backend.evicted,
+            overrides,
+            permits: backend.permits,
         }
     }
 
@@ -738,32 +724,25 @@ impl Limiter {
     /// The service's view, the most refused keys of each policy, and why it is this node's alone, if it is.
     async fn service(&self) -> (Overview, BTreeMap<String, TopKeys>, Option<Error>) {
         let pipeline = &*self.pipeline;
-        let (breaker_open, degraded) = match &pipeline.backend {
-            Backend::Memory(_) => (false, 0),
-            Backend::Redis(redis) => (redis.breaker_open(), redis.degraded_count()),
-        };
+        let backend = pipeline.backend.stats();
         let this = pipeline.observers.watch.node_report(
             pipeline.backend.node(),
-            breaker_open,
-            degraded,
+            backend.breaker_open,
+            backend.degraded,
             pipeline.overrides.is_enabled(),
         );
         let (others, failed) = match pipeline.backend.reports().await {
             Ok(others) => (others, None),
             Err(error) => (Vec::new(), Some(error)),
         };
-        let redis = matches!(pipeline.backend, Backend::Redis(_));
-        let (overview, refused) = watch::merge(this, others, redis, failed.is_some());
+        let shared = pipeline.backend.is_shared();
+        let (overview, refused) = watch::merge(this, others, shared, failed.is_some());
         (overview, refused, failed)
     }
 
     /// This limiter in a few words, for messages that name two: "limiter #2 (Redis at redis://10.0.0.5:6379)".
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn describe(&self) -> String {
-        let store = match &self.pipeline.backend {
-            Backend::Memory(_) => "in memory".to_owned(),
-            Backend::Redis(redis) => format!("Redis at {}", redis.describe()),
-        };
+        let store = self.pipeline.backend.describe();
         format!("limiter #{} ({store})", self.pipeline.id)
     }
 }
