@@ -208,3 +208,94 @@ fn the_pipeline_imports_nothing_from_inside_a_backend() {
         }
     }
 }
+
+/// The Redis backend's parts (`backend/redis/<part>.rs` or `<part>/`) import one another without a circle:
+/// the wire at the bottom (a script's command, the connection, the server) never reaches back up. Read from
+/// their `super::` paths (`super::super::` below a part's own folder) and `crate::backend::redis::` paths,
+/// the names `backend/redis/mod.rs` re-exports resolved to their parts; what `mod.rs` defines itself, and the
+/// parts' tests, are left out.
+#[test]
+fn the_redis_backends_parts_import_without_a_circle() {
+    let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
+    let parts: BTreeSet<String> = std::fs::read_dir(&redis)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.file_name().is_some_and(|name| name != "mod.rs"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    // What mod.rs re-exports: a name's part.
+    let hub = std::fs::read_to_string(redis.join("mod.rs")).unwrap();
+    let mut exports = BTreeMap::new();
+    for line in hub.lines() {
+        let Some(used) = line.split("use self::").nth(1) else {
+            continue;
+        };
+        let part = first_word(used);
+        let names = used.split_once("::").map_or("", |(_, names)| names);
+        for name in names.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !name.is_empty() && name != "as" {
+                exports.insert(name.to_owned(), part.clone());
+            }
+        }
+    }
+    let mut files = Vec::new();
+    source_files(&redis, &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let relative = file.strip_prefix(&redis).unwrap();
+        let part = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let part = part.trim_end_matches(".rs").to_owned();
+        if part == "mod" || relative.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+        // Siblings are named `crate::` below, every other path `root::`. A part's own folder puts its files
+        // one `super::` further from their siblings.
+        let nested = relative.components().count() > 1 && !relative.ends_with("mod.rs");
+        let text = text
+            .replace("crate::", "root::")
+            .replace("root::backend::redis::", "crate::");
+        let text = match nested {
+            true => text.replace("super::super::", "crate::"),
+            false => text
+                .replace("super::super::", "root::backend::")
+                .replace("super::", "crate::"),
+        };
+        let names = uses(&text, &BTreeMap::new());
+        for name in names {
+            let to = exports.get(&name).cloned().unwrap_or(name);
+            if to != part && parts.contains(&to) {
+                graph.entry(part.clone()).or_default().insert(to);
+            }
+        }
+    }
+    assert!(graph.contains_key("connection"), "{graph:?}");
+    fn walk(
+        part: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == part) {
+            panic!("a circle: {} -> {part}", path[at..].join(" -> "));
+        }
+        if !done.insert(part.to_owned()) {
+            return;
+        }
+        path.push(part.to_owned());
+        for next in graph.get(part).into_iter().flatten() {
+            walk(next, graph, path, done);
+        }
+        path.pop();
+    }
+    let mut done = BTreeSet::new();
+    for part in graph.keys() {
+        walk(part, &graph, &mut Vec::new(), &mut done);
+    }
+}

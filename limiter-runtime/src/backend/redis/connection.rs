@@ -16,7 +16,7 @@ use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
 use redis::{Client, Cmd, ConnectionAddr, Pipeline, RedisFuture, RedisResult, TlsMode, Value};
 
 use super::cluster::ClusterLink;
-use super::script::LuaScript;
+use super::lua_script::LuaScript;
 use super::server::{Locator, ServerConnection};
 use super::tls::Tls;
 use crate::error::Error;

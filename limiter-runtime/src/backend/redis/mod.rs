@@ -23,6 +23,7 @@ mod degraded;
 mod deny_cache;
 mod instances;
 mod lease;
+mod lua_script;
 mod overrides;
 mod permits;
 mod script;
@@ -60,8 +61,8 @@ pub(crate) use self::connection::{Connection, Topology};
 pub(crate) use self::degraded::Fallback;
 pub(crate) use self::instances::{spawn_heartbeat, Instances};
 pub(crate) use self::lease::spawn_lease_sweep;
+pub(crate) use self::lua_script::LuaScript;
 pub(crate) use self::overrides::{publish, spawn as spawn_overrides_sync};
-pub(crate) use self::script::LuaScript;
 pub(crate) use self::tls::{redacted, Tls};
 
 /// The least time work off the decisions' path is given (see [`RedisBackend::patience`]).

@@ -17,7 +17,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::SentinelClient;
 use redis::{Client, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
-use super::script::LuaScript;
+use super::lua_script::LuaScript;
 
 /// How long a command other than a decision's script call waits for its answer (redis-rs's default): the
 /// manager itself waits without a bound, so that a decision, which has a deadline of its own and reconciles a

@@ -25,9 +25,10 @@ use std::pin::Pin;
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, RedisResult, Script, ServerErrorKind, Value};
+use redis::{Cmd, RedisResult, Value};
 
 use super::connection::Connection;
+pub(crate) use super::lua_script::LuaScript;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt};
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
@@ -35,73 +36,6 @@ use crate::error::BackendError;
 /// Keys live at least this long when a test passes "now" in: Redis expires keys on its own clock, which does
 /// not follow the test's.
 const TEST_MIN_TTL_MILLIS: u64 = 600_000;
-
-/// A Lua script of `scripts/`, called by its SHA-1 (EVALSHA) and, when Redis does not have it (NOSCRIPT:
-/// after a restart, a failover or `SCRIPT FLUSH`), once more with its source (EVAL), which loads and runs it in
-/// one atomic step, so that retry cannot meet NOSCRIPT again.
-pub(crate) struct LuaScript {
-    source: &'static str,
-    sha1: String,
-}
-
-impl LuaScript {
-    pub(crate) fn new(source: &'static str) -> LuaScript {
-        LuaScript {
-            source,
-            sha1: Script::new(source).get_hash().to_owned(),
-        }
-    }
-
-    /// The command that runs the script on `keys` (its arguments to be added), by its SHA-1, for `calls`
-    /// calls decided together.
-    pub(crate) fn command(&self, keys: &[&str], calls: usize) -> Cmd {
-        // Room from the start for the command, the SHA-1, the keys, a few numbers, and each call's cost and
-        // nonce: grown one argument at a time, the buffers cost more than the rest of building it.
-        let more = calls.saturating_sub(1);
-        let mut cmd = Cmd::with_capacity(8 + keys.len() + 2 * more, 192 + 24 * more);
-        cmd.arg("EVALSHA").arg(&self.sha1).arg(keys.len()).arg(keys);
-        cmd
-    }
-
-    /// Runs `command` (made by [`command`](LuaScript::command)). Only NOSCRIPT is retried, with the script's
-    /// source: any other failure may have been applied.
-    pub(crate) async fn run<T: redis::FromRedisValue>(
-        &'static self,
-        connection: &mut impl ConnectionLike,
-        command: &Cmd,
-    ) -> RedisResult<T> {
-        match command.query_async(connection).await {
-            Err(error) if error.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.with_source(command).query_async(connection).await
-            }
-            result => result,
-        }
-    }
-
-    /// `command` with the script's source in place of its SHA-1 (EVAL).
-    fn with_source(&self, command: &Cmd) -> Cmd {
-        let mut eval = Cmd::new();
-        eval.arg("EVAL").arg(self.source);
-        for arg in command.args_iter().skip(2) {
-            if let redis::Arg::Simple(bytes) = arg {
-                eval.arg(bytes);
-            }
-        }
-        eval
-    }
-
-    /// Runs the script on `key` with `args`, as [`run`](LuaScript::run) does.
-    pub(crate) async fn invoke<T: redis::FromRedisValue>(
-        &'static self,
-        connection: &mut impl ConnectionLike,
-        key: &str,
-        args: impl redis::ToRedisArgs,
-    ) -> RedisResult<T> {
-        let mut command = self.command(&[key], 1);
-        command.arg(args);
-        self.run(connection, &command).await
-    }
-}
 
 /// A script call sent, owned: it runs to its answer whether its caller waits for it or not (a caller past
 /// its deadline hands it on, to be reconciled).
@@ -139,11 +73,7 @@ pub(crate) static RENEW: LazyLock<LuaScript> =
 /// it, and a server that refuses scripts says so at start-up.
 pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), BackendError> {
     for script in [&*LIMITER, &*RENEW].into_iter().chain(LEAN.iter()) {
-        let _: Value = redis::cmd("SCRIPT")
-            .arg("LOAD")
-            .arg(script.source)
-            .query_async(connection)
-            .await?;
+        let _: Value = script.load_command().query_async(connection).await?;
     }
     Ok(())
 }
