@@ -6,7 +6,7 @@
 -- sets the TTL no longer than its state matters.
 --
 --   KEYS[i]  the key of limit i
---   ARGV[1]  "decide" or "refund"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
+--   ARGV[1]  "decide" or "give_back"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
 --            clock, not the test's)
 --
 -- decide: then, for each limit i (4 arguments): algorithm (1 sliding_log, 2 fixed_window, 3 sliding_window,
@@ -22,18 +22,18 @@
 --
 -- lease: then, for the one limit (a token bucket, 4, or a fixed window, 2): algorithm, window us, max, burst,
 --   the call's cost, the units wanted (at least the cost), and, when an earlier lease of this node is given
---   back with it, that lease's units left, its units, when it was taken (us) and its mark (as for refund).
+--   back with it, that lease's units left, its units, when it was taken (us) and its mark (as for give_back).
 --   Takes as many of the units wanted as the limit has room for, if that is at least the cost, else none;
 --   returns {now, units taken, then the state before taking them, as the algorithm's own script answers it:
 --   the window's count, or the queue's reach past now and its "<s>:<g>" ("" when empty)}.
 --
--- refund: then, for each limit (7 arguments): algorithm, window us, max, units to give back, the call's cost,
+-- give_back: then, for each limit (7 arguments): algorithm, window us, max, units to give back, the call's cost,
 --   when it was charged (us), and its mark: its nonce (the sliding log), the window's index (the windows),
 --   the period's end (calendar), its receipt (the buckets). Returns {now}.
 --
 -- Redis runs this whole chunk on every call, and every function it defines is a closure made anew each
 -- time: so deciding defines none (each algorithm is a branch of the loop at the end), and giving back, which
--- only refunds and calls of several limits can need, is the one function, made only for them.
+-- only give-backs and calls of several limits can need, is the one function, made only for them.
 --
 -- The state of each algorithm, one key per limit:
 --   sliding log     a sorted set, one member per admitted call, scored by its admission time: "<nonce>:1", or
@@ -60,8 +60,8 @@ local ENDS = COUNTERS
 local HEAVY = 4503599627370496
 
 local op, now, min_ttl = ARGV[1], nil, 0
-if op ~= 'decide' and op ~= 'refund' and op ~= 'lease' then
-  op, now, min_ttl = string.match(op, '^(%a+) (%d+) (%d+)$')
+if op ~= 'decide' and op ~= 'give_back' and op ~= 'lease' then
+  op, now, min_ttl = string.match(op, '^([%a_]+) (%d+) (%d+)$')
   now, min_ttl = tonumber(now), tonumber(min_ttl)
 end
 if not now then
@@ -152,7 +152,7 @@ if op ~= 'decide' or limits > 1 then
   end
 end
 
-if op == 'refund' then
+if op == 'give_back' then
   for i = 1, limits do
     local a = 1 + (i - 1) * 7
     give_back(KEYS[i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]),

@@ -300,7 +300,7 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
 }
 
 #[tokio::test]
-async fn stacked_calls_and_refunds() {
+async fn stacked_calls_and_give_backs() {
     let server = RedisServer::start();
     for seed in 1..=6 {
         replay_stacked(seed, &server, false).await;

@@ -23,8 +23,8 @@ impl Calendar {
     }
 
     /// Takes `units` off the period charged, if it is still the current one.
-    pub(crate) fn refund(&mut self, units: u64, receipt: &Receipt) {
-        self.0.refund(units, receipt);
+    pub(crate) fn give_back(&mut self, units: u64, receipt: &Receipt) {
+        self.0.give_back(units, receipt);
     }
 }
 

@@ -73,7 +73,7 @@ impl FixedWindow {
     }
 
     /// Takes `units` off the window charged, if it is still the current one.
-    pub(crate) fn refund(&mut self, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, units: u64, receipt: &Receipt) {
         if self.index == receipt.mark {
             self.count = self.count.saturating_sub(units);
         }

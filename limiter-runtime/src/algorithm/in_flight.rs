@@ -53,7 +53,7 @@ impl InFlight {
     }
 
     /// Gives back the permit `receipt` names (a permit is given back whole, whatever `units` says).
-    pub(crate) fn refund(&mut self, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, receipt: &Receipt) {
         if let Some(at) = self
             .permits
             .iter()
@@ -91,9 +91,9 @@ mod tests {
         assert!(taken.iter().all(|outcome| outcome.allowed));
         assert_eq!(taken[2].remaining, 0);
         assert!(!state.decide(3, &charge(3)).allowed);
-        state.refund(&taken[1].receipt);
+        state.give_back(&taken[1].receipt);
         // Given back twice, a permit comes back once.
-        state.refund(&taken[1].receipt);
+        state.give_back(&taken[1].receipt);
         assert!(state.decide(4, &charge(3)).allowed);
         assert!(!state.decide(5, &charge(3)).allowed);
     }

@@ -48,8 +48,8 @@ impl LeakyBucket {
         Outcome::denied(0, narrow(retry_after), narrow(ceil_div(queued, max)))
     }
 
-    /// Gives back `units` of what a charge left in the queue (see [`Queue::refund`]).
-    pub(crate) fn refund(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
-        self.free_at.refund(now, req, units, receipt);
+    /// Gives back `units` of what a charge left in the queue (see [`Queue::give_back`]).
+    pub(crate) fn give_back(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+        self.free_at.give_back(now, req, units, receipt);
     }
 }

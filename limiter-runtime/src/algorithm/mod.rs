@@ -14,9 +14,9 @@ mod sliding_window;
 mod token_bucket;
 
 #[cfg(test)]
-mod guarantees;
+mod give_backs;
 #[cfg(test)]
-mod refunds;
+mod guarantees;
 
 use std::fmt;
 use std::str::FromStr;
@@ -280,15 +280,15 @@ impl State {
 
     /// Gives back, at `now`, `units` of what an admission of `charge` charged (`receipt`): exactly what it
     /// added, unless that has already left the limit (then nothing); never more.
-    pub(crate) fn refund(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
         match self {
-            State::SlidingLog(s) => s.refund(now, charge, units, receipt),
-            State::FixedWindow(s) => s.refund(units, receipt),
-            State::SlidingWindow(s) => s.refund(units, receipt),
-            State::TokenBucket(s) => s.refund(now, charge, units, receipt),
-            State::LeakyBucket(s) => s.refund(now, charge, units, receipt),
-            State::InFlight(s) => s.refund(receipt),
-            State::Calendar(s) => s.refund(units, receipt),
+            State::SlidingLog(s) => s.give_back(now, charge, units, receipt),
+            State::FixedWindow(s) => s.give_back(units, receipt),
+            State::SlidingWindow(s) => s.give_back(units, receipt),
+            State::TokenBucket(s) => s.give_back(now, charge, units, receipt),
+            State::LeakyBucket(s) => s.give_back(now, charge, units, receipt),
+            State::InFlight(s) => s.give_back(receipt),
+            State::Calendar(s) => s.give_back(units, receipt),
         }
     }
 
@@ -328,7 +328,7 @@ pub(crate) struct Outcome {
     pub(crate) receipt: Receipt,
 }
 
-/// What an admission charged, so that it can be given back exactly: see each algorithm's `refund`.
+/// What an admission charged, so that it can be given back exactly: see each algorithm's `give_back`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Receipt {
     /// When, on the store's clock (µs).

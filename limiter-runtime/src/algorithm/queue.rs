@@ -36,7 +36,7 @@ impl Schedule {
 /// been given back since then.
 ///
 /// A charge is given back by moving the end back by what is left of it, at most the units given back
-/// ([`refund`](Queue::refund)). Where a charge ended is known from its receipt; charges given back since may
+/// ([`give_back`](Queue::give_back)). Where a charge ended is known from its receipt; charges given back since may
 /// have moved it earlier (those queued before it), by at most their total, so that total is taken off: the
 /// queue never gives back more than the charge's absence would have, so never more than the limit allows. It
 /// gives back exactly the charge when nothing else was given back meanwhile and nothing queued after it (a
@@ -83,7 +83,7 @@ impl Queue {
 
     /// Gives back, at `now`, `units` of the charge of `charge` that `receipt` names (see [`Queue`]); nothing
     /// once the queue has been empty since (the charge has left).
-    pub(crate) fn refund(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
         let used = self.used(now, charge.max);
         if used == 0 || receipt.since != self.since {
             return;

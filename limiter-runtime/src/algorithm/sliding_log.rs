@@ -78,7 +78,7 @@ impl SlidingLog {
 
     /// Removes `units` of the admissions made at the receipt's time, while they are in the window (those of
     /// one microsecond count alike, whichever call made them).
-    pub(crate) fn refund(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
         if receipt.at.saturating_add(req.window) <= now {
             return;
         }
@@ -212,14 +212,14 @@ mod tests {
 
     /// Giving back part of a call leaves the rest of it counted.
     #[test]
-    fn a_refund_takes_part_of_a_call() {
+    fn a_give_back_takes_part_of_a_call() {
         let mut log = SlidingLog::default();
         let limit = |cost| Charge { cost, ..req(100) };
         let heavy = log.decide(0, &limit(60));
-        log.refund(SECOND, &limit(60), 25, &heavy.receipt);
+        log.give_back(SECOND, &limit(60), 25, &heavy.receipt);
         assert_eq!(log.decide(SECOND, &limit(65)).remaining, 0);
         assert!(!log.decide(SECOND, &limit(1)).allowed);
-        log.refund(SECOND, &limit(60), 1_000, &heavy.receipt);
+        log.give_back(SECOND, &limit(60), 1_000, &heavy.receipt);
         assert_eq!(log.units, 65);
     }
 }

@@ -94,7 +94,7 @@ impl SlidingWindow {
     }
 
     /// Takes `units` off the window charged, while it counts: as the current window, or as the previous.
-    pub(crate) fn refund(&mut self, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, units: u64, receipt: &Receipt) {
         if self.index == receipt.mark {
             self.current = self.current.saturating_sub(units);
         } else if self.index == receipt.mark.wrapping_add(1) {

@@ -47,8 +47,8 @@ impl TokenBucket {
         )
     }
 
-    /// Gives back `units` of what a charge left in the queue (see [`Queue::refund`]).
-    pub(crate) fn refund(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
-        self.full_at.refund(now, req, units, receipt);
+    /// Gives back `units` of what a charge left in the queue (see [`Queue::give_back`]).
+    pub(crate) fn give_back(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+        self.full_at.give_back(now, req, units, receipt);
     }
 }

@@ -81,7 +81,7 @@ impl Backend {
                     // Nothing to give back (a permit in flight given back is one of any units).
                     if answer.charged != crate::call::Charged::Nothing && units > 0 {
                         let units = units.min(limit.charge.cost);
-                        memory.refund(limit, &limit.charge, units, &answer.receipt);
+                        memory.give_back(limit, &limit.charge, units, &answer.receipt);
                     }
                 }
                 GivingBack(None)

@@ -95,7 +95,7 @@
 //! Two kinds of tests hold this together. `tests/tests/differential.rs` replays seeded random schedules
 //! (costs, stacked calls and give-backs among them) through the in-memory store and through Redis, and
 //! demands identical decisions; both sides replay the twins, so it checks the scripts' state against the
-//! twins'. The property tests in `limiter-runtime/src/algorithm/guarantees.rs` and `refunds.rs` check the
+//! twins'. The property tests in `limiter-runtime/src/algorithm/guarantees.rs` and `give_backs.rs` check the
 //! twins themselves: each algorithm's guarantee for any schedule, an exact `retry_after`, and exact
 //! give-backs. `tests/tests/guarantees_on_redis.rs` checks the guarantees once more on Redis's own clock.
 //!

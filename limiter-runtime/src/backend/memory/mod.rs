@@ -190,15 +190,15 @@ impl MemoryStore {
             }
         }
         if !call.admits(|i| outcomes[i].allowed) {
-            let mut refunded = order.iter().copied().peekable();
+            let mut given_back = order.iter().copied().peekable();
             for (index, shard) in &mut held {
-                while let Some(i) = refunded.next_if(|&i| hashes[i].shard == *index) {
+                while let Some(i) = given_back.next_if(|&i| hashes[i].shard == *index) {
                     let (limit, outcome) = (&limits[i], &mut outcomes[i]);
                     if outcome.allowed && limit.preset.is_none() {
                         let units = charges[i].cost;
                         let key = (hashes[i], limit.key.parts());
                         let given = (units, &outcome.receipt);
-                        shard.refund(key, limit.algorithm, &charges[i], now, given);
+                        shard.give_back(key, limit.algorithm, &charges[i], now, given);
                         // A permit in flight is one, whatever the call weighs.
                         outcome.remaining += match limit.algorithm {
                             Algorithm::InFlight => 1,
@@ -215,7 +215,7 @@ impl MemoryStore {
     }
 
     /// Gives back `units` of what `limit`'s admission, charged `charge`, charged (`receipt`), now.
-    pub(crate) fn refund(
+    pub(crate) fn give_back(
         &self,
         limit: &CallLimit<'_>,
         charge: &Charge,
@@ -227,7 +227,7 @@ impl MemoryStore {
         let (mut shard, hash) = self.shards.lock(key);
         let now = read.max(shard.latest);
         shard.latest = now;
-        shard.refund((hash, key), limit.algorithm, charge, now, (units, receipt));
+        shard.give_back((hash, key), limit.algorithm, charge, now, (units, receipt));
     }
 
     /// Forgets idle keys now and then: after a decision, so the keys just used are never among them.

@@ -80,7 +80,7 @@ impl Shard {
     /// Gives back `units` of what an admission of `charge` on `key` under `algorithm` charged (`receipt`),
     /// while its state lives (a state that expired, or was replaced, holds none of it). Its expiry stays: the
     /// limit is full again no later than before.
-    pub(super) fn refund(
+    pub(super) fn give_back(
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
@@ -90,7 +90,7 @@ impl Shard {
     ) {
         if let Some(entry) = self.entries.get_mut(hash, key) {
             if entry.expires_at > now && entry.state.algorithm() == algorithm {
-                entry.state.refund(now, charge, units, receipt);
+                entry.state.give_back(now, charge, units, receipt);
                 // The last permit given back: nothing left to keep.
                 if entry.state.holds_nothing() {
                     entry.expires_at = now;

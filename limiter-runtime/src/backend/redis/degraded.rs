@@ -161,7 +161,7 @@ impl Fallback {
                 if answer.charged == Charged::Local {
                     let charge = self.local(limit);
                     self.local
-                        .refund(limit, &charge, charge.cost, &answer.receipt);
+                        .give_back(limit, &charge, charge.cost, &answer.receipt);
                     answer.decision.remaining += charge.cost;
                     answer.charged = Charged::Nothing;
                 }
@@ -171,9 +171,9 @@ impl Fallback {
     }
 
     /// Gives back `units` of what a degraded `on_error = local` decision charged this process.
-    pub(crate) fn refund(&self, limit: &CallLimit<'_>, units: u64, answer: &Answer) {
+    pub(crate) fn give_back(&self, limit: &CallLimit<'_>, units: u64, answer: &Answer) {
         self.local
-            .refund(limit, &self.local(limit), units, &answer.receipt);
+            .give_back(limit, &self.local(limit), units, &answer.receipt);
     }
 
     /// Redis decided again after failing: the local state is kept a while, then forgotten.

@@ -1018,7 +1018,7 @@ impl RedisBackend {
                             GiveBack::of(asked[j], &outcomes[j].receipt, asked[j].charge.cost)
                         })
                         .collect();
-                    script::refund(&mut connection, &given, redis.test_now()).await?;
+                    script::give_back(&mut connection, &given, redis.test_now()).await?;
                     for &j in &group {
                         if outcomes[j].allowed {
                             outcomes[j].remaining += asked[j].charge.cost;
@@ -1122,7 +1122,7 @@ impl RedisBackend {
             units: taken,
         };
         crate::observe::reconciled();
-        self.refund(&[given], limit.key.parts()).await;
+        self.send_give_backs(&[given], limit.key.parts()).await;
     }
 
     /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says): to a
@@ -1143,10 +1143,10 @@ impl RedisBackend {
                 // Nothing to give back (a permit in flight given back is one of any units).
                 _ if units == 0 => {}
                 Charged::Nothing => {}
-                Charged::Local => self.fallback.refund(limit, units, answer),
+                Charged::Local => self.fallback.give_back(limit, units, answer),
                 Charged::Lease => self
                     .leases
-                    .refund(limit.key.parts(), units, &answer.receipt),
+                    .give_back(limit.key.parts(), units, &answer.receipt),
                 // A permit goes back whole, with the releases of other calls.
                 Charged::Store if limit.algorithm == Algorithm::InFlight => {
                     released = Some(Permits::send_release(self, &limit.key, answer.receipt.mark));
@@ -1156,7 +1156,7 @@ impl RedisBackend {
         }
         if !in_redis.is_empty() {
             let joined = call_key(call);
-            self.refund(&in_redis, named(call, &joined)).await;
+            self.send_give_backs(&in_redis, named(call, &joined)).await;
         }
         if let Some(batch) = released {
             // Given back before this returns: the caller's next call finds its permit free.
@@ -1165,19 +1165,19 @@ impl RedisBackend {
     }
 
     /// Gives back `given`, the charges of the call `call` names: one script call (per slot on a cluster),
-    /// within the deadline. A refund that fails is dropped (the limit then keeps the charge: it admits less,
+    /// within the deadline. A give-back that fails is dropped (the limit then keeps the charge: it admits less,
     /// never more), and logged.
-    async fn refund(&self, given: &[GiveBack<'_>], call: KeyRef<'_>) {
+    async fn send_give_backs(&self, given: &[GiveBack<'_>], call: KeyRef<'_>) {
         let test_now = self.test_now();
         let giving = async {
             let mut connection = self.connection()?;
             let keys: Vec<&str> = given.iter().map(|given| given.key).collect();
             match connection.slots_apart(&keys) {
-                None => script::refund(&mut connection, given, test_now).await,
+                None => script::give_back(&mut connection, given, test_now).await,
                 Some(groups) => {
                     for group in groups {
                         let part: Vec<_> = group.iter().map(|&i| given[i]).collect();
-                        script::refund(&mut connection, &part, test_now).await?;
+                        script::give_back(&mut connection, &part, test_now).await?;
                     }
                     Ok(())
                 }
@@ -1204,7 +1204,7 @@ impl RedisBackend {
         let (expired, outstanding) = self.leases.expired(self.clock.now(), self.taking_stale());
         crate::observe::lease_units(outstanding);
         for held in expired {
-            self.refund(&[held.remainder()], held.remainder().key.into())
+            self.send_give_backs(&[held.remainder()], held.remainder().key.into())
                 .await;
         }
     }

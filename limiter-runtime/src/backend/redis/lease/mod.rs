@@ -201,7 +201,7 @@ impl Leases {
     }
 
     /// Gives `units` spent from the lease `receipt` names back to it, while it is held.
-    pub(crate) fn refund(&self, key: KeyRef<'_>, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&self, key: KeyRef<'_>, units: u64, receipt: &Receipt) {
         let (mut slots, hash) = self.slots.lock(key);
         if let Some(Slot::Held(held)) = slots.get_mut(hash, key) {
             if held.generation == receipt.mark {

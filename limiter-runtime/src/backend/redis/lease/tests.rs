@@ -90,7 +90,7 @@ fn a_lease_is_spent_until_it_runs_out_of_units_or_time_and_then_given_back() {
         "none left"
     );
     // A unit given back to it is spent again; one given back to another lease is not.
-    leases.refund(
+    leases.give_back(
         KeyRef::from("p:hot"),
         1,
         &Receipt {
@@ -98,7 +98,7 @@ fn a_lease_is_spent_until_it_runs_out_of_units_or_time_and_then_given_back() {
             ..Receipt::default()
         },
     );
-    leases.refund(
+    leases.give_back(
         KeyRef::from("p:hot"),
         1,
         &Receipt {

@@ -366,7 +366,7 @@ impl<'a> GiveBack<'a> {
         }
     }
 
-    /// Its arguments to the script (`refund`'s, and `lease`'s for what an earlier lease left).
+    /// Its arguments to the script (`give_back`'s, and `lease`'s for what an earlier lease left).
     fn args(&self, cmd: &mut Cmd) {
         cmd.arg(self.units)
             .arg(self.charge.cost)
@@ -376,14 +376,14 @@ impl<'a> GiveBack<'a> {
 }
 
 /// Gives back each of `charges` (all in one slot) in one script call.
-pub(crate) async fn refund(
+pub(crate) async fn give_back(
     connection: &mut impl ConnectionLike,
     charges: &[GiveBack<'_>],
     test_now: Option<u64>,
 ) -> Result<(), BackendError> {
     let keys: Vec<&str> = charges.iter().map(|given| given.key).collect();
     let mut cmd = LIMITER.command(&keys, 1);
-    cmd.arg(&*operation("refund", test_now));
+    cmd.arg(&*operation("give_back", test_now));
     for given in charges {
         cmd.arg(code(given.algorithm))
             .arg(given.charge.window)

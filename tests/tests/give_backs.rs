@@ -187,10 +187,10 @@ async fn reserve_then_settle_charges_what_was_used() {
     }
 }
 
-/// What a refund removes from Redis: a sliding log's own member (not a newer call's), or part of its weight,
+/// What a give-back removes from Redis: a sliding log's own member (not a newer call's), or part of its weight,
 /// and only from the window charged; nothing once the charge has left.
 #[tokio::test]
-async fn a_refund_removes_its_own_members_and_nothing_once_gone() {
+async fn a_give_back_removes_its_own_members_and_nothing_once_gone() {
     let server = RedisServer::start();
     let clock = FakeClock::new();
     let limiter = server.limiter_with_clock(&clock);
@@ -241,7 +241,7 @@ async fn a_refund_removes_its_own_members_and_nothing_once_gone() {
     assert_eq!(limiter.check_cost(&log, "k", 0).await.remaining, 9);
     drop(third);
 
-    // A fixed window: a refund after the window turned leaves the new window alone.
+    // A fixed window: a give-back after the window turned leaves the new window alone.
     let window = Rule::new()
         .prefix("fixed:")
         .algorithm(Algorithm::FixedWindow)

@@ -41,46 +41,46 @@ proptest! {
     /// A charge given back at once (partly or wholly) leaves the limit as if the call had weighed only what it
     /// kept: every later decision is the same.
     #[test]
-    fn a_refund_at_once_is_as_if_the_call_weighed_less(
+    fn a_give_back_at_once_is_as_if_the_call_weighed_less(
         (algorithm, window, max, burst, waits) in limits(),
         calls in schedule(5_000_000),
     ) {
-        let (mut refunded, mut lighter) = (State::new(algorithm), State::new(algorithm));
+        let (mut given_back, mut lighter) = (State::new(algorithm), State::new(algorithm));
         let mut now = 3_600_000_000;
         for (i, &(step, cost, back, _)) in calls.iter().enumerate() {
             now += step;
             let full = charge(window, max, burst, waits, cost);
-            let outcome = refunded.decide(now, &full);
+            let outcome = given_back.decide(now, &full);
             let back = if outcome.allowed { back.min(cost) } else { 0 };
-            refunded.refund(now, &full, back, &outcome.receipt);
+            given_back.give_back(now, &full, back, &outcome.receipt);
             let kept = lighter.decide(now, &charge(window, max, burst, waits, cost - back));
             prop_assert_eq!(outcome.allowed, kept.allowed, "call {}", i);
             // What both say of the next call decides whether they are the same limit.
-            let (probe, twin) = (refunded.decide(now, &full), lighter.decide(now, &full));
+            let (probe, twin) = (given_back.decide(now, &full), lighter.decide(now, &full));
             prop_assert_eq!(probe.allowed, twin.allowed, "after call {}", i);
             prop_assert_eq!(probe.retry_after, twin.retry_after, "after call {}", i);
-            refunded.refund(now, &full, cost, &probe.receipt);
-            lighter.refund(now, &full, cost, &twin.receipt);
+            given_back.give_back(now, &full, cost, &probe.receipt);
+            lighter.give_back(now, &full, cost, &twin.receipt);
         }
     }
 
     /// Charges given back later never let more through than the limit allows: counting each admission at
     /// what it kept, the algorithm's guarantee still holds.
     #[test]
-    fn later_refunds_never_admit_more_than_the_limit(
+    fn later_give_backs_never_admit_more_than_the_limit(
         (algorithm, window, max, burst, waits) in limits(),
         calls in schedule(5_000_000),
     ) {
         let mut state = State::new(algorithm);
         let mut now = 3_600_000_000;
-        // (admitted at, units kept, its outcome), and refunds due: (at call index, admission index, units).
+        // (admitted at, units kept, its outcome), and give-backs due: (at call index, admission index, units).
         let mut admitted: Vec<(u64, u64, Outcome)> = Vec::new();
         let mut due: Vec<(usize, usize, u64)> = Vec::new();
         for (i, &(step, cost, back, later)) in calls.iter().enumerate() {
             now += step;
             for &(_, which, units) in due.iter().filter(|(at, _, _)| *at == i) {
                 let (_, cost, outcome) = admitted[which];
-                state.refund(now, &charge(window, max, burst, waits, cost), units, &outcome.receipt);
+                state.give_back(now, &charge(window, max, burst, waits, cost), units, &outcome.receipt);
                 admitted[which].1 -= units;
             }
             let outcome = state.decide(now, &charge(window, max, burst, waits, cost));
@@ -112,17 +112,17 @@ proptest! {
     /// A charge given back once it has left the limit (the window passed, the bucket refilled) changes
     /// nothing.
     #[test]
-    fn a_refund_of_a_charge_that_has_left_is_nothing(
+    fn a_give_back_of_a_charge_that_has_left_is_nothing(
         (algorithm, window, max, burst, waits) in limits(),
         calls in schedule(5_000_000),
     ) {
-        let (mut refunded, mut untouched) = (State::new(algorithm), State::new(algorithm));
+        let (mut given_back, mut untouched) = (State::new(algorithm), State::new(algorithm));
         let mut now = 3_600_000_000;
         let mut first = None;
         for (i, &(step, cost, _, _)) in calls.iter().enumerate() {
             now += step;
             let full = charge(window, max, burst, waits, cost);
-            let outcome = refunded.decide(now, &full);
+            let outcome = given_back.decide(now, &full);
             prop_assert_eq!(outcome, untouched.decide(now, &full), "call {}", i);
             if outcome.allowed && cost > 0 && first.is_none() {
                 first = Some((full, outcome.receipt));
@@ -132,7 +132,7 @@ proptest! {
                 // long since full again (its charge never outlasts `burst` and `max_wait` windows).
                 let gone = receipt.at + (2 + burst + waits) * window;
                 if now >= gone && now / window >= receipt.at / window + 2 {
-                    refunded.refund(now, &charged, charged.cost, &receipt);
+                    given_back.give_back(now, &charged, charged.cost, &receipt);
                     first = None;
                 }
             }
