@@ -11,7 +11,7 @@ pub use crate::budget::Now;
 use crate::call::{Ask, Call, RuleRef};
 use crate::key::StoreKey;
 use crate::limiter::current;
-use crate::limiter::Held;
+use crate::limiter::HeldCall;
 use crate::pipeline::after;
 use crate::{Limiter, Permit, RateLimited, Rule, Zone};
 
@@ -31,39 +31,39 @@ pub struct Site<const N: usize> {
 /// One limit of one call, as the expansion hands it over: whether the call skips it (`skip_if`), its key
 /// (the arguments, borrowed, written out only if needed), its cost, and a calendar limit's zone and billing
 /// day for this call (`tz = <expr>`, `anchor = <expr>`).
-pub type Key<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>, Option<u8>);
+pub type KeyArgs<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>, Option<u8>);
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
-pub type Checked = Verdict<()>;
+pub type Checked = Ruling<()>;
 
 /// [`Site::charge`]'s future.
-pub type Charging<const N: usize> = Verdict<Admission<N>>;
+pub type Charging<const N: usize> = Ruling<Admission<N>>;
 
 /// A call's verdict, ready at once or still to await.
-type Verdict<T> = Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
+type Ruling<T> = Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
 
 /// What a call of a function with `count = failures | successes`, or with a limit in flight, was charged,
 /// held while its body runs.
-pub struct Admission<const N: usize>(Option<Box<Held>>);
+pub struct Admission<const N: usize>(Option<Box<HeldCall>>);
 
 /// What an admitted call keeps of its admission: nothing (`count = all`), or what it charged.
 trait Kept<const N: usize>: Send + 'static {
     /// A call decided without the limiter (switched off, or every limit skipped): nothing was charged.
     fn nothing() -> Self;
     /// An admitted call, `held` what it charged.
-    fn kept(held: impl FnOnce() -> Held) -> Self;
+    fn kept(held: impl FnOnce() -> HeldCall) -> Self;
 }
 
 impl<const N: usize> Kept<N> for () {
     fn nothing() {}
-    fn kept(_: impl FnOnce() -> Held) {}
+    fn kept(_: impl FnOnce() -> HeldCall) {}
 }
 
 impl<const N: usize> Kept<N> for Admission<N> {
     fn nothing() -> Self {
         Admission(None)
     }
-    fn kept(held: impl FnOnce() -> Held) -> Self {
+    fn kept(held: impl FnOnce() -> HeldCall) -> Self {
         Admission(Some(Box::new(held())))
     }
 }
@@ -96,18 +96,18 @@ impl<const N: usize> Site<N> {
     /// for) is the returned future's, which owns what it needs. The expansion awaits it at once, so deciding
     /// before the first poll changes nothing for the caller. Switched off, nothing is written out, counted or
     /// asked.
-    pub fn check(&'static self, keys: [Key<'_>; N]) -> Checked {
+    pub fn check(&'static self, keys: [KeyArgs<'_>; N]) -> Checked {
         self.enforce(keys)
     }
 
     /// [`check`](Site::check) for a function whose limits count by outcome: the admission is held, to be
     /// [`settle`](Admission::settle)d once the body has returned.
-    pub fn charge(&'static self, keys: [Key<'_>; N]) -> Charging<N> {
+    pub fn charge(&'static self, keys: [KeyArgs<'_>; N]) -> Charging<N> {
         self.enforce(keys)
     }
 
     /// The call's verdict, and, admitted, what `T` keeps of it.
-    fn enforce<T: Kept<N>>(&'static self, keys: [Key<'_>; N]) -> Verdict<T> {
+    fn enforce<T: Kept<N>>(&'static self, keys: [KeyArgs<'_>; N]) -> Ruling<T> {
         if keys.iter().all(|(skip, ..)| *skip) {
             return Either::Left(now(Ok(T::nothing())));
         }
@@ -124,7 +124,11 @@ impl<const N: usize> Site<N> {
     /// enough to be inlined itself: a switched-off call's verdict is then written once, where the caller
     /// reads it, instead of being returned through the closure and copied.
     #[inline(never)]
-    fn decide_on<T: Kept<N>>(&'static self, limiter: &Limiter, keys: [Key<'_>; N]) -> Verdict<T> {
+    fn decide_on<T: Kept<N>>(
+        &'static self,
+        limiter: &Limiter,
+        keys: [KeyArgs<'_>; N],
+    ) -> Ruling<T> {
         let rules = self.rules_for(limiter);
         let asks = keys
             .into_iter()
@@ -154,7 +158,7 @@ impl<const N: usize> Site<N> {
             Ok(decided) => {
                 let verdict = pipeline.verdict(&call, &decided);
                 let kept = || {
-                    T::kept(|| Held {
+                    T::kept(|| HeldCall {
                         limiter: limiter.clone(),
                         call,
                         decided,
@@ -171,7 +175,7 @@ impl<const N: usize> Site<N> {
                     let pipeline = &limiter.pipeline;
                     let decided = pipeline.decide_later(&call, redis).await;
                     let wait = pipeline.verdict(&call, &decided)?;
-                    let kept = T::kept(|| Held {
+                    let kept = T::kept(|| HeldCall {
                         limiter: limiter.clone(),
                         call,
                         decided,
@@ -202,7 +206,7 @@ impl<const N: usize> Site<N> {
 /// A verdict still to await.
 fn later<T>(
     rest: impl std::future::Future<Output = Result<T, RateLimited>> + Send + 'static,
-) -> Verdict<T> {
+) -> Ruling<T> {
     Either::Right(Box::pin(rest))
 }
 
@@ -238,7 +242,7 @@ impl<const N: usize> Admission<N> {
         if units.iter().any(|&units| units > 0) {
             held.give_back(&units).await;
         }
-        let Held {
+        let HeldCall {
             limiter,
             call,
             decided,

@@ -13,7 +13,7 @@ pub use self::builder::LimiterBuilder;
 pub use self::current::REDIS_URL_ENV;
 pub use self::limit::Limit;
 pub use self::permit::Permit;
-pub(crate) use self::reservation::Held;
+pub(crate) use self::reservation::HeldCall;
 pub use self::reservation::Reservation;
 
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::Held;
+use super::HeldCall;
 use crate::call::{Call, Decided};
 use crate::{Decision, Limiter};
 
@@ -29,11 +29,11 @@ use crate::{Decision, Limiter};
 /// With Redis a permit is given back by a task of this limiter's (with the releases of other calls); one that
 /// cannot reach Redis expires after its [`in_flight_ttl`](crate::Rule::in_flight_ttl).
 #[must_use = "a permit is given back when dropped: hold it while the call runs"]
-pub struct Permit(Option<Held>);
+pub struct Permit(Option<HeldCall>);
 
 impl Permit {
     pub(crate) fn new(limiter: Limiter, call: Call<'static>, decided: Decided) -> Permit {
-        Permit(Some(Held {
+        Permit(Some(HeldCall {
             limiter,
             call,
             decided,
@@ -58,7 +58,7 @@ impl Permit {
         }
     }
 
-    fn held(&self) -> &Held {
+    fn held(&self) -> &HeldCall {
         self.0.as_ref().expect("a permit is released once")
     }
 }

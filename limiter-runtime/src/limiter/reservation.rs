@@ -1,5 +1,5 @@
 //! Admissions kept to be given back: [`Reservation`] (reserve an estimate, settle to the actual cost) and what
-//! an annotated function with `count = failures | successes` holds while its body runs ([`Held`]).
+//! an annotated function with `count = failures | successes` holds while its body runs ([`HeldCall`]).
 
 use std::fmt;
 use std::future::Future as _;
@@ -8,13 +8,13 @@ use crate::call::{Call, Decided};
 use crate::{Decision, Limiter};
 
 /// An admitted call, and what each of its limits charged: enough to give any of it back.
-pub(crate) struct Held {
+pub(crate) struct HeldCall {
     pub(crate) limiter: Limiter,
     pub(crate) call: Call<'static>,
     pub(crate) decided: Decided,
 }
 
-impl Held {
+impl HeldCall {
     /// Gives back `units[i]` of limit `i`'s charge (at most what it charged).
     pub(crate) async fn give_back(&self, units: &[u64]) {
         let pipeline = &self.limiter.pipeline;
@@ -84,11 +84,11 @@ impl Held {
 /// the charge has left the limit. With Redis, a settlement that cannot reach Redis is dropped: the limit keeps
 /// the charge, and admits less, never more.
 #[must_use = "dropped, a reservation gives its whole estimate back; settle it to charge what was used"]
-pub struct Reservation(Option<Held>);
+pub struct Reservation(Option<HeldCall>);
 
 impl Reservation {
     pub(crate) fn new(limiter: Limiter, call: Call<'static>, decided: Decided) -> Reservation {
-        Reservation(Some(Held {
+        Reservation(Some(HeldCall {
             limiter,
             call,
             decided,

@@ -43,7 +43,7 @@ use tokio::sync::watch;
 use self::breaker::{Breaker, Pass, Transition};
 use self::coalesce::{Batch, Coalescer, Member, Place, Shape, Waiting, MAX_LIMITS};
 use self::deny_cache::{DenyCache, Lookup};
-use self::lease::{Held, Leases, Take};
+use self::lease::{HeldLease, Leases, Take};
 pub(crate) use self::permits::spawn_permit_renewal;
 use self::permits::Permits;
 use self::script::{nonce, BatchCall, CallOutcome, GiveBack, Sent};
@@ -172,7 +172,7 @@ enum LeaseStep {
     /// Take one, with its terms, giving back what is left of the lease this node held before.
     Take {
         terms: LeaseTerms,
-        back: Option<Box<Held>>,
+        back: Option<Box<HeldLease>>,
     },
     /// Wait until the call taking one is done (the receiver says when), then spend it.
     Wait(watch::Receiver<()>),
@@ -1066,10 +1066,10 @@ impl RedisBackend {
         call: &Call<'_>,
         sent: Duration,
         terms: LeaseTerms,
-        back: Option<Box<Held>>,
+        back: Option<Box<HeldLease>>,
     ) -> Result<Decided, Failed> {
         let limit = &call.limits()[0];
-        let back_given = back.as_deref().map(Held::remainder);
+        let back_given = back.as_deref().map(HeldLease::remainder);
         let (script, command) =
             script::lease_command(limit, terms.units, back_given.as_ref(), self.test_now());
         let sending = script::send(script, self.connection()?, command);

@@ -23,7 +23,7 @@ use super::RedisBackend;
 /// The permits of this node, by key.
 #[derive(Debug)]
 pub(crate) struct Permits {
-    state: Mutex<State>,
+    state: Mutex<Ledger>,
     /// Wakes the renewal when a permit is held that must be renewed sooner than it planned.
     sooner: Notify,
     /// The batches of releases given back so far (numbered from 1), for a caller that waits for its own.
@@ -41,9 +41,9 @@ impl Default for Permits {
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct Ledger {
     /// Each key's permits held, and their time to live (µs).
-    held: HashMap<String, Held>,
+    held: HashMap<String, KeyPermits>,
     /// Permits released, not yet given back in Redis: key and nonce.
     released: Vec<(String, u64)>,
     /// Whether a task is giving releases back.
@@ -53,13 +53,13 @@ struct State {
 }
 
 #[derive(Debug)]
-struct Held {
+struct KeyPermits {
     ttl: u64,
     nonces: Vec<u64>,
 }
 
 impl Permits {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -76,7 +76,9 @@ impl Permits {
             }
             None => {
                 let nonces = vec![nonce];
-                state.held.insert(key.to_owned(), Held { ttl, nonces });
+                state
+                    .held
+                    .insert(key.to_owned(), KeyPermits { ttl, nonces });
             }
         }
     }
@@ -127,7 +129,7 @@ impl Permits {
     }
 
     /// How often to renew: a third of the shortest time to live held (none when nothing is held).
-    fn every(state: &State) -> Option<Duration> {
+    fn every(state: &Ledger) -> Option<Duration> {
         let shortest = state.held.values().map(|held| held.ttl).min()?;
         Some(Duration::from_micros(shortest / 3).max(Duration::from_millis(1)))
     }

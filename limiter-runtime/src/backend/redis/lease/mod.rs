@@ -52,12 +52,12 @@ enum Slot {
     /// sender is dropped, which wakes them, when the slot changes.
     Taking(Duration, watch::Sender<()>),
     /// Boxed: a key's slot stays small while a lease is being taken.
-    Held(Box<Held>),
+    Held(Box<HeldLease>),
 }
 
 /// A lease this node holds.
 #[derive(Debug)]
-pub(super) struct Held {
+pub(super) struct HeldLease {
     generation: u64,
     key: StoreKey,
     algorithm: Algorithm,
@@ -81,7 +81,7 @@ pub(super) struct Held {
 #[derive(Debug)]
 pub(super) enum Take {
     /// Take a lease, giving back what is left of the one this node held (if any).
-    Lease(Option<Box<Held>>),
+    Lease(Option<Box<HeldLease>>),
     /// Another call is taking one: wait for it (the receiver says when the slot changed), then spend it.
     Wait(watch::Receiver<()>),
 }
@@ -95,7 +95,7 @@ impl Default for Leases {
     }
 }
 
-impl Held {
+impl HeldLease {
     /// Whether a call of `limit` can spend it at `now` (same limit, time and units left).
     fn serves(&self, limit: &CallLimit<'_>, now: Duration) -> bool {
         let terms = |c: &Charge| (c.window, c.max, c.burst);
@@ -185,7 +185,7 @@ impl Leases {
     }
 
     /// Holds the lease `held` for its key (the call that took it is done).
-    fn hold(&self, held: Held) {
+    fn hold(&self, held: HeldLease) {
         let key = held.key.parts();
         let (mut slots, hash) = self.slots.lock(key);
         let (slot, _) = slots.get_or_insert_with(hash, key, || taking(Duration::ZERO));
@@ -212,7 +212,7 @@ impl Leases {
 
     /// Takes out the leases that ran out of time by `now`, with units left to give back, and forgets the
     /// takings older than `stale` (their callers were dropped); counts the units every lease still holds.
-    pub(super) fn expired(&self, now: Duration, stale: Duration) -> (Vec<Held>, u64) {
+    pub(super) fn expired(&self, now: Duration, stale: Duration) -> (Vec<HeldLease>, u64) {
         let (mut expired, mut outstanding) = (Vec::new(), 0);
         for shard in 0..self.slots.count() {
             self.slots.lock_shard(shard).retain(|slot| {
@@ -269,7 +269,7 @@ impl Leases {
         if limit.algorithm == Algorithm::FixedWindow {
             ttl = ttl.min(Duration::from_micros(outcome.reset_after));
         }
-        let mut held = Held {
+        let mut held = HeldLease {
             generation: self.generation.fetch_add(1, Ordering::Relaxed),
             key: limit.key.clone(),
             algorithm: limit.algorithm,

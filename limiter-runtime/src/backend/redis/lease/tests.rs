@@ -18,8 +18,8 @@ fn call(charge: &Charge) -> Call<'static> {
     call
 }
 
-fn held(charge: &Charge, left: u64, expires: Duration) -> Held {
-    Held {
+fn held(charge: &Charge, left: u64, expires: Duration) -> HeldLease {
+    HeldLease {
         generation: 7,
         key: StoreKey::new("p:", format_args!("hot")),
         algorithm: Algorithm::TokenBucket,

@@ -20,29 +20,29 @@ impl NonceText {
     }
 
     /// The digits alone: the script names the call's member after them.
-    pub(super) fn digits(&self) -> Member {
+    pub(super) fn digits(&self) -> MemberText {
         self.member_text(16)
     }
 
     /// The one member of a call of cost 1: its digits and `:1`.
-    pub(super) fn only_member(&self) -> Member {
+    pub(super) fn only_member(&self) -> MemberText {
         self.member_text(18)
     }
 
-    fn member_text(&self, len: usize) -> Member {
+    fn member_text(&self, len: usize) -> MemberText {
         let mut text = *b"0000000000000000:1";
         text[..16].copy_from_slice(&self.digits);
-        Member { text, len }
+        MemberText { text, len }
     }
 }
 
 /// A call's sliding-log member (its nonce and `:1`), or its nonce alone.
-pub(super) struct Member {
+pub(super) struct MemberText {
     text: [u8; 18],
     len: usize,
 }
 
-impl ToRedisArgs for Member {
+impl ToRedisArgs for MemberText {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
         out.write_arg(&self.text[..self.len]);
     }
