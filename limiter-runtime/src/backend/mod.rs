@@ -162,15 +162,7 @@ impl Backend {
     /// memory.
     pub(crate) fn start(&self, overrides: &Arc<Overrides>, watch: &Arc<Watch>) {
         if let Backend::Redis(redis) = self {
-            let overrides = Arc::downgrade(overrides);
-            redis::spawn_heartbeat(
-                Arc::downgrade(redis),
-                overrides.clone(),
-                Arc::downgrade(watch),
-            );
-            redis::spawn_overrides_sync(overrides, Arc::downgrade(redis));
-            redis::spawn_lease_sweep(Arc::downgrade(redis));
-            redis::spawn_permit_renewal(Arc::downgrade(redis));
+            redis::start_background(redis, Arc::downgrade(overrides), Arc::downgrade(watch));
         }
     }
 

@@ -4,10 +4,10 @@
 //! the whole service's views.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Weak};
+use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::script::LuaScript;
+use super::lua_script::LuaScript;
 use super::RedisBackend;
 use crate::overrides::Overrides;
 use crate::watch::Watch;
@@ -92,45 +92,30 @@ impl Instances {
     }
 }
 
-/// Renews this runtime's heartbeat while Redis is healthy and limiting on, as long as the limiter lives, and
-/// with it this runtime's report of what it has seen (`watch`), for the operators' views.
-pub(crate) fn spawn_heartbeat(
-    redis: Weak<RedisBackend>,
-    overrides: Weak<Overrides>,
-    watch: Weak<Watch>,
-) {
-    tokio::spawn(async move {
-        loop {
-            let (Some(redis), Some(overrides), Some(watch)) =
-                (redis.upgrade(), overrides.upgrade(), watch.upgrade())
-            else {
-                return;
-            };
-            if !redis.breaker_open() && overrides.is_enabled_here() {
-                if let Ok(mut connection) = redis.connection() {
-                    let instances = &redis.fallback.instances;
-                    let report = watch
-                        .node_report(
-                            instances.id().to_owned(),
-                            redis.breaker_open(),
-                            redis.degraded_count(),
-                            overrides.is_enabled(),
-                        )
-                        .encode();
-                    let beat = instances.beat(&mut connection, Some(&report));
-                    match tokio::time::timeout(redis.patience(), beat).await {
-                        Ok(Ok(_)) => {}
-                        Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
-                        Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),
-                    }
-                }
-            }
-            redis.tidy_local();
-            let every = redis.fallback.instances.every;
-            drop((redis, overrides, watch));
-            tokio::time::sleep(every).await;
-        }
-    });
+/// Renews this runtime's heartbeat, and with it this runtime's report of what it has seen (`watch`), for the
+/// operators' views: while Redis is healthy and limiting is on here, within the backend's patience.
+pub(super) async fn beat(redis: &RedisBackend, overrides: &Overrides, watch: &Watch) {
+    if redis.breaker_open() || !overrides.is_enabled_here() {
+        return;
+    }
+    let Ok(mut connection) = redis.connection() else {
+        return;
+    };
+    let instances = &redis.fallback.instances;
+    let report = watch
+        .node_report(
+            instances.id().to_owned(),
+            redis.breaker_open(),
+            redis.degraded_count(),
+            overrides.is_enabled(),
+        )
+        .encode();
+    let beat = instances.beat(&mut connection, Some(&report));
+    match tokio::time::timeout(redis.patience(), beat).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
+        Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),
+    }
 }
 
 /// Where the reports of the instances in the set `key` are: `limiter:report:{<key>}:` and each one's id, the

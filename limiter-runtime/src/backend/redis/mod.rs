@@ -15,6 +15,7 @@
 //! given back before the call returns (meanwhile those charges count: the cluster may briefly admit less,
 //! never more).
 
+mod background;
 mod breaker;
 mod cluster;
 mod coalesce;
@@ -44,7 +45,6 @@ use self::breaker::{Breaker, Pass, Transition};
 use self::coalesce::{Batch, Coalescer, Member, Place, Shape, Waiting, MAX_LIMITS};
 use self::deny_cache::{DenyCache, Lookup};
 use self::lease::{HeldLease, Leases, Take};
-pub(crate) use self::permits::spawn_permit_renewal;
 use self::permits::Permits;
 use self::script::{nonce, BatchCall, CallOutcome, GiveBack, Sent};
 use crate::algorithm::{Algorithm, Outcome, Peek};
@@ -56,13 +56,13 @@ use crate::sharded::KeyHash;
 use crate::watch::NodeReport;
 use crate::OnError;
 
+pub(crate) use self::background::start as start_background;
 pub(crate) use self::breaker::BreakerConfig;
 pub(crate) use self::connection::{Connection, Topology};
 pub(crate) use self::degraded::Fallback;
-pub(crate) use self::instances::{spawn_heartbeat, Instances};
-pub(crate) use self::lease::spawn_lease_sweep;
+pub(crate) use self::instances::Instances;
 pub(crate) use self::lua_script::LuaScript;
-pub(crate) use self::overrides::{publish, spawn as spawn_overrides_sync};
+pub(crate) use self::overrides::publish;
 pub(crate) use self::tls::{redacted, Tls};
 
 /// The least time work off the decisions' path is given (see [`RedisBackend::patience`]).

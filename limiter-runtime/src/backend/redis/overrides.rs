@@ -7,8 +7,6 @@
 use std::sync::{LazyLock, Weak};
 use std::time::Duration;
 
-use futures_util::StreamExt;
-
 use super::{LuaScript, RedisBackend};
 use crate::error::{BackendError, Error};
 use crate::overrides::{
@@ -16,7 +14,7 @@ use crate::overrides::{
 };
 
 /// How often a runtime reads the version even without being told of a change: a backstop for a lost message.
-const BACKSTOP: Duration = Duration::from_secs(5);
+pub(super) const BACKSTOP: Duration = Duration::from_secs(5);
 /// The bound on an operator's change (an override) reaching Redis.
 const CHANGE_DEADLINE: Duration = Duration::from_secs(5);
 /// The hash's field that counts the changes made to it.
@@ -69,55 +67,19 @@ impl Announcement {
 }
 
 /// What woke the sync up.
-enum Event {
+pub(super) enum Event {
     /// A message on the channel.
     Message(redis::Msg),
     /// Nothing for [`BACKSTOP`]: time to read the version.
     Quiet,
 }
 
-/// Keeps `overrides` in step with Redis while the limiter lives: subscribes to the channel, loads the whole
-/// table, then applies each change as it is announced.
-pub(crate) fn spawn(overrides: Weak<Overrides>, redis: Weak<RedisBackend>) {
-    tokio::spawn(async move {
-        for attempt in 0.. {
-            let subscribed = match redis.upgrade() {
-                None => return,
-                Some(redis) => redis.pubsub(attempt).await.ok(),
-            };
-            let Some(mut pubsub) = subscribed else {
-                if !reload(&overrides, &redis).await {
-                    return;
-                }
-                tokio::time::sleep(BACKSTOP).await;
-                continue;
-            };
-            if pubsub.subscribe(OVERRIDES).await.is_err() {
-                tokio::time::sleep(BACKSTOP).await;
-                continue;
-            }
-            // Loaded after subscribing, so that no change falls between the two.
-            if !reload(&overrides, &redis).await {
-                return;
-            }
-            let mut messages = pubsub.on_message();
-            // Until the subscription's connection is gone (then subscribe again).
-            loop {
-                let event = match tokio::time::timeout(BACKSTOP, messages.next()).await {
-                    Ok(Some(message)) => Event::Message(message),
-                    Ok(None) => break,
-                    Err(_) => Event::Quiet,
-                };
-                if !follow(&overrides, &redis, event).await {
-                    return;
-                }
-            }
-        }
-    });
-}
-
 /// Brings `overrides` up to date after `event`; `false` once the limiter is gone.
-async fn follow(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>, event: Event) -> bool {
+pub(super) async fn follow(
+    overrides: &Weak<Overrides>,
+    redis: &Weak<RedisBackend>,
+    event: Event,
+) -> bool {
     let (Some(table), Some(backend)) = (overrides.upgrade(), redis.upgrade()) else {
         return false;
     };
@@ -166,7 +128,7 @@ async fn read_version(overrides: &Overrides, redis: &RedisBackend) -> bool {
 }
 
 /// Loads every override from Redis, and the version they are at; `false` once the limiter is gone.
-async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool {
+pub(super) async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBackend>) -> bool {
     let (Some(overrides), Some(redis)) = (overrides.upgrade(), redis.upgrade()) else {
         return false;
     };

@@ -59,6 +59,26 @@ struct KeyPermits {
 }
 
 impl Permits {
+    /// Waits `wait` (a minute while no permit is held), or until a permit is held that must be renewed
+    /// sooner; then renews the permits if they are due. What to wait next; `None` once the limiter is gone.
+    pub(super) async fn renew_when_due(
+        &self,
+        redis: &Weak<RedisBackend>,
+        wait: Option<Duration>,
+    ) -> Option<Option<Duration>> {
+        /// How often it looks whether the limiter is gone while no permit is held.
+        const IDLE: Duration = Duration::from_secs(60);
+        let sooner = self.sooner.notified();
+        let timer = tokio::time::sleep(wait.unwrap_or(IDLE));
+        let sooner = matches!(select(pin!(timer), pin!(sooner)).await, Either::Right(_));
+        let redis = redis.upgrade()?;
+        Some(match sooner {
+            // A permit to renew sooner than planned: the timer starts again, from its time to live.
+            true => Permits::every(&self.lock()),
+            false => Permits::renew(&redis).await,
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -231,30 +251,6 @@ impl Permits {
         }
         next
     }
-}
-
-/// While `redis` lives: renews its permits every third of their shortest time to live (and waits, holding
-/// only a weak reference, while it holds none).
-pub(crate) fn spawn_permit_renewal(redis: Weak<RedisBackend>) {
-    /// How often it looks whether the limiter is gone while no permit is held.
-    const IDLE: Duration = Duration::from_secs(60);
-    let Some(permits) = redis.upgrade().map(|redis| Arc::clone(&redis.permits)) else {
-        return;
-    };
-    tokio::spawn(async move {
-        let mut wait = None;
-        loop {
-            let sooner = permits.sooner.notified();
-            let timer = tokio::time::sleep(wait.unwrap_or(IDLE));
-            let sooner = matches!(select(pin!(timer), pin!(sooner)).await, Either::Right(_));
-            let Some(redis) = redis.upgrade() else { return };
-            wait = match sooner {
-                // A permit to renew sooner than planned: the timer starts again, from its time to live.
-                true => Permits::every(&permits.lock()),
-                false => Permits::renew(&redis).await,
-            };
-        }
-    });
 }
 
 #[cfg(test)]

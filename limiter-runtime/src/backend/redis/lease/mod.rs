@@ -10,13 +10,11 @@
 //! their deadline) and spend it, or, when it brings them nothing, go to Redis as any call does (coalesced).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::script::GiveBack;
-use super::RedisBackend;
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, Reported, State};
 use crate::call::{Answer, CallLimit, Charged, LeaseTerms};
 use crate::clock::as_micros;
@@ -288,21 +286,6 @@ impl Leases {
         self.hold(held);
         Ok(answer)
     }
-}
-
-/// Every [`SWEEP_EVERY`], gives back what is left of the leases of `redis` that ran out of time, until the
-/// limiter is dropped.
-pub(crate) fn spawn_lease_sweep(redis: Weak<RedisBackend>) {
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(SWEEP_EVERY);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            every.tick().await;
-            let Some(redis) = redis.upgrade() else { return };
-            redis.return_expired_leases().await;
-            drop::<Arc<RedisBackend>>(redis);
-        }
-    });
 }
 
 #[cfg(test)]
