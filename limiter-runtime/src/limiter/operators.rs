@@ -1,0 +1,261 @@
+//! What operators ask of a [`Limiter`] and change in it at run time: its stats, overrides and switches,
+//! a key's state (`inspect`, `usage`), and the service's view across nodes (`overview`, `top_limited`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::Limiter;
+use crate::algorithm::{calendar, Algorithm};
+use crate::overrides::Change;
+use crate::watch::{self, TopKeys};
+use crate::{Error, Inspection, Override, Overview, Rule, TopKey, Usage};
+
+/// What a limiter has seen: for dashboards and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Decisions made in degraded mode (Redis failed, too slow, or the breaker open) since start.
+    pub degraded: u64,
+    /// Whether the breaker is open: Redis is not being called, only probed.
+    pub breaker_open: bool,
+    /// Runtimes last seen sharing this Redis (this one included; 1 in memory).
+    pub instances: u64,
+    /// Calls a shadow rule would have rejected (and let through).
+    pub shadowed: u64,
+    /// Keys held in this process's memory: the in-memory store's, or the `local` fallback's.
+    pub keys: u64,
+    /// Keys this process's memory forgot before their expiry, to stay within
+    /// [`max_keys`](crate::LimiterBuilder::max_keys).
+    pub evicted: u64,
+    /// Run-time overrides in force, as this runtime last saw them ([`Limiter::set_override`]).
+    pub overrides: u64,
+    /// Permits in flight this process holds in Redis, renewed while held ([`Rule::in_flight`]; 0 in memory).
+    pub permits: u64,
+}
+
+impl Limiter {
+    /// What this limiter has seen so far.
+    pub fn stats(&self) -> Stats {
+        let pipeline = &*self.pipeline;
+        let shadowed = pipeline.shadowed.load(Ordering::Relaxed);
+        let overrides = pipeline.overrides.len() as u64;
+        let backend = pipeline.backend.stats();
+        Stats {
+            degraded: backend.degraded,
+            breaker_open: backend.breaker_open,
+            instances: backend.instances,
+            shadowed,
+            keys: backend.keys,
+            evicted: backend.evicted,
+            overrides,
+            permits: backend.permits,
+        }
+    }
+
+    /// Changes a limit at run time, for every runtime sharing this Redis (for this one alone in memory): the
+    /// change is stored in Redis and announced; every runtime applies it within a second, and a decision
+    /// never pays a round trip to read it. Setting an override again replaces it. An override of `max` 0 or of
+    /// a window under a microsecond is refused ([`Error::InvalidOverride`]), and ignored if Redis holds one.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Override, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("rate_limit:emp:").max(5);
+    /// limiter.set_override(Override::key("rate_limit:emp:", "1001").max(1)).await?;
+    /// assert!(limiter.check(&rule, "1001").await.allowed);
+    /// assert!(!limiter.check(&rule, "1001").await.allowed);
+    /// assert!(limiter.check(&rule, "1002").await.allowed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_override(&self, change: Override) -> Result<(), Error> {
+        self.change(Change::Set(change.valid()?)).await
+    }
+
+    /// Removes the override of `target`'s prefix (and key): only its target matters, not what it set.
+    pub async fn clear_override(&self, target: &Override) -> Result<(), Error> {
+        self.change(Change::Clear(target.clone())).await
+    }
+
+    /// The overrides in force, as this runtime last saw them.
+    pub fn overrides(&self) -> Vec<Override> {
+        self.pipeline.overrides.list()
+    }
+
+    /// Makes `change` in Redis and announces it to every runtime, then applies it here at once; in memory,
+    /// applies it here.
+    async fn change(&self, change: Change) -> Result<(), Error> {
+        let version = self.pipeline.backend.publish(&change).await?;
+        self.pipeline.overrides.apply(&change, version);
+        Ok(())
+    }
+
+    /// Turns limiting off (`false`) for every runtime sharing this Redis, within a second, until it is turned
+    /// back on (`true`): every call goes ahead, with no Redis traffic for decisions. A switch for a Redis under
+    /// pressure, or for an incident; it is kept in Redis, so a runtime started later finds it. In memory, it
+    /// switches this runtime.
+    ///
+    /// An error means Redis did not take the change, and no runtime's switch moved: when Redis itself is the
+    /// problem, [`set_enabled_here`](Limiter::set_enabled_here) switches this runtime without asking it.
+    /// Limiting is on while both switches are.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("api:").max(1);
+    /// limiter.set_enabled(false).await?;
+    /// assert!(limiter.check(&rule, "k").await.allowed && limiter.check(&rule, "k").await.allowed);
+    /// limiter.set_enabled(true).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_enabled(&self, enabled: bool) -> Result<(), Error> {
+        self.change(Change::Switch(enabled)).await
+    }
+
+    /// Turns limiting off (`false`) in this runtime alone, at once and without a word to Redis, until it is
+    /// turned back on (`true`): every call goes ahead, and this runtime sends Redis nothing at all, not even in
+    /// the background. The switch for when Redis itself is the problem. Limiting is on while both this switch
+    /// and [the one of every runtime](Limiter::set_enabled) are.
+    pub fn set_enabled_here(&self, enabled: bool) {
+        self.pipeline.overrides.set_enabled_here(enabled);
+    }
+
+    /// Whether limiting is on: this runtime's own switch and the one of every runtime both are.
+    #[inline]
+    pub fn is_enabled(&self) -> bool {
+        self.pipeline.overrides.is_enabled()
+    }
+
+    /// Reads `rule`'s state for `key` without charging it: used, remaining, when one more unit fits and when
+    /// the limit is full again, the permits held for a limit [in flight](Rule::in_flight), and whether this
+    /// node refuses the key from a denial Redis gave. With Redis, one read-only script call on Redis's clock
+    /// (a sliding log's reads the calls in its window); in memory, the key's state as the next call finds
+    /// it. Overrides in force apply, as they do to a call.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("rate_limit:emp:").max(5);
+    /// limiter.check(&rule, "1001").await;
+    /// let state = limiter.inspect(&rule, "1001").await?;
+    /// assert_eq!((state.used, state.remaining, state.key.as_str()), (1, 4, "1001"));
+    /// assert_eq!(limiter.inspect(&rule, "1001").await?.used, 1); // reading charges nothing
+    /// # Ok(()) }
+    /// ```
+    pub async fn inspect(&self, rule: &Rule, key: impl fmt::Display) -> Result<Inspection, Error> {
+        let rule = self.pipeline.defaults.resolved(rule);
+        let call = self.one(&rule, format_args!("{key}"), 1);
+        let limit = &call.limits()[0];
+        let (peek, at, deny_cached) = self.pipeline.backend.inspect(limit).await?;
+        Ok(Inspection {
+            policy: rule.policy_name().to_string(),
+            key: limit.key.parts().rest.to_owned(),
+            limit: limit.charge.max,
+            window: Duration::from_micros(limit.charge.window),
+            used: peek.used,
+            remaining: peek.remaining,
+            retry_after: Duration::from_micros(peek.retry_after),
+            reset_after: Duration::from_micros(peek.reset_after),
+            in_flight: limit.algorithm == Algorithm::InFlight,
+            deny_cached,
+            read_at: Duration::from_micros(at),
+        })
+    }
+
+    /// What `key` has used of `rule`'s quota, and when the quota starts again: for a calendar quota
+    /// ([`Rule::period`]), the end of the period now is in (on the store's clock: Redis's `TIME`), written in
+    /// the rule's zone as RFC 3339. A read, like [`inspect`](Limiter::inspect): nothing is charged. For a
+    /// tenant's own zone, ask with the rule in that zone ([`Rule::tz`]).
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Period, Rule, Zone};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let monthly = Rule::new().prefix("tokens:").period(Period::Month).anchor(15).max(1_000_000);
+    /// let tenant = monthly.tz(Zone::get("Asia/Tokyo")?);
+    /// limiter.check_cost(&tenant, "acme", 1_200).await;
+    /// let usage = limiter.usage(&tenant, "acme").await?;
+    /// assert_eq!((usage.used, usage.remaining), (1_200, 998_800));
+    /// assert!(usage.resets_at.ends_with("T00:00:00+09:00")); // the 15th, at midnight in Tokyo
+    /// # Ok(()) }
+    /// ```
+    pub async fn usage(&self, rule: &Rule, key: impl fmt::Display) -> Result<Usage, Error> {
+        let rule = self.pipeline.defaults.resolved(rule);
+        let call = self.one(&rule, format_args!("{key}"), 1);
+        let limit = &call.limits()[0];
+        let (peek, at, _) = self.pipeline.backend.inspect(limit).await?;
+        let reset_after = match limit.algorithm {
+            // Whatever is used: the period's end.
+            Algorithm::Calendar => calendar::end(at, &limit.charge).saturating_sub(at),
+            _ => peek.reset_after,
+        };
+        let names = (
+            rule.policy_name().to_string(),
+            limit.key.parts().rest.to_owned(),
+        );
+        let counts = (limit.charge.max, peek.used, peek.remaining);
+        let zone = rule.calendar.zone(None);
+        Ok(Usage::new(names, counts, at, reset_after, zone))
+    }
+
+    /// The `n` keys most refused over the last minute (the limit reached) under `policy` (its name or its
+    /// prefix; every policy's for `""`), for the whole service: each node keeps a bounded summary of its
+    /// refused keys and reports it through Redis with its heartbeat, and this merges the reports. Heaviest
+    /// first. An error means Redis did not answer ([`overview`](Limiter::overview) answers with this node
+    /// alone then); in memory, this process's.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("rate_limit:emp:").name("emp").max(1);
+    /// for _ in 0..4 {
+    ///     limiter.check(&rule, "1001").await;
+    /// }
+    /// let top = limiter.top_limited("emp", 10).await?;
+    /// assert_eq!((top[0].key.as_str(), top[0].refused), ("1001", 3));
+    /// # Ok(()) }
+    /// ```
+    pub async fn top_limited(&self, policy: &str, n: usize) -> Result<Vec<TopKey>, Error> {
+        let (overview, refused, failed) = self.service().await;
+        match failed {
+            Some(error) => Err(error),
+            None => Ok(watch::top_of(&overview, &refused, policy, n)),
+        }
+    }
+
+    /// The service at a glance: each policy's decisions and refusals (per second, and over the last minute)
+    /// and each node's health (breaker, degraded decisions, switch), merged from the nodes' reports through
+    /// Redis. When Redis does not answer, this node's view alone, marked [`partial`](Overview::partial).
+    pub async fn overview(&self) -> Overview {
+        self.service().await.0
+    }
+
+    /// The service's view, the most refused keys of each policy, and why it is this node's alone, if it is.
+    async fn service(&self) -> (Overview, BTreeMap<String, TopKeys>, Option<Error>) {
+        let pipeline = &*self.pipeline;
+        let backend = pipeline.backend.stats();
+        let this = pipeline.observers.watch.node_report(
+            pipeline.backend.node(),
+            backend.breaker_open,
+            backend.degraded,
+            pipeline.overrides.is_enabled(),
+        );
+        let (others, failed) = match pipeline.backend.reports().await {
+            Ok(others) => (others, None),
+            Err(error) => (Vec::new(), Some(error)),
+        };
+        let shared = pipeline.backend.is_shared();
+        let (overview, refused) = watch::merge(this, others, shared, failed.is_some());
+        (overview, refused, failed)
+    }
+}
