@@ -1,0 +1,139 @@
+//! Giving back in Redis: a settled charge's units, a lease's remainder (taken, expired or answered late).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::lease::HeldLease;
+use super::permits::Permits;
+use super::round_trip::{call_key, named, within, Failed, Late};
+use super::script;
+use super::script::GiveBack;
+use super::RedisBackend;
+use crate::algorithm::Algorithm;
+use crate::call::{Call, Charged, Decided, LeaseTerms, OneOrMany};
+use crate::key::KeyRef;
+
+impl RedisBackend {
+    /// How long a call may be taking a lease before it is taken to have been dropped: past its deadline.
+    pub(super) fn taking_stale(&self) -> Duration {
+        self.deadline * 2
+    }
+
+    /// Takes a lease for the one limit of `call`, sent at `sent` (giving back `back`, what is left of the last
+    /// one), within the deadline, and answers the call with the first of its units; refused, with the limit's
+    /// answer to the call alone. A lease taken past the deadline goes back whole.
+    pub(super) async fn take_lease(
+        self: &Arc<Self>,
+        call: &Call<'_>,
+        sent: Duration,
+        terms: LeaseTerms,
+        back: Option<Box<HeldLease>>,
+    ) -> Result<Decided, Failed> {
+        let limit = &call.limits()[0];
+        let back_given = back.as_deref().map(HeldLease::remainder);
+        let (script, command) =
+            script::lease_command(limit, terms.units, back_given.as_ref(), self.test_now());
+        let sending = script::send(script, self.connection()?, command);
+        let reply = match within(sending, self.deadline).await {
+            Ok(reply) => reply,
+            Err(mut failed) => {
+                if let Some(Late::Script(late, _)) = failed.late.take() {
+                    let (redis, call) = (Arc::clone(self), call.detached());
+                    tokio::spawn(async move { redis.return_late_lease(late, &call).await });
+                }
+                return Err(failed);
+            }
+        };
+        let taken = script::read_lease(&reply, limit.algorithm)?;
+        let received = self.clock.now();
+        let answer = self.leases.taken(limit, sent, terms, taken, received)?;
+        Ok(Decided {
+            admitted: answer.decision.allowed,
+            answers: OneOrMany::One(answer),
+        })
+    }
+
+    /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says): to a
+    /// lease it spent, to this process's `local` fallback, and in Redis, in one script call (per slot on a
+    /// cluster) within the deadline. Exactly, unless a charge has left its limit already (then nothing), never
+    /// more.
+    pub(crate) async fn give_back(
+        self: &Arc<Self>,
+        call: &Call<'_>,
+        decided: &Decided,
+        units: &[u64],
+    ) {
+        let (mut in_redis, mut released) = (Vec::new(), None);
+        for ((limit, answer), &units) in call.limits().iter().zip(decided.answers.iter()).zip(units)
+        {
+            let units = units.min(limit.charge.cost);
+            match answer.charged {
+                // Nothing to give back (a permit in flight given back is one of any units).
+                _ if units == 0 => {}
+                Charged::Nothing => {}
+                Charged::Local => self.fallback.give_back(limit, units, answer),
+                Charged::Lease => self
+                    .leases
+                    .give_back(limit.key.parts(), units, &answer.receipt),
+                // A permit goes back whole, with the releases of other calls.
+                Charged::Store if limit.algorithm == Algorithm::InFlight => {
+                    released = Some(Permits::send_release(self, &limit.key, answer.receipt.mark));
+                }
+                Charged::Store => in_redis.push(GiveBack::of(limit, &answer.receipt, units)),
+            }
+        }
+        if !in_redis.is_empty() {
+            let joined = call_key(call);
+            self.send_give_backs(&in_redis, named(call, &joined)).await;
+        }
+        if let Some(batch) = released {
+            // Given back before this returns: the caller's next call finds its permit free.
+            self.permits.given(batch, self.deadline).await;
+        }
+    }
+
+    /// Gives back `given`, the charges of the call `call` names: one script call (per slot on a cluster),
+    /// within the deadline. A give-back that fails is dropped (the limit then keeps the charge: it admits less,
+    /// never more), and logged.
+    pub(super) async fn send_give_backs(&self, given: &[GiveBack<'_>], call: KeyRef<'_>) {
+        let test_now = self.test_now();
+        let giving = async {
+            let mut connection = self.connection()?;
+            let keys: Vec<&str> = given.iter().map(|given| given.key).collect();
+            match connection.slots_apart(&keys) {
+                None => script::give_back(&mut connection, given, test_now).await,
+                Some(groups) => {
+                    for group in groups {
+                        let part: Vec<_> = group.iter().map(|&i| given[i]).collect();
+                        script::give_back(&mut connection, &part, test_now).await?;
+                    }
+                    Ok(())
+                }
+            }
+        };
+        match tokio::time::timeout(self.deadline, giving).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::debug!(%error, key = %call, "rate limiter: a charge could not be given back")
+            }
+            Err(_) => tracing::debug!(key = %call, "rate limiter: giving a charge back timed out"),
+        }
+        if let Some(cache) = &self.denied {
+            // The call's limits have room again: what Redis said of it before no longer holds.
+            cache.remove(call);
+        }
+    }
+
+    /// Gives back what is left of the leases that ran out of time while no call came for them, as any charge
+    /// is given back (each within the deadline; one that fails is dropped, and its units are lost until their
+    /// window passes: the limit admits less, never more), and reports the units this node's leases still
+    /// hold.
+    pub(crate) async fn return_expired_leases(&self) {
+        let (expired, outstanding) = self.leases.expired(self.clock.now(), self.taking_stale());
+        crate::observe::lease_units(outstanding);
+        for held in expired {
+            self.send_give_backs(&[held.remainder()], held.remainder().key.into())
+                .await;
+        }
+    }
+}

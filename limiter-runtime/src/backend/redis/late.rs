@@ -1,0 +1,116 @@
+//! Late answers: a call past its deadline that Redis answered after all, reconciled with what was decided
+//! meanwhile (what a refused caller was charged goes back).
+
+use std::sync::Arc;
+
+use super::coalesce::Member;
+use super::round_trip::{asked, batch_calls, costs_of, decided_of, weighing, Late};
+use super::script;
+use super::script::{GiveBack, Sent};
+use super::{RedisBackend, LATE};
+use crate::algorithm::Algorithm;
+use crate::call::Call;
+
+impl RedisBackend {
+    /// A call to Redis past its deadline, answered late: what Redis admitted of `call` though its caller was
+    /// refused meanwhile (`refused`) goes back, through the one give-back path. (What a caller let through,
+    /// Redis's count keeps.) Counted in the metric `limiter_reconciled_total`.
+    pub(super) async fn reconcile(self: &Arc<Self>, late: Late, call: &Call<'_>, refused: bool) {
+        match late {
+            Late::Script(sent, nonce) => {
+                let member = Member {
+                    nonce,
+                    costs: costs_of(&asked(call)),
+                };
+                self.reconcile_calls(sent, call, &[member], &[refused])
+                    .await;
+            }
+            Late::Exchange(exchange) => {
+                let Ok(Ok((decided, owned))) = tokio::time::timeout(LATE, exchange).await else {
+                    return;
+                };
+                if decided.admitted && refused {
+                    crate::observe::reconciled();
+                    let units: Vec<u64> = owned.limits().iter().map(|l| l.charge.cost).collect();
+                    self.give_back(&owned, &decided, &units).await;
+                }
+            }
+        }
+    }
+
+    /// [`reconcile`](RedisBackend::reconcile) of a script call that carried `members` (of `call`'s limits),
+    /// each refused meanwhile or not (`refused`).
+    pub(super) async fn reconcile_calls(
+        self: &Arc<Self>,
+        late: Sent,
+        call: &Call<'_>,
+        members: &[Member],
+        refused: &[bool],
+    ) {
+        let Ok(Ok(reply)) = tokio::time::timeout(LATE, late).await else {
+            return;
+        };
+        let asked = asked(call);
+        let calls = batch_calls(members, asked.len());
+        let Ok((each, now)) = script::read_decided(&reply, &asked, &calls) else {
+            return;
+        };
+        let in_flight = call
+            .limits()
+            .iter()
+            .any(|l| l.algorithm == Algorithm::InFlight);
+        for ((outcome, member), refused) in each.iter().zip(members).zip(refused) {
+            // Redis admitted a call refused meanwhile: all it charged goes back. One admitted meanwhile (open,
+            // local) keeps what Redis charged of its rates, but not the permits Redis holds for it, which no
+            // one would give back.
+            if !outcome.admitted || (!*refused && !in_flight) {
+                continue;
+            }
+            let call = weighing(call, &member.costs[..asked.len()]);
+            let decided = decided_of(&call, &member.costs[..asked.len()], outcome, now);
+            let units: Vec<u64> = call
+                .limits()
+                .iter()
+                .map(|l| match *refused {
+                    true => l.charge.cost,
+                    false => u64::from(l.algorithm == Algorithm::InFlight),
+                })
+                .collect();
+            crate::observe::reconciled();
+            self.give_back(&call, &decided, &units).await;
+        }
+    }
+
+    /// A lease taken past its deadline: its units go back whole, once Redis's answer comes.
+    pub(super) async fn return_late_lease(&self, late: Sent, call: &Call<'_>) {
+        let limit = &call.limits()[0];
+        let Ok(Ok(reply)) = tokio::time::timeout(LATE, late).await else {
+            return;
+        };
+        let Ok((now, taken, reported)) = script::read_lease(&reply, limit.algorithm) else {
+            return;
+        };
+        if taken == 0 {
+            return;
+        }
+        let Some(mut state) =
+            crate::algorithm::State::reported(limit.algorithm, now, &limit.charge, reported)
+        else {
+            return;
+        };
+        let charge = crate::algorithm::Charge {
+            cost: taken,
+            ..limit.charge
+        };
+        let outcome = state.decide(now, &charge);
+        let given = GiveBack {
+            key: &limit.key,
+            algorithm: limit.algorithm,
+            charge: &charge,
+            receipt: &outcome.receipt,
+            units: taken,
+        };
+        crate::observe::reconciled();
+        self.send_give_backs(&[given], limit.key.parts()).await;
+    }
+}
