@@ -6,7 +6,7 @@
 -- sets the TTL no longer than its state matters.
 --
 --   KEYS[i]  the key of limit i
---   ARGV[1]  "decide" or "give_back"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
+--   ARGV[1]  "decide", "batch", "lease" or "give_back"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
 --            clock, not the test's)
 --
 -- decide: then, for each limit i (4 arguments): algorithm (1 sliding_log, 2 fixed_window, 3 sliding_window,
@@ -19,6 +19,13 @@
 --   Returns {now, then for each call, for each limit: allowed (1 or 0), remaining, retry_after us,
 --   reset_after us, then the leaky bucket's delay us, then the buckets' receipt: the queue as the call left
 --   it (below; "" when it was not admitted), for giving its charge back later}.
+--
+-- batch: then the number of shapes, and each shape: a limit's 4 arguments as "decide" takes them; then groups,
+--   each one call (or calls on the same limits), decided in turn exactly as "decide" decides it alone: its
+--   head, the indices (from 1) of its limits' shapes, comma-separated, and "/<calls>" when it has more than one
+--   call; then each call's nonce and costs. A group's keys follow the previous group's in KEYS. The calls of a batch are many callers' calls on any keys, sent as
+--   one script call. Returns {now, then for each group: its answers as "decide" returns them (without now), or,
+--   when the group met a fault (a key holding another type, a calendar a period behind), the error's text}.
 --
 -- lease: then, for the one limit (a token bucket, 4, or a fixed window, 2): algorithm, window us, max, burst,
 --   the call's cost, the units wanted (at least the cost), and, when an earlier lease of this node is given
@@ -60,7 +67,7 @@ local ENDS = COUNTERS
 local HEAVY = 4503599627370496
 
 local op, now, min_ttl = ARGV[1], nil, 0
-if op ~= 'decide' and op ~= 'give_back' and op ~= 'lease' then
+if op ~= 'decide' and op ~= 'batch' and op ~= 'give_back' and op ~= 'lease' then
   op, now, min_ttl = string.match(op, '^([%a_]+) (%d+) (%d+)$')
   now, min_ttl = tonumber(now), tonumber(min_ttl)
 end
@@ -202,294 +209,339 @@ if op == 'lease' then
   return {now, take, first, answer}
 end
 
--- Sized for one call on one limit, for growing a table costs Redis more than filling it (Redis reads a reply
--- up to its first nil).
-local reply = {now, nil, nil, nil, nil, nil, nil}
-local n = 1
--- Each call's nonce and costs follow the limits' arguments.
-local limits_end = 1 + 4 * limits
--- The period each calendar limit charged (its end), by limit: a call refused by another limit gives it back.
-local periods
-for call = 1, (#ARGV - limits_end) / (1 + limits) do
-  local c = limits_end + (call - 1) * (1 + limits) + 1
-  local nonce = ARGV[c]
-  local start = n
-  local admitted = true
-  for i = 1, limits do
-    local l = 1 + (i - 1) * 4
-    local key, algorithm = KEYS[i], tonumber(ARGV[l + 1])
-    local vetoes = algorithm > 0
-    if not vetoes then algorithm = -algorithm end
-    local window, max, cost = tonumber(ARGV[l + 2]), tonumber(ARGV[l + 3]), tonumber(ARGV[c + i])
-    local allowed, remaining, retry_after, reset_after, delay, receipt = 0, 0, 0, 0, 0, ""
+-- A limit's 4 arguments from ARGV[a + 1]: {algorithm (negated for a shadow), window, max, depth as a number,
+-- depth as sent (a calendar's ends)}.
+local function shape_at(a)
+  local depth = ARGV[a + 4]
+  return {tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(depth), depth}
+end
 
-    if algorithm == 1 then
-      -- Sliding-window log: at most `max` units in any interval of length `window`. An admission at time s
-      -- counts while s > now - window. One member per call ("<nonce>:1", or "<nonce>*<cost>" for a heavier
-      -- one), and "#" scored minus the units in the window, plus 2^52 while heavier calls may be among them
-      -- (see sliding_log.lua).
-      local written = tonumber(redis.call('ZSCORE', key, '#'))
-      local count, heavy = 0, false
-      if written then
-        count = -written
-        if count >= HEAVY then count, heavy = count - HEAVY, true end
-        if heavy then
-          for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
-            count = count - (tonumber(string.match(member, '%*(%d+)$')) or 1)
-          end
-          redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
-          if redis.call('ZCARD', key) - 1 == count then heavy = false end
-        else
-          count = count - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
-        end
-      else
-        count = redis.call('ZCARD', key)
-        if count > 0 then
-          redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
-          count = redis.call('ZCARD', key)
-        end
-      end
-      local skip, kept = 0, nil
-      if written then skip = 1 end
-      if count + cost <= max then
-        if cost > 0 then
-          local member = nonce .. ':1'
-          if cost > 1 then member, heavy = nonce .. '*' .. cost, true end
-          kept = -(count + cost)
-          if heavy then kept = kept - HEAVY end
-          redis.call('ZADD', key, now, member, kept, '#')
-          written = kept
-        end
-        -- Every member leaves the window at most `window` from now: so does the key.
-        redis.call('PEXPIRE', key, max_of(ceil(window / 1000), min_ttl))
-        allowed, remaining, reset_after = 1, max - count - cost, window
-      else
-        -- A cost above the limit can never be admitted: report the whole window. Else admitted once the
-        -- oldest members holding (count + cost - max) units have left the window ("#" is the lowest).
-        retry_after = window
-        if cost <= max and not heavy then
-          local index = count + cost - max - 1 + skip
-          local oldest = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
-          retry_after = tonumber(oldest[2]) + window - now
-        elseif cost <= max then
-          -- Heavier calls may be among them: their weights, from the oldest, 64 members at a time.
-          local need, blocking, start, page = count + cost - max, nil, skip, nil
-          repeat
-            page = redis.call('ZRANGE', key, start, start + 63, 'WITHSCORES')
-            for m = 1, #page, 2 do
-              need = need - (tonumber(string.match(page[m], '%*(%d+)$')) or 1)
-              if need <= 0 then
-                blocking = tonumber(page[m + 1])
-                break
-              end
-            end
-            start = start + 64
-          until blocking or #page < 128
-          if blocking then retry_after = blocking + window - now end
-        end
-        local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-        if newest[2] and newest[1] ~= '#' then reset_after = tonumber(newest[2]) + window - now end
-        remaining = max_of(max - count, 0)
-      end
-      -- "#" as the members that left, and the call, left it.
-      local total = count
-      if allowed == 1 then total = count + cost end
-      kept = -total
-      if heavy then kept = kept - HEAVY end
-      if total == 0 then
-        if written then redis.call('ZREM', key, '#') end
-      elseif kept ~= written then
-        redis.call('ZADD', key, kept, '#')
-      end
-
-    elseif algorithm == 2 or algorithm == 7 then
-      -- Fixed window: at most `max` units per aligned window [k*window, (k+1)*window); the expiry is set
-      -- once, when the window opens. A calendar's windows are the periods of the calendar, each named by its
-      -- end: the client says where the periods around its "now" end, Redis which one now is in (see
-      -- calendar.lua).
-      local index
-      if algorithm == 2 then
-        index = floor(now / window)
-        reset_after = (index + 1) * window - now
-      else
-        local e0, e1, e2 = string.match(ARGV[l + 4], ENDS)
-        index = e0
-        if now >= tonumber(e0) then index = e1 end
-        if now >= tonumber(e1) then index = e2 end
-        if now >= tonumber(e2) then
-          return redis.error_reply('ERR calendar: the periods sent all ended before now: the client clock is a period behind')
-        end
-        periods = periods or {}
-        periods[i] = index
-        reset_after = tonumber(index) - now
-      end
-      local state = redis.call('HMGET', key, 'w', 'n')
-      local open = tonumber(state[1]) == tonumber(index)
-      local count = 0
-      if open then count = tonumber(state[2]) end
-      if count + cost <= max then
-        if open then
-          redis.call('HINCRBY', key, 'n', cost)
-        else
-          redis.call('HSET', key, 'w', index, 'n', cost)
-          redis.call('PEXPIRE', key, max_of(ceil(reset_after / 1000), min_ttl))
-        end
-        allowed, remaining = 1, max - count - cost
-      else
-        retry_after = reset_after
-        if cost > max then retry_after = window end
-        remaining = max_of(max - count, 0)
-      end
-
-    elseif algorithm == 3 then
-      -- Sliding window counter: the previous window's count weighted by its overlap with the sliding window,
-      -- plus the current window's. Weights are scaled by `window` to stay integers: a unit of the current
-      -- window weighs `window`.
-      local index = floor(now / window)
-      local elapsed = now - index * window
-      local state = redis.pcall('GET', key)
-      local w, c, p
-      if type(state) == 'string' then w, c, p = string.match(state, COUNTERS) end
-      w = tonumber(w)
-      local current, previous = 0, 0
-      if w == index then
-        current, previous = tonumber(c), tonumber(p)
-      elseif w == index - 1 then
-        previous = tonumber(c)
-      end
-      local used = previous * (window - elapsed) + current * window
-      local capacity = max * window
-      if used + cost * window <= capacity then
-        -- The current window's count weighs until the next window ends.
-        reset_after = 2 * window - elapsed
-        local ttl = max_of(ceil(reset_after / 1000), min_ttl)
-        redis.call('SET', key, string.format('%d:%d:%d', index, current + cost, previous), 'PX', ttl)
-        allowed, remaining = 1, floor((capacity - used - cost * window) / window)
-      else
-        retry_after = window
-        if cost <= max then
-          local room = (max - cost - current) * window
-          if room >= 0 then
-            -- Later in this window, once the previous window weighs little enough.
-            retry_after = window - elapsed - floor(room / previous)
-          else
-            -- In the next window, once this window (then the previous one) weighs little enough.
-            retry_after = window - elapsed + window - floor((max - cost) * window / current)
-          end
-        end
-        if current > 0 then
-          reset_after = 2 * window - elapsed
-        elseif previous > 0 then
-          reset_after = window - elapsed
-        end
-        remaining = max_of(floor((capacity - used) / window), 0)
-      end
-
-    elseif algorithm == 6 then
-      -- In flight: at most `max` permits held at once, one per call whatever its cost; a permit expires
-      -- `window` after it was taken or last renewed, unless it is given back first.
-      local held = redis.call('ZCARD', key)
-      if held > 0 then held = held - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
-      if held < max then
-        redis.call('ZADD', key, now + window, nonce)
-        redis.call('PEXPIRE', key, max_of(ceil(window / 1000), min_ttl))
-        allowed, remaining = 1, max - held - 1
-      end
-
-    else
-      -- The buckets: a queue of charges, measured in us x max (one token, or one slot, weighs `window`). Its
-      -- run ("<s>:<g>") is carried over as it is, unless the queue was empty.
-      local state = redis.pcall('GET', key)
-      local t, f, run
-      if type(state) == 'string' then t, f, run = string.match(state, RUN) end
-      t, f = tonumber(t), tonumber(f)
-      if not run or t < now then t, f = now, 0 end
-      local queued = (t - now) * max + f
-      -- Where the queue ends once this call is in it, if it is admitted.
-      local after
-      if algorithm == 4 then
-        -- Token bucket, as GCRA: a bucket of `burst` tokens refilled at `max` per `window`, full again at
-        -- the queue's end. Never more than burst + max * t / window admitted over any interval t.
-        local burst = tonumber(ARGV[l + 4])
-        local capacity, need = burst * window, cost * window
-        if cost <= burst and queued + need <= capacity then
-          after = queued + need
-          remaining, reset_after = floor((capacity - after) / window), floor((after + max - 1) / max)
-        else
-          retry_after = window
-          if cost <= burst then retry_after = floor((queued + need - capacity + max - 1) / max) end
-          remaining, reset_after = max_of(floor((capacity - queued) / window), 0), floor((queued + max - 1) / max)
-        end
-      else
-        -- Leaky bucket, for shaping: calls leave at a steady `max` per `window`, one slot every window / max.
-        -- A call takes the next free slot if it starts within `max wait`, and is told how long to wait for it.
-        local limit = tonumber(ARGV[l + 4]) * max
-        if cost <= max and queued <= limit then
-          after = queued + cost * window
-          if after <= limit then remaining = min_of(max, floor((limit - after) / window) + 1) end
-          reset_after, delay = floor((after + max - 1) / max), floor((queued + max - 1) / max)
-        else
-          retry_after = window
-          if cost <= max then retry_after = floor((queued - limit + max - 1) / max) end
-          reset_after = floor((queued + max - 1) / max)
-        end
-      end
-      if after then
-        local ahead = floor(after / max)
-        if queued == 0 then
-          -- A queue that was empty starts a new run of charges.
-          receipt = string.format('%d:%d:%d:0', now + ahead, after - ahead * max, now)
-        else
-          receipt = string.format('%d:%d:%s', now + ahead, after - ahead * max, run)
-        end
-        redis.call('SET', key, receipt, 'PX', max_of(ceil(reset_after / 1000), min_ttl))
-        allowed = 1
-      end
-    end
-
-    if allowed == 0 and vetoes then admitted = false end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = allowed, remaining, retry_after, reset_after
-    n = n + 4
-    if algorithm == 5 then
-      reply[n + 1] = delay
-      n = n + 1
-    end
-    if algorithm == 4 or algorithm == 5 then
-      reply[n + 1] = receipt
-      n = n + 1
-    end
-  end
-
-  if not admitted then
-    -- Given back at once: the call is charged to none, and each limit reports what it has left. (Only a
-    -- call of several limits gets here having charged one: so `give_back` exists.)
-    local r = start
+-- Decides the `calls` calls of one group (one call's limits, or calls on the same limits coalesced): its
+-- limits' keys are KEYS[k + 1 ..], their shapes `shapes` (see shape_at), and each call's nonce and costs are
+-- ARGV[c ..]. Appends each call's answers to `reply` from index `n` + 1; returns the index of the last.
+local function decide(k, shapes, c, calls, reply, n)
+  local limits = #shapes
+  -- The period each calendar limit charged (its end), by limit: a call refused by another limit gives it back.
+  local periods
+  for call = 1, calls do
+    local nonce = ARGV[c]
+    local start = n
+    local admitted = true
     for i = 1, limits do
-      local l = 1 + (i - 1) * 4
-      local algorithm = math.abs(tonumber(ARGV[l + 1]))
-      local window, max, cost = tonumber(ARGV[l + 2]), tonumber(ARGV[l + 3]), tonumber(ARGV[c + i])
-      -- Past this limit's allowed, remaining, retry_after, reset_after (and delay): its receipt.
-      local receipt = r + 4
-      if algorithm == 5 then receipt = receipt + 1 end
-      if reply[r + 1] == 1 then
-        local mark = floor(now / window)
-        if algorithm == 7 then
-          mark = periods[i]
-        elseif algorithm == 1 or algorithm == 6 then
-          mark = nonce
-        elseif algorithm >= 4 then
-          mark = reply[receipt + 1]
-        end
-        give_back(KEYS[i], algorithm, window, max, cost, cost, now, mark)
-        if algorithm == 6 then
-          reply[r + 2] = reply[r + 2] + 1
+      local shape = shapes[i]
+      local key, algorithm = KEYS[k + i], shape[1]
+      local vetoes = algorithm > 0
+      if not vetoes then algorithm = -algorithm end
+      local window, max, cost = shape[2], shape[3], tonumber(ARGV[c + i])
+      local allowed, remaining, retry_after, reset_after, delay, receipt = 0, 0, 0, 0, 0, ""
+
+      if algorithm == 1 then
+        -- Sliding-window log: at most `max` units in any interval of length `window`. An admission at time s
+        -- counts while s > now - window. One member per call ("<nonce>:1", or "<nonce>*<cost>" for a heavier
+        -- one), and "#" scored minus the units in the window, plus 2^52 while heavier calls may be among them
+        -- (see sliding_log.lua).
+        local written = tonumber(redis.call('ZSCORE', key, '#'))
+        local count, heavy = 0, false
+        if written then
+          count = -written
+          if count >= HEAVY then count, heavy = count - HEAVY, true end
+          if heavy then
+            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
+              count = count - (tonumber(string.match(member, '%*(%d+)$')) or 1)
+            end
+            redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+            if redis.call('ZCARD', key) - 1 == count then heavy = false end
+          else
+            count = count - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+          end
         else
-          reply[r + 2] = reply[r + 2] + cost
+          count = redis.call('ZCARD', key)
+          if count > 0 then
+            redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+            count = redis.call('ZCARD', key)
+          end
+        end
+        local skip, kept = 0, nil
+        if written then skip = 1 end
+        if count + cost <= max then
+          if cost > 0 then
+            local member = nonce .. ':1'
+            if cost > 1 then member, heavy = nonce .. '*' .. cost, true end
+            kept = -(count + cost)
+            if heavy then kept = kept - HEAVY end
+            redis.call('ZADD', key, now, member, kept, '#')
+            written = kept
+          end
+          -- Every member leaves the window at most `window` from now: so does the key.
+          redis.call('PEXPIRE', key, max_of(ceil(window / 1000), min_ttl))
+          allowed, remaining, reset_after = 1, max - count - cost, window
+        else
+          -- A cost above the limit can never be admitted: report the whole window. Else admitted once the
+          -- oldest members holding (count + cost - max) units have left the window ("#" is the lowest).
+          retry_after = window
+          if cost <= max and not heavy then
+            local index = count + cost - max - 1 + skip
+            local oldest = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
+            retry_after = tonumber(oldest[2]) + window - now
+          elseif cost <= max then
+            -- Heavier calls may be among them: their weights, from the oldest, 64 members at a time.
+            local need, blocking, start, page = count + cost - max, nil, skip, nil
+            repeat
+              page = redis.call('ZRANGE', key, start, start + 63, 'WITHSCORES')
+              for m = 1, #page, 2 do
+                need = need - (tonumber(string.match(page[m], '%*(%d+)$')) or 1)
+                if need <= 0 then
+                  blocking = tonumber(page[m + 1])
+                  break
+                end
+              end
+              start = start + 64
+            until blocking or #page < 128
+            if blocking then retry_after = blocking + window - now end
+          end
+          local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+          if newest[2] and newest[1] ~= '#' then reset_after = tonumber(newest[2]) + window - now end
+          remaining = max_of(max - count, 0)
+        end
+        -- "#" as the members that left, and the call, left it.
+        local total = count
+        if allowed == 1 then total = count + cost end
+        kept = -total
+        if heavy then kept = kept - HEAVY end
+        if total == 0 then
+          if written then redis.call('ZREM', key, '#') end
+        elseif kept ~= written then
+          redis.call('ZADD', key, kept, '#')
+        end
+
+      elseif algorithm == 2 or algorithm == 7 then
+        -- Fixed window: at most `max` units per aligned window [k*window, (k+1)*window); the expiry is set
+        -- once, when the window opens. A calendar's windows are the periods of the calendar, each named by its
+        -- end: the client says where the periods around its "now" end, Redis which one now is in (see
+        -- calendar.lua).
+        local index
+        if algorithm == 2 then
+          index = floor(now / window)
+          reset_after = (index + 1) * window - now
+        else
+          local e0, e1, e2 = string.match(shape[5], ENDS)
+          index = e0
+          if now >= tonumber(e0) then index = e1 end
+          if now >= tonumber(e1) then index = e2 end
+          if now >= tonumber(e2) then
+            error({err = 'ERR calendar: the periods sent all ended before now: the client clock is a period behind'})
+          end
+          periods = periods or {}
+          periods[i] = index
+          reset_after = tonumber(index) - now
+        end
+        local state = redis.call('HMGET', key, 'w', 'n')
+        local open = tonumber(state[1]) == tonumber(index)
+        local count = 0
+        if open then count = tonumber(state[2]) end
+        if count + cost <= max then
+          if open then
+            redis.call('HINCRBY', key, 'n', cost)
+          else
+            redis.call('HSET', key, 'w', index, 'n', cost)
+            redis.call('PEXPIRE', key, max_of(ceil(reset_after / 1000), min_ttl))
+          end
+          allowed, remaining = 1, max - count - cost
+        else
+          retry_after = reset_after
+          if cost > max then retry_after = window end
+          remaining = max_of(max - count, 0)
+        end
+
+      elseif algorithm == 3 then
+        -- Sliding window counter: the previous window's count weighted by its overlap with the sliding window,
+        -- plus the current window's. Weights are scaled by `window` to stay integers: a unit of the current
+        -- window weighs `window`.
+        local index = floor(now / window)
+        local elapsed = now - index * window
+        local state = redis.pcall('GET', key)
+        local w, c, p
+        if type(state) == 'string' then w, c, p = string.match(state, COUNTERS) end
+        w = tonumber(w)
+        local current, previous = 0, 0
+        if w == index then
+          current, previous = tonumber(c), tonumber(p)
+        elseif w == index - 1 then
+          previous = tonumber(c)
+        end
+        local used = previous * (window - elapsed) + current * window
+        local capacity = max * window
+        if used + cost * window <= capacity then
+          -- The current window's count weighs until the next window ends.
+          reset_after = 2 * window - elapsed
+          local ttl = max_of(ceil(reset_after / 1000), min_ttl)
+          redis.call('SET', key, string.format('%d:%d:%d', index, current + cost, previous), 'PX', ttl)
+          allowed, remaining = 1, floor((capacity - used - cost * window) / window)
+        else
+          retry_after = window
+          if cost <= max then
+            local room = (max - cost - current) * window
+            if room >= 0 then
+              -- Later in this window, once the previous window weighs little enough.
+              retry_after = window - elapsed - floor(room / previous)
+            else
+              -- In the next window, once this window (then the previous one) weighs little enough.
+              retry_after = window - elapsed + window - floor((max - cost) * window / current)
+            end
+          end
+          if current > 0 then
+            reset_after = 2 * window - elapsed
+          elseif previous > 0 then
+            reset_after = window - elapsed
+          end
+          remaining = max_of(floor((capacity - used) / window), 0)
+        end
+
+      elseif algorithm == 6 then
+        -- In flight: at most `max` permits held at once, one per call whatever its cost; a permit expires
+        -- `window` after it was taken or last renewed, unless it is given back first.
+        local held = redis.call('ZCARD', key)
+        if held > 0 then held = held - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+        if held < max then
+          redis.call('ZADD', key, now + window, nonce)
+          redis.call('PEXPIRE', key, max_of(ceil(window / 1000), min_ttl))
+          allowed, remaining = 1, max - held - 1
+        end
+
+      else
+        -- The buckets: a queue of charges, measured in us x max (one token, or one slot, weighs `window`). Its
+        -- run ("<s>:<g>") is carried over as it is, unless the queue was empty.
+        local state = redis.pcall('GET', key)
+        local t, f, run
+        if type(state) == 'string' then t, f, run = string.match(state, RUN) end
+        t, f = tonumber(t), tonumber(f)
+        if not run or t < now then t, f = now, 0 end
+        local queued = (t - now) * max + f
+        -- Where the queue ends once this call is in it, if it is admitted.
+        local after
+        if algorithm == 4 then
+          -- Token bucket, as GCRA: a bucket of `burst` tokens refilled at `max` per `window`, full again at
+          -- the queue's end. Never more than burst + max * t / window admitted over any interval t.
+          local burst = shape[4]
+          local capacity, need = burst * window, cost * window
+          if cost <= burst and queued + need <= capacity then
+            after = queued + need
+            remaining, reset_after = floor((capacity - after) / window), floor((after + max - 1) / max)
+          else
+            retry_after = window
+            if cost <= burst then retry_after = floor((queued + need - capacity + max - 1) / max) end
+            remaining, reset_after = max_of(floor((capacity - queued) / window), 0), floor((queued + max - 1) / max)
+          end
+        else
+          -- Leaky bucket, for shaping: calls leave at a steady `max` per `window`, one slot every window / max.
+          -- A call takes the next free slot if it starts within `max wait`, and is told how long to wait for it.
+          local limit = shape[4] * max
+          if cost <= max and queued <= limit then
+            after = queued + cost * window
+            if after <= limit then remaining = min_of(max, floor((limit - after) / window) + 1) end
+            reset_after, delay = floor((after + max - 1) / max), floor((queued + max - 1) / max)
+          else
+            retry_after = window
+            if cost <= max then retry_after = floor((queued - limit + max - 1) / max) end
+            reset_after = floor((queued + max - 1) / max)
+          end
+        end
+        if after then
+          local ahead = floor(after / max)
+          if queued == 0 then
+            -- A queue that was empty starts a new run of charges.
+            receipt = string.format('%d:%d:%d:0', now + ahead, after - ahead * max, now)
+          else
+            receipt = string.format('%d:%d:%s', now + ahead, after - ahead * max, run)
+          end
+          redis.call('SET', key, receipt, 'PX', max_of(ceil(reset_after / 1000), min_ttl))
+          allowed = 1
         end
       end
-      r = receipt
-      if algorithm == 4 or algorithm == 5 then r = r + 1 end
+
+      if allowed == 0 and vetoes then admitted = false end
+      reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = allowed, remaining, retry_after, reset_after
+      n = n + 4
+      if algorithm == 5 then
+        reply[n + 1] = delay
+        n = n + 1
+      end
+      if algorithm == 4 or algorithm == 5 then
+        reply[n + 1] = receipt
+        n = n + 1
+      end
     end
+
+    if not admitted then
+      -- Given back at once: the call is charged to none, and each limit reports what it has left. (Only a
+      -- call of several limits gets here having charged one: so `give_back` exists.)
+      local r = start
+      for i = 1, limits do
+        local shape = shapes[i]
+        local algorithm = math.abs(shape[1])
+        local window, max, cost = shape[2], shape[3], tonumber(ARGV[c + i])
+        -- Past this limit's allowed, remaining, retry_after, reset_after (and delay): its receipt.
+        local receipt = r + 4
+        if algorithm == 5 then receipt = receipt + 1 end
+        if reply[r + 1] == 1 then
+          local mark = floor(now / window)
+          if algorithm == 7 then
+            mark = periods[i]
+          elseif algorithm == 1 or algorithm == 6 then
+            mark = nonce
+          elseif algorithm >= 4 then
+            mark = reply[receipt + 1]
+          end
+          give_back(KEYS[k + i], algorithm, window, max, cost, cost, now, mark)
+          if algorithm == 6 then
+            reply[r + 2] = reply[r + 2] + 1
+          else
+            reply[r + 2] = reply[r + 2] + cost
+          end
+        end
+        r = receipt
+        if algorithm == 4 or algorithm == 5 then r = r + 1 end
+      end
+    end
+    c = c + 1 + limits
   end
+  return n
+end
+
+if op == 'decide' then
+  -- Sized for one call on one limit, for growing a table costs Redis more than filling it (Redis reads a
+  -- reply up to its first nil).
+  local reply = {now, nil, nil, nil, nil, nil, nil}
+  local shapes = {}
+  for i = 1, limits do shapes[i] = shape_at(1 + (i - 1) * 4) end
+  decide(0, shapes, 2 + 4 * limits, (#ARGV - 1 - 4 * limits) / (1 + limits), reply, 1)
+  return reply
+end
+
+-- batch: the shapes, then the groups, each decided as `decide` would decide it alone, in turn; a group's fault
+-- (a key of the wrong type, a calendar a period behind, Redis out of memory) is its answer, and the next group
+-- goes on.
+local shapes = {}
+for i = 1, tonumber(ARGV[2]) do shapes[i] = shape_at(2 + (i - 1) * 4) end
+local reply, k, a = {now}, 0, 3 + 4 * #shapes
+while a <= #ARGV do
+  local head = ARGV[a]
+  local group, calls = {shapes[tonumber(head)]}, 1
+  if not group[1] then
+    local indices, many = string.match(head, '^([%d,]+)/?(%d*)$')
+    group = {}
+    for index in string.gmatch(indices, '%d+') do group[#group + 1] = shapes[tonumber(index)] end
+    calls = tonumber(many) or 1
+  end
+  local answers = {}
+  local decided, fault = pcall(decide, k, group, a + 1, calls, answers, 0)
+  if decided then
+    reply[#reply + 1] = answers
+  else
+    if type(fault) == 'table' then fault = fault.err end
+    reply[#reply + 1] = tostring(fault)
+  end
+  k = k + #group
+  a = a + 1 + calls * (1 + #group)
 end
 return reply

@@ -38,14 +38,6 @@ pub(crate) struct KeyHash {
     pub(crate) shard: usize,
 }
 
-impl KeyHash {
-    /// Which of `count` buckets (a power of two) the key falls in: bits the shard and the slot do not take.
-    #[inline]
-    pub(crate) fn bucket(&self, count: usize) -> usize {
-        (self.hash >> 40) as usize & (count - 1)
-    }
-}
-
 impl<S: Default, H: BuildHasher + Default> Sharded<S, H> {
     /// `count` shards: a power of two, so that a shard is picked with a mask, not a division.
     pub(crate) fn new(count: usize) -> Self {
@@ -86,19 +78,6 @@ impl<S, H: BuildHasher> Sharded<S, H> {
             }
         }
         hasher.write(&block[..filled]);
-        hasher.write_u8(0xff);
-        self.key_hash(hasher.finish())
-    }
-
-    /// [`hash`](Sharded::hash) of a key written out whole: the same hash, without copying a key shorter than a
-    /// block.
-    #[inline]
-    pub(crate) fn hash_whole(&self, key: &str) -> KeyHash {
-        if key.len() >= BLOCK {
-            return self.hash(KeyRef::from(key));
-        }
-        let mut hasher = self.hasher.build_hasher();
-        hasher.write(key.as_bytes());
         hasher.write_u8(0xff);
         self.key_hash(hasher.finish())
     }
@@ -307,29 +286,6 @@ mod tests {
             assert_eq!(shard.remove(hash, whole(key)), Some(i));
             assert_eq!(shard.get_mut(hash, whole(key)), None);
         }
-    }
-
-    /// A key written out whole hashes as it does in pieces, shorter than a block or not.
-    #[test]
-    fn a_whole_key_hashes_as_its_pieces() {
-        fn check<H: BuildHasher + Default>() {
-            let sharded: Sharded<Keys<usize>, H> = Sharded::new(16);
-            for len in [0, 1, 20, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5] {
-                let key = "k".repeat(len);
-                let whole = sharded.hash_whole(&key);
-                for at in [0, len / 2, len] {
-                    let (prefix, rest) = key.split_at(at);
-                    let pieces = sharded.hash(KeyRef { prefix, rest });
-                    assert_eq!(
-                        (whole.hash, whole.shard),
-                        (pieces.hash, pieces.shard),
-                        "{len} at {at}"
-                    );
-                }
-            }
-        }
-        check::<RandomState>();
-        check::<foldhash::fast::RandomState>();
     }
 
     /// A key is one key wherever its prefix ends (however long the prefix of a rule, and a key given with no

@@ -253,12 +253,6 @@ impl<'a> KeyRef<'a> {
             prefix == self.prefix.as_bytes() && rest == self.rest.as_bytes()
         }
     }
-
-    /// The key in one piece. `rest` is taken as it is, verbatim or already digested ([`StoreKey::parts`]):
-    /// never digested again.
-    pub(crate) fn to_store_key(self) -> StoreKey {
-        StoreKey::joined(self.prefix, self.rest)
-    }
 }
 
 /// A key with no prefix.
@@ -348,7 +342,6 @@ mod tests {
             assert_eq!(parts.prefix, prefix);
             assert!(parts.is(whole.as_bytes()), "{len}");
             assert!(!parts.is(&whole.as_bytes()[1..]), "{len}");
-            assert_eq!(parts.to_store_key(), whole, "{len}");
             assert_eq!(parts.to_string(), *whole, "{len}");
             assert_eq!(parts.rest == key, len <= MAX_VERBATIM, "{len}");
         }

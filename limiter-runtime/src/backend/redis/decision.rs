@@ -11,18 +11,17 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::breaker::{Pass, Transition};
-use super::coalesce::{Coalescer, Member, Shape, Waiting};
+use super::coalesce::{Coalescer, Joining, Member, Waiting};
 use super::deny_cache::Lookup;
 use super::lease::{HeldLease, Take};
-use super::round_trip::{call_key, costs_of, named, Failed};
+use super::round_trip::{call_key, named, Failed};
 use super::script::nonce;
 use super::RedisBackend;
-use super::{degraded, lease, Connection};
+use super::{degraded, lease};
 use crate::algorithm::Algorithm;
 use crate::call::{Answer, Call, CallLimit, Charged, Decided, LeaseTerms, OneOrMany};
 use crate::error::BackendError;
 use crate::key::KeyRef;
-use crate::sharded::KeyHash;
 use crate::OnError;
 
 /// What Redis is to decide of a call this process could not decide at once.
@@ -37,8 +36,6 @@ pub(crate) struct Later {
     probe: bool,
     /// This call (of one leased limit) takes a lease on it, or waits for the one another call is taking.
     lease: Option<LeaseStep>,
-    /// The hash of the call's key in the coalescer, when it was taken.
-    hash: Option<KeyHash>,
     /// The batch the call waits in, joined at once (see [`RedisBackend::wait`]).
     waiting: Option<Waiting>,
 }
@@ -146,9 +143,9 @@ impl RedisBackend {
         // A probe must reach Redis, to close the breaker or keep it open: it waits for no lease.
         let lease =
             lease.filter(|step| permit == Pass::Call || !matches!(step, LeaseStep::Wait(_)));
-        let (mut hash, mut waiting) = (None, None);
+        let mut waiting = None;
         if let (Some(coalescer), None, Pass::Call) = (&self.coalescer, &lease, permit) {
-            (hash, waiting) = self.wait_in_line(coalescer, call, sent);
+            waiting = self.wait_in_line(coalescer, call, sent);
         }
         Err(Later {
             redis: Arc::clone(self),
@@ -157,39 +154,32 @@ impl RedisBackend {
             cached: cache.is_some(),
             probe: matches!(lookup, Lookup::Probe),
             lease,
-            hash,
             waiting,
         })
     }
 
-    /// A call of one limit, on a key whose line is full, waits in the line's batch: joined now, with no
-    /// round trip of its own to prepare. Its key's hash, taken once (for [`ask`](RedisBackend::ask)).
+    /// A call of one limit whose line is full waits in the line's batch: joined now, with no round trip of
+    /// its own to prepare.
     #[inline]
     pub(super) fn wait_in_line(
         &self,
         coalescer: &Coalescer,
         call: &Call<'_>,
         sent: Duration,
-    ) -> (Option<KeyHash>, Option<Waiting>) {
+    ) -> Option<Waiting> {
         let [limit] = call.limits() else {
-            return (None, None);
+            return None;
         };
-        let key = limit.key.parts();
-        let hash = coalescer.hash_whole(&limit.key);
-        let made = self.connection.get().is_some_and(Connection::is_made);
-        if !made || !coalescer.busy(hash) {
-            return (Some(hash), None);
-        }
-        let Some(shape) = Shape::of(call) else {
-            return (Some(hash), None);
+        let connection = self.connection.get().filter(|c| c.is_made())?;
+        let join = Joining {
+            member: || Member {
+                call: call.detached(),
+                nonce: nonce(),
+            },
+            limits: 1,
+            until: sent + self.deadline,
         };
-        let member = Member {
-            nonce: nonce(),
-            costs: costs_of(&[limit]),
-        };
-        let until = sent + self.deadline;
-        let waiting = coalescer.join_waiting((key, hash), shape, call, member, until);
-        (Some(hash), waiting)
+        coalescer.join_waiting(&connection.line_of([&*limit.key].into_iter()), join)
     }
 
     /// Asks Redis what [`decide_now`](RedisBackend::decide_now) could not answer, within the deadline;
@@ -228,10 +218,7 @@ impl RedisBackend {
                 }
                 _ => {
                     let redis = &later.redis;
-                    let hash = later.hash;
-                    redis
-                        .ask(call, (key, hash), later.permit, budget, connection)
-                        .await
+                    redis.ask(call, later.permit, budget, connection).await
                 }
             },
             Err(cause) => Err(Failed::from(cause)),

@@ -4,11 +4,10 @@
 use std::sync::Arc;
 
 use super::coalesce::Member;
-use super::round_trip::{asked, batch_calls, costs_of, decided_of, weighing, Late};
+use super::round_trip::{asked, costs_of, decided_of, Late, Told};
 use super::script;
 use super::script::{GiveBack, Sent};
 use super::{RedisBackend, LATE};
-use crate::algorithm::Algorithm;
 use crate::call::Call;
 
 impl RedisBackend {
@@ -19,11 +18,10 @@ impl RedisBackend {
         match late {
             Late::Script(sent, nonce) => {
                 let member = Member {
+                    call: call.detached(),
                     nonce,
-                    costs: costs_of(&asked(call)),
                 };
-                self.reconcile_calls(sent, call, &[member], &[refused])
-                    .await;
+                self.reconcile_batch(sent, &[member], &[refused]).await;
             }
             Late::Exchange(exchange) => {
                 let Ok(Ok((decided, owned))) = tokio::time::timeout(LATE, exchange).await else {
@@ -38,46 +36,38 @@ impl RedisBackend {
         }
     }
 
-    /// [`reconcile`](RedisBackend::reconcile) of a script call that carried `members` (of `call`'s limits),
+    /// [`reconcile`](RedisBackend::reconcile) of a script call that carried `members` (a batch, or one call),
     /// each refused meanwhile or not (`refused`).
-    pub(super) async fn reconcile_calls(
+    pub(super) async fn reconcile_batch(
         self: &Arc<Self>,
         late: Sent,
-        call: &Call<'_>,
         members: &[Member],
         refused: &[bool],
     ) {
         let Ok(Ok(reply)) = tokio::time::timeout(LATE, late).await else {
             return;
         };
-        let asked = asked(call);
-        let calls = batch_calls(members, asked.len());
-        let Ok((each, now)) = script::read_decided(&reply, &asked, &calls) else {
+        let told = Told::of(members);
+        let calls = told.calls(members);
+        let Ok((each, now)) = told.read(&reply, &calls) else {
             return;
         };
-        let in_flight = call
-            .limits()
-            .iter()
-            .any(|l| l.algorithm == Algorithm::InFlight);
-        for ((outcome, member), refused) in each.iter().zip(members).zip(refused) {
+        for ((outcome, member), refused) in each.into_iter().zip(members).zip(refused) {
+            let call = &member.call;
             // Redis admitted a call refused meanwhile: all it charged goes back. One admitted meanwhile (open,
             // local) keeps what Redis charged of its rates, but not the permits Redis holds for it, which no
             // one would give back.
-            if !outcome.admitted || (!*refused && !in_flight) {
+            let Ok(outcome) = outcome else { continue };
+            if !outcome.admitted || (!*refused && !call.holds_permits()) {
                 continue;
             }
-            let call = weighing(call, &member.costs[..asked.len()]);
-            let decided = decided_of(&call, &member.costs[..asked.len()], outcome, now);
-            let units: Vec<u64> = call
-                .limits()
-                .iter()
-                .map(|l| match *refused {
-                    true => l.charge.cost,
-                    false => u64::from(l.algorithm == Algorithm::InFlight),
-                })
-                .collect();
+            let decided = decided_of(call, &costs_of(&asked(call)), &outcome, now);
+            let units: Vec<u64> = match *refused {
+                true => call.limits().iter().map(|l| l.charge.cost).collect(),
+                false => call.permits(),
+            };
             crate::observe::reconciled();
-            self.give_back(&call, &decided, &units).await;
+            self.give_back(call, &decided, &units).await;
         }
     }
 

@@ -9,15 +9,14 @@ use std::time::Duration;
 use redis::Value;
 
 use super::breaker::Pass;
-use super::coalesce::{Batch, Coalescer, Member, Place, Shape, MAX_LIMITS};
-use super::script::{nonce, BatchCall, CallOutcome, GiveBack, Sent};
+use super::coalesce::{Batch, Coalescer, Joining, Line, Member, Place};
+use super::script::{nonce, BatchCall, CallOutcome, GiveBack, Group, Sent};
 use super::RedisBackend;
 use super::{script, Connection};
 use crate::algorithm::Outcome;
 use crate::call::{Answer, Call, CallLimit, Decided, OneOrMany};
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
-use crate::sharded::KeyHash;
 
 /// Why a script call gave no answer in time: the cause, and the call still running, whose answer is to be
 /// reconciled with the decision made meanwhile.
@@ -89,24 +88,106 @@ pub(super) fn named<'a>(call: &'a Call<'_>, joined: &'a Option<StoreKey>) -> Key
     }
 }
 
-/// Each call of a batch as the script is told it: `members` (their costs on `limits`' places).
-pub(super) fn batch_calls(members: &[Member], limits: usize) -> Vec<BatchCall<'_>> {
-    members
-        .iter()
-        .map(|member| BatchCall {
-            nonce: member.nonce,
-            costs: &member.costs[..limits],
-        })
-        .collect()
+/// `asked`'s costs (the limits Redis is asked about of a call), in their places.
+pub(super) fn costs_of(asked: &[&CallLimit<'_>]) -> OneOrMany<u64> {
+    match asked {
+        [one] => OneOrMany::One(one.charge.cost),
+        many => OneOrMany::Many(many.iter().map(|limit| limit.charge.cost).collect()),
+    }
 }
 
-/// `call`'s costs on the limits Redis is asked about, in their places.
-pub(super) fn costs_of(asked: &[&CallLimit<'_>]) -> [u64; MAX_LIMITS] {
-    let mut costs = [0; MAX_LIMITS];
-    for (cost, limit) in costs.iter_mut().zip(asked) {
-        *cost = limit.charge.cost;
+/// Whether two calls ask Redis about the same limits (keys and shapes, but costs): adjacent in a batch,
+/// they go as one group.
+fn same_limits(a: &[&CallLimit<'_>], b: &[&CallLimit<'_>]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(a, b)| {
+            a.key == b.key && script::shape(a) == script::shape(b) && a.algorithm == b.algorithm
+        })
+}
+
+/// The groups of a batch's calls (`asked`, each call's limits Redis is asked about, and `calls`, its nonce
+/// and costs): runs of adjacent calls on the same limits.
+fn groups_of<'a, 'r>(
+    asked: &'a [OneOrMany<&'a CallLimit<'r>>],
+    calls: &'a [BatchCall<'a>],
+) -> Vec<Group<'a, 'r>> {
+    let mut groups: Vec<Group<'a, 'r>> = Vec::new();
+    let mut start = 0;
+    for i in 1..=asked.len() {
+        if i == asked.len() || !same_limits(&asked[start], &asked[i]) {
+            groups.push(Group {
+                limits: &asked[start],
+                calls: &calls[start..i],
+            });
+            start = i;
+        }
     }
-    costs
+    groups
+}
+
+/// What one call of a batch came to: its outcome, or the fault its group met.
+pub(super) type MemberOutcome = Result<CallOutcome, BackendError>;
+
+/// What Redis's `reply` says of `groups` (as [`batch_command`](script::batch_command) sent them, or
+/// [`decide_command`](script::decide_command) when there is one): each call's outcome, and when.
+fn read_trip(
+    reply: &Value,
+    groups: &[Group<'_, '_>],
+) -> Result<(Vec<MemberOutcome>, u64), BackendError> {
+    if let [group] = groups {
+        let (each, now) = script::read_decided(reply, group.limits, group.calls)?;
+        return Ok((each.iter().cloned().map(Ok).collect(), now));
+    }
+    let (each, now) = script::read_batch(reply, groups)?;
+    let mut calls = Vec::with_capacity(groups.iter().map(|g| g.calls.len()).sum());
+    for (group, outcome) in groups.iter().zip(each) {
+        match outcome {
+            Ok(outcomes) => calls.extend(outcomes.into_iter().map(Ok)),
+            Err(fault) => calls.extend(group.calls.iter().map(|_| Err(fault.clone()))),
+        }
+    }
+    Ok((calls, now))
+}
+
+/// A batch's members as the script is told them: each one's limits asked and costs on them, borrowed by
+/// [`calls`](Told::calls) and [`groups_of`].
+pub(super) struct Told<'m> {
+    asked: Vec<OneOrMany<&'m CallLimit<'static>>>,
+    costs: Vec<OneOrMany<u64>>,
+}
+
+impl<'m> Told<'m> {
+    pub(super) fn of(members: &'m [Member]) -> Told<'m> {
+        let asked: Vec<_> = members.iter().map(|member| asked(&member.call)).collect();
+        let costs = asked.iter().map(|asked| costs_of(asked)).collect();
+        Told { asked, costs }
+    }
+
+    /// Each member's call as the script is told it: its nonce and costs.
+    pub(super) fn calls<'a>(&'a self, members: &[Member]) -> Vec<BatchCall<'a>> {
+        members
+            .iter()
+            .zip(&self.costs)
+            .map(|(member, costs)| BatchCall {
+                nonce: member.nonce,
+                costs,
+            })
+            .collect()
+    }
+
+    /// The groups the script is told `calls` (made by [`calls`](Told::calls)) as.
+    pub(super) fn groups<'a>(&'a self, calls: &'a [BatchCall<'a>]) -> Vec<Group<'a, 'static>> {
+        groups_of(&self.asked, calls)
+    }
+
+    /// What Redis's `reply` says of each of `calls` (made by [`calls`](Told::calls)), and when.
+    pub(super) fn read(
+        &self,
+        reply: &Value,
+        calls: &[BatchCall<'_>],
+    ) -> Result<(Vec<MemberOutcome>, u64), BackendError> {
+        read_trip(reply, &self.groups(calls))
+    }
 }
 
 /// What `outcome` (of the limits Redis was asked about, in their order) says of `call`, decided at `now`,
@@ -148,18 +229,6 @@ pub(super) fn decided_of(
     Decided { answers, admitted }
 }
 
-/// `call`, weighing `costs` on the limits Redis is asked about.
-pub(super) fn weighing<'r>(call: &Call<'r>, costs: &[u64]) -> Call<'r> {
-    let mut call = call.clone();
-    let mut costs = costs.iter();
-    call.each_limit(|limit| {
-        if limit.preset.is_none() {
-            limit.charge.cost = costs.next().copied().unwrap_or(0);
-        }
-    });
-    call
-}
-
 /// Awaits `sent` for at most `budget`: its reply, or, past it, the call still running.
 pub(super) async fn within(mut sent: Sent, budget: Duration) -> Result<Value, Failed> {
     let timer = tokio::time::sleep(budget);
@@ -180,35 +249,29 @@ pub(super) async fn within(mut sent: Sent, budget: Duration) -> Result<Value, Fa
     }
 }
 
-/// A round trip of a line in flight: handed on, to the first batch gathering behind it, when it ends,
+/// A script call of a line in flight: handed on, to the first batch gathering behind it, when it ends,
 /// however it ends (answered, past its deadline, or dropped with its caller).
 pub(super) struct Turn<'a> {
     redis: &'a Arc<RedisBackend>,
     coalescer: &'a Coalescer,
-    key: KeyRef<'a>,
-    hash: crate::sharded::KeyHash,
-    /// The call went without a line ([`Coalescer::go_sole`]).
-    sole: bool,
+    line: Line,
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        if self.sole {
-            self.coalescer.leave(self.hash);
-        } else if let Some(next) = self.coalescer.pass_on(self.key, self.hash) {
-            tokio::spawn(Arc::clone(self.redis).drive(next, self.key.to_store_key()));
+        if let Some(next) = self.coalescer.pass_on(&self.line) {
+            tokio::spawn(Arc::clone(self.redis).drive(next));
         }
     }
 }
 
 impl RedisBackend {
-    /// Decides `call` in Redis: one script call (with the calls on the same key and limits waiting for the
-    /// same round trip, when coalescing is on), or, on a cluster whose slots split the call's keys, one per
+    /// Decides `call` in Redis: one script call, alone or in a batch with the calls that arrived while its
+    /// line was full (when coalescing is on), or, on a cluster whose slots split the call's keys, one per
     /// slot.
     pub(super) async fn ask(
         self: &Arc<Self>,
         call: &Call<'_>,
-        (key, hash): (KeyRef<'_>, Option<KeyHash>),
         permit: Pass,
         budget: Duration,
         connection: Connection,
@@ -221,51 +284,43 @@ impl RedisBackend {
             }
         }
         let nonce = nonce();
-        let costs = costs_of(&asked);
         // A probe must reach Redis, to close the breaker or keep it open: it goes alone.
         let coalescer = self.coalescer.as_ref().filter(|_| permit == Pass::Call);
         // The turn is this call's to hand on however its round trip ends: answered, past its deadline, or
         // dropped with its caller.
         let mut turn = None;
         if let Some(coalescer) = coalescer {
-            let hash = hash.unwrap_or_else(|| coalescer.hash(key));
-            let taken = |sole| {
-                Some(Turn {
-                    redis: self,
-                    coalescer,
-                    key,
-                    hash,
-                    sole,
-                })
+            let line = connection.line_of(asked.iter().map(|limit| &*limit.key));
+            let join = Joining {
+                member: || Member {
+                    call: call.detached(),
+                    nonce,
+                },
+                limits: asked.len(),
+                until: self.clock.now() + budget,
             };
-            if coalescer.go_sole(hash) {
-                turn = taken(true);
-            } else if let Some(shape) = Shape::of(call) {
-                let member = Member { nonce, costs };
-                let until = self.clock.now() + budget;
-                match coalescer.join((key, hash), shape, call, member, until) {
-                    Place::Wait(batch, index) => return Ok(batch.wait(index).await),
-                    Place::Lead => turn = taken(false),
-                    Place::Alone => {}
+            match coalescer.join(&line, join) {
+                Place::Wait(batch, index) => return Ok(batch.wait(index).await),
+                Place::Lead => {
+                    turn = Some(Turn {
+                        redis: self,
+                        coalescer,
+                        line,
+                    });
                 }
             }
         }
-        // Past the coalescer's bound on limits: costs of every limit.
-        let all: Vec<u64>;
-        let costs = match asked.len() > MAX_LIMITS {
-            true => {
-                all = asked.iter().map(|limit| limit.charge.cost).collect();
-                &all[..]
-            }
-            false => &costs[..asked.len()],
-        };
-        let calls = [BatchCall { nonce, costs }];
+        let costs = costs_of(&asked);
+        let calls = [BatchCall {
+            nonce,
+            costs: &costs,
+        }];
         let (each, now) = self
             .round_trip(&asked, &calls, budget, connection)
             .await
             .map_err(|failed| failed.named(nonce))?;
         drop(turn);
-        Ok(decided_of(call, costs, &each[0], now))
+        Ok(decided_of(call, &costs, &each[0], now))
     }
 
     /// One script call deciding `calls` on `limits`, answered within `budget`: each call's outcome, and when.
@@ -283,60 +338,110 @@ impl RedisBackend {
         Ok(script::read_decided(&reply, limits, calls)?)
     }
 
-    /// Sends `batch` (on the line of `key`), once a round trip of its line has ended: decides each of its
-    /// calls within the batch's deadline (degraded when Redis cannot, reconciled with Redis's late answer),
-    /// then hands the line on.
+    /// One script call deciding every call of `members` (a batch), answered within `budget`: each call's
+    /// outcome (or its group's fault), and when.
+    async fn batch_trip(
+        &self,
+        members: &[Member],
+        budget: Duration,
+        connection: Connection,
+    ) -> Result<(Vec<MemberOutcome>, u64), Failed> {
+        crate::observe::batch(members.len());
+        let told = Told::of(members);
+        let calls = told.calls(members);
+        let groups = told.groups(&calls);
+        let (script, command) = match &*groups {
+            [one] => script::decide_command(one.limits, one.calls, self.test_now()),
+            _ => (
+                &*script::LIMITER,
+                script::batch_command(&groups, self.test_now()),
+            ),
+        };
+        let sent = script::send(script, connection, command);
+        let reply = within(sent, budget).await?;
+        Ok(read_trip(&reply, &groups)?)
+    }
+
+    /// Sends `batch` once a round trip of its line has ended: decides each of its calls within the batch's
+    /// deadline (degraded when Redis cannot, each by its own `on_error`, and reconciled with Redis's late
+    /// answer), then hands the line on.
     pub(super) fn drive(
         self: Arc<Self>,
         batch: Arc<Batch>,
-        key: StoreKey,
     ) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(async move { self.send_batch(batch, key).await })
+        Box::pin(async move { self.send_batch(batch).await })
     }
 
     /// What [`drive`](RedisBackend::drive) does.
-    pub(super) async fn send_batch(self: Arc<Self>, batch: Arc<Batch>, key: StoreKey) {
-        let members = batch.members();
-        let asked = asked(&batch.call);
-        let calls = batch_calls(&members, asked.len());
-        let budget = batch.until.saturating_sub(self.clock.now());
-        let permit = Pass::Call;
-        let decided = match (budget.is_zero(), self.connection()) {
+    pub(super) async fn send_batch(self: Arc<Self>, batch: Arc<Batch>) {
+        let (members, until) = batch.members();
+        let budget = until.saturating_sub(self.clock.now());
+        let trip = match (budget.is_zero(), self.connection()) {
             (true, _) => Err(Failed::from(BackendError::Timeout(self.deadline))),
             (false, Err(cause)) => Err(Failed::from(cause)),
-            (false, Ok(connection)) => self.round_trip(&asked, &calls, budget, connection).await,
+            (false, Ok(connection)) => self.batch_trip(&members, budget, connection).await,
         };
         let coalescer = self.coalescer.as_ref();
-        let next = coalescer.and_then(|c| c.pass_on(key.parts(), c.hash_whole(&key)));
-        if let Some(next) = next {
-            tokio::spawn(Arc::clone(&self).drive(next, key.clone()));
+        if let Some(next) = coalescer.and_then(|c| c.pass_on(&batch.line)) {
+            tokio::spawn(Arc::clone(&self).drive(next));
         }
-        match decided {
+        let failed = match trip {
             Ok((each, now)) => {
-                self.answered(permit, key.parts());
-                let decided = each.iter().zip(&members).map(|(outcome, member)| {
-                    decided_of(&batch.call, &member.costs[..asked.len()], outcome, now)
-                });
-                batch.decide(decided.collect());
+                batch.decide(self.decided_members(&members, each, now));
+                return;
             }
-            Err(failed) => {
-                let on_error = batch.call.limits().iter().map(|limit| limit.on_error);
-                let retry = self.failed(permit, key.parts(), on_error, &failed.cause);
-                let degraded: Vec<Decided> = members
-                    .iter()
-                    .map(|member| {
-                        let call = weighing(&batch.call, &member.costs[..asked.len()]);
-                        self.fallback.decide(&call, retry)
-                    })
-                    .collect();
-                let refused: Vec<bool> = degraded.iter().map(|d| !d.admitted).collect();
-                batch.decide(degraded);
-                if let Some(Late::Script(late, _)) = failed.late {
-                    self.reconcile_calls(late, &batch.call, &members, &refused)
-                        .await;
-                }
-            }
+            Err(failed) => failed,
+        };
+        let first = &members[0].call;
+        let on_error = members
+            .iter()
+            .flat_map(|m| m.call.limits().iter().map(|l| l.on_error));
+        let joined = call_key(first);
+        let retry = self.failed(Pass::Call, named(first, &joined), on_error, &failed.cause);
+        let degraded: Vec<Decided> = members
+            .iter()
+            .map(|member| self.fallback.decide(&member.call, retry))
+            .collect();
+        let refused: Vec<bool> = degraded.iter().map(|d| !d.admitted).collect();
+        batch.decide(degraded);
+        if let Some(Late::Script(late, _)) = failed.late {
+            self.reconcile_batch(late, &members, &refused).await;
         }
+    }
+
+    /// What Redis's answer (`each`, at `now`) says of each of `members`: a call whose group met a fault of
+    /// its own keys is decided by its own `on_error`, the others by Redis.
+    fn decided_members(
+        &self,
+        members: &[Member],
+        each: Vec<MemberOutcome>,
+        now: u64,
+    ) -> Vec<Decided> {
+        let mut answered = false;
+        let decided = members
+            .iter()
+            .zip(each)
+            .map(|(member, outcome)| {
+                let call = &member.call;
+                match outcome {
+                    Ok(outcome) => {
+                        answered = true;
+                        decided_of(call, &costs_of(&asked(call)), &outcome, now)
+                    }
+                    Err(fault) => {
+                        let joined = call_key(call);
+                        let on_error = call.limits().iter().map(|limit| limit.on_error);
+                        let retry = self.failed(Pass::Call, named(call, &joined), on_error, &fault);
+                        self.fallback.decide(call, retry)
+                    }
+                }
+            })
+            .collect();
+        if answered {
+            let first = &members[0].call;
+            self.answered(Pass::Call, first.limits()[0].key.parts());
+        }
+        decided
     }
 
     /// Decides `call`'s limits one slot's `groups` at a time, giving back what the admitting slots charged

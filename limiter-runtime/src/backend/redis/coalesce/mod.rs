@@ -1,163 +1,141 @@
-//! Coalescing: calls on the same key and limits that arrive while a few of them are with Redis wait for one
-//! of those round trips to end, then go to Redis together, as one script call carrying them all. The script
-//! decides them in arrival order, each exactly as it would have been alone (its own admission, its own
-//! sliding-log members, its own receipt), so every guarantee holds unchanged; one hot key then costs Redis one
-//! script call per round trip instead of one per call. There is no timer: a call that finds fewer than
-//! [`IN_FLIGHT`] round trips of its line in flight is sent at once; a call whose key no other call is asking
-//! about needs no line at all ([`Coalescer::go_sole`]).
+//! Batching: calls that arrive while [`IN_FLIGHT`] script calls are in flight on their line wait for one of
+//! those round trips to end, then go to Redis together, as one script call carrying them all, whatever their
+//! keys, algorithms, costs and limits. The script decides them in arrival order, each exactly as it would have
+//! been alone (its own key's atomicity, all or nothing for a stacked call, its own sliding-log members, its own
+//! receipt), so every guarantee holds unchanged; Redis then pays one command per batch instead of one per
+//! call, and the client one redis-rs command. Calls on one hot key are the same case: they go in one batch.
 //!
-//! Each call key has a line while a call for it is in flight. A call that goes at once sends its own script
-//! call. A call that finds the line full joins the [`Batch`] gathering at its end (a new one when there is
+//! A line is what one script call can carry: any calls on a server (standalone, or the master Sentinel names);
+//! on a cluster, calls on the same keys (see [`Connection::line_of`](super::Connection::line_of) for why not a
+//! slot's). There is no timer: a call that finds fewer than
+//! [`IN_FLIGHT`] script calls of its line in flight is sent at once, alone, so nothing waits when the service
+//! is idle. A call that finds the line full joins the [`Batch`] gathering at its end (a new one when there is
 //! none, or the last is full) and waits for it: no channel, no timer and nothing boxed of its own. When a
 //! round trip of the line ends, the first batch gathering takes its place, sent by a task of its own, and
-//! every call of it reads its own decision from the batch once that is in. A batch's deadline runs from when
-//! its first call joined: it is decided degraded (and reconciled with Redis's late answer) if it is not
-//! decided by then, so no call waits longer than its deadline.
+//! every call of it reads its own decision from the batch once that is in. A batch's deadline is the earliest
+//! of its calls': it is decided degraded (each call by its own `on_error`, and reconciled with Redis's late
+//! answer) if it is not decided by then, so no call waits longer than its own deadline.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::call::{Call, Decided};
-use crate::key::KeyRef;
-use crate::sharded::{KeyHash, Keys, Sharded};
 
-/// Calls of more limits than this are sent alone.
-pub(super) const MAX_LIMITS: usize = 4;
-/// The most calls one script call carries: Redis runs a script to its end, blocking every other client
-/// meanwhile, so a batch stays short (about a millisecond of Redis's time at most).
-const MAX_BATCH: usize = 128;
-/// Round trips of one line in flight at once: a call that finds fewer is sent at once; the rest wait for a
-/// round trip to end. More than one keeps Redis busy while a batch travels: on one hot key at 16 tasks, one
-/// batch in flight made 0.61x the uncoalesced baseline's decisions/s, four 0.96-1.05x (64 tasks: 1.8x, then
-/// 3.0x); eight did no better than four (load --only hot, in turns).
+/// Script calls of one line in flight at once: a call that finds fewer is sent at once; the rest wait for a
+/// round trip to end. More than one keeps Redis busy while a batch travels.
 const IN_FLIGHT: usize = 4;
-/// Shards of the lines: enough that calls on different keys rarely meet.
-const SHARDS: usize = 16;
-/// Buckets of keys (by hash) for the calls that go without a line.
-const SOLE: usize = 4096;
+/// The most calls one script call carries.
+const MAX_CALLS: usize = 64;
+/// The most limits one script call decides: Redis runs a script to its end, blocking every other client
+/// meanwhile, so a batch stays short. A limit's decision costs Redis 4-8 µs (the sliding log's, on 10,000
+/// keys), so this bounds a batch near a millisecond of Redis's time.
+const MAX_LIMITS: usize = 128;
 
-/// The lines of the call keys in flight.
-#[derive(Debug)]
+/// What a script call may carry: any calls (`None`: a server), or calls on these keys (a cluster).
+pub(crate) type Line = Option<Box<str>>;
+
+/// The lines with script calls in flight, and the batches gathering on each.
+#[derive(Debug, Default)]
 pub(crate) struct Coalescer {
-    /// Hashed with foldhash, not SipHash: only the keys of calls under way have a line, so colliding keys
-    /// would cost no more than the calls that make them, and every call to Redis hashes its key here.
-    lines: Sharded<Keys<Line>, foldhash::fast::RandomState>,
-    /// For each bucket of keys, whether a call of it is in flight without a line. The common call, on a key
-    /// no other call is asking about, goes so: a flag to raise and lower, no line to open and close. A call
-    /// that finds its bucket's flag raised goes by its key's line, so a line has at most one round trip in
-    /// flight beyond [`IN_FLIGHT`].
-    sole: Box<[AtomicBool]>,
+    lines: Mutex<HashMap<Line, Lane, foldhash::fast::RandomState>>,
 }
 
-/// What the script is told of a call's limits, but their costs, and how each fails: calls go together only
-/// when it is the same, so that a batch is decided, and degraded, under one set of limits.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Shape {
-    len: usize,
-    limits: [[u64; 8]; MAX_LIMITS],
-}
-
-/// The limits a shape has, not the rows it leaves zero: a call of one limit compares one row.
-impl PartialEq for Shape {
-    #[inline]
-    fn eq(&self, other: &Shape) -> bool {
-        self.len == other.len && self.limits[..self.len] == other.limits[..other.len]
-    }
-}
-
-impl Eq for Shape {}
-
-impl Shape {
-    /// The shape of `call`'s limits, each given as the script's shape and its failure policy; `None` past
-    /// [`MAX_LIMITS`].
-    pub(super) fn of(call: &Call<'_>) -> Option<Shape> {
-        let limits = call.limits();
-        if limits.len() > MAX_LIMITS {
-            return None;
-        }
-        let mut shape = Shape {
-            len: limits.len(),
-            limits: [[0; 8]; MAX_LIMITS],
-        };
-        for (slot, limit) in shape.limits.iter_mut().zip(limits) {
-            let [code, window, max, depth, e0, e1, e2] = super::script::shape(limit);
-            *slot = [code, window, max, depth, e0, e1, e2, limit.on_error as u64];
-        }
-        Some(shape)
-    }
-}
-
-/// One call key's line: the shape of its calls, its round trips in flight, and the batches gathering.
-#[derive(Debug)]
-struct Line {
-    shape: Shape,
-    /// Round trips in flight: at most [`IN_FLIGHT`].
+/// One line's script calls in flight, and the batches gathering behind them.
+#[derive(Debug, Default)]
+struct Lane {
+    /// Script calls in flight: at most [`IN_FLIGHT`].
     in_flight: usize,
     gathering: VecDeque<Arc<Batch>>,
 }
 
-impl Line {
-    /// Adds `member` (of `call`, whose deadline is `until`) to the last batch gathering, or to a new one
-    /// when there is none or it is full: the batch, and the member's index in it.
-    fn gather(&mut self, call: &Call<'_>, member: Member, until: Duration) -> (Arc<Batch>, usize) {
+impl Lane {
+    /// Whether a call finding the lane so waits in a batch.
+    fn is_full(&self) -> bool {
+        self.in_flight >= IN_FLIGHT || !self.gathering.is_empty()
+    }
+
+    /// Adds the member `join` makes (deciding `limits` limits, by `until` at the latest) to the last batch
+    /// gathering, or to a new one when there is none or it is full: the batch, and the member's index in it.
+    fn gather(
+        &mut self,
+        line: &Line,
+        join: Joining<impl FnOnce() -> Member>,
+    ) -> (Arc<Batch>, usize) {
         if let Some(batch) = self.gathering.back() {
             let mut gathered = batch.lock();
-            if gathered.members.len() < MAX_BATCH {
-                let index = gathered.join(member);
+            if gathered.has_room(join.limits) {
+                let index = gathered.join(join);
                 drop(gathered);
                 return (Arc::clone(batch), index);
             }
         }
-        let batch = Arc::new(Batch::new(call, until));
-        batch.lock().join(member);
+        let batch = Arc::new(Batch::new(line.clone(), join.until));
+        batch.lock().join(join);
         self.gathering.push_back(Arc::clone(&batch));
         (batch, 0)
     }
 }
 
-/// One call of a batch: its nonce (naming its sliding-log members) and its cost on each limit.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Member {
-    pub(super) nonce: u64,
-    pub(super) costs: [u64; MAX_LIMITS],
+/// A call joining a line: how it becomes a member of a batch (made only if it waits in one), how many limits
+/// Redis decides of it, and its deadline (this node's clock).
+pub(super) struct Joining<F> {
+    pub(super) member: F,
+    pub(super) limits: usize,
+    pub(super) until: Duration,
 }
 
-/// Calls on one key and limits going to Redis together: gathered while the line is full, sent by a task of
-/// its own when a round trip of the line ends, decided as one script call.
+/// One call of a batch, holding what it needs: the call, and its nonce (naming its sliding-log members and
+/// its permits).
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) call: Call<'static>,
+    pub(crate) nonce: u64,
+}
+
+/// Calls of one line going to Redis together: gathered while the line is full, sent by a task of its own when
+/// a round trip of the line ends, decided as one script call.
 #[derive(Debug)]
 pub(crate) struct Batch {
-    /// The call every member shares but its costs, detached from the call that started the batch.
-    pub(super) call: Call<'static>,
-    /// Until when its calls wait (this node's clock): the deadline of the call that started it.
-    pub(super) until: Duration,
+    /// Where it goes.
+    pub(super) line: Line,
     gathered: Mutex<Gathered>,
     /// Each member's decision, in the order they joined, once it is in.
     decided: OnceLock<Vec<Decided>>,
 }
 
-/// A batch's members, and the wakers of those waiting for its decisions.
-#[derive(Debug, Default)]
+/// A batch's members, the wakers of those waiting for their decisions, and its bounds.
+#[derive(Debug)]
 struct Gathered {
     /// Taken when the batch is sent: no call joins it after.
     members: Vec<Member>,
     /// The waker of each member that has waited, at its index.
     wakers: Vec<Option<Waker>>,
+    /// The limits Redis decides of its members.
+    limits: usize,
+    /// Until when its calls wait: the earliest of their deadlines.
+    until: Duration,
 }
 
-/// Members a batch has room for before it grows: the batches of one hot key at 64 tasks hold about 8.
+/// Members a batch has room for before it grows.
 const ROOM: usize = 16;
 
 impl Gathered {
-    /// Adds `member`, with no waker yet: its index.
+    /// Whether a call of `limits` limits may join.
+    fn has_room(&self, limits: usize) -> bool {
+        self.members.len() < MAX_CALLS && self.limits + limits <= MAX_LIMITS
+    }
+
+    /// Adds the member `join` makes, with no waker yet: its index.
     #[inline]
-    fn join(&mut self, member: Member) -> usize {
-        self.members.push(member);
+    fn join(&mut self, join: Joining<impl FnOnce() -> Member>) -> usize {
+        self.members.push((join.member)());
         self.wakers.push(None);
+        self.limits += join.limits;
+        self.until = self.until.min(join.until);
         self.wakers.len() - 1
     }
 }
@@ -173,44 +151,35 @@ pub(crate) struct Waiting {
 /// Where a call stands on joining its line.
 #[derive(Debug)]
 pub(super) enum Place {
-    /// Fewer than [`IN_FLIGHT`] round trips were in flight: it goes at once.
+    /// Fewer than [`IN_FLIGHT`] script calls were in flight: it goes at once, alone.
     Lead,
     /// The line was full: it waits in this batch, as its member at this index.
     Wait(Arc<Batch>, usize),
-    /// Calls on other limits were in flight for the same key (an override between the two, say): it goes
-    /// alone.
-    Alone,
-}
-
-impl Default for Coalescer {
-    fn default() -> Self {
-        Coalescer {
-            lines: Sharded::new(SHARDS),
-            sole: (0..SOLE).map(|_| AtomicBool::new(false)).collect(),
-        }
-    }
 }
 
 impl Batch {
-    /// A batch of `call`'s line, waiting until `until` at the latest.
-    fn new(call: &Call<'_>, until: Duration) -> Batch {
+    /// A batch of `line`, waiting until `until` at the latest.
+    fn new(line: Line, until: Duration) -> Batch {
         Batch {
-            call: call.detached(),
-            until,
+            line,
             gathered: Mutex::new(Gathered {
                 members: Vec::with_capacity(ROOM),
                 wakers: Vec::with_capacity(ROOM),
+                limits: 0,
+                until,
             }),
             decided: OnceLock::new(),
         }
     }
 
-    /// Its members, in the order they joined: taken once it is sent (none joins it after).
-    pub(super) fn members(&self) -> Vec<Member> {
-        std::mem::take(&mut self.lock().members)
+    /// Its members, in the order they joined, and until when they wait: taken once it is sent (none joins it
+    /// after).
+    pub(super) fn members(&self) -> (Vec<Member>, Duration) {
+        let mut gathered = self.lock();
+        (std::mem::take(&mut gathered.members), gathered.until)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Gathered> {
+    fn lock(&self) -> MutexGuard<'_, Gathered> {
         self.gathered.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -256,101 +225,51 @@ impl Future for Waiting {
 }
 
 impl Coalescer {
-    /// Joins the line of `key` (whose hash is `hash`) for a call of `shape` (`call`, as `member`: its nonce
-    /// and its costs on the limits Redis is asked about), whose deadline is `until` (this node's clock).
-    pub(super) fn join(
-        &self,
-        (key, hash): (KeyRef<'_>, KeyHash),
-        shape: Shape,
-        call: &Call<'_>,
-        member: Member,
-        until: Duration,
-    ) -> Place {
-        let mut lines = self.lines.lock_shard(hash.shard);
-        let (line, new) = lines.get_or_insert_with(hash, key, || Line {
-            shape,
-            in_flight: 1,
-            gathering: VecDeque::new(),
-        });
-        if new {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Line, Lane, foldhash::fast::RandomState>> {
+        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Joins `line` for a call: it goes at once when fewer than [`IN_FLIGHT`] script calls of the line are in
+    /// flight (and then hands the line [`on`](Coalescer::pass_on) once its round trip ends); else it waits in
+    /// the batch gathering, as the member `join` makes.
+    pub(super) fn join(&self, line: &Line, join: Joining<impl FnOnce() -> Member>) -> Place {
+        let mut lines = self.lock();
+        let lane = match lines.get_mut(line) {
+            Some(lane) => lane,
+            None => lines.entry(line.clone()).or_default(),
+        };
+        if !lane.is_full() {
+            lane.in_flight += 1;
             return Place::Lead;
         }
-        if line.shape != shape {
-            return Place::Alone;
-        }
-        if line.in_flight < IN_FLIGHT && line.gathering.is_empty() {
-            line.in_flight += 1;
-            return Place::Lead;
-        }
-        let (batch, index) = line.gather(call, member, until);
+        let (batch, index) = lane.gather(line, join);
         Place::Wait(batch, index)
     }
 
-    /// Joins the line of `key` only to wait in a batch: when it is full, and its calls are of `shape` (see
-    /// [`join`](Coalescer::join)); else the line is left as it was, for the call to join it later.
+    /// Joins `line` only to wait in a batch, when it is full (see [`join`](Coalescer::join)); else the line
+    /// is left as it was, for the call to join it later.
     pub(super) fn join_waiting(
         &self,
-        (key, hash): (KeyRef<'_>, KeyHash),
-        shape: Shape,
-        call: &Call<'_>,
-        member: Member,
-        until: Duration,
+        line: &Line,
+        join: Joining<impl FnOnce() -> Member>,
     ) -> Option<Waiting> {
-        let mut lines = self.lines.lock_shard(hash.shard);
-        let line = lines.get_mut(hash, key)?;
-        let full = line.in_flight >= IN_FLIGHT || !line.gathering.is_empty();
-        if !full || line.shape != shape {
-            return None;
-        }
-        let (batch, index) = line.gather(call, member, until);
+        let mut lines = self.lock();
+        let lane = lines.get_mut(line).filter(|lane| lane.is_full())?;
+        let (batch, index) = lane.gather(line, join);
         Some(batch.wait(index))
     }
 
-    /// Whether a call of `hash`'s bucket is in flight without a line: a call on its key may find its line
-    /// full.
-    #[inline]
-    pub(super) fn busy(&self, hash: KeyHash) -> bool {
-        self.sole[hash.bucket(SOLE)].load(Ordering::Relaxed)
-    }
-
-    /// Whether a call on the key of `hash` goes without a line (no call of its bucket is in flight without
-    /// one): then it is sent at once, and [`leave`](Coalescer::leave)s once its round trip ends.
-    #[inline]
-    pub(super) fn go_sole(&self, hash: KeyHash) -> bool {
-        let flag = &self.sole[hash.bucket(SOLE)];
-        !flag.load(Ordering::Relaxed) && !flag.swap(true, Ordering::Acquire)
-    }
-
-    /// After the round trip of a call that went without a line ([`go_sole`](Coalescer::go_sole)).
-    #[inline]
-    pub(super) fn leave(&self, hash: KeyHash) {
-        self.sole[hash.bucket(SOLE)].store(false, Ordering::Release);
-    }
-
-    /// The hash of `key`'s line, for [`join`](Coalescer::join) and [`pass_on`](Coalescer::pass_on): taken
-    /// once for both.
-    pub(super) fn hash(&self, key: KeyRef<'_>) -> KeyHash {
-        self.lines.hash(key)
-    }
-
-    /// [`hash`](Coalescer::hash) of a key written out whole.
-    #[inline]
-    pub(super) fn hash_whole(&self, key: &str) -> KeyHash {
-        self.lines.hash_whole(key)
-    }
-
-    /// After a round trip on `key` (whose hash is `hash`) ended: the first batch gathering takes its place,
-    /// to be sent (returned); with none, the line has one round trip fewer in flight, and closes when none is
-    /// left.
-    pub(super) fn pass_on(&self, key: KeyRef<'_>, hash: KeyHash) -> Option<Arc<Batch>> {
-        let mut lines = self.lines.lock_shard(hash.shard);
-        let line = lines.get_mut(hash, key)?;
-        if let Some(batch) = line.gathering.pop_front() {
+    /// After a round trip of `line` ended: the first batch gathering takes its place, to be sent (returned);
+    /// with none, the line has one script call fewer in flight, and closes when none is left.
+    pub(super) fn pass_on(&self, line: &Line) -> Option<Arc<Batch>> {
+        let mut lines = self.lock();
+        let lane = lines.get_mut(line)?;
+        if let Some(batch) = lane.gathering.pop_front() {
             return Some(batch);
         }
-        line.in_flight -= 1;
-        if line.in_flight == 0 {
-            lines.remove(hash, key);
+        lane.in_flight = lane.in_flight.saturating_sub(1);
+        if lane.in_flight == 0 {
+            lines.remove(line);
         }
         None
     }

@@ -1,5 +1,5 @@
-//! The lines' own rules: which calls go at once, which wait and in which batch, how a batch takes a round
-//! trip's place, and how its calls read their decisions.
+//! The lines' own rules: which calls go at once, which wait and in which batch (whatever their keys), how a
+//! batch is bounded, how it takes a round trip's place, and how its calls read their decisions.
 
 use std::time::Duration;
 
@@ -7,11 +7,6 @@ use super::*;
 use crate::algorithm::{Algorithm, Charge, Receipt};
 use crate::call::{Answer, Charged, OneOrMany};
 use crate::Decision;
-
-const KEY: KeyRef<'static> = KeyRef {
-    prefix: "p:",
-    rest: "hot",
-};
 
 fn charge(max: u64) -> Charge {
     Charge {
@@ -24,18 +19,32 @@ fn charge(max: u64) -> Charge {
     }
 }
 
-fn call(max: u64) -> Call<'static> {
-    Call::of([(Algorithm::SlidingLog, "p:hot", charge(max))])
+fn call(key: &'static str) -> Call<'static> {
+    Call::of([(Algorithm::SlidingLog, key, charge(100))])
 }
 
-fn join(coalescer: &Coalescer, call: &Call<'_>, nonce: u64) -> Place {
-    let shape = Shape::of(call).unwrap();
-    let until = Duration::from_secs(1);
-    let member = Member {
-        nonce,
-        costs: [1; MAX_LIMITS],
+/// Joins the server's line for a call on `key` of `limits` limits, whose deadline is `until` (s), named by
+/// `nonce`.
+fn join_with(
+    coalescer: &Coalescer,
+    key: &'static str,
+    nonce: u64,
+    limits: usize,
+    until: u64,
+) -> Place {
+    let join = Joining {
+        member: || Member {
+            call: call(key),
+            nonce,
+        },
+        limits,
+        until: Duration::from_secs(until),
     };
-    coalescer.join((KEY, coalescer.hash(KEY)), shape, call, member, until)
+    coalescer.join(&None, join)
+}
+
+fn join(coalescer: &Coalescer, key: &'static str, nonce: u64) -> Place {
+    join_with(coalescer, key, nonce, 1, 10)
 }
 
 fn waits(place: Place) -> (Arc<Batch>, usize) {
@@ -45,85 +54,109 @@ fn waits(place: Place) -> (Arc<Batch>, usize) {
     }
 }
 
-/// The first calls on a key, up to [`IN_FLIGHT`], are sent at once.
+/// The first calls on the line, up to [`IN_FLIGHT`], are sent at once, whatever their keys.
 fn fill(coalescer: &Coalescer) {
     for n in 0..IN_FLIGHT {
-        assert!(matches!(
-            join(coalescer, &call(100), 100 + n as u64),
-            Place::Lead
-        ));
+        let key = ["p:a", "p:b", "p:c", "p:d"][n % 4];
+        assert!(matches!(join(coalescer, key, 100 + n as u64), Place::Lead));
     }
 }
 
-/// A key no other call is asking about goes without a line; the next call of its bucket, while it is in
-/// flight, goes by the line (and may wait in a batch), and once it is back the next goes without one again.
 #[test]
-fn a_lone_call_goes_without_a_line_and_the_next_by_the_line() {
+fn calls_on_different_keys_wait_in_one_batch_once_the_line_is_full() {
     let coalescer = Coalescer::default();
-    let hash = coalescer.hash(KEY);
-    assert!(coalescer.go_sole(hash));
-    assert!(!coalescer.go_sole(hash));
     fill(&coalescer);
-    let (batch, _) = waits(join(&coalescer, &call(100), 1));
-    coalescer.leave(hash);
-    assert!(coalescer.go_sole(hash));
-    // The line is as it was: its round trips hand on to the batch waiting.
-    let next = coalescer.pass_on(KEY, hash).expect("the batch waiting");
-    assert!(Arc::ptr_eq(&next, &batch));
+    let (first, i) = waits(join(&coalescer, "p:x", 2));
+    let (second, j) = waits(join(&coalescer, "p:y", 3));
+    let (third, k) = waits(join(&coalescer, "p:x", 4));
+    assert!(Arc::ptr_eq(&first, &second) && Arc::ptr_eq(&first, &third));
+    assert_eq!((i, j, k), (0, 1, 2));
+    let (members, _) = first.members();
+    let keys: Vec<&str> = members.iter().map(|m| &*m.call.limits()[0].key).collect();
+    assert_eq!(keys, ["p:x", "p:y", "p:x"]);
+    assert_eq!(
+        members.iter().map(|m| m.nonce).collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
 }
 
 #[test]
-fn the_first_calls_go_at_once_and_the_next_wait_in_one_batch() {
+fn a_batch_takes_the_place_of_a_round_trip_and_the_line_empties() {
     let coalescer = Coalescer::default();
     fill(&coalescer);
-    let (second, i) = waits(join(&coalescer, &call(100), 2));
-    let (third, j) = waits(join(&coalescer, &call(100), 3));
-    assert!(Arc::ptr_eq(&second, &third), "one batch gathers them");
-    assert_eq!((i, j), (0, 1));
-    let nonces: Vec<u64> = second.members().iter().map(|m| m.nonce).collect();
-    assert_eq!(nonces, [2, 3]);
+    let (gathering, _) = waits(join(&coalescer, "p:x", 2));
     // A round trip ends: the batch takes its place, to be sent; a new call waits in a new batch.
-    let sent = coalescer
-        .pass_on(KEY, coalescer.hash(KEY))
-        .expect("a batch");
-    assert!(Arc::ptr_eq(&sent, &second));
-    let (fourth, _) = waits(join(&coalescer, &call(100), 4));
-    assert!(!Arc::ptr_eq(&fourth, &second));
-    assert!(coalescer.pass_on(KEY, coalescer.hash(KEY)).is_some());
-    // Every round trip done, none gathering: the line closes.
+    let sent = coalescer.pass_on(&None).expect("the batch gathering");
+    assert!(Arc::ptr_eq(&sent, &gathering));
+    let (next, _) = waits(join(&coalescer, "p:y", 3));
+    assert!(!Arc::ptr_eq(&next, &gathering));
+    assert!(coalescer.pass_on(&None).is_some());
+    // Every round trip done, none gathering: the next call goes at once again.
     for _ in 0..IN_FLIGHT {
-        assert!(coalescer.pass_on(KEY, coalescer.hash(KEY)).is_none());
+        assert!(coalescer.pass_on(&None).is_none());
     }
-    let (mut lines, hash) = coalescer.lines.lock(KEY);
-    assert!(lines.get_mut(hash, KEY).is_none(), "the line is closed");
+    assert!(matches!(join(&coalescer, "p:z", 5), Place::Lead));
 }
 
 #[test]
-fn a_full_batch_starts_another_and_other_limits_go_alone() {
+fn a_batch_is_bounded_by_its_calls_and_by_the_limits_redis_decides() {
     let coalescer = Coalescer::default();
     fill(&coalescer);
-    let (first, _) = waits(join(&coalescer, &call(100), 0));
-    for n in 1..MAX_BATCH as u64 {
-        let (batch, index) = waits(join(&coalescer, &call(100), n));
+    let (first, _) = waits(join(&coalescer, "p:k", 0));
+    for n in 1..MAX_CALLS as u64 {
+        let (batch, index) = waits(join(&coalescer, "p:k", n));
         assert!(Arc::ptr_eq(&batch, &first));
         assert_eq!(index, n as usize);
     }
-    let (next, index) = waits(join(&coalescer, &call(100), 999));
-    assert!(
-        !Arc::ptr_eq(&next, &first),
-        "a batch carries at most {MAX_BATCH}"
-    );
+    let (next, index) = waits(join(&coalescer, "p:k", 999));
+    assert!(!Arc::ptr_eq(&next, &first), "at most {MAX_CALLS} calls");
     assert_eq!(index, 0);
-    // The same key, another limit (an override changed `max`): alone.
-    assert!(matches!(join(&coalescer, &call(50), 7), Place::Alone));
+
+    // Stacked calls weigh their limits: a batch decides at most MAX_LIMITS of them.
+    let coalescer = Coalescer::default();
+    fill(&coalescer);
+    let (first, _) = waits(join_with(&coalescer, "p:k", 0, MAX_LIMITS - 4, 10));
+    let (same, _) = waits(join_with(&coalescer, "p:k", 1, 4, 10));
+    assert!(Arc::ptr_eq(&first, &same));
+    let (next, _) = waits(join_with(&coalescer, "p:k", 2, 1, 10));
+    assert!(!Arc::ptr_eq(&next, &first), "at most {MAX_LIMITS} limits");
+}
+
+#[test]
+fn a_batch_waits_no_longer_than_its_most_hurried_call() {
+    let coalescer = Coalescer::default();
+    fill(&coalescer);
+    let (batch, _) = waits(join_with(&coalescer, "p:a", 1, 1, 5));
+    waits(join_with(&coalescer, "p:b", 2, 1, 2));
+    waits(join_with(&coalescer, "p:c", 3, 1, 9));
+    assert_eq!(batch.members().1, Duration::from_secs(2));
+}
+
+#[test]
+fn a_call_waits_early_only_on_a_full_line() {
+    let coalescer = Coalescer::default();
+    let join = |nonce| Joining {
+        member: move || Member {
+            call: call("p:w"),
+            nonce,
+        },
+        limits: 1,
+        until: Duration::from_secs(1),
+    };
+    assert!(coalescer.join_waiting(&None, join(1)).is_none(), "no line");
+    fill(&coalescer);
+    assert!(coalescer.join_waiting(&None, join(2)).is_some(), "full");
+    // Lines are apart: a cluster's calls on other keys do not find this line full.
+    let keys = Some("4:p:w2|".into());
+    assert!(coalescer.join_waiting(&keys, join(3)).is_none());
 }
 
 #[tokio::test]
 async fn each_call_of_a_batch_reads_its_own_decision() {
     let coalescer = Coalescer::default();
     fill(&coalescer);
-    let (batch, _) = waits(join(&coalescer, &call(100), 1));
-    let (same, index) = waits(join(&coalescer, &call(100), 2));
+    let (batch, _) = waits(join(&coalescer, "p:a", 1));
+    let (same, index) = waits(join(&coalescer, "p:b", 2));
     let decided = |remaining| Decided {
         answers: OneOrMany::One(Answer {
             decision: Decision::new(

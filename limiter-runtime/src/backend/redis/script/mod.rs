@@ -17,7 +17,7 @@ pub(crate) use self::lease::{lease_command, read_lease};
 use self::nonce::NonceText;
 pub(crate) use self::nonce::{nonce, nonce_text};
 use self::one_limit::{one_limit_command, read_one_limit};
-use self::reply::{int, non_negative};
+use self::reply::{fault, int, non_negative};
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -284,9 +284,80 @@ pub(crate) fn decide_command(
     let keys: Vec<&str> = limits.iter().map(|limit| &*limit.key).collect();
     let mut cmd = LIMITER.command(&keys, calls.len());
     cmd.arg(&*operation("decide", test_now));
-    for limit in limits {
+    group_args(&mut cmd, limits, calls);
+    (&LIMITER, cmd)
+}
+
+/// One group of a batch: calls on the same limits (one caller's call, or several on one key), decided in turn.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Group<'a, 'r> {
+    pub(crate) limits: &'a [&'a CallLimit<'r>],
+    pub(crate) calls: &'a [BatchCall<'a>],
+}
+
+/// The command that decides `groups` (of one slot) in one script call, each group in turn exactly as
+/// [`decide_command`] decides it alone: many callers' calls, on any keys, for one command. Each limit's shape
+/// is sent once, and each group names its limits' shapes.
+pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>) -> Cmd {
+    let keys: Vec<&str> = groups
+        .iter()
+        .flat_map(|group| group.limits.iter().map(|limit| &*limit.key))
+        .collect();
+    let calls = groups.iter().map(|group| group.calls.len()).sum();
+    // The shapes, each with a limit of it; and each group's limits' places among them (from 1).
+    let mut shapes: Vec<([u64; 7], &'a CallLimit<'_>)> = Vec::new();
+    let mut place = |limit: &'a CallLimit<'_>| {
+        let shape = shape(limit);
+        match shapes.iter().position(|(known, _)| *known == shape) {
+            Some(at) => at + 1,
+            None => {
+                shapes.push((shape, limit));
+                shapes.len()
+            }
+        }
+    };
+    let places: Vec<OneOrMany<usize>> = groups
+        .iter()
+        .map(|group| match group.limits {
+            [one] => OneOrMany::One(place(one)),
+            many => OneOrMany::Many(many.iter().map(|&limit| place(limit)).collect()),
+        })
+        .collect();
+    let mut cmd = LIMITER.command(&keys, calls);
+    cmd.arg(&*operation("batch", test_now)).arg(shapes.len());
+    for (_, limit) in &shapes {
         limit_args(&mut cmd, limit);
     }
+    for (group, places) in groups.iter().zip(&places) {
+        match (&**places, group.calls.len()) {
+            ([one], 1) => cmd.arg(*one),
+            (places, calls) => {
+                let mut head = places
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",");
+                if calls > 1 {
+                    head = format!("{head}/{calls}");
+                }
+                cmd.arg(head)
+            }
+        };
+        calls_args(&mut cmd, group.limits, group.calls);
+    }
+    cmd
+}
+
+/// The arguments `limiter.lua` decides `calls` on `limits` by: each limit's, then each call's.
+fn group_args(cmd: &mut Cmd, limits: &[&CallLimit<'_>], calls: &[BatchCall<'_>]) {
+    for limit in limits {
+        limit_args(cmd, limit);
+    }
+    calls_args(cmd, limits, calls);
+}
+
+/// Each of `calls`' nonce (when `limits` keep members) and costs, as `limiter.lua` takes them.
+fn calls_args(cmd: &mut Cmd, limits: &[&CallLimit<'_>], calls: &[BatchCall<'_>]) {
     let logs = limits
         .iter()
         .any(|limit| matches!(limit.algorithm, Algorithm::SlidingLog | Algorithm::InFlight));
@@ -297,7 +368,6 @@ pub(crate) fn decide_command(
         };
         cmd.arg(nonce.as_str()).arg(call.costs);
     }
-    (&LIMITER, cmd)
 }
 
 /// What the script's `reply` says of `calls` on `limits` (as [`decide_command`] sent them): each call's
@@ -314,13 +384,60 @@ pub(crate) fn read_decided(
     let Value::Array(reply) = reply else {
         return Err(unexpected());
     };
-    let per_call = limits.iter().map(|l| answer_len(l)).sum::<usize>();
-    let (Some(Value::Int(now)), true) = (reply.first(), reply.len() == 1 + per_call * calls.len())
+    let Some((Value::Int(now), answers)) = reply.split_first() else {
+        return Err(unexpected());
+    };
+    let now = non_negative(*now);
+    let decided = read_group(answers, limits, calls, now).ok_or_else(unexpected)?;
+    Ok((OneOrMany::Many(decided), now))
+}
+
+/// What one group of a batch came to: each of its calls' outcome, or the fault the group met (a key of
+/// another type, say), which is its calls' own.
+pub(crate) type GroupOutcome = Result<Vec<CallOutcome>, BackendError>;
+
+/// What the script's `reply` says of `groups` (as [`batch_command`] sent them): each group's outcome, and
+/// when, on Redis's clock.
+pub(crate) fn read_batch(
+    reply: &Value,
+    groups: &[Group<'_, '_>],
+) -> Result<(Vec<GroupOutcome>, u64), BackendError> {
+    let unexpected = || BackendError::Reply(format!("{reply:?}"));
+    let Value::Array(reply) = reply else {
+        return Err(unexpected());
+    };
+    let (Some((Value::Int(now), answers)), true) =
+        (reply.split_first(), reply.len() == 1 + groups.len())
     else {
         return Err(unexpected());
     };
     let now = non_negative(*now);
-    let mut rest = &reply[1..];
+    let each = answers
+        .iter()
+        .zip(groups)
+        .map(|(answer, group)| match answer {
+            Value::Array(answers) => read_group(answers, group.limits, group.calls, now)
+                .ok_or_else(|| BackendError::Reply(format!("{answer:?}"))),
+            Value::BulkString(text) => Err(fault(text)),
+            other => Err(BackendError::Reply(format!("{other:?}"))),
+        })
+        .collect();
+    Ok((each, now))
+}
+
+/// Each of `calls`' outcome on `limits`, read from `answers` (as `limiter.lua` answers a group, without
+/// "now"); `None` if they are not.
+fn read_group(
+    answers: &[Value],
+    limits: &[&CallLimit<'_>],
+    calls: &[BatchCall<'_>],
+    now: u64,
+) -> Option<Vec<CallOutcome>> {
+    let per_call = limits.iter().map(|l| answer_len(l)).sum::<usize>();
+    if answers.len() != per_call * calls.len() {
+        return None;
+    }
+    let mut rest = answers;
     let mut decided = Vec::with_capacity(calls.len());
     for call in calls {
         let mut outcomes = Vec::with_capacity(limits.len());
@@ -328,8 +445,7 @@ pub(crate) fn read_decided(
             let (answer, after) = rest.split_at(answer_len(limit));
             rest = after;
             let charge = weighing(limit, *cost);
-            let outcome = outcome(limit, &charge, answer, now, call.nonce);
-            outcomes.push(outcome.ok_or_else(unexpected)?);
+            outcomes.push(outcome(limit, &charge, answer, now, call.nonce)?);
         }
         let admitted = limits
             .iter()
@@ -340,7 +456,7 @@ pub(crate) fn read_decided(
             outcomes: OneOrMany::Many(outcomes),
         });
     }
-    Ok((OneOrMany::Many(decided), now))
+    Some(decided)
 }
 
 /// One charge to give back: where (its key, its algorithm), what the admission charged (its charge, whose

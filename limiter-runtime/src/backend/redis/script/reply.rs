@@ -3,6 +3,7 @@
 use redis::Value;
 
 use crate::algorithm::{Algorithm, Reported};
+use crate::error::BackendError;
 
 /// The integer at `i` of a reply's `values`; `None` if there is none there.
 pub(super) fn int(values: &[Value], i: usize) -> Option<u64> {
@@ -88,4 +89,14 @@ pub(super) fn reported(algorithm: Algorithm, first: u64, rest: &[Value]) -> Opti
         },
         _ => return None,
     })
+}
+
+/// The fault a group of a batch met, as the script answers it (the error's text, `WRONGTYPE ...` say): the
+/// error Redis would have answered the group alone, so that it is told the key's own fault or Redis's.
+pub(super) fn fault(text: &[u8]) -> BackendError {
+    let text = String::from_utf8_lossy(text).replace(['\r', '\n'], " ");
+    match redis::parse_redis_value(format!("-{text}\r\n").as_bytes()).map(Value::extract_error) {
+        Ok(Err(error)) => BackendError::Redis(error),
+        _ => BackendError::Reply(text),
+    }
 }
