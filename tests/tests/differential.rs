@@ -5,9 +5,10 @@
 //! is admitted, its `retry_after` and its limit still are (a cached answer's `remaining` and `reset_after` are
 //! as Redis last reported them).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use limiter_runtime::{Algorithm, FakeClock, Limiter, Rule};
+use limiter_runtime::{Algorithm, Decision, FakeClock, Limiter, Rule};
 use tests::{RedisServer, Rng};
 
 const CALLS: usize = 3_000;
@@ -306,4 +307,120 @@ async fn stacked_calls_and_give_backs() {
         replay_stacked(seed, &server, false).await;
         replay_stacked(seed, &server, true).await;
     }
+}
+
+/// One call of a batched round: each limit's rule (an index), key and cost.
+type Limits = Vec<(usize, String, u64)>;
+
+/// What one limiter decides of `limits` (one call, stacked or not).
+async fn decide(limiter: &Limiter, rules: &[Rule], limits: &Limits) -> Vec<Decision> {
+    let at = |i: usize| (&rules[limits[i].0], limits[i].1.as_str(), limits[i].2);
+    match limits.len() {
+        1 => vec![limiter.check_cost(at(0).0, at(0).1, at(0).2).await],
+        2 => limiter.check_all_cost([at(0), at(1)]).await.to_vec(),
+        _ => limiter.check_all_cost([at(0), at(1), at(2)]).await.to_vec(),
+    }
+}
+
+/// Batched: 64 calls at once, round after round, on a frozen clock that moves between rounds; random keys,
+/// algorithms, costs and stacked limits. In a round, no two calls share a key, so what each is decided does
+/// not depend on the order Redis runs them: Redis, deciding them in batches of many keys, answers each call
+/// exactly as memory does, whole decisions compared; and the batches are few script calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_calls_on_many_keys_decide_as_memory_does() {
+    const TASKS: usize = 64;
+    let server = RedisServer::start();
+    let mut rng = Rng::new(40);
+    let rules: Arc<Vec<Rule>> = Arc::new(
+        (0..6)
+            .map(|i| random_rule(&mut rng, &format!("batched:{i}")))
+            .collect(),
+    );
+    let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
+    let memory = Limiter::builder()
+        .clock(memory_clock.clone())
+        .build()
+        .unwrap();
+    let redis = Limiter::builder()
+        .redis(server.url())
+        .deadline(tests::PATIENT)
+        .clock(redis_clock.clone())
+        .deny_cache(false)
+        .build()
+        .unwrap();
+    let (mut decisions, mut admitted, mut refused) = (0, 0, 0);
+    let scripts_before = server.calls("evalsha") + server.calls("eval");
+    for round in 0..60 {
+        let step = Duration::from_micros(*rng.pick(&[0, 0, 100_000, 700_000, 2_000_000]));
+        memory_clock.advance(step);
+        redis_clock.advance(step);
+        // Keys of this round, each for one limit of one call: a shuffled pool of 400.
+        let mut pool: Vec<u64> = (0..400).collect();
+        for i in (1..pool.len()).rev() {
+            pool.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let mut keys = pool.into_iter();
+        let calls: Vec<Limits> = (0..TASKS)
+            .map(|_| {
+                let mut picked: Vec<usize> = (0..rules.len()).collect();
+                let n = *rng.pick(&[1, 1, 1, 2, 3]);
+                (0..n)
+                    .map(|_| {
+                        let rule = picked.swap_remove(rng.below(picked.len() as u64) as usize);
+                        let cost = *rng.pick(&[1, 1, 1, 2, 3, 0, 600_000]);
+                        (rule, format!("k{}", keys.next().unwrap()), cost)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut in_memory = Vec::with_capacity(TASKS);
+        for call in &calls {
+            in_memory.push(decide(&memory, &rules, call).await);
+        }
+        let tasks: Vec<_> = calls
+            .iter()
+            .cloned()
+            .map(|call| {
+                let (redis, rules) = (redis.clone(), Arc::clone(&rules));
+                tokio::spawn(async move { decide(&redis, &rules, &call).await })
+            })
+            .collect();
+        for ((task, call), in_memory) in tasks.into_iter().zip(&calls).zip(in_memory) {
+            let in_redis = task.await.unwrap();
+            let seen = |decisions: &[Decision]| -> Vec<_> {
+                decisions
+                    .iter()
+                    .map(|d| {
+                        (
+                            d.allowed,
+                            d.remaining,
+                            d.retry_after,
+                            d.reset_after,
+                            d.delay,
+                        )
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                seen(&in_memory),
+                seen(&in_redis),
+                "round {round}: {call:?}\n memory {in_memory:?}\n redis {in_redis:?}"
+            );
+            decisions += 1;
+            match in_memory.iter().all(|d| d.allowed) {
+                true => admitted += 1,
+                false => refused += 1,
+            }
+        }
+    }
+    let scripts = server.calls("evalsha") + server.calls("eval") - scripts_before;
+    assert!(
+        admitted > 500 && refused > 100,
+        "{admitted} admitted, {refused} refused"
+    );
+    assert!(
+        scripts * 4 <= decisions,
+        "{scripts} script calls for {decisions} decisions: not batched"
+    );
+    eprintln!("{decisions} decisions in {scripts} script calls");
 }
