@@ -24,8 +24,10 @@
 --   each one call (or calls on the same limits), decided in turn exactly as "decide" decides it alone: its
 --   head, the indices (from 1) of its limits' shapes, comma-separated, and "/<calls>" when it has more than one
 --   call; then each call's nonce and costs. A group's keys follow the previous group's in KEYS. The calls of a batch are many callers' calls on any keys, sent as
---   one script call. Returns {now, then for each group: its answers as "decide" returns them (without now), or,
---   when the group met a fault (a key holding another type, a calendar a period behind), the error's text}.
+--   one script call. Returns {now, then for each group: its answers as "decide" returns them (without now),
+--   written as one string, comma-separated (one string is far cheaper for a client to read than as many
+--   values); or, when the group met a fault (a key holding another type, a calendar a period behind), "!" and
+--   the error's text}.
 --
 -- lease: then, for the one limit (a token bucket, 4, or a fixed window, 2): algorithm, window us, max, burst,
 --   the call's cost, the units wanted (at least the cost), and, when an earlier lease of this node is given
@@ -536,10 +538,14 @@ while a <= #ARGV do
   local answers = {}
   local decided, fault = pcall(decide, k, group, a + 1, calls, answers, 0)
   if decided then
-    reply[#reply + 1] = answers
+    -- Whole numbers written whole (Lua writes a number of more than 14 digits in exponent form).
+    for i = 1, #answers do
+      if type(answers[i]) == 'number' then answers[i] = string.format('%d', answers[i]) end
+    end
+    reply[#reply + 1] = table.concat(answers, ',')
   else
     if type(fault) == 'table' then fault = fault.err end
-    reply[#reply + 1] = tostring(fault)
+    reply[#reply + 1] = '!' .. tostring(fault)
   end
   k = k + #group
   a = a + 1 + calls * (1 + #group)

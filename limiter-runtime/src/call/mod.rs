@@ -206,6 +206,26 @@ impl<'r> Call<'r> {
         }
     }
 
+    /// This call as a store keeps it while it waits in a batch: its limits, each resolved, but not their
+    /// rules, which only the pipeline reads (above the store): the call that outlives its caller costs no
+    /// copy of a rule.
+    pub(crate) fn for_store(&self) -> Call<'static> {
+        /// What a stored call's limits name for their rule.
+        static NO_RULE: Rule = Rule::new();
+        Call {
+            limits: self.limits.map(|limit| CallLimit {
+                rule: RuleRef::Borrowed(&NO_RULE),
+                key: limit.key.clone(),
+                algorithm: limit.algorithm,
+                charge: limit.charge,
+                preset: limit.preset,
+                vetoes: limit.vetoes,
+                on_error: limit.on_error,
+                lease: limit.lease,
+            }),
+        }
+    }
+
     /// Whether an admitted call may have a slot to wait for (a leaky bucket's): then more than its verdict
     /// follows its decision.
     #[inline]

@@ -173,7 +173,7 @@ impl RedisBackend {
         let connection = self.connection.get().filter(|c| c.is_made())?;
         let join = Joining {
             member: || Member {
-                call: call.detached(),
+                call: call.for_store(),
                 nonce: nonce(),
             },
             limits: 1,

@@ -23,10 +23,12 @@ impl LuaScript {
     /// The command that runs the script on `keys` (its arguments to be added), by its SHA-1, for `calls`
     /// calls decided together.
     pub(crate) fn command(&self, keys: &[&str], calls: usize) -> Cmd {
-        // Room from the start for the command, the SHA-1, the keys, a few numbers, and each call's cost and
-        // nonce: grown one argument at a time, the buffers cost more than the rest of building it.
+        // Room from the start for the command, the SHA-1, the keys, a few numbers, and each call's cost, nonce
+        // and group: grown one argument at a time, the buffers cost more than the rest of building it.
         let more = calls.saturating_sub(1);
-        let mut cmd = Cmd::with_capacity(8 + keys.len() + 2 * more, 192 + 24 * more);
+        let key_bytes: usize = keys.iter().map(|key| key.len()).sum();
+        let bytes = 192 + 32 * more + key_bytes.saturating_sub(keys.first().map_or(0, |k| k.len()));
+        let mut cmd = Cmd::with_capacity(8 + keys.len() + 3 * more, bytes);
         cmd.arg("EVALSHA").arg(&self.sha1).arg(keys.len()).arg(keys);
         cmd
     }

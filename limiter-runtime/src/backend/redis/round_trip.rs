@@ -293,7 +293,7 @@ impl RedisBackend {
             let line = connection.line_of(asked.iter().map(|limit| &*limit.key));
             let join = Joining {
                 member: || Member {
-                    call: call.detached(),
+                    call: call.for_store(),
                     nonce,
                 },
                 limits: asked.len(),

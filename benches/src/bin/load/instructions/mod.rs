@@ -243,6 +243,37 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
         "| in_flight (a permit taken and given back) | {baseline:.0} | {per_permit:.0} | — | {:.3}× | — |",
         per_permit / baseline
     );
+    // Many keys at 64 tasks: the calls that find their line full go in batches, on any keys; the baseline's
+    // each make a command of their own.
+    let spread = |contender, tasks: u64, calls: u64| Job {
+        url: url.clone(),
+        contender,
+        algorithm: Algorithm::SlidingLog,
+        scenario: Scenario::Spread,
+        calls,
+        tasks,
+    };
+    let calls = plan.calls / 64 * 64;
+    let mut per_decision = Vec::new();
+    for contender in CONTENDERS {
+        empty(&server)?;
+        let (count, scripts) = count_client(valgrind, dir, &spread(contender, 64, calls))?;
+        per_decision.push((count as f64 / calls as f64, scripts as f64 / calls as f64));
+    }
+    let _ = write!(
+        text,
+        "\n### Many keys at 64 tasks\n\nSliding log, random keys among 10 000, 64 tasks on a single-threaded \
+         runtime, {calls} decisions: the client's instructions per decision, and script calls per decision.\n\n\
+         | contender | instructions per decision | vs baseline | script calls per decision |\n|---|---|---|---|\n"
+    );
+    for (contender, (count, scripts)) in CONTENDERS.iter().zip(&per_decision) {
+        let _ = writeln!(
+            text,
+            "| {} | {count:.0} | {:.3}× | {scripts:.3} |",
+            contender.label(),
+            count / per_decision[0].0
+        );
+    }
     // A hot key: alone (one task, every call its own round trip), then 64 tasks (most calls wait for another's
     // round trip and go in its batch).
     let hot = |tasks: u64, calls: u64| Job {

@@ -41,7 +41,10 @@ pub(crate) type Line = Option<Box<str>>;
 /// The lines with script calls in flight, and the batches gathering on each.
 #[derive(Debug, Default)]
 pub(crate) struct Coalescer {
-    lines: Mutex<HashMap<Line, Lane, foldhash::fast::RandomState>>,
+    /// A server's one line, always open: the common call finds it with no key to hash.
+    server: Mutex<Lane>,
+    /// A cluster's lines, by keys, each open while a script call of it is in flight.
+    keys: Mutex<HashMap<Box<str>, Lane, foldhash::fast::RandomState>>,
 }
 
 /// One line's script calls in flight, and the batches gathering behind them.
@@ -225,25 +228,41 @@ impl Future for Waiting {
 }
 
 impl Coalescer {
-    fn lock(&self) -> MutexGuard<'_, HashMap<Line, Lane, foldhash::fast::RandomState>> {
-        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Runs `f` on `line`'s lane (opened if `open`), under its lock: `None` when it is not open. A cluster's
+    /// lane closes once `f` leaves it with nothing in flight.
+    fn with_lane<R>(&self, line: &Line, open: bool, f: impl FnOnce(&mut Lane) -> R) -> Option<R> {
+        let Some(keys) = line else {
+            return Some(f(&mut self
+                .server
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)));
+        };
+        let mut lanes = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let lane = match lanes.get_mut(keys) {
+            Some(lane) => lane,
+            None if open => lanes.entry(keys.clone()).or_default(),
+            None => return None,
+        };
+        let result = f(lane);
+        if lane.in_flight == 0 && lane.gathering.is_empty() {
+            lanes.remove(keys);
+        }
+        Some(result)
     }
 
     /// Joins `line` for a call: it goes at once when fewer than [`IN_FLIGHT`] script calls of the line are in
     /// flight (and then hands the line [`on`](Coalescer::pass_on) once its round trip ends); else it waits in
     /// the batch gathering, as the member `join` makes.
     pub(super) fn join(&self, line: &Line, join: Joining<impl FnOnce() -> Member>) -> Place {
-        let mut lines = self.lock();
-        let lane = match lines.get_mut(line) {
-            Some(lane) => lane,
-            None => lines.entry(line.clone()).or_default(),
-        };
-        if !lane.is_full() {
-            lane.in_flight += 1;
-            return Place::Lead;
-        }
-        let (batch, index) = lane.gather(line, join);
-        Place::Wait(batch, index)
+        let joined = self.with_lane(line, true, |lane| {
+            if !lane.is_full() {
+                lane.in_flight += 1;
+                return Place::Lead;
+            }
+            let (batch, index) = lane.gather(line, join);
+            Place::Wait(batch, index)
+        });
+        joined.unwrap_or(Place::Lead)
     }
 
     /// Joins `line` only to wait in a batch, when it is full (see [`join`](Coalescer::join)); else the line
@@ -253,25 +272,27 @@ impl Coalescer {
         line: &Line,
         join: Joining<impl FnOnce() -> Member>,
     ) -> Option<Waiting> {
-        let mut lines = self.lock();
-        let lane = lines.get_mut(line).filter(|lane| lane.is_full())?;
-        let (batch, index) = lane.gather(line, join);
-        Some(batch.wait(index))
+        self.with_lane(line, false, |lane| {
+            let full = lane.is_full();
+            full.then(|| {
+                let (batch, index) = lane.gather(line, join);
+                batch.wait(index)
+            })
+        })
+        .flatten()
     }
 
     /// After a round trip of `line` ended: the first batch gathering takes its place, to be sent (returned);
-    /// with none, the line has one script call fewer in flight, and closes when none is left.
+    /// with none, the line has one script call fewer in flight.
     pub(super) fn pass_on(&self, line: &Line) -> Option<Arc<Batch>> {
-        let mut lines = self.lock();
-        let lane = lines.get_mut(line)?;
-        if let Some(batch) = lane.gathering.pop_front() {
-            return Some(batch);
-        }
-        lane.in_flight = lane.in_flight.saturating_sub(1);
-        if lane.in_flight == 0 {
-            lines.remove(line);
-        }
-        None
+        self.with_lane(line, false, |lane| {
+            let next = lane.gathering.pop_front();
+            if next.is_none() {
+                lane.in_flight = lane.in_flight.saturating_sub(1);
+            }
+            next
+        })
+        .flatten()
     }
 }
 

@@ -416,13 +416,48 @@ pub(crate) fn read_batch(
         .iter()
         .zip(groups)
         .map(|(answer, group)| match answer {
-            Value::Array(answers) => read_group(answers, group.limits, group.calls, now)
+            Value::BulkString(text) if text.first() == Some(&b'!') => Err(fault(&text[1..])),
+            Value::BulkString(text) => fields(text)
+                .and_then(|answers| read_group(&answers, group.limits, group.calls, now))
                 .ok_or_else(|| BackendError::Reply(format!("{answer:?}"))),
-            Value::BulkString(text) => Err(fault(text)),
             other => Err(BackendError::Reply(format!("{other:?}"))),
         })
         .collect();
     Ok((each, now))
+}
+
+/// A group's answers as the batch writes them, comma-separated: each an integer, or a bucket's receipt.
+fn fields(text: &[u8]) -> Option<Vec<Value>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    let mut fields = Vec::with_capacity(8);
+    for field in text.split(|&byte| byte == b',') {
+        fields.push(match whole(field) {
+            Some(n) => Value::Int(n),
+            None => Value::BulkString(field.to_vec()),
+        });
+    }
+    Some(fields)
+}
+
+/// `field` read as a whole number written in decimal (as Lua's `%d` writes one), if it is one.
+fn whole(field: &[u8]) -> Option<i64> {
+    let (negative, digits) = match field {
+        [b'-', digits @ ..] => (true, digits),
+        digits => (false, digits),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &digit in digits {
+        if !digit.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + i64::from(digit - b'0');
+    }
+    Some(if negative { -n } else { n })
 }
 
 /// Each of `calls`' outcome on `limits`, read from `answers` (as `limiter.lua` answers a group, without
