@@ -11,7 +11,7 @@
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow rule would have rejected |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | none: in-memory keys forgotten before their expiry, to stay within `max_keys` |
-//! | `limiter_redis_batch_calls` | histogram | none: the calls one script call decided (coalesced calls on one key) |
+//! | `limiter_redis_batch_calls` | histogram | none: the calls one script call decided (more than one when calls were batched) |
 //! | `limiter_lease_units_taken_total` | counter | none: units this node took from Redis in leases |
 //! | `limiter_lease_units` | gauge | none: units this node's leases hold, unspent (every 100 ms) |
 //! | `limiter_reconciled_total` | counter | none: calls Redis admitted after their caller's deadline, whose caller was refused meanwhile: given back |
@@ -211,7 +211,7 @@ pub(crate) fn evicted(keys: u64) {
     let _ = keys;
 }
 
-/// Records how many calls one script call carried (1, unless calls on one key were coalesced).
+/// Records how many calls one script call carried (1, unless calls were batched).
 #[inline]
 pub(crate) fn batch(calls: usize) {
     #[cfg(feature = "metrics")]

@@ -1,5 +1,6 @@
-//! Batches across keys against a real Redis: calls that arrive while their line is full go to Redis together,
-//! whatever their keys, as one script call; at one task every decision is its own script call (nothing waits
+//! Batches across keys against a real Redis ([`batch_across_keys`](limiter_runtime::LimiterBuilder::batch_across_keys)):
+//! calls that arrive while their line is full go to Redis together, whatever their keys, as one script call
+//! (by default, only calls on the same keys do); at one task every decision is its own script call (nothing waits
 //! when idle). Faults mid-batch stay per call: Redis paused (`SIGSTOP`) or killed under a flood decides each
 //! call by its own `on_error` within its deadline, and what Redis ran of a refused call is given back, so
 //! nothing is over-admitted after; `SCRIPT FLUSH` under a flood fails no decision and reloads the script once
@@ -53,6 +54,7 @@ async fn one_task_sends_each_call_alone_and_64_share_script_calls_across_keys() 
     let server = RedisServer::start();
     let limiter = Limiter::builder()
         .redis(server.url())
+        .batch_across_keys(true)
         .deadline(tests::PATIENT)
         .build()
         .unwrap();
@@ -92,6 +94,24 @@ async fn one_task_sends_each_call_alone_and_64_share_script_calls_across_keys() 
         members += tests::logged_calls(&mut redis, key);
     }
     assert_eq!(members, 1 + 300 + together.len());
+
+    // By default, calls on different keys each go in a script call of their own (same-key calls still
+    // share one).
+    let apart = Limiter::builder()
+        .redis(server.url())
+        .deadline(tests::PATIENT)
+        .build()
+        .unwrap();
+    let rule = rule.prefix("apart:");
+    assert!(apart.check(&rule, "warm").await.allowed);
+    let before = scripts(&server);
+    let decided = flood(&apart, &rule, 10_000, 64, 100).await;
+    let calls = scripts(&server) - before;
+    assert!(
+        calls * 10 >= decided.len() as u64 * 9,
+        "{calls} script calls for {} decisions on 10,000 keys",
+        decided.len()
+    );
 }
 
 /// Two rules on the same keys, one `closed`, one `open`, flooded by 64 tasks while Redis is paused mid-flood:
@@ -104,6 +124,7 @@ async fn a_paused_redis_degrades_each_call_of_a_batch_by_its_own_policy_in_time(
     let deadline = Duration::from_millis(250);
     let limiter = Limiter::builder()
         .redis(server.url())
+        .batch_across_keys(true)
         .deadline(deadline)
         .deny_cache(false)
         .build()
@@ -198,6 +219,7 @@ async fn a_killed_redis_fails_each_call_in_time_and_decisions_come_back() {
     let deadline = Duration::from_millis(250);
     let limiter = Limiter::builder()
         .redis(server.url())
+        .batch_across_keys(true)
         .deadline(deadline)
         .breaker(5, Duration::from_millis(100))
         .build()
@@ -271,6 +293,7 @@ async fn script_flush_under_a_flood_fails_nothing_and_runs_nothing_twice() {
     let clock = FakeClock::new();
     let limiter = Limiter::builder()
         .redis(server.url())
+        .batch_across_keys(true)
         .deadline(tests::PATIENT)
         .clock(clock.clone())
         .deny_cache(false)
@@ -322,6 +345,7 @@ async fn a_cluster_batches_calls_on_the_same_keys_and_every_key_stays_exact() {
     let clock = FakeClock::new();
     let limiter = cluster
         .builder()
+        .batch_across_keys(true)
         .clock(clock.clone())
         .deadline(tests::PATIENT)
         .deny_cache(false)

@@ -325,7 +325,8 @@ async fn decide(limiter: &Limiter, rules: &[Rule], limits: &Limits) -> Vec<Decis
 /// Batched: 64 calls at once, round after round, on a frozen clock that moves between rounds; random keys,
 /// algorithms, costs and stacked limits. In a round, no two calls share a key, so what each is decided does
 /// not depend on the order Redis runs them: Redis, deciding them in batches of many keys, answers each call
-/// exactly as memory does, whole decisions compared; and the batches are few script calls.
+/// exactly as memory does, whole decisions compared; and the batches are few script calls
+/// ([`batch_across_keys`](limiter_runtime::LimiterBuilder::batch_across_keys)).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batched_calls_on_many_keys_decide_as_memory_does() {
     const TASKS: usize = 64;
@@ -343,6 +344,7 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
         .unwrap();
     let redis = Limiter::builder()
         .redis(server.url())
+        .batch_across_keys(true)
         .deadline(tests::PATIENT)
         .clock(redis_clock.clone())
         .deny_cache(false)

@@ -8,23 +8,42 @@
 //! ## Coalescing
 //!
 //! Coalescing is on by default; [`LimiterBuilder::coalesce(false)`](crate::LimiterBuilder::coalesce) turns it
-//! off. Calls on the same key and limits that arrive while four decisions for that key are already with Redis
+//! off. Calls on the same keys that arrive while four script calls for those keys are already with Redis
 //! wait for one of those round trips to end, then go together as one script call. The script decides them in
 //! arrival order, each exactly as if it had been sent alone: its own admission, its own sliding-log member,
 //! its own receipt for giving back. Every guarantee of the [algorithms](super::algorithms) holds unchanged,
-//! for every algorithm, with costs, stacked limits and `mode = wait`. (A call of more than four limits is
-//! sent alone.)
+//! for every algorithm, with costs, stacked limits and `mode = wait`.
 //!
-//! - There is no timer: a call that finds fewer than four round trips of its key in flight is sent at once.
-//!   (Four in flight, rather than one, keep Redis busy while a batch travels: with one, sixteen tasks on a
-//!   hot key made fewer decisions than they did uncoalesced.)
-//! - A batch carries at most 128 calls: Redis blocks every other client while a script runs, so a batch
-//!   stays short.
-//! - A batch's deadline runs from when its first call joined: a batch Redis does not decide in time is decided
-//!   by the failure policy, and reconciled with Redis's late answer (see [late
+//! - There is no timer: a call that finds fewer than four script calls of its keys in flight is sent at
+//!   once. (Four in flight, rather than one, keep Redis busy while a batch travels: with one, sixteen tasks on
+//!   a hot key made fewer decisions than they did uncoalesced.)
+//! - A batch carries at most 64 calls and 128 limits: Redis blocks every other client while a script runs,
+//!   so a batch stays near a millisecond of Redis's time.
+//! - A batch waits no longer than its most hurried call's deadline: a batch Redis does not decide in time is
+//!   decided call by call, each by its own `on_error`, and reconciled with Redis's late answer (see [late
 //!   answers](super::failures#late-answers-are-reconciled)), so no call waits longer than its deadline.
 //! - The metric `limiter_redis_batch_calls` records how many calls each script call carried.
 //!
+//! ### Batches across keys
+//!
+//! [`LimiterBuilder::batch_across_keys(true)`](crate::LimiterBuilder::batch_across_keys) lets one batch
+//! carry calls on *any* keys, algorithms, costs and limits: a call that finds four script calls in flight on
+//! the connection goes in the next, with every call that arrived meanwhile. Each call is still decided
+//! exactly as if alone, in its own keys' atomicity, all or nothing for a stacked call. A key of the wrong
+//! type, or any fault of one call's keys, is that call's alone: the others of its batch are decided by Redis.
+//!
+//! It is off by default, because what it saves is not what Redis is short of. On one Redis on loopback, at
+//! 64 tasks on 10,000 keys, it makes an eleventh as many script calls and costs this process about a quarter
+//! fewer CPU cycles a decision; but a decision's Redis CPU is mostly the script's own work (the sorted set's
+//! reads and writes), which a batch does not share, and a call that finds the connection busy waits a round
+//! trip to go. Redis then decides fewer calls a second (see `BENCHMARKS.md`). Turn it on when this process's
+//! CPU is scarcer than Redis's.
+//!
+//! On a Redis Cluster it has no effect: a batch carries calls on the same keys only. A slot being migrated
+//! answers `TRYAGAIN` to a script call whose keys it holds only some of, and the cluster client waits over a
+//! second before it tries again, so a batch of a slot's many keys would miss its deadline for as long as the
+//! migration lasts.
+
 //! ## Leases
 //!
 //! A lease is opt-in, per limit, for token buckets and fixed windows on Redis: `lease = 50` and

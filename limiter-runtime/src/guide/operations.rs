@@ -176,7 +176,7 @@
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow limit would have refused |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | in-memory keys forgotten before their expiry, to stay within `max_keys` |
-//! | `limiter_redis_batch_calls` | histogram | the calls one script call decided (calls coalesced on one key) |
+//! | `limiter_redis_batch_calls` | histogram | the calls one script call decided (more than one when calls were batched) |
 //! | `limiter_lease_units_taken_total` | counter | units this node took from Redis in leases |
 //! | `limiter_lease_units` | gauge | units this node's leases hold unspent (every 100 ms) |
 //! | `limiter_reconciled_total` | counter | calls Redis admitted after their deadline whose caller was refused meanwhile: given back |

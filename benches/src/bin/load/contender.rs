@@ -64,6 +64,8 @@ pub(crate) enum Contender {
     PlainNoCache,
     /// `Limiter::check` with coalescing switched off (hot key).
     PlainNoCoalesce,
+    /// `Limiter::check` with calls on different keys batched together (`--across-keys`).
+    PlainAcrossKeys,
     /// `Limiter::check` on a rule with a lease (hot key).
     PlainLease,
     /// What a user writes without the library: `redis::Script` of the minimal script on a `ConnectionManager`.
@@ -80,11 +82,12 @@ pub(crate) enum Contender {
 
 impl Contender {
     /// The contenders whose runs a worker process can make (`hot::worker`), by their `name`.
-    const DRIVEN: [Contender; 8] = [
+    const DRIVEN: [Contender; 9] = [
         Contender::Annotated,
         Contender::Plain,
         Contender::PlainNoCache,
         Contender::PlainNoCoalesce,
+        Contender::PlainAcrossKeys,
         Contender::PlainLease,
         Contender::Baseline,
         Contender::BaselineTimeout,
@@ -97,6 +100,7 @@ impl Contender {
             Contender::Plain => "plain API",
             Contender::PlainNoCache => "plain API, deny cache off",
             Contender::PlainNoCoalesce => "plain API, coalescing off",
+            Contender::PlainAcrossKeys => "plain API, batched across keys",
             Contender::PlainLease => "plain API, lease 10 000 / 100 ms",
             Contender::Baseline => "baseline (minimal script)",
             Contender::Ceiling => "redis-benchmark -P 16, library script",
@@ -113,6 +117,7 @@ impl Contender {
             Contender::Plain => "plain",
             Contender::PlainNoCache => "plain-no-cache",
             Contender::PlainNoCoalesce => "plain-no-coalesce",
+            Contender::PlainAcrossKeys => "plain-across-keys",
             Contender::PlainLease => "plain-lease",
             Contender::Baseline => "baseline",
             Contender::Ceiling => "ceiling",
@@ -220,7 +225,8 @@ impl Caller {
                 // expected).
                 .deadline(Duration::from_secs(1))
                 .deny_cache(contender != Contender::PlainNoCache)
-                .coalesce(contender != Contender::PlainNoCoalesce);
+                .coalesce(contender != Contender::PlainNoCoalesce)
+                .batch_across_keys(contender == Contender::PlainAcrossKeys);
             // So that INFO (and callgrind) count only the contender's calls: the heartbeat is an EVALSHA too.
             builder = builder.heartbeat_every(Duration::from_secs(3600));
             builder.build().expect("a valid Redis URL")
@@ -244,6 +250,7 @@ impl Caller {
             Contender::Plain
             | Contender::PlainNoCache
             | Contender::PlainNoCoalesce
+            | Contender::PlainAcrossKeys
             | Contender::PlainLease => {
                 let mut rule = Rule::new()
                     .prefix(scenario.prefix(contender.name()))

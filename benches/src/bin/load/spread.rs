@@ -28,6 +28,9 @@ pub(crate) async fn measure(
             if options.ablation {
                 contenders.extend([Contender::BaselineTimeout, Contender::BaselineClone]);
             }
+            if options.across_keys {
+                contenders.push(Contender::PlainAcrossKeys);
+            }
             if concurrency == ceiling_at && ceiling.is_some() {
                 contenders.extend([Contender::Ceiling, Contender::CeilingMinimal]);
             }

@@ -296,21 +296,9 @@ impl Connection {
         }
     }
 
-    /// Which calls a script call on `keys` may carry with it (see the coalescer): any, on a server (`None`);
-    /// on a cluster, only calls on these very keys. (A slot being migrated answers `TRYAGAIN` to a script
-    /// call whose keys it holds only some of, and the cluster client waits over a second before it tries again:
-    /// a batch of a slot's many keys would miss its deadline for as long as the migration lasts.)
-    pub(crate) fn line_of<'k>(&self, keys: impl Iterator<Item = &'k str>) -> Option<Box<str>> {
-        use std::fmt::Write as _;
-        let Connection::Cluster(_) = self else {
-            return None;
-        };
-        let mut line = String::new();
-        for key in keys {
-            // Each key's length first: no two lists of keys make one line.
-            let _ = write!(line, "{}:{key}|", key.len());
-        }
-        Some(line.into())
+    /// Whether it is a cluster's.
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self, Connection::Cluster(_))
     }
 
     /// When `keys` cannot go in one script call (a cluster, and keys in several slots): their indices grouped

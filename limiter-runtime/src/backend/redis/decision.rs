@@ -179,7 +179,8 @@ impl RedisBackend {
             limits: 1,
             until: sent + self.deadline,
         };
-        coalescer.join_waiting(&connection.line_of([&*limit.key].into_iter()), join)
+        let line = coalescer.line_of(connection.is_cluster(), [&*limit.key].into_iter());
+        coalescer.join_waiting(&line, join)
     }
 
     /// Asks Redis what [`decide_now`](RedisBackend::decide_now) could not answer, within the deadline;

@@ -74,11 +74,13 @@ pub(crate) fn connect_timeout(deadline: Duration) -> Duration {
 /// How long a script call's late answer is awaited, to reconcile it: past this, Redis is taken to have lost it.
 const LATE: Duration = Duration::from_secs(30);
 
-/// What spares Redis calls: the deny cache, and coalescing (both on by default).
+/// What spares Redis calls: the deny cache, and coalescing (both on by default), across keys or not (not by
+/// default).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sparing {
     pub(crate) deny_cache: bool,
     pub(crate) coalesce: bool,
+    pub(crate) across_keys: bool,
 }
 
 /// Redis, and what decides when it cannot.
@@ -123,7 +125,9 @@ impl RedisBackend {
             fallback,
             breaker: Breaker::new(breaker),
             denied: sparing.deny_cache.then(DenyCache::default),
-            coalescer: sparing.coalesce.then(Coalescer::default),
+            coalescer: sparing
+                .coalesce
+                .then(|| Coalescer::new(sparing.across_keys)),
             leases: Leases::default(),
             permits: Arc::default(),
         }

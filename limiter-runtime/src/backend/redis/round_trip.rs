@@ -290,7 +290,8 @@ impl RedisBackend {
         // dropped with its caller.
         let mut turn = None;
         if let Some(coalescer) = coalescer {
-            let line = connection.line_of(asked.iter().map(|limit| &*limit.key));
+            let keys = asked.iter().map(|limit| &*limit.key);
+            let line = coalescer.line_of(connection.is_cluster(), keys);
             let join = Joining {
                 member: || Member {
                     call: call.for_store(),

@@ -254,8 +254,14 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
         tasks,
     };
     let calls = plan.calls / 64 * 64;
+    let many = [
+        Contender::Baseline,
+        Contender::Plain,
+        Contender::PlainAcrossKeys,
+        Contender::Annotated,
+    ];
     let mut per_decision = Vec::new();
-    for contender in CONTENDERS {
+    for contender in many {
         empty(&server)?;
         let (count, scripts) = count_client(valgrind, dir, &spread(contender, 64, calls))?;
         per_decision.push((count as f64 / calls as f64, scripts as f64 / calls as f64));
@@ -266,7 +272,7 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
          runtime, {calls} decisions: the client's instructions per decision, and script calls per decision.\n\n\
          | contender | instructions per decision | vs baseline | script calls per decision |\n|---|---|---|---|\n"
     );
-    for (contender, (count, scripts)) in CONTENDERS.iter().zip(&per_decision) {
+    for (contender, (count, scripts)) in many.iter().zip(&per_decision) {
         let _ = writeln!(
             text,
             "| {} | {count:.0} | {:.3}× | {scripts:.3} |",

@@ -36,6 +36,7 @@ fn throughput(report: &Report, layout: usize, out: &mut String) {
             for contender in [
                 Contender::Annotated,
                 Contender::Plain,
+                Contender::PlainAcrossKeys,
                 Contender::Baseline,
                 Contender::BaselineTimeout,
                 Contender::BaselineClone,

@@ -3,18 +3,24 @@
 //! keys, algorithms, costs and limits. The script decides them in arrival order, each exactly as it would have
 //! been alone (its own key's atomicity, all or nothing for a stacked call, its own sliding-log members, its own
 //! receipt), so every guarantee holds unchanged; Redis then pays one command per batch instead of one per
-//! call, and the client one redis-rs command. Calls on one hot key are the same case: they go in one batch.
+//! call, and the client one redis-rs command.
 //!
-//! A line is what one script call can carry: any calls on a server (standalone, or the master Sentinel names);
-//! on a cluster, calls on the same keys (see [`Connection::line_of`](super::Connection::line_of) for why not a
-//! slot's). There is no timer: a call that finds fewer than
-//! [`IN_FLIGHT`] script calls of its line in flight is sent at once, alone, so nothing waits when the service
-//! is idle. A call that finds the line full joins the [`Batch`] gathering at its end (a new one when there is
-//! none, or the last is full) and waits for it: no channel, no timer and nothing boxed of its own. When a
-//! round trip of the line ends, the first batch gathering takes its place, sent by a task of its own, and
-//! every call of it reads its own decision from the batch once that is in. A batch's deadline is the earliest
-//! of its calls': it is decided degraded (each call by its own `on_error`, and reconciled with Redis's late
-//! answer) if it is not decided by then, so no call waits longer than its own deadline.
+//! A line is what one script call may carry ([`Line`]). By default, calls on the same keys: one hot key
+//! costs Redis one script call per round trip instead of one per call. With
+//! [`batch_across_keys`](crate::LimiterBuilder::batch_across_keys), on a server (standalone, or the master
+//! Sentinel names), any calls. On a cluster, always calls on the same keys: a slot being migrated answers
+//! `TRYAGAIN` to a script call whose keys it holds only some of, and the cluster client waits over a second
+//! before it tries again, so a batch of a slot's many keys would miss its deadline for as long as a migration
+//! lasts.
+//!
+//! There is no timer: a call that finds fewer than [`IN_FLIGHT`] script calls of its line in flight is sent
+//! at once, alone, so nothing waits when the service is idle. A call that finds the line full joins the
+//! [`Batch`] gathering at its end (a new one when there is none, or the last is full) and waits for it: no
+//! channel, no timer and nothing boxed of its own. When a round trip of the line ends, the first batch
+//! gathering takes its place, sent by a task of its own, and every call of it reads its own decision from the
+//! batch once that is in. A batch's deadline is the earliest of its calls': it is decided degraded (each call
+//! by its own `on_error`, and reconciled with Redis's late answer) if it is not decided by then, so no call
+//! waits longer than its own deadline.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -35,16 +41,34 @@ const MAX_CALLS: usize = 64;
 /// keys), so this bounds a batch near a millisecond of Redis's time.
 const MAX_LIMITS: usize = 128;
 
-/// What a script call may carry: any calls (`None`: a server), or calls on these keys (a cluster).
-pub(crate) type Line = Option<Box<str>>;
+/// Buckets of keys on a server: calls on keys of one bucket share its line.
+const BUCKETS: usize = 256;
+
+/// What one script call may carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// Any calls, on a server: batches across keys.
+    Server,
+    /// Calls on keys of one bucket (by their hash), on a server: in effect, calls on the same keys, with no
+    /// key to copy. Two keys that fall in one bucket may share a script call, which a server runs as well.
+    Bucket(usize),
+    /// Calls on these very keys (their lengths and keys, written out), on a cluster.
+    Keys(Box<str>),
+}
 
 /// The lines with script calls in flight, and the batches gathering on each.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Coalescer {
-    /// A server's one line, always open: the common call finds it with no key to hash.
+    /// Whether calls on different keys of a server share its one line.
+    across_keys: bool,
+    /// A server's one line, always open.
     server: Mutex<Lane>,
+    /// A server's lines by buckets of keys, always open.
+    buckets: Box<[Mutex<Lane>]>,
     /// A cluster's lines, by keys, each open while a script call of it is in flight.
     keys: Mutex<HashMap<Box<str>, Lane, foldhash::fast::RandomState>>,
+    /// Hashes the keys of a call into its bucket.
+    hasher: foldhash::fast::RandomState,
 }
 
 /// One line's script calls in flight, and the batches gathering behind them.
@@ -121,6 +145,11 @@ struct Gathered {
     limits: usize,
     /// Until when its calls wait: the earliest of their deadlines.
     until: Duration,
+}
+
+/// The lane behind `lane`'s lock.
+fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
+    lane.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Members a batch has room for before it grows.
@@ -228,14 +257,49 @@ impl Future for Waiting {
 }
 
 impl Coalescer {
+    /// The lines of a limiter: calls of different keys share a server's when `across_keys`.
+    pub(crate) fn new(across_keys: bool) -> Coalescer {
+        Coalescer {
+            across_keys,
+            server: Mutex::default(),
+            buckets: (0..BUCKETS).map(|_| Mutex::default()).collect(),
+            keys: Mutex::default(),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    /// The line of a call on `keys` (of a cluster, or not).
+    pub(super) fn line_of<'k>(&self, cluster: bool, keys: impl Iterator<Item = &'k str>) -> Line {
+        use std::fmt::Write as _;
+        use std::hash::{BuildHasher, Hasher};
+        match (cluster, self.across_keys) {
+            (true, _) => {
+                let mut line = String::new();
+                for key in keys {
+                    // Each key's length first: no two lists of keys make one line.
+                    let _ = write!(line, "{}:{key}|", key.len());
+                }
+                Line::Keys(line.into())
+            }
+            (false, true) => Line::Server,
+            (false, false) => {
+                let mut hasher = self.hasher.build_hasher();
+                for key in keys {
+                    hasher.write(key.as_bytes());
+                    hasher.write_u8(0xff);
+                }
+                Line::Bucket(hasher.finish() as usize % BUCKETS)
+            }
+        }
+    }
+
     /// Runs `f` on `line`'s lane (opened if `open`), under its lock: `None` when it is not open. A cluster's
     /// lane closes once `f` leaves it with nothing in flight.
     fn with_lane<R>(&self, line: &Line, open: bool, f: impl FnOnce(&mut Lane) -> R) -> Option<R> {
-        let Some(keys) = line else {
-            return Some(f(&mut self
-                .server
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)));
+        let keys = match line {
+            Line::Server => return Some(f(&mut lock(&self.server))),
+            Line::Bucket(bucket) => return Some(f(&mut lock(&self.buckets[*bucket]))),
+            Line::Keys(keys) => keys,
         };
         let mut lanes = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
         let lane = match lanes.get_mut(keys) {

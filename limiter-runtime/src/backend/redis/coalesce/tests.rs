@@ -40,7 +40,7 @@ fn join_with(
         limits,
         until: Duration::from_secs(until),
     };
-    coalescer.join(&None, join)
+    coalescer.join(&Line::Server, join)
 }
 
 fn join(coalescer: &Coalescer, key: &'static str, nonce: u64) -> Place {
@@ -64,7 +64,7 @@ fn fill(coalescer: &Coalescer) {
 
 #[test]
 fn calls_on_different_keys_wait_in_one_batch_once_the_line_is_full() {
-    let coalescer = Coalescer::default();
+    let coalescer = Coalescer::new(true);
     fill(&coalescer);
     let (first, i) = waits(join(&coalescer, "p:x", 2));
     let (second, j) = waits(join(&coalescer, "p:y", 3));
@@ -82,25 +82,27 @@ fn calls_on_different_keys_wait_in_one_batch_once_the_line_is_full() {
 
 #[test]
 fn a_batch_takes_the_place_of_a_round_trip_and_the_line_empties() {
-    let coalescer = Coalescer::default();
+    let coalescer = Coalescer::new(true);
     fill(&coalescer);
     let (gathering, _) = waits(join(&coalescer, "p:x", 2));
     // A round trip ends: the batch takes its place, to be sent; a new call waits in a new batch.
-    let sent = coalescer.pass_on(&None).expect("the batch gathering");
+    let sent = coalescer
+        .pass_on(&Line::Server)
+        .expect("the batch gathering");
     assert!(Arc::ptr_eq(&sent, &gathering));
     let (next, _) = waits(join(&coalescer, "p:y", 3));
     assert!(!Arc::ptr_eq(&next, &gathering));
-    assert!(coalescer.pass_on(&None).is_some());
+    assert!(coalescer.pass_on(&Line::Server).is_some());
     // Every round trip done, none gathering: the next call goes at once again.
     for _ in 0..IN_FLIGHT {
-        assert!(coalescer.pass_on(&None).is_none());
+        assert!(coalescer.pass_on(&Line::Server).is_none());
     }
     assert!(matches!(join(&coalescer, "p:z", 5), Place::Lead));
 }
 
 #[test]
 fn a_batch_is_bounded_by_its_calls_and_by_the_limits_redis_decides() {
-    let coalescer = Coalescer::default();
+    let coalescer = Coalescer::new(true);
     fill(&coalescer);
     let (first, _) = waits(join(&coalescer, "p:k", 0));
     for n in 1..MAX_CALLS as u64 {
@@ -113,7 +115,7 @@ fn a_batch_is_bounded_by_its_calls_and_by_the_limits_redis_decides() {
     assert_eq!(index, 0);
 
     // Stacked calls weigh their limits: a batch decides at most MAX_LIMITS of them.
-    let coalescer = Coalescer::default();
+    let coalescer = Coalescer::new(true);
     fill(&coalescer);
     let (first, _) = waits(join_with(&coalescer, "p:k", 0, MAX_LIMITS - 4, 10));
     let (same, _) = waits(join_with(&coalescer, "p:k", 1, 4, 10));
@@ -124,7 +126,7 @@ fn a_batch_is_bounded_by_its_calls_and_by_the_limits_redis_decides() {
 
 #[test]
 fn a_batch_waits_no_longer_than_its_most_hurried_call() {
-    let coalescer = Coalescer::default();
+    let coalescer = Coalescer::new(true);
     fill(&coalescer);
     let (batch, _) = waits(join_with(&coalescer, "p:a", 1, 1, 5));
     waits(join_with(&coalescer, "p:b", 2, 1, 2));
@@ -134,7 +136,7 @@ fn a_batch_waits_no_longer_than_its_most_hurried_call() {
 
 #[test]
 fn a_call_waits_early_only_on_a_full_line() {
-    let coalescer = Coalescer::default();
+    let coalescer = Coalescer::new(true);
     let join = |nonce| Joining {
         member: move || Member {
             call: call("p:w"),
@@ -143,17 +145,23 @@ fn a_call_waits_early_only_on_a_full_line() {
         limits: 1,
         until: Duration::from_secs(1),
     };
-    assert!(coalescer.join_waiting(&None, join(1)).is_none(), "no line");
+    assert!(
+        coalescer.join_waiting(&Line::Server, join(1)).is_none(),
+        "no line"
+    );
     fill(&coalescer);
-    assert!(coalescer.join_waiting(&None, join(2)).is_some(), "full");
+    assert!(
+        coalescer.join_waiting(&Line::Server, join(2)).is_some(),
+        "full"
+    );
     // Lines are apart: a cluster's calls on other keys do not find this line full.
-    let keys = Some("4:p:w2|".into());
+    let keys = Line::Keys("4:p:w2|".into());
     assert!(coalescer.join_waiting(&keys, join(3)).is_none());
 }
 
 #[tokio::test]
 async fn each_call_of_a_batch_reads_its_own_decision() {
-    let coalescer = Coalescer::default();
+    let coalescer = Coalescer::new(true);
     fill(&coalescer);
     let (batch, _) = waits(join(&coalescer, "p:a", 1));
     let (same, index) = waits(join(&coalescer, "p:b", 2));
@@ -178,4 +186,33 @@ async fn each_call_of_a_batch_reads_its_own_decision() {
     batch.decide(vec![decided(9), decided(8)]);
     assert_eq!(Arc::clone(&batch).wait(0).await.decision().remaining, 9);
     assert_eq!(waiting.await.unwrap().decision().remaining, 8);
+}
+
+#[test]
+fn a_calls_line_is_its_keys_unless_a_server_batches_across_keys() {
+    let keys = |keys: &'static [&'static str]| keys.iter().copied();
+    let apart = Coalescer::new(false);
+    let same = apart.line_of(false, keys(&["p:a", "q:b"]));
+    assert!(matches!(same, Line::Bucket(_)));
+    assert_eq!(same, apart.line_of(false, keys(&["p:a", "q:b"])));
+    // Keys that fall in other buckets: other lines (some pair of these 64 does).
+    let lines: std::collections::HashSet<usize> = (0..64)
+        .map(
+            |i| match apart.line_of(false, [format!("k{i}").as_str()].into_iter()) {
+                Line::Bucket(bucket) => bucket,
+                other => panic!("{other:?}"),
+            },
+        )
+        .collect();
+    assert!(lines.len() > 32, "{} buckets for 64 keys", lines.len());
+
+    let across = Coalescer::new(true);
+    assert_eq!(across.line_of(false, keys(&["p:a"])), Line::Server);
+    // A cluster's lines are the keys themselves, whatever the setting: "a|b" is not "a", "b".
+    for coalescer in [&apart, &across] {
+        let one = coalescer.line_of(true, keys(&["a|b"]));
+        let two = coalescer.line_of(true, keys(&["a", "b"]));
+        assert!(matches!(one, Line::Keys(_)));
+        assert_ne!(one, two);
+    }
 }
