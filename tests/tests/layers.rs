@@ -287,3 +287,41 @@ fn the_redis_backends_parts_import_without_a_circle() {
     assert!(graph.contains_key("connection"), "{graph:?}");
     assert_no_circle(&graph);
 }
+
+/// The parts below a decision's order (the batcher, leases, the deny cache, the breaker, permits, instances,
+/// and the wire: scripts, connections, the server, the cluster, TLS) know a call, never the backend that
+/// puts them together: only the files that run a decision's steps or a background task name `RedisBackend`.
+#[test]
+fn the_redis_backends_lower_parts_never_name_the_backend() {
+    let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
+    let mut files = Vec::new();
+    source_files(&redis, &mut files);
+    let mut naming: Vec<String> = files
+        .iter()
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            text.contains("RedisBackend")
+        })
+        .map(|file| {
+            file.strip_prefix(&redis)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    naming.sort();
+    assert_eq!(
+        naming,
+        [
+            // A decision's steps (now, the round trip, late answers, giving back), the background tasks,
+            // the operators' overrides, and the hub.
+            "background.rs",
+            "decision.rs",
+            "giving_back.rs",
+            "late.rs",
+            "mod.rs",
+            "overrides.rs",
+            "round_trip.rs",
+        ]
+    );
+}

@@ -14,7 +14,6 @@ use std::sync::{Arc, Weak};
 
 use futures_util::StreamExt;
 
-use super::instances::beat;
 use super::lease::SWEEP_EVERY;
 use super::overrides::{follow, reload, Event, BACKSTOP};
 use super::RedisBackend;
@@ -43,6 +42,32 @@ async fn heartbeat(redis: Weak<RedisBackend>, overrides: Weak<Overrides>, watch:
         let every = redis.fallback.instances.every;
         drop((redis, overrides, watch));
         tokio::time::sleep(every).await;
+    }
+}
+
+/// Renews this runtime's heartbeat, and with it this runtime's report of what it has seen (`watch`), for the
+/// operators' views: while Redis is healthy and limiting is on here, within the backend's patience.
+async fn beat(redis: &RedisBackend, overrides: &Overrides, watch: &Watch) {
+    if redis.breaker_open() || !overrides.is_enabled_here() {
+        return;
+    }
+    let Ok(mut connection) = redis.connection() else {
+        return;
+    };
+    let instances = &redis.fallback.instances;
+    let report = watch
+        .node_report(
+            instances.id().to_owned(),
+            redis.breaker_open(),
+            redis.degraded_count(),
+            overrides.is_enabled(),
+        )
+        .encode();
+    let beat = instances.beat(&mut connection, Some(&report));
+    match tokio::time::timeout(redis.patience(), beat).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
+        Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),
     }
 }
 
@@ -102,7 +127,13 @@ async fn permit_renewal(redis: Weak<RedisBackend>) {
         return;
     };
     let mut wait = None;
-    while let Some(next) = permits.renew_when_due(&redis, wait).await {
-        wait = next;
+    loop {
+        let sooner = permits.wait_due(wait).await;
+        let Some(redis) = redis.upgrade() else { return };
+        wait = match (sooner, redis.reach()) {
+            // A permit to renew sooner than planned: the timer starts again, from its time to live.
+            (true, _) | (false, None) => permits.every(),
+            (false, Some(reach)) => permits.renew(reach).await,
+        };
     }
 }

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::lease::HeldLease;
-use super::permits::Permits;
 use super::round_trip::{call_key, named, within, Failed, Late};
 use super::script;
 use super::script::GiveBack;
@@ -77,7 +76,8 @@ impl RedisBackend {
                     .give_back(limit.key.parts(), units, &answer.receipt),
                 // A permit goes back whole, with the releases of other calls.
                 Charged::Store if limit.algorithm == Algorithm::InFlight => {
-                    released = Some(Permits::send_release(self, &limit.key, answer.receipt.mark));
+                    let (key, mark) = (&limit.key, answer.receipt.mark);
+                    released = Some(self.permits.send_release(key, mark, || self.reach()));
                 }
                 Charged::Store => in_redis.push(GiveBack::of(limit, &answer.receipt, units)),
             }

@@ -8,9 +8,6 @@ use std::sync::LazyLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::lua_script::LuaScript;
-use super::RedisBackend;
-use crate::overrides::Overrides;
-use crate::watch::Watch;
 
 static HEARTBEAT: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../scripts/instances.lua")));
@@ -89,32 +86,6 @@ impl Instances {
         let live: u64 = HEARTBEAT.run(connection, &command).await?;
         self.live.store(live.max(1), Ordering::Relaxed);
         Ok(live)
-    }
-}
-
-/// Renews this runtime's heartbeat, and with it this runtime's report of what it has seen (`watch`), for the
-/// operators' views: while Redis is healthy and limiting is on here, within the backend's patience.
-pub(super) async fn beat(redis: &RedisBackend, overrides: &Overrides, watch: &Watch) {
-    if redis.breaker_open() || !overrides.is_enabled_here() {
-        return;
-    }
-    let Ok(mut connection) = redis.connection() else {
-        return;
-    };
-    let instances = &redis.fallback.instances;
-    let report = watch
-        .node_report(
-            instances.id().to_owned(),
-            redis.breaker_open(),
-            redis.degraded_count(),
-            overrides.is_enabled(),
-        )
-        .encode();
-    let beat = instances.beat(&mut connection, Some(&report));
-    match tokio::time::timeout(redis.patience(), beat).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => tracing::debug!(%error, "rate limiter: heartbeat failed"),
-        Err(_) => tracing::debug!("rate limiter: heartbeat timed out"),
     }
 }
 

@@ -43,7 +43,7 @@ use self::breaker::Breaker;
 use self::coalesce::Coalescer;
 use self::deny_cache::DenyCache;
 use self::lease::Leases;
-use self::permits::Permits;
+use self::permits::{Permits, Reach};
 use crate::algorithm::Peek;
 use crate::call::CallLimit;
 use crate::clock::{as_micros, Clock};
@@ -133,11 +133,6 @@ impl RedisBackend {
         }
     }
 
-    /// The bound on one decision.
-    pub(crate) fn deadline(&self) -> Duration {
-        self.deadline
-    }
-
     /// Where Redis is, without a password.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn describe(&self) -> String {
@@ -145,6 +140,15 @@ impl RedisBackend {
     }
 
     /// The shared connection (created on first use, inside the caller's Tokio runtime).
+    /// What the permits need of Redis ([`Reach`]), when a connection can be had.
+    pub(crate) fn reach(&self) -> Option<Reach> {
+        Some(Reach {
+            connection: self.connection().ok()?,
+            deadline: self.deadline,
+            test_now: self.test_now(),
+        })
+    }
+
     pub(crate) fn connection(&self) -> Result<Connection, BackendError> {
         if let Some(connection) = self.connection.get() {
             return Ok(connection.clone());

@@ -8,7 +8,7 @@
 //! its way go together in the next, one `ZREM` per key.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use std::pin::pin;
@@ -18,7 +18,7 @@ use redis::aio::ConnectionLike;
 use tokio::sync::{watch, Notify};
 
 use super::script::{self, RENEW};
-use super::RedisBackend;
+use super::Connection;
 
 /// The permits of this node, by key.
 #[derive(Debug)]
@@ -60,23 +60,13 @@ struct KeyPermits {
 
 impl Permits {
     /// Waits `wait` (a minute while no permit is held), or until a permit is held that must be renewed
-    /// sooner; then renews the permits if they are due. What to wait next; `None` once the limiter is gone.
-    pub(super) async fn renew_when_due(
-        &self,
-        redis: &Weak<RedisBackend>,
-        wait: Option<Duration>,
-    ) -> Option<Option<Duration>> {
+    /// sooner: whether it was that.
+    pub(super) async fn wait_due(&self, wait: Option<Duration>) -> bool {
         /// How often it looks whether the limiter is gone while no permit is held.
         const IDLE: Duration = Duration::from_secs(60);
         let sooner = self.sooner.notified();
         let timer = tokio::time::sleep(wait.unwrap_or(IDLE));
-        let sooner = matches!(select(pin!(timer), pin!(sooner)).await, Either::Right(_));
-        let redis = redis.upgrade()?;
-        Some(match sooner {
-            // A permit to renew sooner than planned: the timer starts again, from its time to live.
-            true => Permits::every(&self.lock()),
-            false => Permits::renew(&redis).await,
-        })
+        matches!(select(pin!(timer), pin!(sooner)).await, Either::Right(_))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
@@ -103,9 +93,9 @@ impl Permits {
         }
     }
 
-    /// Releases the permit `nonce` on `key`: no longer renewed, and given back in Redis by a task of its own
-    /// (`redis`'s), with every release that arrives meanwhile. Whether that task must be started (none is
-    /// sending), and the batch the release goes in.
+    /// Releases the permit `nonce` on `key`: no longer renewed, and given back in Redis by a task of its own,
+    /// with every release that arrives meanwhile. Whether that task must be started (none is sending), and the
+    /// batch the release goes in.
     #[must_use]
     fn release(&self, key: &str, nonce: u64) -> (bool, u64) {
         let mut state = self.lock();
@@ -145,11 +135,16 @@ impl Permits {
             .iter()
             .map(|(key, held)| (key.clone(), held.ttl, held.nonces.clone()))
             .collect();
-        (each, Self::every(&state))
+        (each, Self::every_of(&state))
     }
 
     /// How often to renew: a third of the shortest time to live held (none when nothing is held).
-    fn every(state: &Ledger) -> Option<Duration> {
+    pub(super) fn every(&self) -> Option<Duration> {
+        Self::every_of(&self.lock())
+    }
+
+    /// [`every`](Permits::every) of `state`.
+    fn every_of(state: &Ledger) -> Option<Duration> {
         let shortest = state.held.values().map(|held| held.ttl).min()?;
         Some(Duration::from_micros(shortest / 3).max(Duration::from_millis(1)))
     }
@@ -167,25 +162,37 @@ impl Permits {
 /// One key's permits to renew: the store key, the time to live (µs) and the permits' marks.
 type Renewal = (String, u64, Vec<u64>);
 
-/// What `Permits` does with Redis: send its releases and renewals on `redis`'s connection, within its
-/// deadline.
+/// What the permits need of Redis: its connection, how long to wait for it, and a test's "now".
+pub(crate) struct Reach {
+    pub(crate) connection: Connection,
+    pub(crate) deadline: Duration,
+    pub(crate) test_now: Option<u64>,
+}
+
+/// What `Permits` does with Redis: give back its releases and renew what it holds, within the deadline.
 impl Permits {
-    /// Releases the permit `nonce` on `key`, on `redis` (see [`Permits`]): sent at once, with the releases
-    /// waiting. The batch it goes in, to [`wait`](Permits::given) for.
-    pub(crate) fn send_release(redis: &Arc<RedisBackend>, key: &str, nonce: u64) -> u64 {
-        let (start, batch) = redis.permits.release(key, nonce);
+    /// Releases the permit `nonce` on `key`: no longer renewed, and given back in Redis by a task of its own
+    /// that `start` starts, unless one is sending already, with every release that arrives meanwhile. The
+    /// batch it goes in, to [`wait`](Permits::given) for.
+    pub(crate) fn send_release(
+        self: &Arc<Self>,
+        key: &str,
+        nonce: u64,
+        reach: impl FnOnce() -> Option<Reach>,
+    ) -> u64 {
+        let (start, batch) = self.release(key, nonce);
         if !start {
             return batch;
         }
         // Outside a Tokio runtime the release cannot be sent: the permit expires after its time to live.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        let (Ok(runtime), Some(reach)) = (tokio::runtime::Handle::try_current(), reach()) else {
+            self.lock().sending = false;
             return batch;
         };
-        let redis = Arc::clone(redis);
+        let permits = Arc::clone(self);
         runtime.spawn(async move {
-            let permits = &redis.permits;
             while let Some((batch, by_key)) = permits.take_released() {
-                Permits::give_back(&redis, by_key).await;
+                Permits::give_back(&reach, by_key).await;
                 permits.given.send_replace(batch);
             }
         });
@@ -200,14 +207,11 @@ impl Permits {
         let _ = tokio::time::timeout(deadline, done).await;
     }
 
-    /// Gives back `by_key`'s permits on `redis`: one `ZREM` per key, all at once, within the deadline. One that
-    /// fails is dropped: the permit expires after its time to live.
-    async fn give_back(redis: &RedisBackend, by_key: HashMap<String, Vec<u64>>) {
-        let Ok(connection) = redis.connection() else {
-            return;
-        };
+    /// Gives back `by_key`'s permits: one `ZREM` per key, all at once, within the deadline. One that fails is
+    /// dropped: the permit expires after its time to live.
+    async fn give_back(reach: &Reach, by_key: HashMap<String, Vec<u64>>) {
         let removals = by_key.iter().map(|(key, nonces)| {
-            let mut connection = connection.clone();
+            let mut connection = reach.connection.clone();
             let mut cmd = redis::cmd("ZREM");
             cmd.arg(key);
             for &nonce in nonces {
@@ -216,26 +220,22 @@ impl Permits {
             async move { connection.req_packed_command(&cmd).await }
         });
         let all = join_all(removals);
-        if tokio::time::timeout(redis.deadline(), all).await.is_err() {
+        if tokio::time::timeout(reach.deadline, all).await.is_err() {
             tracing::debug!("rate limiter: giving permits back timed out");
         }
     }
 
-    /// Renews every permit `redis` holds (one script call per key, all at once): how long until the next
-    /// renewal (none while nothing is held).
-    async fn renew(redis: &RedisBackend) -> Option<Duration> {
-        let (each, next) = redis.permits.to_renew();
+    /// Renews every permit held (one script call per key, all at once): how long until the next renewal (none
+    /// while nothing is held).
+    pub(super) async fn renew(&self, reach: Reach) -> Option<Duration> {
+        let (each, next) = self.to_renew();
         if each.is_empty() {
             return next;
         }
-        let Ok(connection) = redis.connection() else {
-            return next;
-        };
-        let test_now = redis.test_now();
         let renewals = each.iter().map(|(key, ttl, nonces)| {
-            let mut connection = connection.clone();
+            let mut connection = reach.connection.clone();
             let mut cmd = RENEW.command(&[key], 1);
-            match test_now {
+            match reach.test_now {
                 Some(now) => cmd.arg(script::test_window(*ttl, now)),
                 None => cmd.arg(*ttl),
             };
@@ -245,7 +245,7 @@ impl Permits {
             async move { RENEW.run::<redis::Value>(&mut connection, &cmd).await }
         });
         let all = join_all(renewals);
-        let bound = next.unwrap_or(redis.deadline());
+        let bound = next.unwrap_or(reach.deadline);
         if tokio::time::timeout(bound, all).await.is_err() {
             tracing::debug!("rate limiter: renewing permits timed out");
         }
