@@ -22,7 +22,7 @@ use std::sync::{Arc, Once};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, Either};
 
 use crate::backend::{Backend, Batched, GivingBack, Later};
 use crate::budget::{now, Now};
@@ -135,6 +135,16 @@ impl<C: AsCall, T> Future for Waited<'_, C, T> {
 /// What an enforced call comes to: admitted (after its slot), with the call and what was decided of it, or
 /// refused.
 pub(crate) type Enforced<'r> = Result<(Call<'r>, Decided), RateLimited>;
+
+/// What a caller keeps of an enforced call ([`Pipeline::enforce_owned`]), or its refusal: at once, or boxed
+/// with the rest to await.
+pub(crate) type Ruled<T> =
+    Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
+
+/// What a future that outlives its caller owns to reach a pipeline: a [`Limiter`](crate::Limiter).
+pub(crate) trait Owner: Clone + Send + Sync + 'static {
+    fn pipeline(&self) -> &Pipeline;
+}
 
 impl Pipeline {
     pub(crate) fn new(backend: Backend, defaults: Defaults, clock: Arc<dyn Clock>) -> Pipeline {
@@ -322,11 +332,49 @@ impl Pipeline {
                     pipeline.verdict(&call, &decided).map(|_| (call, decided))
                 })
             }
-            Err(later) => Deciding::Later(Box::pin(async move {
-                let decided = self.decide_later(&call, later).await;
-                let wait = self.verdict(&call, &decided)?;
-                Ok(after(wait, (call, decided)).await)
-            })),
+            Err(later) => Deciding::Later(Box::pin(self.enforce_later(call, later))),
+        }
+    }
+
+    /// The rest of an enforced call's decision that Redis is to make: its verdict, and, admitted, the call and
+    /// its answer once its slot has come.
+    async fn enforce_later<'r>(&self, call: Call<'r>, later: Later) -> Enforced<'r> {
+        let decided = self.decide_later(&call, later).await;
+        let wait = self.verdict(&call, &decided)?;
+        Ok(after(wait, (call, decided)).await)
+    }
+
+    /// [`enforce`](Pipeline::enforce) for a caller whose future must own what it keeps (the attribute's, which
+    /// outlives the borrow it finds its limiter by): the rest, when there is one, holds `owner`, and is boxed.
+    /// `then` makes what the caller keeps of an admitted call, given its owner.
+    #[inline(always)]
+    pub(crate) fn enforce_owned<O, T, F>(owner: &O, call: Call<'static>, then: F) -> Ruled<T>
+    where
+        O: Owner,
+        T: Send + 'static,
+        F: FnOnce(&O, Call<'static>, Decided) -> T + Send + 'static,
+    {
+        let pipeline = owner.pipeline();
+        match pipeline.decide_now(&call) {
+            Ok(decided) => match pipeline.verdict(&call, &decided) {
+                Ok(wait) if !wait.is_zero() => {
+                    let kept = then(owner, call, decided);
+                    Either::Right(Box::pin(after(wait, Ok(kept))))
+                }
+                verdict => Either::Left(now(verdict.map(|_| then(owner, call, decided)))),
+            },
+            // As `enforce_later`, with what the caller keeps made before the slot is waited for: one future
+            // fewer around the round trip's (the attribute's Redis path counts about 800 instructions less).
+            Err(later) => {
+                let owner = owner.clone();
+                Either::Right(Box::pin(async move {
+                    let pipeline = owner.pipeline();
+                    let decided = pipeline.decide_later(&call, later).await;
+                    let wait = pipeline.verdict(&call, &decided)?;
+                    let kept = then(&owner, call, decided);
+                    Ok(after(wait, kept).await)
+                }))
+            }
         }
     }
 

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use futures_util::future::{BoxFuture, Either};
+use futures_util::future::Either;
 
 use crate::budget::now;
 pub use crate::budget::Now;
@@ -12,7 +12,7 @@ use crate::call::{Ask, Call, RuleRef};
 use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::limiter::HeldCall;
-use crate::pipeline::after;
+use crate::pipeline::{Pipeline, Ruled};
 use crate::{Limiter, Permit, RateLimited, Rule, Zone};
 
 /// One annotated function: its limits as written on its attributes (top first), and its path (the default
@@ -34,13 +34,10 @@ pub struct Site<const N: usize> {
 pub type KeyArgs<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>, Option<u8>);
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
-pub type Checked = Ruling<()>;
+pub type Checked = Ruled<()>;
 
 /// [`Site::charge`]'s future.
-pub type Charging<const N: usize> = Ruling<Admission<N>>;
-
-/// A call's verdict, ready at once or still to await.
-type Ruling<T> = Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
+pub type Charging<const N: usize> = Ruled<Admission<N>>;
 
 /// What a call of a function with `count = failures | successes`, or with a limit in flight, was charged,
 /// held while its body runs.
@@ -107,7 +104,7 @@ impl<const N: usize> Site<N> {
     }
 
     /// The call's verdict, and, admitted, what `T` keeps of it.
-    fn enforce<T: Kept<N>>(&'static self, keys: [KeyArgs<'_>; N]) -> Ruling<T> {
+    fn enforce<T: Kept<N>>(&'static self, keys: [KeyArgs<'_>; N]) -> Ruled<T> {
         if keys.iter().all(|(skip, ..)| *skip) {
             return Either::Left(now(Ok(T::nothing())));
         }
@@ -124,11 +121,7 @@ impl<const N: usize> Site<N> {
     /// enough to be inlined itself: a switched-off call's verdict is then written once, where the caller
     /// reads it, instead of being returned through the closure and copied.
     #[inline(never)]
-    fn decide_on<T: Kept<N>>(
-        &'static self,
-        limiter: &Limiter,
-        keys: [KeyArgs<'_>; N],
-    ) -> Ruling<T> {
+    fn decide_on<T: Kept<N>>(&'static self, limiter: &Limiter, keys: [KeyArgs<'_>; N]) -> Ruled<T> {
         let rules = self.rules_for(limiter);
         let asks = keys
             .into_iter()
@@ -152,38 +145,15 @@ impl<const N: usize> Site<N> {
                     anchor,
                 }
             });
-        let pipeline = &limiter.pipeline;
-        let call: Call<'static> = pipeline.call(asks);
-        match pipeline.decide_now(&call) {
-            Ok(decided) => {
-                let verdict = pipeline.verdict(&call, &decided);
-                let kept = || {
-                    T::kept(|| HeldCall {
-                        limiter: limiter.clone(),
-                        call,
-                        decided,
-                    })
-                };
-                match verdict {
-                    Ok(wait) if !wait.is_zero() => later(after(wait, Ok(kept()))),
-                    verdict => Either::Left(now(verdict.map(|_| kept()))),
-                }
-            }
-            Err(redis) => {
-                let limiter = limiter.clone();
-                later(async move {
-                    let pipeline = &limiter.pipeline;
-                    let decided = pipeline.decide_later(&call, redis).await;
-                    let wait = pipeline.verdict(&call, &decided)?;
-                    let kept = T::kept(|| HeldCall {
-                        limiter: limiter.clone(),
-                        call,
-                        decided,
-                    });
-                    Ok(after(wait, kept).await)
-                })
-            }
-        }
+        // The pipeline's one flow of an enforced call, with what the function keeps of it.
+        let call: Call<'static> = limiter.pipeline.call(asks);
+        Pipeline::enforce_owned(limiter, call, |limiter, call, decided| {
+            T::kept(|| HeldCall {
+                limiter: limiter.clone(),
+                call,
+                decided,
+            })
+        })
     }
 
     /// This site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
@@ -201,13 +171,6 @@ impl<const N: usize> Site<N> {
             Cow::Owned(resolve())
         }
     }
-}
-
-/// A verdict still to await.
-fn later<T>(
-    rest: impl std::future::Future<Output = Result<T, RateLimited>> + Send + 'static,
-) -> Ruling<T> {
-    Either::Right(Box::pin(rest))
 }
 
 impl<const N: usize> Admission<N> {

@@ -43,7 +43,8 @@ fn hammer(target: &str, key: &str, skews_ms: &[i64], millis: u64) -> Run {
     hammer_with(target, key, skews_ms, millis, &[])
 }
 
-/// [`hammer`], with the environment `env` (`HAMMER_STACKED`, `HAMMER_LEASE`) set for each process.
+/// [`hammer`], with the environment `env` (`HAMMER_STACKED`, `HAMMER_LEASE`, `HAMMER_ACROSS_KEYS`) set for
+/// each process.
 fn hammer_with(
     target: &str,
     key: &str,
@@ -156,6 +157,23 @@ fn assert_never_too_few(run: &Run, windows: u64) {
 fn four_processes_admit_exactly_the_limit_on_one_redis() {
     let server = RedisServer::start();
     let run = hammer(&server.url(), "shared", &[0; 4], 6_000);
+    assert_eq!(run.degraded, 0, "every decision was made in Redis");
+    assert_never_too_many(&run);
+    assert_never_too_few(&run, 3);
+}
+
+/// The same, each process batching the key's calls with calls on 10,000 other keys
+/// (`batch_across_keys`): every admission is still the key's own, exactly.
+#[test]
+fn four_processes_batching_across_keys_admit_exactly_the_limit() {
+    let server = RedisServer::start();
+    let run = hammer_with(
+        &server.url(),
+        "batched",
+        &[0; 4],
+        6_000,
+        &[("HAMMER_ACROSS_KEYS", "1")],
+    );
     assert_eq!(run.degraded, 0, "every decision was made in Redis");
     assert_never_too_many(&run);
     assert_never_too_few(&run, 3);

@@ -28,7 +28,7 @@ use std::time::Duration;
 use crate::backend::{Backend, MemoryStore, DEFAULT_MAX_KEYS};
 use crate::call::{Ask, Call, Decided, RuleRef};
 use crate::key::StoreKey;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Owner, Pipeline};
 use crate::rule::Defaults;
 use crate::{Clock, Decision, Error, RateLimited, Rule, SystemClock};
 
@@ -459,5 +459,13 @@ mod tests {
             std::mem::size_of::<Result<(), RateLimited>>(),
             std::mem::size_of::<usize>()
         );
+    }
+}
+
+/// The attribute's future, which outlives the borrow it finds its limiter by, holds the limiter.
+impl Owner for Limiter {
+    #[inline]
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 }

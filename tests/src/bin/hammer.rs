@@ -6,7 +6,9 @@
 //! a second limit, a token bucket (`burst` 120, 60 per 6 s), decided with the first as one. With
 //! `HAMMER_LEASE=<algorithm>` (`token_bucket` or `fixed_window`) the limit is of that algorithm instead, with
 //! a lease of 20 units for at most 200 ms. With `HAMMER_CALENDAR=<zone>` it is a calendar quota instead: 100
-//! a day in that zone.
+//! a day in that zone. With `HAMMER_ACROSS_KEYS=1` the limiter batches calls of different keys together
+//! (`batch_across_keys`), and as many tasks again call on 10,000 other keys meanwhile, so that the key's calls
+//! go in batches with theirs.
 //!
 //! It makes one decision on another key, then prints `ready <own clock µs> <Redis time µs>`: its own clock is
 //! read from a decision with the switch off, which is decided in-process. Then it waits for a `go` line on
@@ -55,7 +57,9 @@ async fn main() {
         Some(seeds) => Limiter::builder().redis_cluster(seeds.split(',')),
         None => Limiter::builder().redis(target.as_str()),
     };
+    let across_keys = std::env::var("HAMMER_ACROSS_KEYS").is_ok_and(|v| v == "1");
     let limiter = builder
+        .batch_across_keys(across_keys)
         .local_clock(Skewed {
             system: SystemClock::new(),
             skew_ms,
@@ -137,6 +141,20 @@ async fn main() {
             })
         })
         .collect();
+    // Other keys' calls, for the key's to be batched with (they report nothing).
+    let noise: Vec<_> = (0..if across_keys { tasks } else { 0 })
+        .map(|task| {
+            let limiter = limiter.clone();
+            let rule = Rule::new().prefix("noise:").max(1_000_000);
+            tokio::spawn(async move {
+                let mut n = task as u64;
+                while started.elapsed() < run_for {
+                    n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    limiter.check(&rule, (n >> 33) % 10_000).await;
+                }
+            })
+        })
+        .collect();
     let (mut calls, mut degraded) = (0, 0);
     let mut out = String::new();
     for worker in workers {
@@ -146,6 +164,9 @@ async fn main() {
         for at in admitted {
             out.push_str(&format!("admitted {at}\n"));
         }
+    }
+    for task in noise {
+        task.await.expect("a task panicked");
     }
     print!("{out}");
     println!("done {calls} {degraded}");
