@@ -429,6 +429,14 @@ impl fmt::Debug for Limiter {
             .finish()
     }
 }
+/// The attribute's future, which outlives the borrow it finds its limiter by, holds the limiter.
+impl Owner for Limiter {
+    #[inline]
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Limiter, RateLimited, Rule};
@@ -459,13 +467,5 @@ mod tests {
             std::mem::size_of::<Result<(), RateLimited>>(),
             std::mem::size_of::<usize>()
         );
-    }
-}
-
-/// The attribute's future, which outlives the borrow it finds its limiter by, holds the limiter.
-impl Owner for Limiter {
-    #[inline]
-    fn pipeline(&self) -> &Pipeline {
-        &self.pipeline
     }
 }
