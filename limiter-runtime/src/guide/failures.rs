@@ -87,9 +87,11 @@
 //! - a call whose caller **went ahead** (`open`, or a `local` admission) is kept: Redis's count holds it, as
 //!   it should.
 //!
-//! This holds for a call alone, for calls coalesced on a hot key, and for a lease taken late
-//! (`tests/tests/late_answers.rs`). Each call given back this way is counted in the metric
-//! `limiter_reconciled_total`.
+//! This holds for a call alone, for calls batched together (on a hot key, or across keys), and for a lease
+//! taken late (`tests/tests/late_answers.rs`, `tests/tests/batches.rs`). In a batch, each call is decided by
+//! its own limits' policy and reconciled on its own, and a fault of one call's keys (a key holding another
+//! type) is that call's alone: the others are decided by Redis. Each call given back this way is counted in
+//! the metric `limiter_reconciled_total`.
 //!
 //! ## Every degraded decision says so
 //!
