@@ -7,7 +7,7 @@ use crate::{Decision, Rule};
 
 /// The limits of one call of several, each `(rule, key)` or `(rule, key, cost)`: an array (answered with an
 /// array of decisions), a `Vec` or a slice (answered with a `Vec`). What
-/// [`check_all`](Limiter::check_all) and [`enforce_all`](Limiter::enforce_all) take.
+/// [`check_all`](crate::Limiter::check_all) and [`enforce_all`](crate::Limiter::enforce_all) take.
 pub trait LimitList: sealed::Sealed {
     /// Each limit's decision, in the order given.
     type Decisions;
