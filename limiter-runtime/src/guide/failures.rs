@@ -85,7 +85,11 @@
 //! - a call Redis admitted whose caller was **refused** (`closed`, or a `local` share spent) is given back,
 //!   through the same path as any give-back, so a refused call is never charged;
 //! - a call whose caller **went ahead** (`open`, or a `local` admission) is kept: Redis's count holds it, as
-//!   it should.
+//!   it should;
+//! - a call whose caller **went away** before it was answered (a client that disconnected, a `timeout`
+//!   around the call: its future dropped) is given back whole once Redis answers, its permits in flight
+//!   too, since no one will act on it. The same holds for a call dropped while it waits in a batch
+//!   (`tests/tests/dropped.rs`).
 //!
 //! This holds for a call alone, for calls batched together (on a hot key, or across keys), and for a lease
 //! taken late (`tests/tests/late_answers.rs`, `tests/tests/batches.rs`). In a batch, each call is decided by

@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::Value;
 
 use super::breaker::Pass;
-use super::coalesce::{Batch, Coalescer, Joining, Line, Member, Place};
+use super::coalesce::{Batch, Coalescer, Joining, Line, Member, Orphans, Place};
 use super::script::{nonce, BatchCall, CallOutcome, GiveBack, Group, Sent};
 use super::RedisBackend;
 use super::{script, Connection};
@@ -230,22 +230,61 @@ pub(super) fn decided_of(
 }
 
 /// Awaits `sent` for at most `budget`: its reply, or, past it, the call still running.
-pub(super) async fn within(mut sent: Sent, budget: Duration) -> Result<Value, Failed> {
+pub(super) async fn within(sent: Sent, budget: Duration) -> Result<Value, Failed> {
+    within_held(&mut Some(sent), budget).await
+}
+
+/// [`within`] of a script call `sent` holds (taken once answered, or handed on past the budget): dropped
+/// meanwhile, its holder still holds it.
+async fn within_held(sent: &mut Option<Sent>, budget: Duration) -> Result<Value, Failed> {
     let timer = tokio::time::sleep(budget);
     tokio::pin!(timer);
     let answered = std::future::poll_fn(|cx| {
-        if let Poll::Ready(reply) = sent.as_mut().poll(cx) {
+        let Some(call) = sent.as_mut() else {
+            return Poll::Ready(None);
+        };
+        if let Poll::Ready(reply) = call.as_mut().poll(cx) {
             return Poll::Ready(Some(reply));
         }
         timer.as_mut().poll(cx).map(|()| None)
     })
     .await;
     match answered {
-        Some(reply) => Ok(reply.map_err(BackendError::from)?),
+        Some(reply) => {
+            *sent = None;
+            Ok(reply.map_err(BackendError::from)?)
+        }
         None => Err(Failed {
             cause: BackendError::Timeout(budget),
-            late: Some(Late::Script(sent, 0)),
+            late: sent.take().map(|sent| Late::Script(sent, 0)),
         }),
+    }
+}
+
+/// A call's script call on its way: a caller that goes away before it is answered (a client gone, a
+/// `timeout` around the call) hands it to a task that gives back what Redis charged for it once the answer
+/// is in, since no one will act on it.
+struct Flight<'a, 'r> {
+    sent: Option<Sent>,
+    redis: &'a Arc<RedisBackend>,
+    call: &'a Call<'r>,
+    nonce: u64,
+}
+
+impl Drop for Flight<'_, '_> {
+    fn drop(&mut self) {
+        let Some(sent) = self.sent.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let member = Member {
+            call: self.call.for_store(),
+            nonce: self.nonce,
+        };
+        let redis = Arc::clone(self.redis);
+        runtime.spawn(async move { redis.reconcile_batch(sent, &[member], &[true]).await });
     }
 }
 
@@ -316,27 +355,20 @@ impl RedisBackend {
             nonce,
             costs: &costs,
         }];
-        let (each, now) = self
-            .round_trip(&asked, &calls, budget, connection)
+        crate::observe::batch(1);
+        let (script, command) = script::decide_command(&asked, &calls, self.test_now());
+        let mut flight = Flight {
+            sent: Some(script::send(script, connection, command)),
+            redis: self,
+            call,
+            nonce,
+        };
+        let reply = within_held(&mut flight.sent, budget)
             .await
             .map_err(|failed| failed.named(nonce))?;
+        let (each, now) = script::read_decided(&reply, &asked, &calls)?;
         drop(turn);
         Ok(decided_of(call, &costs, &each[0], now))
-    }
-
-    /// One script call deciding `calls` on `limits`, answered within `budget`: each call's outcome, and when.
-    pub(super) async fn round_trip(
-        &self,
-        limits: &[&CallLimit<'_>],
-        calls: &[BatchCall<'_>],
-        budget: Duration,
-        connection: Connection,
-    ) -> Result<(OneOrMany<CallOutcome>, u64), Failed> {
-        crate::observe::batch(calls.len());
-        let (script, command) = script::decide_command(limits, calls, self.test_now());
-        let sent = script::send(script, connection, command);
-        let reply = within(sent, budget).await?;
-        Ok(script::read_decided(&reply, limits, calls)?)
     }
 
     /// One script call deciding every call of `members` (a batch), answered within `budget`: each call's
@@ -388,7 +420,8 @@ impl RedisBackend {
         }
         let failed = match trip {
             Ok((each, now)) => {
-                batch.decide(self.decided_members(&members, each, now));
+                let decided = self.decided_members(&members, each, now);
+                batch.decide(members, decided, self.orphans());
                 return;
             }
             Err(failed) => failed,
@@ -404,10 +437,36 @@ impl RedisBackend {
             .map(|member| self.fallback.decide(&member.call, retry))
             .collect();
         let refused: Vec<bool> = degraded.iter().map(|d| !d.admitted).collect();
-        batch.decide(degraded);
-        if let Some(Late::Script(late, _)) = failed.late {
+        let late = match failed.late {
+            Some(Late::Script(late, _)) => Some((late, members.clone())),
+            _ => None,
+        };
+        batch.decide(members, degraded, self.orphans());
+        if let Some((late, members)) = late {
             self.reconcile_batch(late, &members, &refused).await;
         }
+    }
+
+    /// What gives back the decision of a batch's member whose caller went away without reading it: what it
+    /// charged, all of it (its permits too), by a task of its own.
+    fn orphans(self: &Arc<Self>) -> Orphans {
+        let redis = Arc::downgrade(self);
+        Arc::new(move |member: &Member, decided: &Decided| {
+            let (Some(redis), Ok(runtime)) =
+                (redis.upgrade(), tokio::runtime::Handle::try_current())
+            else {
+                return;
+            };
+            if !decided.admitted {
+                return;
+            }
+            let (call, decided) = (member.call.clone(), decided.clone());
+            runtime.spawn(async move {
+                let units: Vec<u64> = call.limits().iter().map(|l| l.charge.cost).collect();
+                crate::observe::reconciled();
+                redis.give_back(&call, &decided, &units).await;
+            });
+        })
     }
 
     /// What Redis's answer (`each`, at `now`) says of each of `members`: a call whose group met a fault of

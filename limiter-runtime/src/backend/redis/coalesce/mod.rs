@@ -117,7 +117,7 @@ pub(super) struct Joining<F> {
 
 /// One call of a batch, holding what it needs: the call, and its nonce (naming its sliding-log members and
 /// its permits).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Member {
     pub(crate) call: Call<'static>,
     pub(crate) nonce: u64,
@@ -134,11 +134,19 @@ pub(crate) struct Batch {
     decided: OnceLock<Vec<Decided>>,
 }
 
+/// What gives back the decision of a member whose caller went away without reading it: what Redis charged
+/// for it must not stay (see [`Batch::decide`]).
+pub(crate) type Orphans = Arc<dyn Fn(&Member, &Decided) + Send + Sync>;
+
 /// A batch's members, the wakers of those waiting for their decisions, and its bounds.
-#[derive(Debug)]
 struct Gathered {
-    /// Taken when the batch is sent: no call joins it after.
+    /// Taken when the batch is sent: no call joins it after; put back once it is decided, for a caller that
+    /// goes away without reading its decision to give it back.
     members: Vec<Member>,
+    /// The members whose callers went away before the batch was decided.
+    dropped: Vec<usize>,
+    /// What gives back a decision its caller will never read, once the batch is decided.
+    orphans: Option<Orphans>,
     /// The waker of each member that has waited, at its index.
     wakers: Vec<Option<Waker>>,
     /// The limits Redis decides of its members.
@@ -150,6 +158,17 @@ struct Gathered {
 /// The lane behind `lane`'s lock.
 fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
     lane.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl std::fmt::Debug for Gathered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gathered")
+            .field("members", &self.members.len())
+            .field("dropped", &self.dropped)
+            .field("limits", &self.limits)
+            .field("until", &self.until)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Members a batch has room for before it grows.
@@ -173,11 +192,33 @@ impl Gathered {
 }
 
 /// A member of a batch waiting for its decision: no channel, no timer of its own (the batch's sender decides
-/// it degraded by its deadline); every member is woken at once when the batch is decided.
+/// it degraded by its deadline); every member is woken at once when the batch is decided. Dropped before it
+/// has read its decision, it has that decision given back.
 #[derive(Debug)]
 pub(crate) struct Waiting {
     batch: Arc<Batch>,
     index: usize,
+    /// Whether its decision was read.
+    read: bool,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.read {
+            return;
+        }
+        let mut gathered = self.batch.lock();
+        match (self.batch.decided.get(), &gathered.orphans) {
+            (Some(decided), Some(orphans)) => {
+                if let (Some(member), Some(decided)) =
+                    (gathered.members.get(self.index), decided.get(self.index))
+                {
+                    orphans(member, decided);
+                }
+            }
+            _ => gathered.dropped.push(self.index),
+        }
+    }
 }
 
 /// Where a call stands on joining its line.
@@ -196,6 +237,8 @@ impl Batch {
             line,
             gathered: Mutex::new(Gathered {
                 members: Vec::with_capacity(ROOM),
+                dropped: Vec::new(),
+                orphans: None,
                 wakers: Vec::with_capacity(ROOM),
                 limits: 0,
                 until,
@@ -215,34 +258,56 @@ impl Batch {
         self.gathered.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands each member its decision (in the order they joined) and wakes those waiting: once.
-    pub(super) fn decide(&self, decided: Vec<Decided>) {
+    /// Hands each of `members` its decision (in the order they joined) and wakes those waiting: once. The
+    /// decision of a member whose caller has gone away goes to `orphans`, now, or when its caller goes away
+    /// later without reading it.
+    pub(super) fn decide(&self, members: Vec<Member>, decided: Vec<Decided>, orphans: Orphans) {
+        let mut gathered = self.lock();
+        // Set under the lock that a caller going away takes: each orphan is given back once, here or there.
         if self.decided.set(decided).is_err() {
             return;
         }
-        // Set before the wakers are taken: a member that looks after this finds its decision in.
-        let wakers = std::mem::take(&mut self.lock().wakers);
+        if let Some(decided) = self.decided.get() {
+            for &index in &gathered.dropped {
+                if let (Some(member), Some(decided)) = (members.get(index), decided.get(index)) {
+                    orphans(member, decided);
+                }
+            }
+        }
+        gathered.members = members;
+        gathered.orphans = Some(orphans);
+        let wakers = std::mem::take(&mut gathered.wakers);
+        drop(gathered);
         wakers.into_iter().flatten().for_each(Waker::wake);
     }
 
     /// The member at `index` waiting for its decision.
     pub(super) fn wait(self: Arc<Self>, index: usize) -> Waiting {
-        Waiting { batch: self, index }
+        Waiting {
+            batch: self,
+            index,
+            read: false,
+        }
     }
 }
 
 impl Future for Waiting {
     type Output = Decided;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Decided> {
-        let (batch, index) = (&self.batch, self.index);
-        if let Some(decided) = batch.decided.get() {
-            return Poll::Ready(decided[index].clone());
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Decided> {
+        if let Some(decided) = self.batch.decided.get() {
+            let decided = decided[self.index].clone();
+            self.read = true;
+            return Poll::Ready(decided);
         }
+        let (batch, index) = (&self.batch, self.index);
         let mut gathered = batch.lock();
         // Decided meanwhile: its wakers are taken, or about to be.
         if let Some(decided) = batch.decided.get() {
-            return Poll::Ready(decided[index].clone());
+            let decided = decided[index].clone();
+            drop(gathered);
+            self.read = true;
+            return Poll::Ready(decided);
         }
         // Every member joined with its slot; this only keeps a slot for one that did not.
         if gathered.wakers.len() <= index {
