@@ -183,9 +183,67 @@ async fn each_call_of_a_batch_reads_its_own_decision() {
     };
     let waiting = tokio::spawn(async move { same.wait(index).await });
     tokio::task::yield_now().await;
-    batch.decide(vec![decided(9), decided(8)]);
+    let (members, _) = batch.members();
+    let orphans: Orphans = Arc::new(|member: &Member, _: &Decided| panic!("{member:?} was read"));
+    batch.decide(members, vec![decided(9), decided(8)], orphans);
     assert_eq!(Arc::clone(&batch).wait(0).await.decision().remaining, 9);
     assert_eq!(waiting.await.unwrap().decision().remaining, 8);
+}
+
+/// A caller that goes away without reading its decision has it given back once: by the batch's sender when
+/// it went before the decision, by itself when after; one that read it, never.
+#[test]
+fn a_decision_no_caller_reads_is_given_back_once() {
+    let coalescer = Coalescer::new(true);
+    fill(&coalescer);
+    let (batch, _) = waits(join(&coalescer, "p:a", 1));
+    let (_, early) = waits(join(&coalescer, "p:b", 2));
+    let (_, late) = waits(join(&coalescer, "p:c", 3));
+    let (_, read) = waits(join(&coalescer, "p:d", 4));
+    let (early, late, read) = (
+        Arc::clone(&batch).wait(early),
+        Arc::clone(&batch).wait(late),
+        Arc::clone(&batch).wait(read),
+    );
+    drop(early);
+    let given = Arc::new(Mutex::new(Vec::new()));
+    let orphans: Orphans = {
+        let given = Arc::clone(&given);
+        Arc::new(move |member: &Member, _: &Decided| given.lock().unwrap().push(member.nonce))
+    };
+    let (members, _) = batch.members();
+    let decided = Decided {
+        answers: OneOrMany::One(Answer {
+            decision: Decision::new(
+                &charge(100),
+                crate::algorithm::Outcome::admit(100),
+                0,
+                false,
+            ),
+            receipt: Receipt::default(),
+            charged: Charged::Store,
+        }),
+        admitted: true,
+    };
+    batch.decide(members, vec![decided; 4], orphans);
+    assert_eq!(
+        *given.lock().unwrap(),
+        [2],
+        "the one gone before the decision"
+    );
+    let mut read = std::pin::pin!(read);
+    let waker = std::task::Waker::noop();
+    assert!(read
+        .as_mut()
+        .poll(&mut Context::from_waker(waker))
+        .is_ready());
+    drop(read);
+    drop(late);
+    assert_eq!(
+        *given.lock().unwrap(),
+        [2, 3],
+        "then the one gone after it, unread"
+    );
 }
 
 #[test]
