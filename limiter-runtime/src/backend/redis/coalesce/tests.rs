@@ -231,10 +231,9 @@ fn a_decision_no_caller_reads_is_given_back_once() {
         [2],
         "the one gone before the decision"
     );
-    let mut read = std::pin::pin!(read);
+    let mut read = read;
     let waker = std::task::Waker::noop();
-    assert!(read
-        .as_mut()
+    assert!(Pin::new(&mut read)
         .poll(&mut Context::from_waker(waker))
         .is_ready());
     drop(read);
