@@ -229,7 +229,14 @@ impl Caller {
                 .batch_across_keys(contender == Contender::PlainAcrossKeys);
             // So that INFO (and callgrind) count only the contender's calls: the heartbeat is an EVALSHA too.
             builder = builder.heartbeat_every(Duration::from_secs(3600));
-            builder.build().expect("a valid Redis URL")
+            // Connected, and every decision script loaded (as `connect` does), so that no run meets a
+            // script the server has not seen yet (a batch's first call of `limiter.lua`, say).
+            async move {
+                builder
+                    .connect()
+                    .await
+                    .expect("the benchmark's redis-server is ready")
+            }
         };
         match contender {
             Contender::Baseline | Contender::BaselineTimeout | Contender::BaselineClone => {
@@ -261,12 +268,12 @@ impl Caller {
                     rule = rule.lease(LEASE_UNITS).lease_ttl(LEASE_TTL);
                 }
                 Caller::Plain {
-                    limiter: limiter(),
+                    limiter: limiter().await,
                     rule: Arc::new(rule),
                 }
             }
             Contender::Annotated => Caller::Annotated {
-                limiter: limiter(),
+                limiter: limiter().await,
                 algorithm,
                 scenario,
             },
