@@ -5,7 +5,8 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -13,9 +14,22 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub struct Monitor {
     stream: TcpStream,
-    seen: Arc<Mutex<Vec<String>>>,
+    port: u16,
+    seen: Arc<Seen>,
     reader: Option<JoinHandle<()>>,
+    /// Marks sent so far: each [`take`](Monitor::take) sends the next.
+    marks: AtomicU64,
 }
+
+/// What `MONITOR` has shown: the commands sent, and the marks seen; and a signal for each new line.
+#[derive(Debug, Default)]
+struct Seen {
+    lines: Mutex<(Vec<String>, u64)>,
+    more: Condvar,
+}
+
+/// The longest [`Monitor::take`] waits for its mark.
+const PATIENCE: Duration = Duration::from_secs(10);
 
 /// A command in a `MONITOR` line: `1700000000.000000 [0 127.0.0.1:5000] "EVALSHA" "..."`: its name, upper
 /// case, unless a script ran it.
@@ -25,6 +39,12 @@ fn sent(line: &str) -> Option<String> {
         return None;
     }
     Some(rest.split('"').next()?.to_ascii_uppercase())
+}
+
+/// The number of the mark a `MONITOR` line shows (`"ECHO" "limiter-monitor-mark:<n>"`), if it shows one.
+fn mark(line: &str) -> Option<u64> {
+    let (_, rest) = line.split_once("\"limiter-monitor-mark:")?;
+    rest.split('"').next()?.parse().ok()
 }
 
 impl Monitor {
@@ -37,37 +57,57 @@ impl Monitor {
         let mut ok = String::new();
         lines.read_line(&mut ok).expect("MONITOR's answer");
         assert_eq!(ok.trim_end(), "+OK", "MONITOR refused");
-        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Seen::default());
         let reader = std::thread::spawn({
             let seen = Arc::clone(&seen);
             move || {
                 for line in lines.lines().map_while(Result::ok) {
-                    if let Some(command) = sent(&line) {
-                        seen.lock().unwrap().push(command);
+                    let mut shown = seen.lines.lock().unwrap();
+                    match (mark(&line), sent(&line)) {
+                        (Some(mark), _) => shown.1 = shown.1.max(mark),
+                        (None, Some(command)) => shown.0.push(command),
+                        (None, None) => continue,
                     }
+                    drop(shown);
+                    seen.more.notify_all();
                 }
             }
         });
         Monitor {
             stream,
+            port,
             seen,
             reader: Some(reader),
+            marks: AtomicU64::new(0),
         }
     }
 
-    /// The commands sent since the last call (upper case, in order), once none has come for 100 ms: a
-    /// command is seen after the server ran it, so the last ones may still be on their way.
+    /// The commands sent since the last call (upper case, in order). Ordered by the server, not by time: it
+    /// sends a mark (`ECHO`) on a connection of its own and returns once `MONITOR` shows it, since `MONITOR`
+    /// shows commands in the order the server ran them. Panics past 10 s without the mark.
     pub fn take(&self) -> Vec<String> {
-        let (mut last, mut quiet_since) = (usize::MAX, Instant::now());
-        loop {
-            let now = self.seen.lock().unwrap().len();
-            if now != last {
-                (last, quiet_since) = (now, Instant::now());
-            } else if quiet_since.elapsed() >= Duration::from_millis(100) {
-                return std::mem::take(&mut *self.seen.lock().unwrap());
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let mark = self.marks.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut connection =
+            TcpStream::connect(("127.0.0.1", self.port)).expect("a connection to mark on");
+        let echo = format!("ECHO limiter-monitor-mark:{mark}\r\n");
+        connection
+            .write_all(echo.as_bytes())
+            .expect("the mark sent");
+        let mut answer = String::new();
+        BufReader::new(connection)
+            .read_line(&mut answer)
+            .expect("the mark answered");
+        let until = Instant::now() + PATIENCE;
+        let mut shown = self.seen.lines.lock().unwrap();
+        while shown.1 < mark {
+            let left = until.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "MONITOR never showed its mark in {PATIENCE:?}"
+            );
+            shown = self.seen.more.wait_timeout(shown, left).unwrap().0;
         }
+        std::mem::take(&mut shown.0)
     }
 }
 

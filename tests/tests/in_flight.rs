@@ -77,25 +77,37 @@ fn at_most_n_bodies_of_a_key_run_at_once_across_four_processes() {
     assert!(admitted >= 400, "{admitted} admissions in 3 s");
 }
 
+/// A `holder hold` process, killed when dropped: a test that fails leaves none running.
+struct Holding(std::process::Child);
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Takes `permits` permits of `key` in a `holder hold` process (permits living `ttl`), once it says so.
-fn holding(url: &str, key: &str, permits: u64, ttl: Duration) -> std::process::Child {
+fn holding(url: &str, key: &str, permits: u64, ttl: Duration) -> Holding {
     let ttl = ttl.as_millis().to_string();
-    let mut child = holder(&["hold", url, key, &permits.to_string(), &ttl])
-        .spawn()
-        .expect("the holder binary runs");
-    let stdout = child.stdout.take().expect("its output");
+    let mut child = Holding(
+        holder(&["hold", url, key, &permits.to_string(), &ttl])
+            .spawn()
+            .expect("the holder binary runs"),
+    );
+    let stdout = child.0.stdout.take().expect("its output");
     let line = BufReader::new(stdout).lines().next();
     assert_eq!(line.and_then(Result::ok).as_deref(), Some("held"));
     child
 }
 
-fn kill_9(child: &mut std::process::Child) {
+fn kill_9(child: &mut Holding) {
     let status = Command::new("kill")
-        .args(["-9", &child.id().to_string()])
+        .args(["-9", &child.0.id().to_string()])
         .status()
         .expect("kill runs");
     assert!(status.success());
-    child.wait().expect("the killed holder is reaped");
+    child.0.wait().expect("the killed holder is reaped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -265,7 +265,6 @@ async fn every_decision_names_its_verdict() {
     assert_eq!(verdict(OnError::Open).await, Verdict::DegradedOpen);
     assert_eq!(verdict(OnError::Closed).await, Verdict::Unavailable);
     assert_eq!(verdict(OnError::Local).await, Verdict::DegradedLocal);
-    assert_eq!(Verdict::Skipped.as_str(), "skipped");
     let names: Vec<&str> = Verdict::ALL.iter().map(|v| v.as_str()).collect();
     assert_eq!(
         names,
@@ -280,6 +279,39 @@ async fn every_decision_names_its_verdict() {
             "switched_off"
         ]
     );
+}
+
+/// A call of two limits that skips the first (`skip_if` held).
+#[limiter_runtime::rate_limit(prefix = "why:skip:", key = user, max = 100, window = 60, skip_if = user.starts_with("staff"))]
+#[limiter_runtime::rate_limit(prefix = "why:after:", key = user, max = 1, window = 60)]
+async fn skipping(user: &str) -> Result<(), limiter_runtime::RateLimited> {
+    let _ = user;
+    Ok(())
+}
+
+/// `Skipped` is the verdict of a limit a real call skipped: seen beside the limit that refused the call.
+#[tokio::test]
+async fn a_skipped_limit_is_named_skipped() {
+    let limiter = Limiter::builder().build().unwrap();
+    limiter
+        .scope(async {
+            assert!(skipping("staff1").await.is_ok());
+            let refused = skipping("staff1").await.unwrap_err();
+            let verdicts: Vec<(String, Verdict)> = refused
+                .limits()
+                .map(|(_, decision)| (decision.verdict.as_str().to_owned(), decision.verdict))
+                .collect();
+            assert_eq!(
+                verdicts,
+                [
+                    ("skipped".to_owned(), Verdict::Skipped),
+                    ("limited".to_owned(), Verdict::Limited)
+                ]
+            );
+            // A customer is counted by both.
+            assert!(skipping("customer").await.is_ok());
+        })
+        .await;
 }
 
 /// Serves the admin router of `limiter` on a free loopback port, at `/admin`.
