@@ -675,3 +675,28 @@ async fn a_billing_day_given_per_call_decides_that_calls_month() {
     )
     .await;
 }
+
+/// A zone the attribute checked at compile time that the running build does not have counts in UTC, and
+/// says so once, naming the zone: never silently.
+#[tokio::test]
+async fn a_checked_zone_unknown_at_run_time_counts_in_utc_and_says_so() {
+    use tracing::instrument::WithSubscriber;
+    let logs = tests::logs::Captured::default();
+    async {
+        let limiter = Limiter::builder().build().unwrap();
+        let rule = Rule::new()
+            .prefix("nowhere:")
+            .period(Period::Day)
+            .tz_checked("Atlantis/Poseidonia")
+            .max(2);
+        for _ in 0..3 {
+            limiter.check(&rule, "k").await;
+        }
+    }
+    .with_subscriber(logs.subscriber())
+    .await;
+    let text = logs.text();
+    let said = text.matches("Atlantis/Poseidonia was checked").count();
+    assert_eq!(said, 1, "{text}");
+    assert!(text.contains("count their periods in UTC"), "{text}");
+}

@@ -1,6 +1,7 @@
 //! A time zone a calendar quota counts in.
 
 use std::fmt;
+use std::sync::{Mutex, PoisonError};
 
 use jiff::tz::TimeZone;
 
@@ -55,14 +56,34 @@ impl Zone {
         }
     }
 
-    /// The zone itself (UTC, should a checked name not be found where it was at compile time).
+    /// The zone itself. A name checked at compile time that this build's zone data does not have (the
+    /// attribute's and the runtime's data of different versions) counts in UTC, and says so, once, at error
+    /// level.
     pub(crate) fn time_zone(&self) -> TimeZone {
         match &self.0 {
             Repr::Utc => TimeZone::UTC,
-            Repr::Checked(name) => TimeZone::get(name).unwrap_or(TimeZone::UTC),
+            Repr::Checked(name) => TimeZone::get(name).unwrap_or_else(|_| {
+                unknown_at_run_time(name);
+                TimeZone::UTC
+            }),
             Repr::Found(tz) => tz.clone(),
         }
     }
+}
+
+/// Says, once for each, that the zone `name` checked at compile time is unknown at run time.
+fn unknown_at_run_time(name: &'static str) {
+    static SAID: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(PoisonError::into_inner);
+    if said.contains(&name) {
+        return;
+    }
+    said.push(name);
+    tracing::error!(
+        zone = name,
+        "rate limiter: the time zone {name} was checked when the program was built, but this build's zone \
+         data does not have it: its calendar limits count their periods in UTC"
+    );
 }
 
 /// Zones are equal when their names are.
