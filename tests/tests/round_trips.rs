@@ -185,3 +185,52 @@ async fn a_hot_keys_calls_share_script_calls_and_a_lease_spends_without_any() {
         "100 calls spend one lease of 100"
     );
 }
+
+/// `inspect` is one script call, and a read-only one: for every algorithm and a limit in flight, with state
+/// to read, one `EVALSHA` and nothing else is sent, and no write command runs (commandstats counts the
+/// script's own commands too).
+#[tokio::test]
+async fn an_inspection_is_one_read_only_script_call() {
+    let server = RedisServer::start();
+    let limiter = connected(&server).await;
+    let writes = || {
+        [
+            "zadd",
+            "zrem",
+            "zremrangebyscore",
+            "hset",
+            "hincrby",
+            "set",
+            "del",
+            "pexpire",
+            "expire",
+        ]
+        .iter()
+        .map(|command| server.calls(command))
+        .sum::<u64>()
+    };
+    let monitor = Monitor::start(server.port());
+    let rules = Algorithm::ALL
+        .iter()
+        .map(|&algorithm| {
+            Rule::new()
+                .prefix(format!("seen:{}:", algorithm.name()))
+                .algorithm(algorithm)
+                .max(3)
+                .window(Duration::from_secs(60))
+        })
+        .chain([Rule::new().prefix("seen:in_flight:").in_flight(3)]);
+    for rule in rules {
+        // Some state to read: two calls admitted (a permit held).
+        let held = limiter.acquire(&rule, "k").await;
+        limiter.check(&rule, "k").await;
+        let before = writes();
+        monitor.take();
+        let inspection = limiter.inspect(&rule, "k").await.unwrap();
+        let sent = monitor.take();
+        assert_eq!(sent, ["EVALSHA"], "{rule:?}");
+        assert_eq!(writes(), before, "{rule:?}: inspecting wrote");
+        assert!(inspection.used >= 1, "{rule:?}: {inspection:?}");
+        drop(held);
+    }
+}

@@ -12,7 +12,7 @@ use crate::call::CallLimit;
 use crate::error::BackendError;
 
 /// The script (`scripts/inspect.lua`).
-static INSPECT: LazyLock<LuaScript> =
+pub(super) static INSPECT: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/inspect.lua")));
 
 /// The script, and its command reading `limit`'s key.

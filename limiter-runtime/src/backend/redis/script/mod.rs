@@ -69,10 +69,11 @@ static LEAN: LazyLock<[LuaScript; 7]> = LazyLock::new(|| {
 pub(crate) static RENEW: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/renew.lua")));
 
-/// Loads every decision script (`SCRIPT LOAD`: on every node of a cluster), so that the first decision finds
-/// it, and a server that refuses scripts says so at start-up.
+/// Loads every decision script, and the inspection's (`SCRIPT LOAD`: on every node of a cluster), so that
+/// the first call finds it, and a server that refuses scripts says so at start-up.
 pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), BackendError> {
-    for script in [&*LIMITER, &*RENEW].into_iter().chain(LEAN.iter()) {
+    let inspect = &*inspect::INSPECT;
+    for script in [&*LIMITER, &*RENEW, inspect].into_iter().chain(LEAN.iter()) {
         let _: Value = script.load_command().query_async(connection).await?;
     }
     Ok(())
