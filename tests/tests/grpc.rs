@@ -83,6 +83,12 @@ impl UnaryService<String> for Greeter {
         let limiter = self.limiter.clone();
         Box::pin(async move {
             let caller = request.into_inner();
+            // "held <key>": a call that needs the one permit in flight of `key`.
+            if let Some(key) = caller.strip_prefix("held ") {
+                let rule = Rule::new().prefix("hello:held:").in_flight(1);
+                let _permit = limiter.acquire(&rule, key).await?;
+                return Ok(Response::new(format!("hello, {key}")));
+            }
             let rule = Rule::new()
                 .prefix("hello:")
                 .max(3)
@@ -268,6 +274,23 @@ async fn behind_the_layer_a_refusal_is_resource_exhausted_with_the_retry_delay()
         limiter.check_cost(&probe, "127.0.0.1", 0).await.remaining,
         0
     );
+}
+
+/// A call refused by a limit in flight (its one permit held elsewhere) is `RESOURCE_EXHAUSTED`, with no
+/// delay to wait (`grpc-retry-pushback-ms: 0`, as the guide says): when a permit comes back is its holder's to
+/// say. Admitted once the permit is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_flight_refusal_is_resource_exhausted_with_no_delay() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let address = serve(limiter.clone()).await;
+    let rule = Rule::new().prefix("hello:held:").in_flight(1);
+    let permit = limiter.acquire(&rule, "ada").await.unwrap();
+    let refused = hello(address, "held ada").await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert_eq!(number(&refused, "grpc-retry-pushback-ms"), 0, "{refused:?}");
+    permit.release().await;
+    assert_eq!(hello(address, "held ada").await.unwrap(), "hello, ada");
 }
 
 /// A method with a limit in flight, written to return a `tonic::Response`.
