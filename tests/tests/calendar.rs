@@ -700,3 +700,51 @@ async fn a_checked_zone_unknown_at_run_time_counts_in_utc_and_says_so() {
     assert_eq!(said, 1, "{text}");
     assert!(text.contains("count their periods in UTC"), "{text}");
 }
+
+/// A give-back reaches only the period its charge was made in: settled after that period ended, it takes
+/// nothing of the next one. And a key's count belongs to one period: the same key in another zone, or on
+/// another billing day, starts afresh.
+#[tokio::test]
+async fn nothing_goes_back_to_an_ended_period_and_another_zone_or_day_starts_afresh() {
+    let server = RedisServer::start();
+    on_both(
+        &server,
+        "2026-05-10T22:00:00+00:00",
+        |store, limiter, clock| async move {
+            let daily = Rule::new()
+                .prefix(format!("ended:{store}:"))
+                .period(Period::Day)
+                .max(5);
+            // 3 reserved on the 10th, settled on the 11th having used none of them.
+            let reserved = limiter.reserve(&daily, "k", 3).await.unwrap();
+            clock.set(at("2026-05-11T01:00:00+00:00"));
+            for _ in 0..5 {
+                assert!(limiter.check(&daily, "k").await.allowed, "{store}");
+            }
+            reserved.settle(0).await;
+            let sixth = limiter.check(&daily, "k").await;
+            assert!(
+                !sixth.allowed,
+                "{store}: the 10th's give-back took nothing of the 11th: {sixth:?}"
+            );
+
+            // The same key, its day in Tokyo: a period of its own, counted afresh.
+            let tokyo = daily.clone().tz(zone("Asia/Tokyo"));
+            let first = limiter.check(&tokyo, "k").await;
+            assert!(first.allowed && first.remaining == 4, "{store}: {first:?}");
+
+            // The same key, billed from the 1st, then from the 11th: another month, counted afresh.
+            let monthly = Rule::new()
+                .prefix(format!("billed:{store}:"))
+                .period(Period::Month)
+                .max(5);
+            for _ in 0..5 {
+                assert!(limiter.check(&monthly.clone().anchor(1), "k").await.allowed);
+            }
+            assert!(!limiter.check(&monthly.clone().anchor(1), "k").await.allowed);
+            let other = limiter.check(&monthly.clone().anchor(11), "k").await;
+            assert!(other.allowed && other.remaining == 4, "{store}: {other:?}");
+        },
+    )
+    .await;
+}

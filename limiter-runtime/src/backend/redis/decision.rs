@@ -116,8 +116,8 @@ impl RedisBackend {
         if let Some(cache) = cache.filter(|cache| !cache.is_empty()) {
             let fails = self.breaker.is_failing();
             let joined = call_key(call);
-            let costs = call.limits().iter().map(|limit| limit.charge.cost);
-            lookup = cache.get(named(call, &joined), costs, sent, self.deadline, fails);
+            let weighings = call.limits().iter().map(weighing);
+            lookup = cache.get(named(call, &joined), weighings, sent, self.deadline, fails);
         }
         if let Lookup::Denied(decisions) = lookup {
             return Ok(Decided {
@@ -324,8 +324,18 @@ impl RedisBackend {
             }
             // What Redis said (a degraded decision: nothing, and the cache forgets the call).
             let decisions: Vec<_> = decided.decisions().collect();
-            let costs = call.limits().iter().map(|limit| limit.charge.cost);
-            cache.answered(key, costs, &decisions, decided.admitted, sent, probe);
+            let weighings = call.limits().iter().map(weighing);
+            cache.answered(key, weighings, &decisions, decided.admitted, sent, probe);
         }
     }
+}
+
+/// What the deny cache tells a call's limits apart by: each one's cost and terms (max, window, burst, wait, a
+/// calendar's current period), so that a denial made under other terms (an override since, the same key in
+/// another zone or on another billing day) is never taken for this call's.
+fn weighing(limit: &CallLimit<'_>) -> u64 {
+    use std::hash::BuildHasher;
+    let charge = &limit.charge;
+    let terms = (charge.cost, charge.max, charge.window, charge.burst);
+    foldhash::fast::FixedState::with_seed(0).hash_one((terms, charge.max_wait, charge.ends[1]))
 }

@@ -47,8 +47,9 @@ pub(crate) struct DenyCache {
 #[derive(Debug)]
 struct Denial {
     until: Duration,
-    /// Each limit's cost, and what Redis said of it: a call of other costs has another `retry_after` (a
-    /// smaller one may even fit).
+    /// Each limit's weighing (its cost and terms, as the backend marks them), and what Redis said of it: a
+    /// call of other costs has another `retry_after` (a smaller one may even fit), and one under other terms
+    /// another limit.
     limits: Box<[(u64, Decision)]>,
     /// When the denied request was sent.
     sent: Duration,
