@@ -47,16 +47,33 @@ async fn a_late_answer_is_given_back_when_its_caller_was_refused_and_kept_when_i
         let rule = Rule::new().prefix(prefix.clone()).max(5);
         // Connected, the script loaded: the paused call is one EVALSHA.
         assert!(!limiter.check(&rule, "warm").await.degraded);
+        let scripts = || (server.calls("evalsha") + server.calls("eval")) as usize;
+        let before = scripts();
         server.pause();
         let decision = limiter.check(&rule, "k").await;
         server.resume();
         assert!(decision.degraded, "{on_error}");
         assert_eq!(decision.allowed, on_error == OnError::Open, "{on_error}");
+        // Redis runs the paused call once it is resumed (commandstats counts it once it has run): from then
+        // on the call is counted, until a refused caller's charge goes back.
         let key = format!("{prefix}k");
-        until(&format!("{on_error}: calls counted"), kept, || {
-            tests::logged_calls(&mut server.connection(), &key)
+        let counted = || tests::logged_calls(&mut server.connection(), &key);
+        until(&format!("{on_error}: the paused call run"), 1, || {
+            usize::from(scripts() > before)
         })
         .await;
+        until(&format!("{on_error}: calls counted"), kept, counted).await;
+        if on_error == OnError::Open {
+            // What a caller went ahead with stays: nothing is given back later.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert_eq!(counted(), 1, "{on_error}: the count stays");
+            assert_eq!(scripts(), before + 1, "{on_error}: no give-back was sent");
+        } else {
+            assert!(
+                scripts() >= before + 2,
+                "{on_error}: the give-back was sent"
+            );
+        }
     }
 }
 
