@@ -33,8 +33,9 @@ enum Fault {
 }
 
 impl Fault {
-    /// Injects the fault; returns when it is over (the server back, or the one-off event done).
-    async fn inject(self, server: &mut RedisServer) {
+    /// Injects the fault; returns when it is over (the server back, or the one-off event done): for a cut,
+    /// how many connections it cut.
+    async fn inject(self, server: &mut RedisServer) -> u64 {
         let admin = |command: &str, args: &[&str]| {
             let mut command = redis::cmd(command);
             command.arg(args);
@@ -56,11 +57,31 @@ impl Fault {
                 admin("SCRIPT", &["FLUSH"]).unwrap();
             }
             Fault::ConnectionKilled => {
-                // The admin connection is of the same type: it is cut too, after answering.
-                let _ = admin("CLIENT", &["KILL", "TYPE", "normal"]);
+                // Every normal client but the one asking (`SKIPME yes`, the default): the limiter's.
+                return match admin("CLIENT", &["KILL", "TYPE", "normal"]) {
+                    Ok(redis::Value::Int(cut)) => cut as u64,
+                    other => panic!("CLIENT KILL answered {other:?}"),
+                };
             }
         }
+        0
     }
+}
+
+/// The newest of the limiter's connections: the highest id among the clients whose last command was a
+/// script call (the test's own connections run none).
+fn newest_limiter_connection(server: &RedisServer) -> u64 {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .arg("TYPE")
+        .arg("normal")
+        .query(&mut server.connection())
+        .unwrap();
+    list.lines()
+        .filter(|line| line.contains(" cmd=evalsha "))
+        .filter_map(|line| line.strip_prefix("id=")?.split(' ').next()?.parse().ok())
+        .max()
+        .unwrap_or(0)
 }
 
 /// What one fault cost.
@@ -70,6 +91,10 @@ struct Cost {
     degraded: usize,
     worst: Duration,
     recovered_in: Duration,
+    /// Connections a cut cut.
+    cut: u64,
+    /// Whether the limiter decides on a connection made after the fault.
+    reconnected: bool,
 }
 
 async fn measure(fault: Fault) -> Cost {
@@ -99,8 +124,10 @@ async fn measure(fault: Fault) -> Cost {
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    fault.inject(&mut server).await;
+    let before = newest_limiter_connection(&server);
+    let cut = fault.inject(&mut server).await;
     let recovered_in = until_redis_decides(&limiter, &rule).await;
+    let reconnected = newest_limiter_connection(&server) > before;
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.store(true, Ordering::Relaxed);
     let mut cost = Cost {
@@ -108,6 +135,8 @@ async fn measure(fault: Fault) -> Cost {
         degraded: 0,
         worst: Duration::ZERO,
         recovered_in,
+        cut,
+        reconnected,
     };
     for task in tasks {
         for (took, degraded) in task.await.unwrap() {
@@ -159,10 +188,15 @@ async fn each_failure_costs_at_most_a_deadline_per_call_and_heals_by_itself() {
             // A cut connection fails the calls it carried, if any; when that opens the breaker, its next
             // probe (every 250 ms) finds the connection made again: Redis decides again within one probe
             // interval.
-            Fault::ConnectionKilled => assert!(
-                cost.recovered_in < Duration::from_millis(250) + MARGIN,
-                "{fault:?}: {cost:?}"
-            ),
+            Fault::ConnectionKilled => {
+                // The cut reached the limiter: its connection was cut, and it decides on a new one.
+                assert!(cost.cut >= 1, "{fault:?}: {cost:?}");
+                assert!(cost.reconnected, "{fault:?}: {cost:?}");
+                assert!(
+                    cost.recovered_in < Duration::from_millis(250) + MARGIN,
+                    "{fault:?}: {cost:?}"
+                );
+            }
         }
     }
 }
