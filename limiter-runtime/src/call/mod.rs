@@ -189,21 +189,12 @@ impl<'r> Call<'r> {
     /// This call, holding its rules itself: a call that outlives its caller (its answer to be reconciled, a
     /// batch's shared call, a reservation).
     pub(crate) fn detached(&self) -> Call<'static> {
-        Call {
-            limits: self.limits.map(|limit| CallLimit {
-                rule: RuleRef::Shared(match &limit.rule {
-                    RuleRef::Shared(rule) => Arc::clone(rule),
-                    RuleRef::Borrowed(rule) => Arc::new((*rule).clone()),
-                }),
-                key: limit.key.clone(),
-                algorithm: limit.algorithm,
-                charge: limit.charge,
-                preset: limit.preset,
-                vetoes: limit.vetoes,
-                on_error: limit.on_error,
-                lease: limit.lease,
-            }),
-        }
+        self.owning(|rule| {
+            RuleRef::Shared(match rule {
+                RuleRef::Shared(rule) => Arc::clone(rule),
+                RuleRef::Borrowed(rule) => Arc::new((*rule).clone()),
+            })
+        })
     }
 
     /// This call as a store keeps it while it waits in a batch: its limits, each resolved, but not their
@@ -212,9 +203,15 @@ impl<'r> Call<'r> {
     pub(crate) fn for_store(&self) -> Call<'static> {
         /// What a stored call's limits name for their rule.
         static NO_RULE: Rule = Rule::new();
+        self.owning(|_| RuleRef::Borrowed(&NO_RULE))
+    }
+
+    /// This call, holding nothing borrowed: each limit's rule as `rule` makes it.
+    #[inline]
+    fn owning(&self, rule: impl Fn(&RuleRef<'r>) -> RuleRef<'static>) -> Call<'static> {
         Call {
             limits: self.limits.map(|limit| CallLimit {
-                rule: RuleRef::Borrowed(&NO_RULE),
+                rule: rule(&limit.rule),
                 key: limit.key.clone(),
                 algorithm: limit.algorithm,
                 charge: limit.charge,
