@@ -313,8 +313,9 @@ fn the_redis_backends_lower_parts_never_name_the_backend() {
     assert_eq!(
         naming,
         [
-            // A decision's steps (now, the round trip, late answers, giving back), the background tasks,
-            // the operators' overrides, and the hub.
+            // A decision's steps (now, the round trip, across a cluster's slots, late answers, giving
+            // back), the background tasks, the operators' overrides, and the hub.
+            "across_slots.rs",
             "background.rs",
             "decision.rs",
             "giving_back.rs",

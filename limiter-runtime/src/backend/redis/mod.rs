@@ -15,6 +15,7 @@
 //! given back before the call returns (meanwhile those charges count: the cluster may briefly admit less,
 //! never more).
 
+mod across_slots;
 mod background;
 mod breaker;
 mod cluster;

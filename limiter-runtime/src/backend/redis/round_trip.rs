@@ -10,7 +10,7 @@ use redis::Value;
 
 use super::breaker::Pass;
 use super::coalesce::{Batch, Coalescer, Joining, Line, Member, Orphans, Place};
-use super::script::{nonce, BatchCall, CallOutcome, GiveBack, Group, Sent};
+use super::script::{groups_of, nonce, BatchCall, CallOutcome, Group, Sent};
 use super::RedisBackend;
 use super::{script, Connection};
 use crate::algorithm::Outcome;
@@ -94,35 +94,6 @@ pub(super) fn costs_of(asked: &[&CallLimit<'_>]) -> OneOrMany<u64> {
         [one] => OneOrMany::One(one.charge.cost),
         many => OneOrMany::Many(many.iter().map(|limit| limit.charge.cost).collect()),
     }
-}
-
-/// Whether two calls ask Redis about the same limits (keys and shapes, but costs): adjacent in a batch,
-/// they go as one group.
-fn same_limits(a: &[&CallLimit<'_>], b: &[&CallLimit<'_>]) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(a, b)| {
-            a.key == b.key && script::shape(a) == script::shape(b) && a.algorithm == b.algorithm
-        })
-}
-
-/// The groups of a batch's calls (`asked`, each call's limits Redis is asked about, and `calls`, its nonce
-/// and costs): runs of adjacent calls on the same limits.
-fn groups_of<'a, 'r>(
-    asked: &'a [OneOrMany<&'a CallLimit<'r>>],
-    calls: &'a [BatchCall<'a>],
-) -> Vec<Group<'a, 'r>> {
-    let mut groups: Vec<Group<'a, 'r>> = Vec::new();
-    let mut start = 0;
-    for i in 1..=asked.len() {
-        if i == asked.len() || !same_limits(&asked[start], &asked[i]) {
-            groups.push(Group {
-                limits: &asked[start],
-                calls: &calls[start..i],
-            });
-            start = i;
-        }
-    }
-    groups
 }
 
 /// What one call of a batch came to: its outcome, or the fault its group met.
@@ -502,85 +473,5 @@ impl RedisBackend {
             self.answered(Pass::Call, first.limits()[0].key.parts());
         }
         decided
-    }
-
-    /// Decides `call`'s limits one slot's `groups` at a time, giving back what the admitting slots charged
-    /// when another's limits deny the call. The whole exchange runs on past the deadline, and is reconciled
-    /// as a late answer is.
-    pub(super) async fn ask_across_slots(
-        self: &Arc<Self>,
-        call: &Call<'_>,
-        groups: Vec<Vec<usize>>,
-    ) -> Result<Decided, Failed> {
-        let (redis, owned) = (Arc::clone(self), call.detached());
-        let exchange = async move {
-            let asked = asked(&owned);
-            let mut outcomes: Vec<Outcome> = Vec::with_capacity(asked.len());
-            outcomes.resize(asked.len(), Outcome::admit(0));
-            let (mut now, mut admitted, mut charged) = (0, true, Vec::new());
-            let nonce = nonce();
-            for group in &groups {
-                let limits: Vec<&CallLimit<'_>> = group.iter().map(|&j| asked[j]).collect();
-                let costs: Vec<u64> = limits.iter().map(|l| l.charge.cost).collect();
-                let calls = [BatchCall {
-                    nonce,
-                    costs: &costs,
-                }];
-                let (script, command) = script::decide_command(&limits, &calls, redis.test_now());
-                let reply = script::send(script, redis.connection()?, command).await?;
-                let (each, at) = script::read_decided(&reply, &limits, &calls)?;
-                now = now.max(at);
-                for (&j, outcome) in group.iter().zip(each[0].outcomes.iter()) {
-                    outcomes[j] = *outcome;
-                }
-                admitted &= each[0].admitted;
-                if each[0].admitted {
-                    charged.push(group.clone());
-                }
-            }
-            if !admitted {
-                // The slots that admitted the call give back what it charged them, before it returns.
-                let mut connection = redis.connection()?;
-                for group in charged {
-                    let given: Vec<GiveBack<'_>> = group
-                        .iter()
-                        .filter(|&&j| outcomes[j].allowed)
-                        .map(|&j| {
-                            GiveBack::of(asked[j], &outcomes[j].receipt, asked[j].charge.cost)
-                        })
-                        .collect();
-                    script::give_back(&mut connection, &given, redis.test_now()).await?;
-                    for &j in &group {
-                        if outcomes[j].allowed {
-                            outcomes[j].remaining += asked[j].charge.cost;
-                        }
-                    }
-                }
-            }
-            let outcome = CallOutcome {
-                admitted,
-                outcomes: OneOrMany::Many(outcomes),
-            };
-            let costs: Vec<u64> = asked.iter().map(|limit| limit.charge.cost).collect();
-            Ok::<_, BackendError>((decided_of(&owned, &costs, &outcome, now), owned))
-        };
-        let mut exchange: Exchange = Box::pin(exchange);
-        let timer = tokio::time::sleep(self.deadline);
-        tokio::pin!(timer);
-        let answered = std::future::poll_fn(|cx| {
-            if let Poll::Ready(done) = exchange.as_mut().poll(cx) {
-                return Poll::Ready(Some(done));
-            }
-            timer.as_mut().poll(cx).map(|()| None)
-        })
-        .await;
-        match answered {
-            Some(done) => Ok(done?.0),
-            // Past the deadline: the exchange runs on, to be reconciled with the decision made meanwhile.
-            None => Err(Failed {
-                cause: BackendError::Timeout(self.deadline),
-                late: Some(Late::Exchange(exchange)),
-            }),
-        }
     }
 }

@@ -1,0 +1,95 @@
+//! A call whose limits a cluster's slots split (keys under different hash tags): decided one slot's limits at
+//! a time, all or nothing, within the deadline, and reconciled as a late answer is when it runs past it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
+
+use super::round_trip::{asked, decided_of, Exchange, Failed, Late};
+use super::script::{self, nonce, BatchCall, CallOutcome, GiveBack};
+use super::RedisBackend;
+use crate::algorithm::Outcome;
+use crate::call::{Call, CallLimit, Decided, OneOrMany};
+use crate::error::BackendError;
+
+impl RedisBackend {
+    /// Decides `call`'s limits one slot's `groups` at a time, giving back what the admitting slots charged
+    /// when another's limits deny the call. The whole exchange runs on past the deadline, and is reconciled
+    /// as a late answer is.
+    pub(super) async fn ask_across_slots(
+        self: &Arc<Self>,
+        call: &Call<'_>,
+        groups: Vec<Vec<usize>>,
+    ) -> Result<Decided, Failed> {
+        let (redis, owned) = (Arc::clone(self), call.detached());
+        let exchange = async move {
+            let asked = asked(&owned);
+            let mut outcomes: Vec<Outcome> = Vec::with_capacity(asked.len());
+            outcomes.resize(asked.len(), Outcome::admit(0));
+            let (mut now, mut admitted, mut charged) = (0, true, Vec::new());
+            let nonce = nonce();
+            for group in &groups {
+                let limits: Vec<&CallLimit<'_>> = group.iter().map(|&j| asked[j]).collect();
+                let costs: Vec<u64> = limits.iter().map(|l| l.charge.cost).collect();
+                let calls = [BatchCall {
+                    nonce,
+                    costs: &costs,
+                }];
+                let (script, command) = script::decide_command(&limits, &calls, redis.test_now());
+                let reply = script::send(script, redis.connection()?, command).await?;
+                let (each, at) = script::read_decided(&reply, &limits, &calls)?;
+                now = now.max(at);
+                for (&j, outcome) in group.iter().zip(each[0].outcomes.iter()) {
+                    outcomes[j] = *outcome;
+                }
+                admitted &= each[0].admitted;
+                if each[0].admitted {
+                    charged.push(group.clone());
+                }
+            }
+            if !admitted {
+                // The slots that admitted the call give back what it charged them, before it returns.
+                let mut connection = redis.connection()?;
+                for group in charged {
+                    let given: Vec<GiveBack<'_>> = group
+                        .iter()
+                        .filter(|&&j| outcomes[j].allowed)
+                        .map(|&j| {
+                            GiveBack::of(asked[j], &outcomes[j].receipt, asked[j].charge.cost)
+                        })
+                        .collect();
+                    script::give_back(&mut connection, &given, redis.test_now()).await?;
+                    for &j in &group {
+                        if outcomes[j].allowed {
+                            outcomes[j].remaining += asked[j].charge.cost;
+                        }
+                    }
+                }
+            }
+            let outcome = CallOutcome {
+                admitted,
+                outcomes: OneOrMany::Many(outcomes),
+            };
+            let costs: Vec<u64> = asked.iter().map(|limit| limit.charge.cost).collect();
+            Ok::<_, BackendError>((decided_of(&owned, &costs, &outcome, now), owned))
+        };
+        let mut exchange: Exchange = Box::pin(exchange);
+        let timer = tokio::time::sleep(self.deadline);
+        tokio::pin!(timer);
+        let answered = std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = exchange.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            timer.as_mut().poll(cx).map(|()| None)
+        })
+        .await;
+        match answered {
+            Some(done) => Ok(done?.0),
+            // Past the deadline: the exchange runs on, to be reconciled with the decision made meanwhile.
+            None => Err(Failed {
+                cause: BackendError::Timeout(self.deadline),
+                late: Some(Late::Exchange(exchange)),
+            }),
+        }
+    }
+}
