@@ -36,7 +36,7 @@ pub(crate) struct Later {
     probe: bool,
     /// This call (of one leased limit) takes a lease on it, or waits for the one another call is taking.
     lease: Option<LeaseStep>,
-    /// The batch the call waits in, joined at once (see [`RedisBackend::wait`]).
+    /// The batch the call waits in, joined at once (see [`RedisBackend::wait_in_line`]).
     waiting: Option<Waiting>,
 }
 
