@@ -47,7 +47,7 @@ elseif algorithm == 3 then
 elseif algorithm == 4 or algorithm == 5 then
   local state = redis.call('GET', key)
   if state then
-    local t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)$')
+    local t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)')
     t = tonumber(t)
     if run and t >= now then return {now, (t - now) * max + tonumber(f), run} end
   end

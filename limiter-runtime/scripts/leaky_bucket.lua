@@ -26,9 +26,9 @@ end
 local key, max = KEYS[1], tonumber(ARGV[2])
 
 local state = redis.pcall('GET', key)
-local first, t, f, run = 0, nil, nil, nil
+local first, t, f, run, gaps = 0, nil, nil, nil, ''
 if type(state) == 'string' then
-  t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)$')
+  t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
   t = tonumber(t)
   if run and t >= now then first = (t - now) * max + tonumber(f) end
 end
@@ -54,7 +54,7 @@ if queued > first then
     -- A queue that was empty starts a new run of charges, with nothing given back yet.
     queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
   else
-    queue = string.format('%d:%d:', now + ahead, rest) .. run
+    queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
   end
   redis.call('SET', key, queue, 'PX', ttl)
 end

@@ -53,7 +53,9 @@
 --   sliding window  a string "<w>:<c>:<p>": the window's index, its count, the previous window's count
 --   buckets         a string "<t>:<f>:<s>:<g>", the queue of charges: when they have all left (t in whole us,
 --                   f in 1/max us), since when it has held charges without a pause (s), and what has been
---                   given back since then (g, in us x max). Empty (nothing, gone, or a key left by an older
+--                   given back out of order since then (g, in us x max); then, for each charge given back
+--                   out of order that is still in the queue, "|<e>,<f>,<g>,<units>": its receipt's end and
+--                   given, and what it gave back (us x max). Empty (nothing, gone, or a key left by an older
 --                   version) reads as (now, 0, now, 0).
 --   in flight       a sorted set, one member per permit held, named by its call's nonce and scored by when it
 --                   expires (us; renewed while its holder runs: see renew.lua)
@@ -62,7 +64,9 @@
 --   redis-cli --eval limiter.lua rate_limit:demo , decide 4 10000000 5 5 "" 1
 
 local floor, ceil, max_of, min_of = math.floor, math.ceil, math.max, math.min
-local QUEUE, RUN, COUNTERS = '^(%d+):(%d+):(%d+):(%d+)$', '^(%d+):(%d+):(%d+:%d+)$', '^(%d+):(%d+):(%d+)$'
+local QUEUE, COUNTERS = '^(%d+):(%d+):(%d+):(%d+)$', '^(%d+):(%d+):(%d+)$'
+-- A bucket's state: its queue and run, then the give-backs it holds out of order ("|<e>,<f>,<g>,<units>").
+local STATE, RUN = '^(%d+):(%d+):(%d+):(%d+)(.*)$', '^(%d+):(%d+):(%d+:%d+)(.*)$'
 -- A calendar's ends: the previous, the current and the next periods'.
 local ENDS = COUNTERS
 -- The sliding log's mark of heavier calls in "#"'s score (see sliding_log.lua).
@@ -132,23 +136,52 @@ if op ~= 'decide' or limits > 1 then
       end
       redis.call('SET', key, string.format('%d:%d:%d', w, c, p), 'KEEPTTL')
     else
-      -- The buckets give back what is left of the charge, at most `units`' worth: where it ended, less what
-      -- was given back since (charges queued before it may have moved it earlier by that much); nothing
-      -- once the queue has been empty since. Exactly the charge when nothing was given back meanwhile and
-      -- nothing queued after it; never more than its absence would have.
+      -- The buckets give back what is left of the charge ahead of now, at most `units`' worth, and nothing
+      -- once the queue has been empty since (see src/algorithm/queue.rs). Where the charge ends now: where it
+      -- ended, moved earlier by what was given back since of charges queued before it. Those given back
+      -- since are g - given in all; those of charges queued after it are among the records.
       local ended, fraction, since, given = string.match(mark, QUEUE)
       ended, fraction, since, given = tonumber(ended), tonumber(fraction), tonumber(since), tonumber(given)
       local state = redis.pcall('GET', key)
-      local t, f, s, g
-      if type(state) == 'string' then t, f, s, g = string.match(state, QUEUE) end
+      local t, f, s, g, gaps
+      if type(state) == 'string' then t, f, s, g, gaps = string.match(state, STATE) end
       t, f, s, g = tonumber(t), tonumber(f), tonumber(s), tonumber(g)
       if not g or not given or t < now or s ~= since then return end
       local used = (t - now) * max + f
       if used == 0 then return end
-      local left = max_of((ended - now) * max + fraction - (g - given), 0)
+      local records = {}
+      for e, rf, rg, a in string.gmatch(gaps, '|(%d+),(%d+),(%d+),(%d+)') do
+        records[#records + 1] = {tonumber(e), tonumber(rf), tonumber(rg), tonumber(a)}
+      end
+      -- Records of charges that have left are forgotten: a record's charge ends where it ended, less what
+      -- was given back since, plus what charges queued after it gave back; ends grow with the queue.
+      local first, later = #records + 1, 0
+      for k = #records, 1, -1 do
+        local r = records[k]
+        if (r[1] - now) * max + r[2] - (g - r[3]) + later <= 0 then break end
+        first, later = k, later + r[4]
+      end
+      local behind = 0
+      for k = first, #records do
+        local r = records[k]
+        if (r[1] - ended) * max + r[2] - fraction + r[3] - given > 0 then behind = behind + r[4] end
+      end
+      local left = max_of((ended - now) * max + fraction - (g - given) + behind, 0)
       local back = min_of(left, units * window, used)
-      -- Charges queued after it move earlier: their receipts are to know it.
-      if t ~= ended or f ~= fraction then g = g + back end
+      if back == 0 then return end
+      -- The queue's last charge given back moves no other: the queue is as if it had weighed less. Any
+      -- other is recorded, in the queue's order, for the charges queued after it.
+      local last = (t - ended) * max + f - fraction + g - given == 0
+      local kept, placed, record = {}, last, string.format('|%d,%d,%d,%d', ended, fraction, given, back)
+      for k = first, #records do
+        local r = records[k]
+        if not placed and (r[1] - ended) * max + r[2] - fraction + r[3] - given > 0 then
+          kept[#kept + 1], placed = record, true
+        end
+        kept[#kept + 1] = string.format('|%d,%d,%d,%d', r[1], r[2], r[3], r[4])
+      end
+      if not placed then kept[#kept + 1] = record end
+      if not last then g = g + back end
       used = used - back
       if used == 0 then
         redis.call('DEL', key)
@@ -156,7 +189,8 @@ if op ~= 'decide' or limits > 1 then
       end
       local ahead = floor(used / max)
       local ttl = max_of(ceil(ceil(used / max) / 1000), min_ttl)
-      redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g), 'PX', ttl)
+      redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) ..
+        table.concat(kept), 'PX', ttl)
     end
   end
 end
@@ -193,8 +227,8 @@ if op == 'lease' then
     return {now, take, count}
   end
   local state = redis.pcall('GET', key)
-  local t, f, run
-  if type(state) == 'string' then t, f, run = string.match(state, RUN) end
+  local t, f, run, gaps
+  if type(state) == 'string' then t, f, run, gaps = string.match(state, RUN) end
   t, f = tonumber(t), tonumber(f)
   local first = 0
   if run and t >= now then first = (t - now) * max + f end
@@ -203,10 +237,10 @@ if op == 'lease' then
   -- One token weighs `window`: the bucket has room for what is left of its capacity.
   local take = min_of(want, floor((tonumber(ARGV[5]) * window - first) / window))
   if take < cost then return {now, 0, first, answer} end
-  if first == 0 then run = string.format('%d:0', now) end
+  if first == 0 then run, gaps = string.format('%d:0', now), '' end
   local queued = first + take * window
   local ahead = floor(queued / max)
-  redis.call('SET', key, string.format('%d:%d:', now + ahead, queued - ahead * max) .. run, 'PX',
+  redis.call('SET', key, string.format('%d:%d:', now + ahead, queued - ahead * max) .. run .. gaps, 'PX',
     max_of(ceil(ceil(queued / max) / 1000), min_ttl))
   return {now, take, first, answer}
 end
@@ -412,10 +446,10 @@ local function decide(k, shapes, c, calls, reply, n)
 
       else
         -- The buckets: a queue of charges, measured in us x max (one token, or one slot, weighs `window`). Its
-        -- run ("<s>:<g>") is carried over as it is, unless the queue was empty.
+        -- run ("<s>:<g>") and its records are carried over as they are, unless the queue was empty.
         local state = redis.pcall('GET', key)
-        local t, f, run
-        if type(state) == 'string' then t, f, run = string.match(state, RUN) end
+        local t, f, run, gaps
+        if type(state) == 'string' then t, f, run, gaps = string.match(state, RUN) end
         t, f = tonumber(t), tonumber(f)
         if not run or t < now then t, f = now, 0 end
         local queued = (t - now) * max + f
@@ -456,7 +490,11 @@ local function decide(k, shapes, c, calls, reply, n)
           else
             receipt = string.format('%d:%d:%s', now + ahead, after - ahead * max, run)
           end
-          redis.call('SET', key, receipt, 'PX', max_of(ceil(reset_after / 1000), min_ttl))
+          if queued > 0 and gaps ~= '' then
+            redis.call('SET', key, receipt .. gaps, 'PX', max_of(ceil(reset_after / 1000), min_ttl))
+          else
+            redis.call('SET', key, receipt, 'PX', max_of(ceil(reset_after / 1000), min_ttl))
+          end
           allowed = 1
         end
       end

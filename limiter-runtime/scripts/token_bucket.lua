@@ -6,7 +6,8 @@
 --
 --   KEYS[1]  the limit's key: a string "<t>:<f>:<s>:<g>", the queue of charges: when they have all left (t in
 --            whole us, f in 1/max us), since when it has held charges without a pause (s), and what has been
---            given back since then (g, in us x max); see limiter.lua
+--            given back out of order since then (g, in us x max), then the records of those give-backs; see
+--            limiter.lua
 --   ARGV[1]  window us; tests pass "<window us> <now us> <minimum TTL ms>"
 --   ARGV[2]  max
 --   ARGV[3]  burst
@@ -28,9 +29,9 @@ end
 local key, max, burst = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
 local state = redis.pcall('GET', key)
-local first, t, f, run = 0, nil, nil, nil
+local first, t, f, run, gaps = 0, nil, nil, nil, ''
 if type(state) == 'string' then
-  t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)$')
+  t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
   t = tonumber(t)
   if run and t >= now then first = (t - now) * max + tonumber(f) end
 end
@@ -56,7 +57,7 @@ if queued > first then
     -- A queue that was empty starts a new run of charges, with nothing given back yet.
     queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
   else
-    queue = string.format('%d:%d:', now + ahead, rest) .. run
+    queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
   end
   redis.call('SET', key, queue, 'PX', ttl)
 end

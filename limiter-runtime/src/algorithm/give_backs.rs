@@ -139,3 +139,71 @@ proptest! {
         }
     }
 }
+
+/// The queue of a bucket as a list: each charge's part still in it, in the order charged, drained from the
+/// front at `max` µs × max per µs. Slow and plainly right: what [`Queue`](super::queue::Queue) must equal.
+#[derive(Default)]
+struct Fifo {
+    last: u64,
+    /// What is left of each charge, µs × max, by charge.
+    left: Vec<u128>,
+}
+
+impl Fifo {
+    fn drain(&mut self, now: u64, max: u64) {
+        let mut passed = u128::from(now - self.last) * u128::from(max);
+        self.last = now;
+        for left in &mut self.left {
+            let gone = passed.min(*left);
+            *left -= gone;
+            passed -= gone;
+        }
+    }
+
+    fn used(&self) -> u128 {
+        self.left.iter().sum()
+    }
+}
+
+proptest! {
+    /// Charges given back in any order, wholly or in part, at once or much later: the bucket is exactly as
+    /// if each charge had weighed what it kept from the moment it was given back, every part of it still
+    /// ahead of now returned, nothing of what had left.
+    #[test]
+    fn give_backs_in_any_order_are_exact(
+        algorithm in prop::sample::select(vec![Algorithm::TokenBucket, Algorithm::LeakyBucket]),
+        (window, max, burst) in (prop_oneof![Just(1_000_000u64), 1..=5_000_000u64], 1..=10u64, 1..=20u64),
+        events in prop::collection::vec(
+            (prop_oneof![3 => Just(0u64), 3 => 0..=500_000u64, 1 => 0..=10_000_000u64], 0..=4u64, any::<prop::sample::Index>(), 0..=4u64),
+            1..200,
+        ),
+    ) {
+        let mut state = State::new(algorithm);
+        let mut fifo = Fifo::default();
+        // Charges not given back yet: (charge, its cost, its receipt).
+        let mut open: Vec<(usize, u64, Outcome)> = Vec::new();
+        let mut now = 3_600_000_000;
+        for (i, &(step, cost, pick, units)) in events.iter().enumerate() {
+            now += step;
+            fifo.drain(now, max);
+            let limit = charge(window, max, burst, 2, cost);
+            if units == 0 || open.is_empty() {
+                let outcome = state.decide(now, &limit);
+                if outcome.allowed {
+                    open.push((fifo.left.len(), cost, outcome));
+                    fifo.left.push(u128::from(cost) * u128::from(window));
+                }
+            } else {
+                let (which, cost, outcome) = open.swap_remove(pick.index(open.len()));
+                let units = units.min(cost);
+                state.give_back(now, &charge(window, max, burst, 2, cost), units, &outcome.receipt);
+                let back = fifo.left[which].min(u128::from(units) * u128::from(window));
+                fifo.left[which] -= back;
+            }
+            let probe = state.decide(now, &charge(window, max, burst, 2, 0));
+            // A call of no cost charges nothing and reports the queue: its end, and (leaky) its wait.
+            let used = fifo.used();
+            prop_assert_eq!(u128::from(probe.reset_after), used.div_ceil(u128::from(max)), "event {}", i);
+        }
+    }
+}

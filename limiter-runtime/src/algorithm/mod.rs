@@ -43,9 +43,12 @@ use crate::parse::ParseError;
 /// | [`SlidingLog`](Algorithm::SlidingLog) | ≤ `max` in **any** `window` | grows with the calls in the window | exact |
 /// | [`FixedWindow`](Algorithm::FixedWindow) | ≤ `max` per aligned window (2 × `max` across a boundary) | O(1) | exact |
 /// | [`SlidingWindow`](Algorithm::SlidingWindow) | weighted estimate of the sliding window | O(1) | exact for the estimate |
-/// | [`TokenBucket`](Algorithm::TokenBucket) | ≤ `burst` + `max` · t / `window` over any t | O(1) | exact |
-/// | [`LeakyBucket`](Algorithm::LeakyBucket) | admissions ≥ `window` / `max` apart (shaping) | O(1) | exact |
+/// | [`TokenBucket`](Algorithm::TokenBucket) | ≤ `burst` + `max` · t / `window` over any t | O(1)¹ | exact |
+/// | [`LeakyBucket`](Algorithm::LeakyBucket) | admissions ≥ `window` / `max` apart (shaping) | O(1)¹ | exact |
 /// | [`Calendar`](Algorithm::Calendar) | ≤ `max` per period of the calendar, in a time zone | O(1) | the period's end |
+///
+/// ¹ Plus a few bytes for each charge given back out of order while it is still in the queue (see
+/// `guide::algorithms`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Algorithm {

@@ -32,30 +32,47 @@ impl Schedule {
 }
 
 /// A bucket's queue of charges (the token and leaky buckets' state): when the charges in it have all left
-/// (the bucket full again, the queue empty), since when it has held charges without a pause, and what has
-/// been given back since then.
+/// (the bucket full again, the queue empty), since when it has held charges without a pause (a run), and
+/// what has been given back out of order since then.
 ///
-/// A charge is given back by moving the end back by what is left of it, at most the units given back
-/// ([`give_back`](Queue::give_back)). Where a charge ended is known from its receipt; charges given back since may
-/// have moved it earlier (those queued before it), by at most their total, so that total is taken off: the
-/// queue never gives back more than the charge's absence would have, so never more than the limit allows. It
-/// gives back exactly the charge when nothing else was given back meanwhile and nothing queued after it (a
-/// charge given back from the end of the queue moves no other, and is not counted as given back).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Charges leave the queue in the order they joined it. A charge given back returns what is left of it ahead
+/// of now, at most the units given back, and nothing once the queue has been empty since. Where it ends now
+/// is where it ended when charged (its receipt), moved earlier by what was given back since of the charges
+/// queued before it. What was given back since in all is known (`given`); what of it belonged to charges
+/// queued *after* this one is in the records: one for each charge given back out of order whose charge is
+/// still in the queue. So any give-back, in any order, from any node, is exact: the queue is as if the
+/// charge had weighed what it kept. The last charge of the queue given back moves no other: it needs no
+/// record, and the queue simply ends earlier.
+///
+/// A charge is given back at most once (a reservation settled, an outcome's charge): what is given back of
+/// it is at most what it charged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Queue {
     end: Schedule,
     since: u64,
     given: u64,
+    /// In the queue's order: the charges given back out of order that are still in it.
+    records: Vec<Record>,
+}
+
+/// A charge given back out of order: where it ended and what had been given back before it, as its receipt
+/// says, and what it gave back (µs × max).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Record {
+    ended: Schedule,
+    given: u64,
+    back: u128,
 }
 
 impl Queue {
     /// The queue reaching `queued` (µs × max) past `now`, which has held charges without a pause since
-    /// `since`, with `given` given back since then: as a script reports it.
+    /// `since`, with `given` given back out of order since then: as a script reports it.
     pub(crate) fn at(now: u64, queued: u128, max: u64, since: u64, given: u64) -> Queue {
         Queue {
             end: Schedule::at(now, queued, max),
             since,
             given,
+            records: Vec::new(),
         }
     }
 
@@ -70,6 +87,7 @@ impl Queue {
             // Empty: a new run of charges, with nothing given back yet.
             self.since = now;
             self.given = 0;
+            self.records.clear();
         }
         self.end = Schedule::at(now, used, max);
         Receipt {
@@ -81,10 +99,10 @@ impl Queue {
         }
     }
 
-    /// Gives back, at `now`, `units` of the charge of `charge` that `receipt` names (see [`Queue`]); nothing
-    /// once the queue has been empty since (the charge has left).
+    /// Gives back, at `now`, `units` of the charge of `charge` that `receipt` names (see [`Queue`]).
     pub(crate) fn give_back(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
-        let used = self.used(now, charge.max);
+        let max = charge.max;
+        let used = self.used(now, max);
         if used == 0 || receipt.since != self.since {
             return;
         }
@@ -92,13 +110,55 @@ impl Queue {
             micros: receipt.mark,
             fraction: receipt.fraction,
         };
-        let moved = u128::from(self.given.saturating_sub(receipt.given));
-        let left = ended.ahead(now, charge.max).saturating_sub(moved);
-        let back = left.min(u128::from(units) * u128::from(charge.window));
-        if ended != self.end {
-            // Charges queued after it move earlier: their receipts are to know it.
+        // Positions in the run, µs × max from its start: where a charge ended plus what had been given back
+        // before it (so that moves do not reorder them), and now.
+        let position = |ended: Schedule, given: u64| {
+            i128::from(ended.micros - self.since.min(ended.micros)) * i128::from(max)
+                + i128::from(ended.fraction)
+                + i128::from(given)
+        };
+        let front = i128::from(now.saturating_sub(self.since)) * i128::from(max);
+        // Where a charge at `at` ends now, given back meanwhile `behind` of charges queued after it.
+        let ends = |at: i128, behind: u128| at - i128::from(self.given) + behind as i128;
+        // Records of charges that have left are forgotten (ends grow with the queue's order).
+        let mut behind = 0u128;
+        let mut first = self.records.len();
+        for (k, record) in self.records.iter().enumerate().rev() {
+            if ends(position(record.ended, record.given), behind) <= front {
+                break;
+            }
+            behind += record.back;
+            first = k;
+        }
+        self.records.drain(..first);
+        let at = position(ended, receipt.given);
+        let behind: u128 = self
+            .records
+            .iter()
+            .filter(|r| position(r.ended, r.given) > at)
+            .map(|r| r.back)
+            .sum();
+        let left = (ends(at, behind) - front).max(0) as u128;
+        let back = left
+            .min(u128::from(units) * u128::from(charge.window))
+            .min(used);
+        if back == 0 {
+            return;
+        }
+        if at != position(self.end, self.given) {
+            let place = self
+                .records
+                .partition_point(|r| position(r.ended, r.given) <= at);
+            self.records.insert(
+                place,
+                Record {
+                    ended,
+                    given: receipt.given,
+                    back,
+                },
+            );
             self.given = self.given.saturating_add(narrow(back));
         }
-        self.end = Schedule::at(now, used - back.min(used), charge.max);
+        self.end = Schedule::at(now, used - back, max);
     }
 }

@@ -65,9 +65,8 @@ impl Backend {
     }
 
     /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says): exactly,
-    /// unless a charge has left its limit already (then nothing) or is a bucket's given back out of order (then
-    /// at most: see `guide::algorithms`), never more. In memory at once; with Redis,
-    /// one script call to await.
+    /// in any order, unless a charge has left its limit already (then nothing), never more. In memory at once;
+    /// with Redis, one script call to await.
     pub(crate) fn give_back<'a>(
         &'a self,
         call: &'a Call<'a>,

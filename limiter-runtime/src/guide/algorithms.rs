@@ -73,11 +73,14 @@
 //!   expires then.
 //! - **Token and leaky buckets**: one string, `<t>:<f>:<s>:<g>`: the theoretical arrival time in whole
 //!   microseconds plus a fraction in 1/`max` µs (so a rate such as 3 per 10 s stays exact), and, for giving
-//!   back, since when the bucket has been in use and what was given back since. A give-back returns what its
-//!   charge still holds ahead in the queue, counting every give-back since as having moved it earlier: charges
-//!   given back in the order they were made (or the latest first) come back whole; given back out of order,
-//!   as concurrent `count = failures` calls or a Cluster call refused by a later slot may be, some units can
-//!   stay charged until the queue drains. A bucket then admits less, never more.
+//!   back, since when the bucket has been in use and what was given back out of order since; then one record,
+//!   `|<e>,<f>,<g>,<units>`, for each charge given back out of order that is still in the queue. Charges leave
+//!   the queue in the order they were made. A give-back returns what is left of its own charge ahead of now:
+//!   where the charge ended, moved earlier by what charges queued before it gave back since (what was given
+//!   back in all, less what the records show of charges queued after it). So give-backs are exact in any
+//!   order, from any node, concurrently: the bucket is as if each charge had weighed what it kept. The last
+//!   charge of the queue given back needs no record; a record is forgotten once its charge has left, so the
+//!   string holds at most one per charge still queued, and none when give-backs come in order.
 //!
 //! Every write sets the key's expiry to no longer than its state matters, so idle limits leave nothing
 //! behind; no decision depends on the expiry.

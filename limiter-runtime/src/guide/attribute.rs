@@ -306,10 +306,9 @@
 //! the limit, and once the body has returned, the unit is given back if the outcome does not count.
 //!
 //! Giving back is exact. A sliding log removes the entry this call added; a window decrements only the window
-//! it charged; a bucket moves back by what is left of the charge, never past full. Once the charge has left
-//! the window, there is nothing to give back, and nothing is. (A bucket cannot tell one charge from another:
-//! when others were given back meanwhile, it gives back only what their moves cannot have covered, so never
-//! more than this call's absence would have left.) A body that never returns has no outcome: when the
+//! it charged; a bucket moves back by what is left of the charge ahead of now, never past full, whatever was
+//! given back before or since. Once the charge has left the window, there is nothing to give back, and
+//! nothing is. A body that never returns has no outcome: when the
 //! function's future is dropped while its body runs (a cancelled request), or the body panics, the unit stays
 //! charged.
 //!

@@ -79,9 +79,9 @@ impl HeldCall {
 ///
 /// Dropped without being settled (an early return, `?`, a cancelled task), it gives the whole estimate back, as
 /// [`cancel`](Reservation::cancel) does: in memory at once, with Redis on a task of its own. Giving back is
-/// exact while nothing else was admitted after it (a sliding log gives back this call's own entry, a window
-/// only the window charged, a bucket what is left of the charge), never more than the charge, and nothing once
-/// the charge has left the limit. With Redis, a settlement that cannot reach Redis is dropped: the limit keeps
+/// exact, whatever was admitted or given back since (a sliding log gives back this call's own entry, a window
+/// only the window charged, a bucket what is left of the charge ahead of now), never more than the charge,
+/// and nothing once the charge has left the limit. With Redis, a settlement that cannot reach Redis is dropped: the limit keeps
 /// the charge, and admits less, never more.
 #[must_use = "dropped, a reservation gives its whole estimate back; settle it to charge what was used"]
 pub struct Reservation(Option<HeldCall>);
