@@ -7,6 +7,8 @@
 //! against the call ([`read_decided`]).
 
 mod batch;
+#[cfg(test)]
+mod checked;
 mod inspect;
 mod lease;
 mod nonce;
