@@ -63,6 +63,7 @@ mod algorithm;
 mod budget;
 mod calendar;
 mod clock;
+mod clock_gate;
 mod decision;
 mod error;
 mod key;

@@ -17,9 +17,9 @@
 //! [`FakeClock`](crate::FakeClock) moves only when told to: [`advance`](crate::FakeClock::advance) moves it
 //! forward, [`set`](crate::FakeClock::set) sets it (never backwards). Clones share one time, so a test keeps a
 //! clone and advances the clock the limiter reads. [`LimiterBuilder::clock`](crate::LimiterBuilder::clock)
-//! gives the limiter its clock. In memory, it replaces the system clock. With Redis, it makes the client pass
-//! "now" to the scripts instead of letting them read Redis's `TIME`: a mode for deterministic tests only,
-//! since in production nodes with skewed clocks would then disagree about time. Implement
+//! gives the limiter its clock. In memory, it replaces the system clock. With Redis,
+//! [`build`](crate::LimiterBuilder::build) refuses it (`Error::InvalidRedisSetup`): Redis's `TIME` is the one
+//! time every node shares, and nodes with clocks of their own would disagree about windows. Implement
 //! [`Clock`](crate::Clock) for a clock of your own.
 //!
 //! ## A limiter for one test: `Limiter::scope`
@@ -62,8 +62,16 @@
 //!
 //! ## Against Redis
 //!
-//! With Redis, give each test its own prefix (or its own `redis-server`), so that tests running at the same
-//! time never share a key, and a fake clock when the test must not wait for windows to pass. This
-//! repository's own integration tests start a throw-away `redis-server` per test on a free loopback port, and
-//! run the same behavioural cases against the in-memory store with a fake clock and against Redis with "now"
-//! passed in, so that neither ever sleeps (`tests/tests/sliding_log.rs`).
+//! What works:
+//!
+//! - **The logic of your service**, with limits in memory and a [`FakeClock`](crate::FakeClock): the
+//!   algorithms are the same as in Redis, decision for decision (this crate's differential test holds the
+//!   two to it), and no test sleeps.
+//! - **Against a real Redis**, give each test its own prefix (or its own `redis-server` on a free loopback
+//!   port), so that tests running at the same time never share a key. Time is Redis's: pick windows the test
+//!   can wait out, or check what does not depend on time (the first `max` calls admitted, the next refused,
+//!   `retry_after` within the window).
+//!
+//! This repository's own tests also pass a fake "now" to Redis's scripts, through the runtime's `test-clock`
+//! feature. That hook is theirs alone: a build of any other workspace that turns the feature on fails to
+//! compile, saying why.

@@ -322,8 +322,8 @@ impl LimiterBuilder {
     /// [`FakeClock`](crate::FakeClock)).
     ///
     /// With Redis, decisions read Redis's `TIME`, and [`build`](LimiterBuilder::build) refuses a clock of
-    /// your own: skewed nodes would disagree about time. (The `test-clock` feature lets the client pass "now"
-    /// to the scripts instead, for deterministic tests of the scripts only.)
+    /// your own: skewed nodes would disagree about time. (This crate's own tests pass "now" to the scripts
+    /// through its `test-clock` feature, which no other build can turn on.)
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Some(Arc::new(clock));
         self
