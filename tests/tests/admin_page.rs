@@ -1,7 +1,9 @@
 //! The operators' live page in a real browser: headless Chromium, driven over WebDriver (chromedriver, with
 //! the `fantoccini` client), loads the example service's `/admin` page while traffic runs against the
 //! service and a real Redis, and finds what a person would see: the policies with their rates, a top limited
-//! key, the node's health; then an override applied through the page's form takes effect on the service.
+//! key, the node's health; counts that move on screen without a reload; the token kept in the tab's session
+//! storage alone, signing a reload in; then an override applied through the page's form takes effect on the
+//! service.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`./scripts/test` installs them when missing): without
 //! them the test fails, saying so. `LIMITER_ADMIN_SCREENSHOT=<path>` saves a screenshot of the page there
@@ -184,6 +186,51 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
     let node = until("this node", || text(&client, "#nodes tr.node-row")).await;
     assert!(node.contains("up"), "{node}");
     assert!(!client.current_url().await.unwrap().as_str().contains(TOKEN));
+
+    // Live: the counts move on screen with no reload (a mark left on the page's window stays).
+    client
+        .execute(
+            "window.limiterTestMark = 'still here'; return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let refusals = |row: &str| {
+        row.split_whitespace()
+            .filter_map(|w| w.parse::<u64>().ok())
+            .next_back()
+    };
+    let before = refusals(&top).expect("a count of refusals");
+    until("the refusals of 1001 counted up on screen", || async {
+        let row = text(&client, "#top tr.top-row").await?;
+        (row.contains("1001") && refusals(&row)? > before).then_some(())
+    })
+    .await;
+    let mark = client
+        .execute("return window.limiterTestMark ?? null;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(mark, serde_json::json!("still here"), "the page reloaded");
+    // The token: in this tab's session storage, in no cookie and no local storage.
+    let stored = client
+        .execute(
+            "return sessionStorage.getItem('limiter-admin-token');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored, serde_json::json!(TOKEN));
+    let elsewhere = client
+        .execute("return [localStorage.length, document.cookie];", vec![])
+        .await
+        .unwrap();
+    assert_eq!(elsewhere, serde_json::json!([0, ""]));
+    // Reloaded, the page signs in from it, with nothing typed.
+    client.refresh().await.unwrap();
+    until("the policies after a reload", || {
+        text(&client, "#policies tr[data-policy=\"employee\"]")
+    })
+    .await;
 
     // An override through the form: employee 42 may be looked up once per window.
     for (field, value) in [

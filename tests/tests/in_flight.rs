@@ -459,13 +459,22 @@ async fn keys_that_look_alike_count_apart() {
     }
 }
 
-/// Serves `/slow` (200 ms) behind a layer of at most one request in flight per client.
-async fn serve_slow(limiter: &Limiter) -> SocketAddr {
-    async fn slow() -> &'static str {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        "done"
-    }
+/// Serves `/slow` behind a layer of at most one request in flight per client. Each request's handler says
+/// when it has begun on `begun`, and answers once `finish` turns true.
+async fn serve_slow(
+    limiter: &Limiter,
+    begun: tokio::sync::mpsc::UnboundedSender<()>,
+    finish: tokio::sync::watch::Receiver<bool>,
+) -> SocketAddr {
     let rule = Rule::new().prefix("http:").name("running").in_flight(1);
+    let slow = move || {
+        let (begun, mut finish) = (begun.clone(), finish.clone());
+        async move {
+            let _ = begun.send(());
+            let _ = finish.wait_for(|finish| *finish).await;
+            "done"
+        }
+    };
     let app = axum::Router::new()
         .route("/slow", axum::routing::get(slow))
         .layer(RateLimitLayer::new(limiter, [rule], Key::peer_ip()));
@@ -480,9 +489,12 @@ async fn serve_slow(limiter: &Limiter) -> SocketAddr {
 async fn the_layer_holds_a_permit_until_the_response_is_done() {
     let server = RedisServer::start();
     for limiter in [Limiter::in_memory(), server.limiter()] {
-        let address = serve_slow(&limiter).await;
+        let (begun, mut begins) = tokio::sync::mpsc::unbounded_channel();
+        let (finish, finishing) = tokio::sync::watch::channel(false);
+        let address = serve_slow(&limiter, begun, finishing).await;
         let first = tokio::spawn(request(address, "GET", "/slow"));
-        tokio::time::sleep(Duration::from_millis(80)).await;
+        // The first request's handler runs: it holds the permit.
+        begins.recv().await.unwrap();
         let refused = request(address, "GET", "/slow").await;
         assert_eq!(refused.status, 429, "{refused:?}");
         let (policy, state) = fields::quota(&refused);
@@ -497,6 +509,7 @@ async fn the_layer_holds_a_permit_until_the_response_is_done() {
         );
         assert_eq!(state.get("r"), 0);
         assert_eq!(fields::retry_after(&refused), 1, "as the guide says");
+        finish.send(true).unwrap();
         let done = first.await.unwrap();
         assert_eq!(done.status, 200);
         let (_, state) = fields::quota(&done);

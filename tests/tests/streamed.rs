@@ -227,6 +227,56 @@ async fn over_http_a_third_stream_is_refused_while_two_are_sent() {
     }
 }
 
+/// The layer's own permit (`in_flight(1)` per client): held while a streamed body is still being sent, so a
+/// second request is refused (429) until the last chunk has gone; then one is served again. In memory and on
+/// Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_layer_holds_its_permit_until_the_last_chunk() {
+    async fn plain_feed(State(open): State<watch::Receiver<bool>>) -> Body {
+        streamed(open)
+    }
+    let server = RedisServer::start();
+    for limiter in [Limiter::in_memory(), server.limiter()] {
+        let (close, open) = watch::channel(true);
+        let rule = Rule::new()
+            .prefix("layer:feed:")
+            .name("streams")
+            .in_flight(1);
+        let app = Router::new()
+            .route("/feed", get(plain_feed))
+            .with_state(open)
+            .layer(RateLimitLayer::new(&limiter, [rule], Key::peer_ip()));
+        let address = serve(&limiter, app).await;
+
+        let (one, head) = streaming(address, "/feed").await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        let refused = get_whole(address, "/feed").await;
+        assert_eq!(
+            refused.status, 429,
+            "while the first body streams: {refused:?}"
+        );
+        let (policy, state) = quota(&refused);
+        assert_eq!(member(&policy, "streams").get("q"), 1);
+        assert_eq!(member(&state, "streams").get("r"), 0);
+        assert_eq!(retry_after(&refused), 1);
+
+        close.send(false).unwrap();
+        assert!(rest(one).await.contains("last\n"));
+        let started = Instant::now();
+        loop {
+            let again = get_whole(address, "/feed").await;
+            if again.status == 200 {
+                assert!(again.body.contains("last\n"), "{again:?}");
+                break;
+            }
+            // The permit comes back as the server drops the body, a moment after the client read its end
+            // (with Redis, one round trip later).
+            assert!(started.elapsed() < Duration::from_secs(1), "{again:?}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
 /// Once an hour for everybody.
 #[rate_limit(
     prefix = "once:",
