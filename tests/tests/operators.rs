@@ -141,6 +141,58 @@ async fn an_overridden_limit_is_inspected_as_overridden_and_a_dead_redis_says_so
     );
 }
 
+/// Three nodes, each refusing 150 keys (more than the 100 a node reports), each key more on some nodes than
+/// on others: the merged count of every key listed is never below its refusals on all three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_most_limited_keys_of_three_nodes_are_never_below_the_truth() {
+    let server = RedisServer::start();
+    let nodes = [(); 3].map(|_| with_heartbeats(server.builder()));
+    let rule = Rule::new()
+        .prefix("many:")
+        .name("many")
+        .max(1)
+        .window(Duration::from_secs(600));
+    let calls = |node: usize, key: usize| 1 + (key * 7 + node * 53) % 10;
+    let mut truth = std::collections::BTreeMap::new();
+    for (n, node) in nodes.iter().enumerate() {
+        for key in 0..150 {
+            for _ in 0..calls(n, key) {
+                node.check(&rule, &format!("k{key}")).await;
+            }
+            *truth.entry(format!("k{key}")).or_insert(0u64) += calls(n, key) as u64;
+        }
+    }
+    // Each key's first call was admitted; the rest refused.
+    truth.values_mut().for_each(|calls| *calls -= 1);
+    let mut top = Vec::new();
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        top = nodes[0].top_limited("many", 150).await.unwrap();
+        if nodes[0].overview().await.nodes.len() == 3 && top.len() >= 100 {
+            break;
+        }
+    }
+    assert!(top.len() >= 100, "{} keys listed", top.len());
+    let mut above = 0;
+    for listed in &top {
+        let true_count = truth[&listed.key];
+        assert!(
+            listed.refused >= true_count,
+            "{}: {} listed, {true_count} refused",
+            listed.key,
+            listed.refused
+        );
+        above += listed.refused - true_count;
+    }
+    // The truly most refused key is listed first or tied with it.
+    let heaviest = truth.values().max().unwrap();
+    assert!(top[0].refused >= *heaviest, "{top:?}");
+    assert!(
+        above > 0,
+        "some keys were left out of a node's report: counted at its bound"
+    );
+}
+
 /// Two nodes (limiters) on one Redis refuse keys; either answers for both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_most_limited_keys_are_the_whole_services() {

@@ -218,7 +218,8 @@ pub(crate) fn merge(
             view.refused_per_s += p.refused_per_s;
             view.decided += p.decided;
             view.refused += p.refused;
-            p.refused_keys.iter().for_each(|(k, n)| refused.add(k, *n));
+            // A key a node left out of its report counts there as the most it may have had.
+            refused.merge(&TopKeys::reported(&p.refused_keys, p.refused_unlisted));
             p.decided_keys.iter().for_each(|(k, n)| decided.add(k, *n));
         }
     }

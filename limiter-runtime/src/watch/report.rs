@@ -6,6 +6,7 @@
 //! policy   <name> <prefix> <decisions/s> <refusals/s> <decisions> <refusals>   (the last minute)
 //! rule     <name=value>...                                                  (the policy's above: `terms`)
 //! refused  <count> <key>                                                     (the policy's above)
+//! unlisted <count>                      (the most refusals a key not listed above may have had)
 //! decided  <count> <key>
 //! ```
 //!
@@ -30,6 +31,8 @@ pub(crate) struct PolicyReport {
     pub(crate) refused: u64,
     /// The most refused keys, heaviest first, with their refusals.
     pub(crate) refused_keys: Vec<(String, u64)>,
+    /// The most refusals any key not among `refused_keys` may have had (0 from a report without it).
+    pub(crate) refused_unlisted: u64,
     /// The most decided keys (sampled), heaviest first, with their decisions.
     pub(crate) decided_keys: Vec<(String, u64)>,
     /// Its rule as the node first saw it (named `policy`, under `prefix`): what any node inspects a key of it
@@ -78,6 +81,9 @@ impl NodeReport {
                 for (key, count) in keys {
                     let _ = writeln!(out, "{kind}\t{count}\t{}", escape(key));
                 }
+                if kind == "refused" && p.refused_unlisted > 0 {
+                    let _ = writeln!(out, "unlisted\t{}", p.refused_unlisted);
+                }
             }
         }
         out
@@ -115,6 +121,7 @@ impl NodeReport {
                         decided: decided.parse().ok()?,
                         refused: refused.parse().ok()?,
                         refused_keys: Vec::new(),
+                        refused_unlisted: 0,
                         decided_keys: Vec::new(),
                         rule: None,
                     })
@@ -131,7 +138,10 @@ impl NodeReport {
                     };
                     keys.push((unescape(key), count.parse().ok()?));
                 }
-                ["node" | "policy" | "refused" | "decided", ..] => return None,
+                ["unlisted", count] => {
+                    report.policies.last_mut()?.refused_unlisted = count.parse().ok()?;
+                }
+                ["node" | "policy" | "refused" | "decided" | "unlisted", ..] => return None,
                 _ => {}
             }
         }
@@ -196,6 +206,7 @@ mod tests {
                 decided: 700,
                 refused: 15,
                 refused_keys: vec![("tab\there\nnewline\\slash".into(), 9), ("".into(), 1)],
+                refused_unlisted: 1,
                 decided_keys: vec![("ünï cödé".into(), 32)],
                 rule: Some(Rule::new().prefix("rate_limit:emp:").name("emp").max(7)),
             }],

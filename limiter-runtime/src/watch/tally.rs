@@ -176,11 +176,14 @@ impl Tally {
         let keys = |summaries: &[TopKeys; 2], n: usize| {
             let mut both = summaries[0].clone();
             both.merge(&summaries[1]);
-            both.top(n)
+            let (top, rest) = both.top_and_rest(n);
+            let top = top
                 .into_iter()
                 .map(|(key, count)| (key.to_owned(), count))
-                .collect()
+                .collect();
+            (top, rest)
         };
+        let (refused_keys, refused_unlisted) = keys(&recent.refused, refused_keys);
         PolicyReport {
             policy: self.policy.clone(),
             prefix: self.prefix.clone(),
@@ -188,8 +191,9 @@ impl Tally {
             refused_per_s: rate(refused, was_refused),
             decided: decided - first_decided,
             refused: refused - first_refused,
-            refused_keys: keys(&recent.refused, refused_keys),
-            decided_keys: keys(&recent.decided, decided_keys),
+            refused_keys,
+            refused_unlisted,
+            decided_keys: keys(&recent.decided, decided_keys).0,
             rule: Some(self.rule.clone()),
         }
     }

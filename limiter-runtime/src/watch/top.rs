@@ -52,19 +52,45 @@ impl TopKeys {
         self.counts.extend(all);
     }
 
-    /// Counts every key of `other` too.
+    /// A summary that holds `keys` with their counts, and may have forgotten keys of up to `floor` each: what
+    /// a node reports of its own.
+    pub(crate) fn reported(keys: &[(String, u64)], floor: u64) -> TopKeys {
+        let mut summary = TopKeys::new(keys.len().max(2));
+        keys.iter()
+            .for_each(|(key, count)| summary.add(key, *count));
+        summary.floor = floor;
+        summary
+    }
+
+    /// Counts every key of `other` too, never below the truth: a key one of the two does not hold may have
+    /// had up to that one's floor there, so it is counted so.
     pub(crate) fn merge(&mut self, other: &TopKeys) {
+        if other.floor > 0 {
+            for (key, count) in &mut self.counts {
+                if !other.counts.contains_key(key) {
+                    *count += other.floor;
+                }
+            }
+        }
         for (key, &count) in &other.counts {
             self.add(key, count);
         }
+        self.floor += other.floor;
     }
 
     /// The `n` heaviest keys, heaviest first (ties by key).
     pub(crate) fn top(&self, n: usize) -> Vec<(&str, u64)> {
+        self.top_and_rest(n).0
+    }
+
+    /// The `n` heaviest keys, heaviest first (ties by key), and the most any other key may have had: the
+    /// heaviest left out, or the floor.
+    pub(crate) fn top_and_rest(&self, n: usize) -> (Vec<(&str, u64)>, u64) {
         let mut all: Vec<(&str, u64)> = self.counts.iter().map(|(k, &c)| (&**k, c)).collect();
         all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let rest = all.get(n).map_or(0, |&(_, count)| count).max(self.floor);
         all.truncate(n);
-        all
+        (all, rest)
     }
 
     /// How many keys it holds.
@@ -160,6 +186,24 @@ mod tests {
         assert_eq!(summary.top(1), vec![("b", 10)]);
         summary.clear();
         assert_eq!(summary.len(), 0);
+    }
+
+    /// Merged, a key one summary had forgotten (or left out of its report) is counted at that summary's
+    /// floor: never below the truth.
+    #[test]
+    fn a_merge_counts_what_either_may_have_forgotten() {
+        // "a" 5 and "b" 2 on one node, which reports only "a" (so "b" may have had up to 2 there).
+        let one = TopKeys::reported(&[("a".to_owned(), 5)], 2);
+        let two = TopKeys::reported(&[("b".to_owned(), 4)], 0);
+        let mut merged = TopKeys::new(10);
+        merged.merge(&one);
+        merged.merge(&two);
+        assert_eq!(merged.top(2), vec![("b", 6), ("a", 5)]);
+        let mut full = TopKeys::new(10);
+        for (key, n) in [("a", 5), ("b", 2), ("c", 1)] {
+            full.add(key, n);
+        }
+        assert_eq!(full.top_and_rest(1), (vec![("a", 5)], 2));
     }
 
     /// 100 of 250 counted is more than 2 × 250 / 10: the key stays, whatever comes after it.

@@ -43,8 +43,10 @@ pub struct TopKey {
     pub policy: String,
     /// The key, as the key expression made it (without the store prefix).
     pub key: String,
-    /// Its refusals over the last minute, summed over the nodes: never fewer than it had, and more by at most
-    /// what each node's bounded summary forgot.
+    /// Its refusals over the last minute, summed over the nodes: never fewer than it had. Each node reports
+    /// its 100 most refused keys and the most any other key may have had there; a node that did not list the
+    /// key counts that most. So the sum is above the truth by at most that, for each such node (and by what a
+    /// node's bounded summary forgot).
     pub refused: u64,
 }
 
