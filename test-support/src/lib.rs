@@ -374,14 +374,39 @@ fn redis_server_binary() -> PathBuf {
 }
 
 /// Where the Redis tool `name` (`redis-server`, `redis-cli`) is; panics, saying how to install it, when it is
-/// nowhere to be found.
+/// nowhere to be found. With `LIMITER_TEST_SERVER=valkey`, Valkey's own (`valkey-server`, `valkey-cli`): the
+/// same tests, against Valkey.
 pub fn binary(name: &str) -> PathBuf {
-    find(name).unwrap_or_else(|| {
+    let name = match (server_kind(), name.strip_prefix("redis-")) {
+        (Server::Valkey, Some(tool)) => format!("valkey-{tool}"),
+        _ => name.to_owned(),
+    };
+    find(&name).unwrap_or_else(|| {
         panic!(
-            "{name} is not installed, and these tests need a real Redis. Run the test command from \
-             the README (`./scripts/test`), which installs it, or `apt-get install redis-server`."
+            "{name} is not installed, and these tests need a real server. Run the test command from the \
+             README (`./scripts/test`), which installs it, or `apt-get install redis-server` (Valkey: \
+             `apt-get install -t bookworm-backports valkey-server valkey-tools`)."
         )
     })
+}
+
+/// The server the tests run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// Redis (`redis-server`): the default.
+    Redis,
+    /// Valkey (`valkey-server`), with `LIMITER_TEST_SERVER=valkey`.
+    Valkey,
+}
+
+/// The server the tests run against: `LIMITER_TEST_SERVER` says (`redis`, the default, or `valkey`); any
+/// other value is a mistake, and panics.
+pub fn server_kind() -> Server {
+    match std::env::var("LIMITER_TEST_SERVER").as_deref() {
+        Err(_) | Ok("" | "redis") => Server::Redis,
+        Ok("valkey") => Server::Valkey,
+        Ok(other) => panic!("LIMITER_TEST_SERVER={other}: expected redis or valkey"),
+    }
 }
 
 /// Where the program `name` is: on `PATH`, or where Debian puts it.

@@ -10,7 +10,15 @@ use std::path::{Path, PathBuf};
 /// runtime's layers (the README's layout and `guide` follow it).
 const LAYERS: [&[&str]; 10] = [
     // Keys, algorithms, the clock, parsing and policy names; Tokio's budget.
-    &["algorithm", "budget", "clock", "key", "parse", "policy"],
+    &[
+        "algorithm",
+        "budget",
+        "clock",
+        "clock_gate",
+        "key",
+        "parse",
+        "policy",
+    ],
     // What a decision is, the errors, the calendar; sharded key maps.
     &["calendar", "decision", "error", "sharded"],
     // Rules and the overrides in force.

@@ -9,7 +9,7 @@
 //! - a hot key's calls at once: fewer script calls than calls (coalescing), and a lease's: one per lease;
 //! - a permit in flight: one more, for its release (see `in_flight.rs`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
 use tests::{Monitor, RedisServer};
@@ -24,13 +24,22 @@ async fn connected(server: &RedisServer) -> Limiter {
         .unwrap()
 }
 
-/// The commands sent while `calls` ran, by name, and by the tasks they left (a give-back from a destructor),
-/// given 100 ms to run.
-async fn sent<F: std::future::Future<Output = ()>>(monitor: &Monitor, calls: F) -> Vec<String> {
+/// The commands sent while `calls` ran, by name, and by the tasks they left (a give-back from a destructor):
+/// once at least `expected` have come (within 5 s), with any more sent by then.
+async fn sent<F: std::future::Future<Output = ()>>(
+    monitor: &Monitor,
+    expected: usize,
+    calls: F,
+) -> Vec<String> {
     monitor.take();
     calls.await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    monitor.take()
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut commands = monitor.take();
+    while commands.len() < expected && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        commands.extend(monitor.take());
+    }
+    commands
 }
 
 #[tokio::test]
@@ -45,7 +54,7 @@ async fn a_decision_is_one_script_call_for_every_algorithm_admitted_or_refused()
             .max(3)
             .window(Duration::from_secs(60));
         let mut admitted = 0;
-        let commands = sent(&monitor, async {
+        let commands = sent(&monitor, 0, async {
             for key in 0..10 {
                 // Some admitted, then refused (the deny cache answers some refusals without Redis).
                 for _ in 0..5 {
@@ -76,7 +85,7 @@ async fn limits_decided_as_one_are_one_script_call() {
         .algorithm(Algorithm::TokenBucket)
         .max(1_000)
         .window(Duration::from_secs(3_600));
-    let commands = sent(&monitor, async {
+    let commands = sent(&monitor, 20, async {
         for key in 0..20 {
             let [a, b] = limiter.check_all([(&burst, key), (&hourly, key)]).await;
             assert!(a.allowed && b.allowed);
@@ -114,7 +123,7 @@ async fn a_give_back_is_one_more_and_a_kept_charge_none() {
     let limiter = connected(&server).await;
     let monitor = Monitor::start(server.port());
     let commands = limiter
-        .scope(sent(&monitor, async {
+        .scope(sent(&monitor, 3, async {
             // A failure keeps its unit: one call. A success gives it back: one more.
             assert!(login("ada", false).await.is_err());
             assert!(login("ada", true).await.is_ok());
@@ -131,7 +140,7 @@ async fn a_give_back_is_one_more_and_a_kept_charge_none() {
         .algorithm(Algorithm::TokenBucket)
         .max(100_000)
         .window(Duration::from_secs(60));
-    let commands = sent(&monitor, async {
+    let commands = sent(&monitor, 5, async {
         let settled = limiter.reserve(&tokens, "acme", 1_000).await.unwrap();
         settled.settle(250).await;
         let whole = limiter.reserve(&tokens, "acme", 1_000).await.unwrap();
@@ -154,7 +163,7 @@ async fn a_hot_keys_calls_share_script_calls_and_a_lease_spends_without_any() {
     let limiter = connected(&server).await;
     let monitor = Monitor::start(server.port());
     let hot = Rule::new().prefix("hot:").max(1_000_000);
-    let commands = sent(&monitor, async {
+    let commands = sent(&monitor, 1, async {
         let calls = (0..64).map(|_| limiter.check(&hot, "k"));
         assert!(futures::future::join_all(calls)
             .await
@@ -173,7 +182,7 @@ async fn a_hot_keys_calls_share_script_calls_and_a_lease_spends_without_any() {
         .max(1_000_000)
         .lease(100)
         .lease_ttl(Duration::from_secs(30));
-    let commands = sent(&monitor, async {
+    let commands = sent(&monitor, 1, async {
         for _ in 0..100 {
             assert!(limiter.check(&leased, "k").await.allowed);
         }
