@@ -1,7 +1,8 @@
 //! A call dropped on its way to Redis keeps nothing: a caller that goes away (a client disconnect, a
 //! `timeout` around the call) after its call was sent never learns what Redis decided, so what Redis charged
-//! for it is given back once the answer is in. For a call alone and for a call waiting in a batch: permits
-//! in flight come back at once instead of after their time to live, and rate units are not spent.
+//! for it is given back once the answer is in. For a call alone, a call waiting in a batch, a call across a
+//! cluster's slots and a call taking a lease: permits in flight come back at once instead of after their time
+//! to live, rate units are not spent, and a lease taken for no one goes back whole.
 
 use std::future::Future;
 use std::pin::pin;
@@ -142,4 +143,125 @@ async fn dropped_checks_are_not_charged() {
     assert_eq!(tests::logged_calls(&mut redis, "charged:k"), admitted);
     let after = limiter.check(&rule, "k").await;
     assert_eq!(after.remaining as usize, 1_000 - admitted - 1);
+}
+
+/// On a cluster, 160 calls of two limits in two slots (decided one slot at a time), each dropped after a few
+/// polls: once the exchanges are done, each slot's log holds exactly the calls whose callers read an
+/// admission. A call dropped between its slots gives back what the first slot charged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_calls_across_slots_are_not_charged() {
+    let cluster = tests::RedisCluster::start();
+    let limiter = cluster
+        .builder()
+        .deadline(tests::PATIENT)
+        .deny_cache(false)
+        .build()
+        .unwrap();
+    let [one, two] = ["{one}:dropped:", "{two}:dropped:"].map(|prefix| {
+        Rule::new()
+            .prefix(prefix)
+            .max(1_000)
+            .window(Duration::from_secs(3_600))
+    });
+    assert!(limiter.check_all([(&one, "warm"), (&two, "warm")]).await[0].allowed);
+    let tasks: Vec<_> = (0..16)
+        .map(|task| {
+            let (limiter, one, two) = (limiter.clone(), one.clone(), two.clone());
+            tokio::spawn(async move {
+                let mut rng = Rng::new(task + 200);
+                let (mut admitted, mut dropped) = (0, 0);
+                for _ in 0..10 {
+                    let polls = 1 + rng.below(6);
+                    let call = limiter.check_all([(&one, "k"), (&two, "k")]);
+                    match poll_then_drop(call, polls).await {
+                        Some(decisions) => {
+                            admitted += usize::from(decisions.iter().all(|d| d.allowed))
+                        }
+                        None => dropped += 1,
+                    }
+                }
+                (admitted, dropped)
+            })
+        })
+        .collect();
+    let (mut admitted, mut dropped) = (0, 0);
+    for task in tasks {
+        let (a, d) = task.await.unwrap();
+        admitted += a;
+        dropped += d;
+    }
+    assert!(
+        dropped > 10,
+        "{dropped} calls dropped before their decision"
+    );
+    let logged = |key: &str| {
+        let port = cluster.master_of_slot(cluster.slot(key)).port;
+        cluster
+            .command::<usize>(port, redis::cmd("ZCOUNT").arg(key).arg(0).arg("+inf"))
+            .unwrap()
+    };
+    until(|| logged("{one}:dropped:k") == admitted && logged("{two}:dropped:k") == admitted).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        (logged("{one}:dropped:k"), logged("{two}:dropped:k")),
+        (admitted, admitted),
+        "{admitted} admitted, {dropped} dropped"
+    );
+}
+
+/// First calls of a leased limit, each taking a lease of 100 for its key, dropped after a few polls: once
+/// Redis has answered, every lease taken for no one has gone back whole (a bucket given back whole leaves no
+/// key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_lease_takes_give_the_lease_back() {
+    let server = RedisServer::start();
+    let limiter = server
+        .builder()
+        .deadline(tests::PATIENT)
+        .deny_cache(false)
+        .heartbeat_every(Duration::from_secs(3_600))
+        .build()
+        .unwrap();
+    let rule = Rule::new()
+        .prefix("leased:")
+        .algorithm(limiter_runtime::Algorithm::TokenBucket)
+        .max(1_000)
+        .window(Duration::from_secs(3_600))
+        .lease(100)
+        .lease_ttl(Duration::from_secs(60));
+    assert!(limiter.check(&rule, "warm").await.allowed);
+    let mut redis = server.connection();
+    // Script calls so far: with no heartbeat, lease takes (and their give-backs).
+    let scripts = |redis: &mut redis::Connection| {
+        let stats: String = redis::cmd("INFO").arg("commandstats").query(redis).unwrap();
+        stats
+            .lines()
+            .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+            .and_then(|rest| rest.split(',').next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = scripts(&mut redis);
+    let (mut rng, mut dropped) = (Rng::new(7), Vec::new());
+    for i in 0..60 {
+        let key = format!("k{i}");
+        let polls = 1 + rng.below(3);
+        if poll_then_drop(limiter.check(&rule, &key), polls)
+            .await
+            .is_none()
+        {
+            dropped.push(key);
+        }
+    }
+    assert!(dropped.len() >= 10, "{} dropped", dropped.len());
+    // Some took a lease in Redis before their callers went away.
+    until(|| scripts(&mut redis) >= before + 2).await;
+    until(|| {
+        dropped.iter().all(|key| {
+            !redis::cmd("EXISTS")
+                .arg(format!("leased:{key}"))
+                .query::<bool>(&mut redis)
+                .unwrap()
+        })
+    })
+    .await;
 }

@@ -88,8 +88,9 @@
 //!   it should;
 //! - a call whose caller **went away** before it was answered (a client that disconnected, a `timeout`
 //!   around the call: its future dropped) is given back whole once Redis answers, its permits in flight
-//!   too, since no one will act on it. The same holds for a call dropped while it waits in a batch
-//!   (`tests/tests/dropped.rs`).
+//!   too, since no one will act on it. The same holds for a call dropped while it waits in a batch, a
+//!   call whose limits a cluster's slots split (the exchange is finished, then given back), and a call
+//!   taking a lease (the lease goes back whole) (`tests/tests/dropped.rs`).
 //!
 //! This holds for a call alone, for calls batched together (on a hot key, or across keys), and for a lease
 //! taken late (`tests/tests/late_answers.rs`, `tests/tests/batches.rs`). In a batch, each call is decided by

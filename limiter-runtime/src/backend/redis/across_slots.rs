@@ -73,16 +73,21 @@ impl RedisBackend {
             let costs: Vec<u64> = asked.iter().map(|limit| limit.charge.cost).collect();
             Ok::<_, BackendError>((decided_of(&owned, &costs, &outcome, now), owned))
         };
-        let mut exchange: Exchange = Box::pin(exchange);
+        let mut flight = Exchanging {
+            exchange: Some(Box::pin(exchange)),
+            redis: self,
+        };
         let timer = tokio::time::sleep(self.deadline);
         tokio::pin!(timer);
         let answered = std::future::poll_fn(|cx| {
+            let exchange = flight.exchange.as_mut().expect("until answered or late");
             if let Poll::Ready(done) = exchange.as_mut().poll(cx) {
                 return Poll::Ready(Some(done));
             }
             timer.as_mut().poll(cx).map(|()| None)
         })
         .await;
+        let exchange = flight.exchange.take().expect("until answered or late");
         match answered {
             Some(done) => Ok(done?.0),
             // Past the deadline: the exchange runs on, to be reconciled with the decision made meanwhile.
@@ -91,5 +96,26 @@ impl RedisBackend {
                 late: Some(Late::Exchange(exchange)),
             }),
         }
+    }
+}
+
+/// A call's exchange across slots on its way: a caller that goes away before it is done (a client gone, a
+/// `timeout` around the call) hands it to a task that finishes it and gives back what the slots charged,
+/// since no one will act on it.
+struct Exchanging<'a> {
+    exchange: Option<Exchange>,
+    redis: &'a Arc<RedisBackend>,
+}
+
+impl Drop for Exchanging<'_> {
+    fn drop(&mut self) {
+        let Some(exchange) = self.exchange.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let redis = Arc::clone(self.redis);
+        runtime.spawn(async move { redis.reconcile_exchange(exchange, true).await });
     }
 }

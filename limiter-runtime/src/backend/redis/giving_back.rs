@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::lease::HeldLease;
-use super::round_trip::{call_key, named, within, Failed, Late};
+use super::round_trip::{call_key, named, within_held, Failed, Late};
 use super::script;
 use super::script::GiveBack;
+use super::script::Sent;
 use super::RedisBackend;
 use crate::algorithm::Algorithm;
 use crate::call::{Call, Charged, Decided, LeaseTerms, OneOrMany};
@@ -32,8 +33,12 @@ impl RedisBackend {
         let back_given = back.as_deref().map(HeldLease::remainder);
         let (script, command) =
             script::lease_command(limit, terms.units, back_given.as_ref(), self.test_now());
-        let sending = script::send(script, self.connection()?, command);
-        let reply = match within(sending, self.deadline).await {
+        let mut taking = Taking {
+            sent: Some(script::send(script, self.connection()?, command)),
+            redis: self,
+            call,
+        };
+        let reply = match within_held(&mut taking.sent, self.deadline).await {
             Ok(reply) => reply,
             Err(mut failed) => {
                 if let Some(Late::Script(late, _)) = failed.late.take() {
@@ -135,5 +140,27 @@ impl RedisBackend {
             self.send_give_backs(&[held.remainder()], held.remainder().key.into())
                 .await;
         }
+    }
+}
+
+/// A lease's script call on its way: a caller that goes away before it is answered (a client gone, a
+/// `timeout` around the call) hands it to a task that gives the lease back whole once Redis answers, since
+/// no one will spend it.
+struct Taking<'a, 'r> {
+    sent: Option<Sent>,
+    redis: &'a Arc<RedisBackend>,
+    call: &'a Call<'r>,
+}
+
+impl Drop for Taking<'_, '_> {
+    fn drop(&mut self) {
+        let Some(sent) = self.sent.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (redis, call) = (Arc::clone(self.redis), self.call.detached());
+        runtime.spawn(async move { redis.return_late_lease(sent, &call).await });
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::coalesce::Member;
-use super::round_trip::{asked, costs_of, decided_of, Late, Told};
+use super::round_trip::{asked, costs_of, decided_of, Exchange, Late, Told};
 use super::script;
 use super::script::{GiveBack, Sent};
 use super::{RedisBackend, LATE};
@@ -23,16 +23,20 @@ impl RedisBackend {
                 };
                 self.reconcile_batch(sent, &[member], &[refused]).await;
             }
-            Late::Exchange(exchange) => {
-                let Ok(Ok((decided, owned))) = tokio::time::timeout(LATE, exchange).await else {
-                    return;
-                };
-                if decided.admitted && refused {
-                    crate::observe::reconciled();
-                    let units: Vec<u64> = owned.limits().iter().map(|l| l.charge.cost).collect();
-                    self.give_back(&owned, &decided, &units).await;
-                }
-            }
+            Late::Exchange(exchange) => self.reconcile_exchange(exchange, refused).await,
+        }
+    }
+
+    /// [`reconcile`](RedisBackend::reconcile) of a call's exchange across a cluster's slots: once it is done,
+    /// what it charged goes back if its caller was refused meanwhile (or went away).
+    pub(super) async fn reconcile_exchange(self: &Arc<Self>, exchange: Exchange, refused: bool) {
+        let Ok(Ok((decided, owned))) = tokio::time::timeout(LATE, exchange).await else {
+            return;
+        };
+        if decided.admitted && refused {
+            crate::observe::reconciled();
+            let units: Vec<u64> = owned.limits().iter().map(|l| l.charge.cost).collect();
+            self.give_back(&owned, &decided, &units).await;
         }
     }
 

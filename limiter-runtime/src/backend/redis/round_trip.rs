@@ -207,7 +207,10 @@ pub(super) async fn within(sent: Sent, budget: Duration) -> Result<Value, Failed
 
 /// [`within`] of a script call `sent` holds (taken once answered, or handed on past the budget): dropped
 /// meanwhile, its holder still holds it.
-async fn within_held(sent: &mut Option<Sent>, budget: Duration) -> Result<Value, Failed> {
+pub(super) async fn within_held(
+    sent: &mut Option<Sent>,
+    budget: Duration,
+) -> Result<Value, Failed> {
     let timer = tokio::time::sleep(budget);
     tokio::pin!(timer);
     let answered = std::future::poll_fn(|cx| {
