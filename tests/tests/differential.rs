@@ -426,3 +426,68 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
     );
     eprintln!("{decisions} decisions in {scripts} script calls");
 }
+
+/// A token bucket's reservations settled in random order while it drains: its records of give-backs out of
+/// order, in memory and in `limiter.lua`, leave the same bucket after every step.
+#[tokio::test]
+async fn a_bucket_settled_in_any_order_while_it_drains() {
+    let server = RedisServer::start();
+    for seed in 1..=4 {
+        let mut rng = Rng::new(seed);
+        let rule = Rule::new()
+            .prefix(format!("drains:{seed}:"))
+            .algorithm(Algorithm::TokenBucket)
+            .max(*rng.pick(&[10, 7]))
+            .window(Duration::from_secs(1))
+            .burst(40);
+        let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
+        let memory = Limiter::builder()
+            .clock(memory_clock.clone())
+            .build()
+            .unwrap();
+        let redis = Limiter::builder()
+            .redis(server.url())
+            .deadline(tests::PATIENT)
+            .deny_cache(false)
+            .clock(redis_clock.clone())
+            .build()
+            .unwrap();
+        let mut held = Vec::new();
+        let mut settled = 0;
+        for step in 0..400 {
+            match rng.below(10) {
+                0..=3 => {
+                    let cost = 1 + rng.below(8);
+                    let m = memory.reserve(&rule, "k", cost).await;
+                    let r = redis.reserve(&rule, "k", cost).await;
+                    assert_eq!(m.is_ok(), r.is_ok(), "seed {seed}, step {step}");
+                    if let (Ok(m), Ok(r)) = (m, r) {
+                        held.push((m, r, cost));
+                    }
+                }
+                4..=7 if !held.is_empty() => {
+                    let (m, r, cost) = held.swap_remove(rng.below(held.len() as u64) as usize);
+                    let used = rng.below(cost + 1);
+                    m.settle(used).await;
+                    r.settle(used).await;
+                    settled += 1;
+                }
+                _ => {
+                    let step = Duration::from_micros(rng.below(400_000));
+                    memory_clock.advance(step);
+                    redis_clock.advance(step);
+                }
+            }
+            let (m, r) = (
+                memory.check_cost(&rule, "k", 0).await,
+                redis.check_cost(&rule, "k", 0).await,
+            );
+            assert_eq!(
+                (m.remaining, m.reset_after),
+                (r.remaining, r.reset_after),
+                "seed {seed}, step {step}"
+            );
+        }
+        assert!(settled > 100, "{settled} settled");
+    }
+}

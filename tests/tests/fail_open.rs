@@ -92,7 +92,10 @@ async fn a_hung_redis_costs_one_deadline_and_the_timed_out_call_is_not_retried()
     let mut redis = server.connection();
     let waited = Instant::now();
     while tests::logged_calls(&mut redis, "rate_limit:k") == 0 {
-        assert!(waited.elapsed() < Duration::from_secs(5), "the paused call never ran");
+        assert!(
+            waited.elapsed() < Duration::from_secs(5),
+            "the paused call never ran"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
