@@ -382,8 +382,8 @@ impl LimiterBuilder {
             None => Backend::Memory(MemoryStore::new(clock.clone(), max_keys)),
             Some(_) if self.clock.is_some() && !cfg!(feature = "test-clock") => {
                 return Err(Error::InvalidRedisSetup(
-                    "a clock of your own decides only in memory: with Redis, decisions read Redis's clock \
-                     (passing a clock to Redis is a test hook, behind the runtime's `test-clock` feature)"
+                    "a clock of your own decides only in memory: with Redis, decisions read Redis's clock, \
+                     the one every node shares (a clock passed to Redis is a hook of limiter's own tests)"
                         .to_owned(),
                 ));
             }
@@ -458,7 +458,7 @@ mod tests {
         } else {
             let error = built.expect_err("a clock of its own refused");
             assert!(matches!(error, Error::InvalidRedisSetup(_)), "{error}");
-            assert!(error.to_string().contains("test-clock"), "{error}");
+            assert!(error.to_string().contains("Redis's clock"), "{error}");
         }
         let in_memory = Limiter::builder().clock(FakeClock::new()).build();
         assert!(in_memory.is_ok());
