@@ -20,10 +20,14 @@
 --   reset_after us, then the leaky bucket's delay us, then the buckets' receipt: the queue as the call left
 --   it (below; "" when it was not admitted), for giving its charge back later}.
 --
--- batch: then the number of shapes, and each shape: a limit's 4 arguments as "decide" takes them; then groups,
+-- batch: then the number of shapes, and each shape: a limit's 4 arguments as "decide" takes them (the depth of
+--   a limit under a penalty followed by "|<first block us>|<longest block us>"); then groups,
 --   each one call (or calls on the same limits), decided in turn exactly as "decide" decides it alone: its
 --   head, the indices (from 1) of its limits' shapes, comma-separated, and "/<calls>" when it has more than one
---   call; then each call's nonce and costs. A group's keys follow the previous group's in KEYS. The calls of a batch are many callers' calls on any keys, sent as
+--   call; then each call's nonce and costs. A group's keys follow the previous group's in KEYS: its limits'
+--   keys, then the block key of each of its limits under a penalty. A limit whose key is blocked answers
+--   allowed 2 (refused, counting nothing; retry_after the block's remaining time); a call it refuses itself,
+--   one that it could admit some day, starts a block (and answers 2, retry_after the block's length). The calls of a batch are many callers' calls on any keys, sent as
 --   one script call. Returns {now, then for each group: its answers as "decide" returns them (without now),
 --   written as one string, comma-separated (one string is far cheaper for a client to read than as many
 --   values); or, when the group met a fault (a key holding another type, a calendar a period behind), "!" and
@@ -247,16 +251,37 @@ end
 
 -- A limit's 4 arguments from ARGV[a + 1]: {algorithm (negated for a shadow), window, max, depth as a number,
 -- depth as sent (a calendar's ends)}.
+-- A limit under a penalty has "|<first us>|<cap us>" after its depth: {..., first, cap}.
 local function shape_at(a)
-  local depth = ARGV[a + 4]
-  return {tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(depth), depth}
+  local depth, first, cap = ARGV[a + 4], nil, nil
+  if string.find(depth, '|', 1, true) then depth, first, cap = string.match(depth, '^([^|]*)|(%d+)|(%d+)$') end
+  return {tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(depth), depth,
+    tonumber(first), tonumber(cap)}
 end
+
+-- The blocks of a group's limits under a penalty: their keys follow the group's limits' keys, in the limits'
+-- order. Returns the index in KEYS of each such limit's block key, by limit, and how many there are.
+local function blocks_of(k, shapes)
+  local blocks, count = nil, 0
+  for i = 1, #shapes do
+    if shapes[i][6] then
+      count = count + 1
+      blocks = blocks or {}
+      blocks[i] = k + #shapes + count
+    end
+  end
+  return blocks, count
+end
+
+-- A key's block (see src/penalty.rs): "<until us>:<offences>:<p|b>", p a penalty's, b a ban's.
+local BLOCK = '^(%d+):(%d+):[pb]$'
 
 -- Decides the `calls` calls of one group (one call's limits, or calls on the same limits coalesced): its
 -- limits' keys are KEYS[k + 1 ..], their shapes `shapes` (see shape_at), and each call's nonce and costs are
 -- ARGV[c ..]. Appends each call's answers to `reply` from index `n` + 1; returns the index of the last.
 local function decide(k, shapes, c, calls, reply, n)
   local limits = #shapes
+  local blocks = blocks_of(k, shapes)
   -- The period each calendar limit charged (its end), by limit: a call refused by another limit gives it back.
   local periods
   for call = 1, calls do
@@ -270,8 +295,18 @@ local function decide(k, shapes, c, calls, reply, n)
       if not vetoes then algorithm = -algorithm end
       local window, max, cost = shape[2], shape[3], tonumber(ARGV[c + i])
       local allowed, remaining, retry_after, reset_after, delay, receipt = 0, 0, 0, 0, 0, ""
+      -- A limit under a penalty: its key's block, read before it counts; while in force, the call is refused
+      -- (allowed 2), counting nothing.
+      local block, ends, offences = blocks and blocks[i], nil, nil
+      if block then
+        local state = redis.call('GET', KEYS[block])
+        if state then ends, offences = string.match(state, BLOCK) end
+        ends, offences = tonumber(ends), tonumber(offences)
+      end
 
-      if algorithm == 1 then
+      if ends and ends > now then
+        allowed, retry_after, reset_after = 2, ends - now, ends - now
+      elseif algorithm == 1 then
         -- Sliding-window log: at most `max` units in any interval of length `window`. An admission at time s
         -- counts while s > now - window. One member per call ("<nonce>:1", or "<nonce>*<cost>" for a heavier
         -- one), and "#" scored minus the units in the window, plus 2^52 while heavier calls may be among them
@@ -499,7 +534,24 @@ local function decide(k, shapes, c, calls, reply, n)
         end
       end
 
-      if allowed == 0 and vetoes then admitted = false end
+      -- The limit's own refusal of a call it could admit some day is an offence: it starts a block.
+      if allowed == 0 and block and (algorithm == 6 or cost <= max) and (algorithm ~= 4 or cost <= shape[4]) then
+        -- The first length, or twice the last one's up to the cap if the key was not clean for the cap since
+        -- its last block ended.
+        local first, cap = shape[6], shape[7]
+        if not ends or now >= ends + cap then offences = 0 end
+        offences = min_of(offences + 1, 64)
+        local length = first
+        for _ = 2, offences do
+          length = length * 2
+          if length >= cap then break end
+        end
+        length = min_of(length, cap)
+        redis.call('SET', KEYS[block], string.format('%d:%d:p', now + length, offences), 'PX',
+          max_of(ceil((length + cap) / 1000), min_ttl))
+        allowed, remaining, retry_after, reset_after = 2, 0, length, max_of(reset_after, length)
+      end
+      if allowed ~= 1 and vetoes then admitted = false end
       reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = allowed, remaining, retry_after, reset_after
       n = n + 4
       if algorithm == 5 then
@@ -585,7 +637,8 @@ while a <= #ARGV do
     if type(fault) == 'table' then fault = fault.err end
     reply[#reply + 1] = '!' .. tostring(fault)
   end
-  k = k + #group
+  local _, blocked = blocks_of(k, group)
+  k = k + #group + blocked
   a = a + 1 + calls * (1 + #group)
 end
 return reply

@@ -63,6 +63,7 @@ pub struct Decision {
 /// |---|---|---|
 /// | [`Admitted`](Verdict::Admitted) | `admitted` | goes ahead: the store admitted it |
 /// | [`Limited`](Verdict::Limited) | `limited` | is refused: the limit is reached |
+/// | [`Blocked`](Verdict::Blocked) | `blocked` | is refused: its key is blocked, by a [`Penalty`](crate::Penalty) or an operator's [ban](crate::Limiter::ban) |
 /// | [`Unavailable`](Verdict::Unavailable) | `unavailable` | is refused: Redis could not decide, and the rule fails closed |
 /// | [`DegradedOpen`](Verdict::DegradedOpen) | `degraded_open` | goes ahead: Redis could not decide, and the rule fails open |
 /// | [`DegradedLocal`](Verdict::DegradedLocal) | `degraded_local` | was decided by this node's share of the limit, Redis being unreachable |
@@ -76,6 +77,10 @@ pub enum Verdict {
     Admitted,
     /// The limit is reached: the call is refused.
     Limited,
+    /// The key is blocked, by its rule's [`Penalty`](crate::Penalty) (this call's refusal started the block,
+    /// or one is in force) or by an operator's [ban](crate::Limiter::ban): the call is refused, and
+    /// `retry_after` is what is left of the block.
+    Blocked,
     /// Redis could not decide and the rule fails closed: the call is refused.
     Unavailable,
     /// Redis could not decide and the rule fails open: the call goes ahead.
@@ -93,9 +98,10 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in the table's order.
-    pub const ALL: [Verdict; 8] = [
+    pub const ALL: [Verdict; 9] = [
         Verdict::Admitted,
         Verdict::Limited,
+        Verdict::Blocked,
         Verdict::Unavailable,
         Verdict::DegradedOpen,
         Verdict::DegradedLocal,
@@ -104,12 +110,13 @@ impl Verdict {
         Verdict::SwitchedOff,
     ];
 
-    /// Its name in metrics labels and tracing fields: `admitted`, `limited`, `unavailable`, `degraded_open`,
+    /// Its name in metrics labels and tracing fields: `admitted`, `limited`, `blocked`, `unavailable`, `degraded_open`,
     /// `degraded_local`, `shadow`, `skipped` or `switched_off`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Verdict::Admitted => "admitted",
             Verdict::Limited => "limited",
+            Verdict::Blocked => "blocked",
             Verdict::Unavailable => "unavailable",
             Verdict::DegradedOpen => "degraded_open",
             Verdict::DegradedLocal => "degraded_local",
@@ -142,9 +149,10 @@ impl Decision {
             degraded,
             in_flight: false,
             // What the store said; the pipeline names degraded, shadow, skipped and switched-off decisions.
-            verdict: match outcome.allowed {
-                true => Verdict::Admitted,
-                false => Verdict::Limited,
+            verdict: match (outcome.allowed, outcome.blocked) {
+                (true, _) => Verdict::Admitted,
+                (false, true) => Verdict::Blocked,
+                (false, false) => Verdict::Limited,
             },
         }
     }

@@ -68,6 +68,7 @@ mod decision;
 mod error;
 mod key;
 mod parse;
+mod penalty;
 mod policy;
 mod sharded;
 
@@ -112,6 +113,7 @@ pub use crate::limiter::{
 };
 pub use crate::overrides::Override;
 pub use crate::parse::ParseError;
+pub use crate::penalty::{Penalty, PenaltyError};
 pub use crate::rule::{OnError, Rule};
 pub use crate::watch::{Inspection, NodeView, Overview, PolicyView, TopKey};
 

@@ -117,7 +117,7 @@ pub(crate) struct Metrics {
 #[derive(Debug)]
 struct Handles {
     /// By verdict, in [`Verdict::ALL`](crate::Verdict::ALL)'s order.
-    decisions: [metrics::Counter; 8],
+    decisions: [metrics::Counter; 9],
     shadow: metrics::Counter,
     redis: metrics::Histogram,
 }
@@ -131,7 +131,9 @@ impl Handles {
                 crate::Verdict::Unavailable
                 | crate::Verdict::DegradedOpen
                 | crate::Verdict::DegradedLocal => "degraded",
-                crate::Verdict::Limited | crate::Verdict::Shadow => "limited",
+                crate::Verdict::Limited | crate::Verdict::Blocked | crate::Verdict::Shadow => {
+                    "limited"
+                }
                 _ => "allowed",
             };
             metrics::counter!("limiter_decisions_total", "prefix" => prefix.to_owned(), "outcome" => outcome, "reason" => verdict.as_str())

@@ -62,6 +62,7 @@ impl FixedWindow {
                     mark: index,
                     ..Receipt::default()
                 },
+                blocked: false,
             };
         }
         let retry_after = if req.cost > req.max {

@@ -46,6 +46,7 @@ impl InFlight {
                     mark: self.next,
                     ..Receipt::default()
                 },
+                blocked: false,
             };
         }
         // When a permit comes back is not known: it is the holder's to say.

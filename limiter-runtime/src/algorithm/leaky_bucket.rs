@@ -38,6 +38,7 @@ impl LeakyBucket {
                 reset_after: narrow(ceil_div(after, max)),
                 delay: narrow(ceil_div(queued, max)),
                 receipt,
+                blocked: false,
             };
         }
         let retry_after = if req.cost > req.max {

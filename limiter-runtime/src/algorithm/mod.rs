@@ -329,6 +329,9 @@ pub(crate) struct Outcome {
     pub(crate) delay: u64,
     /// What an admission charged (empty when nothing was).
     pub(crate) receipt: Receipt,
+    /// Refused for its key's block (a penalty's or a ban), in force or started by this very call; then
+    /// `retry_after` is what is left of the block.
+    pub(crate) blocked: bool,
 }
 
 /// What an admission charged, so that it can be given back exactly: see each algorithm's `give_back`.
@@ -357,6 +360,22 @@ impl Outcome {
             reset_after: 0,
             delay: 0,
             receipt: Receipt::default(),
+            blocked: false,
+        }
+    }
+
+    /// Refused for its key's block, `left` µs more (the block's remaining time, both to retry after and to
+    /// wait for a fresh start: `reset_after` is at least it).
+    pub(crate) fn blocked(self, left: u64) -> Outcome {
+        Outcome {
+            allowed: false,
+            remaining: 0,
+            retry_after: left,
+            reset_after: self.reset_after.max(left),
+            delay: 0,
+            receipt: Receipt::default(),
+            blocked: true,
+            ..self
         }
     }
 
@@ -368,6 +387,7 @@ impl Outcome {
             reset_after,
             delay: 0,
             receipt: Receipt::default(),
+            blocked: false,
         }
     }
 }

@@ -134,6 +134,7 @@ pub(crate) fn outcome(
                 at: now,
                 ..Receipt::default()
             },
+            blocked: false,
         };
     }
     let retry_after = if req.cost <= req.max {

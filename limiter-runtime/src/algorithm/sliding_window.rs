@@ -67,6 +67,7 @@ impl SlidingWindow {
                     mark: index,
                     ..Receipt::default()
                 },
+                blocked: false,
             };
         }
 

@@ -33,6 +33,7 @@ impl TokenBucket {
                 reset_after: narrow(ceil_div(used, max)),
                 delay: 0,
                 receipt,
+                blocked: false,
             };
         }
         let retry_after = if req.cost > req.burst {

@@ -118,6 +118,7 @@ impl Decided {
                 },
                 _ if decision.allowed => Verdict::Admitted,
                 _ if !limit.vetoes => Verdict::Shadow,
+                _ if decision.verdict == Verdict::Blocked => Verdict::Blocked,
                 _ => Verdict::Limited,
             };
         }

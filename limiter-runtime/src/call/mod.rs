@@ -131,6 +131,8 @@ pub(crate) struct CallLimit<'r> {
     pub(crate) on_error: OnError,
     /// Its rule's lease: with Redis, units this node takes at once and spends in memory.
     pub(crate) lease: Option<LeaseTerms>,
+    /// Its rule's penalty: a call it refuses blocks its key (see [`crate::penalty`]).
+    pub(crate) penalty: Option<crate::Penalty>,
 }
 
 /// A limit of a call decided before any store is asked.
@@ -219,6 +221,7 @@ impl<'r> Call<'r> {
                 vetoes: limit.vetoes,
                 on_error: limit.on_error,
                 lease: limit.lease,
+                penalty: limit.penalty,
             }),
         }
     }
@@ -247,6 +250,12 @@ impl<'r> Call<'r> {
             .iter()
             .map(|limit| u64::from(limit.algorithm == Algorithm::InFlight))
             .collect()
+    }
+
+    /// Whether any of its limits has a penalty: then each is decided with its key's block.
+    #[inline]
+    pub(crate) fn penalized(&self) -> bool {
+        self.limits.iter().any(|limit| limit.penalty.is_some())
     }
 
     /// Whether every limit was decided before any store was asked.
@@ -312,9 +321,11 @@ impl<'r> CallLimit<'r> {
         // A lease its algorithm can take: a token bucket's, a fixed window's.
         let leases = matches!(algorithm, Algorithm::TokenBucket | Algorithm::FixedWindow);
         let ttl = rule.lease_ttl.unwrap_or(Duration::from_millis(100));
+        // A penalty's calls each read the key's block in the store: none is spent from a lease.
+        let penalty = rule.penalty;
         let lease = rule
             .lease
-            .filter(|&units| units > 0 && leases && !ttl.is_zero())
+            .filter(|&units| units > 0 && leases && !ttl.is_zero() && penalty.is_none())
             .map(|units| LeaseTerms { units, ttl });
         CallLimit {
             algorithm,
@@ -323,6 +334,7 @@ impl<'r> CallLimit<'r> {
             vetoes: !rule.shadow_value(),
             on_error: rule.on_error_value(),
             lease,
+            penalty,
             key: ask.key,
             rule: ask.rule,
         }
@@ -378,9 +390,16 @@ impl Call<'static> {
                     vetoes: true,
                     on_error: OnError::Open,
                     lease: None,
+                    penalty: None,
                 })
                 .collect(),
         }
+    }
+
+    /// This call, its `i`-th limit under `penalty`.
+    pub(crate) fn with_penalty(mut self, i: usize, penalty: crate::Penalty) -> Self {
+        self.limits[i].penalty = Some(penalty);
+        self
     }
 
     /// This call, its `i`-th limit a shadow limit (it does not veto).

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::calendar::{Period, Terms, Zone};
-use crate::Algorithm;
+use crate::{Algorithm, Penalty};
 
 pub(crate) use self::env::{duration, env, parse_env, set};
 pub use self::on_error::OnError;
@@ -56,6 +56,7 @@ pub struct Rule {
     pub(crate) lease: Option<u64>,
     pub(crate) lease_ttl: Option<Duration>,
     pub(crate) in_flight_ttl: Option<Duration>,
+    pub(crate) penalty: Option<Penalty>,
     /// A calendar quota's period, zone and billing day.
     pub(crate) calendar: Terms,
     /// The limit of calls in flight an attribute's `in_flight` adds beside its rate: counted under the rate's
@@ -200,6 +201,20 @@ impl Rule {
         self
     }
 
+    /// A penalty ([`Penalty`]): a call this rule's limit refuses blocks its key for a while, fixed or
+    /// escalating, on every node; every call of the key is refused until the block ends, with `retry_after` the
+    /// block's remaining time. Operators can also [`ban`](crate::Limiter::ban) a key of a rule with a
+    /// penalty. `penalty = "10m"` or `penalty = "1m..1h"` on the attribute.
+    ///
+    /// It works with every algorithm, calls in flight and calendar quotas included, and with stacked calls (a
+    /// call is refused, and charged nothing, when any of its keys is blocked). A shadow rule reports its
+    /// blocks and never refuses. A rule with a penalty takes no [`lease`](Rule::lease): each call must read
+    /// the block, so each goes to the store.
+    pub const fn penalty(mut self, penalty: Penalty) -> Self {
+        self.penalty = Some(penalty);
+        self
+    }
+
     /// A calendar quota: at most `max` units per `period` of the calendar ([`Algorithm::Calendar`]), counted
     /// again from the period's first instant in the rule's [`tz`](Rule::tz) (UTC unless set): midnight, Monday's
     /// midnight, or the billing day's ([`anchor`](Rule::anchor)). `window`, `burst`, leases and waiting do
@@ -277,6 +292,7 @@ impl Rule {
             lease: None,
             lease_ttl: None,
             in_flight_ttl: None,
+            penalty: None,
             calendar: Terms {
                 period: None,
                 zone: None,

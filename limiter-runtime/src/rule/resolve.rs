@@ -92,6 +92,7 @@ impl Rule {
             && (self.lease.is_some() || fallback.lease.is_none())
             && (self.lease_ttl.is_some() || fallback.lease_ttl.is_none())
             && (self.in_flight_ttl.is_some() || fallback.in_flight_ttl.is_none())
+            && (self.penalty.is_some() || fallback.penalty.is_none())
             && self.calendar.covers(&fallback.calendar)
     }
 
@@ -111,6 +112,7 @@ impl Rule {
             lease: self.lease.or(fallback.lease),
             lease_ttl: self.lease_ttl.or(fallback.lease_ttl),
             in_flight_ttl: self.in_flight_ttl.or(fallback.in_flight_ttl),
+            penalty: self.penalty.or(fallback.penalty),
             calendar: self.calendar.or(&fallback.calendar),
             beside_rate: self.beside_rate,
         }
@@ -134,6 +136,7 @@ impl Rule {
             lease: self.lease,
             lease_ttl: self.lease_ttl,
             in_flight_ttl: self.in_flight_ttl,
+            penalty: self.penalty,
             calendar: self.calendar,
             beside_rate: self.beside_rate,
         }

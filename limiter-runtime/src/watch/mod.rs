@@ -67,7 +67,7 @@ impl Watch {
             let decision = &answer.decision;
             let counted = match decision.verdict {
                 Verdict::SwitchedOff | Verdict::Skipped => continue,
-                Verdict::Limited => Counted::Limited,
+                Verdict::Limited | Verdict::Blocked => Counted::Limited,
                 Verdict::DegradedLocal if !decision.allowed => Counted::Limited,
                 // Refused all the same (`on_error = closed`, Redis down), though its key was not the cause.
                 Verdict::Unavailable => Counted::Unavailable,

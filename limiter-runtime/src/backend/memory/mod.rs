@@ -118,7 +118,13 @@ impl MemoryStore {
         shard.latest = now;
         let outcome = match limit.preset {
             Some(preset) => preset.outcome(charge),
-            None => shard.decide((hash, key), limit.algorithm, charge, now, self.per_shard),
+            None => shard.decide_penalized(
+                (hash, key),
+                limit.algorithm,
+                (charge, limit.penalty),
+                now,
+                self.per_shard,
+            ),
         };
         self.forget_idle(hash.shard, &mut shard, now);
         (outcome, now)
@@ -184,8 +190,9 @@ impl MemoryStore {
                 let limit = &limits[i];
                 if limit.preset.is_none() {
                     let key = (hashes[i], limit.key.parts());
+                    let charge = (&charges[i], limit.penalty);
                     outcomes[i] =
-                        shard.decide(key, limit.algorithm, &charges[i], now, self.per_shard);
+                        shard.decide_penalized(key, limit.algorithm, charge, now, self.per_shard);
                 }
             }
         }

@@ -3,11 +3,15 @@
 
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, State};
 use crate::key::KeyRef;
+use crate::penalty::{Block, Terms};
 use crate::sharded::{KeyHash, Keys};
 
 #[derive(Debug, Default)]
 pub(super) struct Shard {
     pub(super) entries: Keys<Entry>,
+    /// The blocks of keys under a penalty, in force or remembered for their offences (kept apart: a key
+    /// under no penalty pays nothing for them).
+    pub(super) blocks: Keys<Kept>,
     pub(super) decisions: u32,
     /// The time of this shard's latest decision (µs): no decision here is made at an earlier one.
     pub(super) latest: u64,
@@ -24,7 +28,77 @@ pub(super) struct Entry {
     expires_at: u64,
 }
 
+/// A key's block, and when it can be forgotten (µs): once its offences are forgiven.
+#[derive(Debug)]
+pub(super) struct Kept {
+    pub(super) block: Block,
+    pub(super) forgotten_at: u64,
+}
+
 impl Shard {
+    /// Decides a call of `charge` on `key` under `algorithm` at `now`, as [`decide`](Shard::decide) does, with
+    /// its key's block when it has a `penalty`: refused while the block is in force, counting nothing; and a
+    /// call the limit refuses (one it could admit some day) starts one.
+    #[inline(always)]
+    pub(super) fn decide_penalized(
+        &mut self,
+        (hash, key): (KeyHash, KeyRef<'_>),
+        algorithm: Algorithm,
+        (charge, penalty): (&Charge, Option<crate::Penalty>),
+        now: u64,
+        most: usize,
+    ) -> Outcome {
+        let Some(terms) = penalty.map(|penalty| penalty.terms()) else {
+            return self.decide((hash, key), algorithm, charge, now, most);
+        };
+        let kept = self.block((hash, key), now);
+        if let Some(left) = kept.and_then(|block| block.remaining(now)) {
+            return Outcome::denied(0, 0, 0).blocked(left);
+        }
+        let outcome = self.decide((hash, key), algorithm, charge, now, most);
+        if outcome.allowed || !charge.can_fit(algorithm) {
+            return outcome;
+        }
+        let block = Block::offence(kept.as_ref(), now, terms);
+        self.keep_block((hash, key), block, terms, now, most);
+        outcome.blocked(block.until - now)
+    }
+
+    /// `key`'s block at `now`, if one is remembered.
+    pub(super) fn block(&mut self, (hash, key): (KeyHash, KeyRef<'_>), now: u64) -> Option<Block> {
+        let kept = self.blocks.get_mut(hash, key)?;
+        (kept.forgotten_at > now).then_some(kept.block)
+    }
+
+    /// Keeps `block` for `key` until its offences are forgiven; a shard holding `most` blocks forgets those
+    /// forgiven, then those closest to it, first.
+    pub(super) fn keep_block(
+        &mut self,
+        (hash, key): (KeyHash, KeyRef<'_>),
+        block: Block,
+        terms: Terms,
+        now: u64,
+        most: usize,
+    ) {
+        if self.blocks.len() >= most {
+            self.make_room_for_blocks(now, most);
+        }
+        let forgotten_at = block.forgotten_at(terms);
+        let (kept, _) = self.blocks.get_or_insert_with(hash, key, || Kept {
+            block,
+            forgotten_at,
+        });
+        *kept = Kept {
+            block,
+            forgotten_at,
+        };
+    }
+
+    /// Forgets `key`'s block: an operator's unban.
+    pub(super) fn lift(&mut self, (hash, key): (KeyHash, KeyRef<'_>)) -> bool {
+        self.blocks.remove(hash, key).is_some()
+    }
+
     /// Decides a call of `charge` on `key` under `algorithm` at `now`, charging it if admitted; a shard holding
     /// `most` keys makes room first.
     #[inline(always)]
@@ -102,6 +176,37 @@ impl Shard {
     pub(super) fn sweep(&mut self, now: u64) {
         self.entries.retain(|entry| entry.expires_at > now);
         self.entries.shrink_when_mostly_empty();
+        if self.blocks.len() > 0 {
+            self.blocks.retain(|kept| kept.forgotten_at > now);
+            self.blocks.shrink_when_mostly_empty();
+        }
+    }
+
+    /// Below `most` blocks: the forgiven ones forgotten, then the eighth closest to being forgiven.
+    #[cold]
+    #[inline(never)]
+    fn make_room_for_blocks(&mut self, now: u64, most: usize) {
+        self.blocks.retain(|kept| kept.forgotten_at > now);
+        let len = self.blocks.len();
+        if len < most {
+            return;
+        }
+        let forget = len - most + 1 + most / 8;
+        let mut ends: Vec<u64> = self.blocks.values().map(|kept| kept.forgotten_at).collect();
+        let last = *ends.select_nth_unstable(forget - 1).1;
+        let mut at_last = forget - ends.iter().filter(|&&at| at < last).count();
+        let forgotten = self.blocks.retain(|kept| {
+            if kept.forgotten_at < last {
+                false
+            } else if kept.forgotten_at == last && at_last > 0 {
+                at_last -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        self.evicted += forgotten as u64;
+        crate::observe::evicted(forgotten as u64);
     }
 
     /// Below `most` keys: the expired ones forgotten, then, if that is not enough, the eighth of `most`

@@ -114,6 +114,7 @@ impl HeldLease {
             reset_after: self.reset_after.saturating_sub(elapsed),
             delay: 0,
             receipt: self.mark(),
+            blocked: false,
         };
         Answer {
             decision: Decision::new(&limit.charge, outcome, self.taken_at + elapsed, false),

@@ -1,11 +1,14 @@
 //! A batch's script call: many callers' calls, on any keys, in one `limiter.lua` "batch" (see the script's
 //! header): its command, and each group's answer read from its reply.
 
+use std::borrow::Cow;
+
 use redis::{Cmd, Value};
 
 use super::reply::{fault, non_negative};
 use super::{
-    calls_args, limit_args, operation, read_group, shape, BatchCall, CallOutcome, LIMITER,
+    calls_args, group_keys, limit_args, operation, read_group, shape, BatchCall, CallOutcome,
+    LIMITER,
 };
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
@@ -21,13 +24,14 @@ pub(crate) struct Group<'a, 'r> {
 /// [`decide_command`] decides it alone: many callers' calls, on any keys, for one command. Each limit's shape
 /// is sent once, and each group names its limits' shapes.
 pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>) -> Cmd {
-    let keys: Vec<&str> = groups
+    let keys: Vec<Cow<'_, str>> = groups
         .iter()
-        .flat_map(|group| group.limits.iter().map(|limit| &*limit.key))
+        .flat_map(|group| group_keys(group.limits))
         .collect();
+    let keys: Vec<&str> = keys.iter().map(|key| &**key).collect();
     let calls = groups.iter().map(|group| group.calls.len()).sum();
     // The shapes, each with a limit of it; and each group's limits' places among them (from 1).
-    let mut shapes: Vec<([u64; 7], &'a CallLimit<'_>)> = Vec::new();
+    let mut shapes: Vec<([u64; 9], &'a CallLimit<'_>)> = Vec::new();
     let mut place = |limit: &'a CallLimit<'_>| {
         let shape = shape(limit);
         match shapes.iter().position(|(known, _)| *known == shape) {

@@ -7,6 +7,7 @@
 //! against the call ([`read_decided`]).
 
 mod batch;
+mod block;
 #[cfg(test)]
 mod checked;
 mod inspect;
@@ -16,6 +17,7 @@ mod one_limit;
 mod reply;
 
 pub(crate) use self::batch::{batch_command, groups_of, read_batch, Group};
+pub(crate) use self::block::block_key;
 pub(crate) use self::inspect::{inspect_command, read_inspected};
 pub(crate) use self::lease::{lease_command, read_lease};
 use self::nonce::NonceText;
@@ -106,8 +108,9 @@ fn depth(limit: &CallLimit<'_>) -> u64 {
 }
 
 /// What the script is told of `limit` but a call's cost: the algorithm's code (negated when it does not
-/// veto), window, max and depth, and a calendar's ends. Calls of the same go in one batch.
-pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 7] {
+/// veto), window, max and depth, a calendar's ends, and a penalty's first and longest block (µs; zeros without
+/// one). Calls of the same go in one batch.
+pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 9] {
     let code = match limit.vetoes {
         true => code(limit.algorithm),
         false => -code(limit.algorithm),
@@ -121,6 +124,8 @@ pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 7] {
         previous,
         current,
         next,
+        limit.penalty.map_or(0, |penalty| penalty.terms().first),
+        limit.penalty.map_or(0, |penalty| penalty.terms().cap),
     ]
 }
 
@@ -128,10 +133,32 @@ pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 7] {
 fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
     let [code, window, max, depth, ..] = shape(limit);
     cmd.arg(code).arg(window).arg(max);
-    match limit.algorithm {
-        Algorithm::Calendar => cmd.arg(ends_text(&limit.charge)),
-        _ => cmd.arg(depth),
+    match (limit.algorithm, limit.penalty) {
+        (Algorithm::Calendar, None) => cmd.arg(ends_text(&limit.charge)),
+        (_, None) => cmd.arg(depth),
+        // A penalty's lengths ride after the depth.
+        (algorithm, Some(penalty)) => {
+            let terms = penalty.terms();
+            let depth = match algorithm {
+                Algorithm::Calendar => ends_text(&limit.charge),
+                _ => depth.to_string(),
+            };
+            cmd.arg(format!("{depth}|{}|{}", terms.first, terms.cap))
+        }
     };
+}
+
+/// The keys of a group of calls on `limits`, as `limiter.lua` takes them: each limit's, then the block key of
+/// each limit under a penalty.
+fn group_keys<'a>(limits: &'a [&'a CallLimit<'_>]) -> impl Iterator<Item = Cow<'a, str>> + 'a {
+    let blocks = limits
+        .iter()
+        .filter(|limit| limit.penalty.is_some())
+        .map(|limit| Cow::Owned(block_key(&limit.key)));
+    limits
+        .iter()
+        .map(|limit| Cow::Borrowed(&*limit.key))
+        .chain(blocks)
 }
 
 /// A calendar's ends as the scripts take them: `<previous>:<current>:<next>` (µs).
@@ -167,7 +194,9 @@ fn outcome(
     now: u64,
     nonce: u64,
 ) -> Option<Outcome> {
-    let allowed = int(answer, 0)? == 1;
+    // 1: admitted; 0: refused; 2: refused for the key's block.
+    let answered = int(answer, 0)?;
+    let allowed = answered == 1;
     let receipt = match limit.algorithm {
         Algorithm::SlidingLog | Algorithm::InFlight => Receipt {
             mark: nonce,
@@ -201,6 +230,7 @@ fn outcome(
             at: if allowed { now } else { 0 },
             ..receipt
         },
+        blocked: answered == 2,
     })
 }
 
@@ -282,6 +312,13 @@ pub(crate) fn decide_command(
     calls: &[BatchCall<'_>],
     test_now: Option<u64>,
 ) -> (&'static LuaScript, Cmd) {
+    if limits.iter().any(|limit| limit.penalty.is_some()) {
+        // Blocks are read and written by `limiter.lua`'s batch: a batch of this one group.
+        return (
+            &LIMITER,
+            batch_command(&[Group { limits, calls }], test_now),
+        );
+    }
     if let [limit] = limits {
         let script = &LEAN[code(limit.algorithm) as usize - 1];
         return (script, one_limit_command(script, limit, calls, test_now));
@@ -322,6 +359,13 @@ pub(crate) fn read_decided(
     limits: &[&CallLimit<'_>],
     calls: &[BatchCall<'_>],
 ) -> Result<(OneOrMany<CallOutcome>, u64), BackendError> {
+    if limits.iter().any(|limit| limit.penalty.is_some()) {
+        let (mut each, now) = read_batch(reply, &[Group { limits, calls }])?;
+        let decided = each
+            .pop()
+            .unwrap_or_else(|| Err(BackendError::Reply(format!("{reply:?}"))))?;
+        return Ok((OneOrMany::Many(decided), now));
+    }
     if let [limit] = limits {
         return read_one_limit(reply, limit, calls);
     }

@@ -1,0 +1,99 @@
+//! Where a limit's block lives in Redis: a key of its own, beside the limit's, in the same Cluster slot, so
+//! that one script call reads and writes both (see `src/penalty.rs` for what it holds).
+
+use std::sync::LazyLock;
+
+/// What ends a block key: a `%` followed by no escape, which no store key holds after its prefix (a key's `%`
+/// is written `%25`), so no limit's key is ever a block key.
+const SUFFIX: &str = "%block";
+
+/// The key of the block of the limit whose store key is `key`: `key%block` when `key` has a hash tag (the same
+/// tag), else `{key}%block` (its whole name as the tag: its slot); a key holding a `}` but no tag, which
+/// braces cannot enclose (or an empty one), gets a short tag of its slot in front.
+pub(crate) fn block_key(key: &str) -> String {
+    if hash_tag(key.as_bytes()).is_some() {
+        format!("{key}{SUFFIX}")
+    } else if !key.is_empty() && !key.contains('}') {
+        format!("{{{key}}}{SUFFIX}")
+    } else {
+        let tag = &SLOT_TAGS[usize::from(slot(key.as_bytes()))];
+        format!("{{{tag}}}{key}{SUFFIX}")
+    }
+}
+
+/// The part of `key` Redis hashes to find its slot: its hash tag (between its first `{` and the first `}` after
+/// it, if not empty), if it has one.
+fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let len = key[open + 1..].iter().position(|&b| b == b'}')?;
+    (len > 0).then(|| &key[open + 1..open + 1 + len])
+}
+
+/// `key`'s Cluster slot: CRC16 (XMODEM) of its hash tag, or of itself, modulo 16384.
+fn slot(key: &[u8]) -> u16 {
+    let hashed = hash_tag(key).unwrap_or(key);
+    let mut crc: u16 = 0;
+    for &byte in hashed {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
+/// For each slot, the shortest decimal number whose slot it is: a tag that puts a key in it.
+static SLOT_TAGS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let mut tags = vec![String::new(); 16384];
+    let mut left = tags.len();
+    let mut n: u64 = 0;
+    while left > 0 {
+        let text = n.to_string();
+        let at = usize::from(slot(text.as_bytes()));
+        if tags[at].is_empty() {
+            tags[at] = text;
+            left -= 1;
+        }
+        n += 1;
+    }
+    tags
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::cluster_routing::Slot;
+
+    /// A block key is in its limit's slot, whatever the key holds, and is never a store key.
+    #[test]
+    fn a_block_key_shares_its_limits_slot() {
+        for key in [
+            "rate_limit:emp:1001",
+            "rl:{tenant}:alice",
+            "rl:a}b",
+            "rl:}{",
+            "rl:{}x}",
+            "rl:{",
+            "",
+            "login:%7Bx%7D",
+        ] {
+            let block = block_key(key);
+            assert!(block.ends_with(SUFFIX), "{block}");
+            assert_eq!(
+                Slot::for_key(&block),
+                Slot::for_key(key),
+                "{key} -> {block}"
+            );
+            assert_eq!(slot(key.as_bytes()), slot(block.as_bytes()), "{key}");
+        }
+        assert_eq!(block_key("rl:x"), "{rl:x}%block");
+        assert_eq!(block_key("rl:{t}x"), "rl:{t}x%block");
+        // The CRC is Redis's: known slots (`CLUSTER KEYSLOT`).
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+    }
+}

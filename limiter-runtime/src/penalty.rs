@@ -1,0 +1,325 @@
+//! Penalties and bans: a key that its limit refuses is blocked for a while, every call of it refused until the
+//! block ends; longer for a key that keeps coming back; and an operator's ban is a block of a length chosen by
+//! hand. [`Penalty`] is what a rule asks for; [`Block`] is the state each store keeps beside the limit's, and
+//! its arithmetic the one both stores run: in memory here, in Redis in `scripts/limiter.lua` (the same
+//! integers), so that the two decide alike.
+
+use std::fmt;
+use std::num::NonZeroU64;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A penalty on a rule ([`Rule::penalty`](crate::Rule::penalty), `penalty = "10m"` on the attribute): a call
+/// that the rule's limit refuses blocks its key for a while, and every call of that key is refused until the
+/// block ends, on every node, with `retry_after` the block's remaining time.
+///
+/// - [`fixed`](Penalty::fixed): every block is as long (`penalty = "10m"`).
+/// - [`escalating`](Penalty::escalating): the first block is `first` long, each repeat offence's twice the
+///   one before, up to `cap` (`penalty = "1m..1h"`). A key that stays clean for `cap` after its block ends
+///   starts again at `first`.
+///
+/// Calls refused during a block do not extend it (so `Retry-After` stays true), and count nothing. A call
+/// whose cost the limit can never admit ([`Reason::TooLarge`](crate::Reason::TooLarge)) is not an offence.
+/// The block is read and written by the same atomic script call that counts (one round trip, as without a
+/// penalty); see `guide::penalties`.
+///
+/// ```
+/// use limiter_runtime::{Penalty, Rule};
+/// use std::time::Duration;
+///
+/// // Five attempts a minute; a key that tries a sixth is locked out for a minute, then 2, 4, ... up to an hour.
+/// let login = Rule::new()
+///     .prefix("login:")
+///     .max(5)
+///     .window(Duration::from_secs(60))
+///     .penalty(Penalty::escalating(Duration::from_secs(60), Duration::from_secs(3600)));
+/// # let _ = login;
+/// assert_eq!("1m..1h".parse::<Penalty>().unwrap(), Penalty::escalating(Duration::from_secs(60), Duration::from_secs(3600)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Penalty {
+    /// The lengths in µs, as the stores take them (small: every rule and call carries one).
+    first: NonZeroU64,
+    cap: u64,
+}
+
+/// The shortest block, µs: Redis keeps a key's time to live in milliseconds.
+const SHORTEST: u64 = 1_000;
+
+impl Penalty {
+    /// Every block `length` long (at least a millisecond).
+    pub const fn fixed(length: Duration) -> Penalty {
+        Penalty::escalating(length, length)
+    }
+
+    /// A first block `first` long (at least a millisecond), each repeat offence's twice as long as the one
+    /// before, up to `cap` (a `cap` below `first` is `first`: a fixed penalty). The count of offences is
+    /// forgotten once the key has been clean for `cap` since its last block ended.
+    pub const fn escalating(first: Duration, cap: Duration) -> Penalty {
+        const fn micros(d: Duration) -> u64 {
+            let us = d.as_micros();
+            if us > u64::MAX as u128 {
+                u64::MAX
+            } else {
+                us as u64
+            }
+        }
+        let first = if micros(first) < SHORTEST {
+            SHORTEST
+        } else {
+            micros(first)
+        };
+        let cap = if micros(cap) < first {
+            first
+        } else {
+            micros(cap)
+        };
+        Penalty {
+            first: match NonZeroU64::new(first) {
+                Some(first) => first,
+                None => NonZeroU64::MIN,
+            },
+            cap,
+        }
+    }
+
+    /// The first block's length.
+    pub const fn first(&self) -> Duration {
+        Duration::from_micros(self.first.get())
+    }
+
+    /// The longest block (the first's, for a fixed penalty).
+    pub const fn cap(&self) -> Duration {
+        Duration::from_micros(self.cap)
+    }
+
+    /// Its lengths in µs, as the stores take them.
+    #[inline]
+    pub(crate) fn terms(&self) -> Terms {
+        Terms {
+            first: self.first.get(),
+            cap: self.cap,
+        }
+    }
+}
+
+impl fmt::Display for Penalty {
+    /// As the attribute writes it: `600s`, or `60s..3600s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = |d: Duration| match d.subsec_millis() {
+            0 => format!("{}s", d.as_secs()),
+            _ => format!("{}ms", d.as_millis()),
+        };
+        match self.first.get() == self.cap {
+            true => f.write_str(&text(self.first())),
+            false => write!(f, "{}..{}", text(self.first()), text(self.cap())),
+        }
+    }
+}
+
+/// The text of a penalty that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{0}` is not a penalty: expected a length (`10m`) or the first and the longest (`1m..1h`), the first no \
+     longer than the longest"
+)]
+pub struct PenaltyError(String);
+
+impl FromStr for Penalty {
+    type Err = PenaltyError;
+
+    /// `10m` (fixed) or `1m..1h` (escalating), in the attribute's units (`ms`, `s`, `m`, `h`, `d`).
+    fn from_str(text: &str) -> Result<Penalty, PenaltyError> {
+        let error = || PenaltyError(text.to_owned());
+        let length = |part: &str| {
+            crate::rule::duration(part.trim())
+                .filter(|length| length.as_micros() >= u128::from(SHORTEST))
+        };
+        match text.split_once("..") {
+            None => length(text).map(Penalty::fixed).ok_or_else(error),
+            Some((first, cap)) => match (length(first), length(cap)) {
+                (Some(first), Some(cap)) if first <= cap => Ok(Penalty::escalating(first, cap)),
+                _ => Err(error()),
+            },
+        }
+    }
+}
+
+/// A penalty's lengths, µs, as the stores compute with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Terms {
+    pub(crate) first: u64,
+    pub(crate) cap: u64,
+}
+
+/// Offences counted at most: past this many, the next block is still the longest.
+const MOST_OFFENCES: u32 = 64;
+
+/// A key's block, in force or ended and remembered for its offence count: what Redis keeps at the limit's block
+/// key as `<until µs>:<offences>:<p|b>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Block {
+    /// When it ends, on the store's clock (µs).
+    pub(crate) until: u64,
+    /// Offences since the key was last forgiven (a ban keeps the count it found).
+    pub(crate) offences: u32,
+    /// An operator's ban, not a penalty.
+    pub(crate) banned: bool,
+}
+
+impl Block {
+    /// What is left of it at `now` (µs), if it is in force.
+    #[inline]
+    pub(crate) fn remaining(&self, now: u64) -> Option<u64> {
+        (self.until > now).then(|| self.until - now)
+    }
+
+    /// The block an offence at `now` starts, after `previous` (the key's block, if one is remembered): the
+    /// first length, or, if the key offends again before it has been clean for `cap` since its last block
+    /// ended, twice the last one's, up to `cap`.
+    pub(crate) fn offence(previous: Option<&Block>, now: u64, terms: Terms) -> Block {
+        let offences = match previous {
+            Some(block) if now < block.forgotten_at(terms) => {
+                (block.offences + 1).min(MOST_OFFENCES)
+            }
+            _ => 1,
+        };
+        Block {
+            until: now.saturating_add(length(offences, terms)),
+            offences,
+            banned: false,
+        }
+    }
+
+    /// An operator's ban until `until`, keeping the offences `previous` counted.
+    pub(crate) fn ban(previous: Option<&Block>, until: u64) -> Block {
+        Block {
+            until,
+            offences: previous.map_or(0, |block| block.offences),
+            banned: true,
+        }
+    }
+
+    /// When nothing of it matters any more: `cap` after it ends (its offences are then forgiven).
+    #[inline]
+    pub(crate) fn forgotten_at(&self, terms: Terms) -> u64 {
+        self.until.saturating_add(terms.cap)
+    }
+
+    /// As Redis keeps it: `<until>:<offences>:<p|b>`.
+    pub(crate) fn text(&self) -> String {
+        let kind = if self.banned { 'b' } else { 'p' };
+        format!("{}:{}:{kind}", self.until, self.offences)
+    }
+
+    /// A block as Redis keeps it, if `text` is one.
+    pub(crate) fn parse(text: &str) -> Option<Block> {
+        let mut parts = text.split(':');
+        let until = parts.next()?.parse().ok()?;
+        let offences = parts.next()?.parse().ok()?;
+        let banned = match parts.next()? {
+            "p" => false,
+            "b" => true,
+            _ => return None,
+        };
+        parts.next().is_none().then_some(Block {
+            until,
+            offences,
+            banned,
+        })
+    }
+}
+
+/// How long the block of the `offences`-th offence lasts: `first`, doubled at each offence after it, up to
+/// `cap`.
+fn length(offences: u32, terms: Terms) -> u64 {
+    let doublings = offences.saturating_sub(1).min(63);
+    terms
+        .first
+        .checked_mul(1 << doublings)
+        .unwrap_or(u64::MAX)
+        .min(terms.cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000;
+
+    /// 1 s, 2 s, 4 s, 4 s: each repeat offence doubles up to the cap; clean for the cap after a block, the key
+    /// starts again at the first length.
+    #[test]
+    fn blocks_double_up_to_the_cap_and_are_forgiven_after_it() {
+        let terms = Penalty::escalating(Duration::from_secs(1), Duration::from_secs(4)).terms();
+        let mut block = None;
+        let mut now = 0;
+        for expected in [1, 2, 4, 4] {
+            let next = Block::offence(block.as_ref(), now, terms);
+            assert_eq!(next.until - now, expected * SECOND);
+            now = next.until;
+            block = Some(next);
+        }
+        // Just short of the cap after the block ended: still remembered.
+        let again = Block::offence(block.as_ref(), now + 4 * SECOND - 1, terms);
+        assert_eq!(again.until - (now + 4 * SECOND - 1), 4 * SECOND);
+        // Clean for the cap: forgiven.
+        let fresh = Block::offence(block.as_ref(), now + 4 * SECOND, terms);
+        assert_eq!(
+            (fresh.until - (now + 4 * SECOND), fresh.offences),
+            (SECOND, 1)
+        );
+    }
+
+    #[test]
+    fn penalties_read_and_write_as_the_attribute_does() {
+        let minute = Duration::from_secs(60);
+        assert_eq!("10m".parse(), Ok(Penalty::fixed(10 * minute)));
+        assert_eq!(
+            "1m..1h".parse(),
+            Ok(Penalty::escalating(minute, 60 * minute))
+        );
+        for bad in [
+            "",
+            "1h..1m",
+            "0s",
+            "10 minutes",
+            "1m..",
+            "..1h",
+            "1m..1h..2h",
+        ] {
+            let error = bad.parse::<Penalty>().unwrap_err();
+            assert!(error.to_string().contains("is not a penalty"), "{bad}");
+        }
+        assert_eq!(
+            Penalty::escalating(minute, 60 * minute).to_string(),
+            "60s..3600s"
+        );
+        assert_eq!(
+            Penalty::fixed(Duration::ZERO).first(),
+            Duration::from_millis(1)
+        );
+        assert_eq!(Penalty::escalating(minute, Duration::ZERO).cap(), minute);
+    }
+
+    #[test]
+    fn a_block_reads_back_as_written() {
+        for block in [
+            Block {
+                until: 17,
+                offences: 3,
+                banned: false,
+            },
+            Block {
+                until: u64::MAX,
+                offences: 0,
+                banned: true,
+            },
+        ] {
+            assert_eq!(Block::parse(&block.text()), Some(block));
+        }
+        for bad in ["", "1:2", "1:2:x", "1:2:p:3", "a:2:p"] {
+            assert_eq!(Block::parse(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Penalties: a key its limit refuses is blocked for a while, every call of it refused (counting nothing)
+//! until the block ends, on every node; longer at each repeat offence, up to the cap, and forgiven after a
+//! clean cap. The same in memory and on Redis, where the block is read and written by the call that counts.
+
+use std::time::Duration;
+
+use limiter_runtime::{Algorithm, FakeClock, Limiter, Penalty, Rule, Verdict};
+use tests::{RedisServer, ALGORITHMS};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// Two nodes on one store and one clock: two limiters on Redis, or the one memory store twice.
+fn nodes(server: Option<&RedisServer>, clock: &FakeClock) -> (Limiter, Limiter) {
+    match server {
+        Some(server) => (
+            server.limiter_with_clock(clock),
+            server.limiter_with_clock(clock),
+        ),
+        None => {
+            let limiter = Limiter::builder().clock(clock.clone()).build().unwrap();
+            (limiter.clone(), limiter)
+        }
+    }
+}
+
+/// A fixed penalty: the call over the limit starts a 10 s block; the other node refuses the key at its next
+/// call, with what is left of the block, long after the window; then the key starts afresh, nothing having
+/// been counted meanwhile.
+async fn fixed_penalty_on_two_nodes(server: Option<&RedisServer>) {
+    for algorithm in ALGORITHMS {
+        let clock = FakeClock::new();
+        let (a, b) = nodes(server, &clock);
+        let rule = Rule::new()
+            .prefix(format!("pen:fixed:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(2)
+            .window(SECOND)
+            .penalty(Penalty::fixed(10 * SECOND));
+        // Up to the limit (a leaky bucket admits the first call of a burst only), then over it.
+        let mut offence = a.check(&rule, "k").await;
+        assert!(offence.allowed, "{algorithm}");
+        for _ in 0..2 {
+            if offence.allowed {
+                offence = a.check(&rule, "k").await;
+            }
+        }
+        assert!(!offence.allowed, "{algorithm}");
+        assert_eq!(offence.verdict, Verdict::Blocked, "{algorithm}");
+        assert_eq!(offence.retry_after, 10 * SECOND, "{algorithm}");
+        assert_eq!(offence.remaining, 0, "{algorithm}");
+        // The window is long over; the block is not.
+        clock.advance(3 * SECOND);
+        for _ in 0..3 {
+            let blocked = b.check(&rule, "k").await;
+            assert_eq!(
+                (blocked.allowed, blocked.verdict),
+                (false, Verdict::Blocked),
+                "{algorithm}"
+            );
+            assert_eq!(blocked.retry_after, 7 * SECOND, "{algorithm}");
+        }
+        assert!(b.check(&rule, "other").await.allowed, "{algorithm}");
+        clock.advance(7 * SECOND);
+        let free = b.check(&rule, "k").await;
+        assert!(free.allowed, "{algorithm}: {free:?}");
+        let fresh = b.check(&rule, "fresh").await;
+        assert_eq!(
+            free.remaining, fresh.remaining,
+            "{algorithm}: nothing was counted during the block"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_fixed_penalty_blocks_on_every_node_in_memory() {
+    fixed_penalty_on_two_nodes(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_penalty_blocks_on_every_node_on_redis() {
+    let server = RedisServer::start();
+    fixed_penalty_on_two_nodes(Some(&server)).await;
+}
+
+/// `1s..4s`: blocks of 1, 2, 4 and 4 s at each repeat offence; clean for 4 s after the last block ended,
+/// the key starts again at 1 s.
+async fn escalation(server: Option<&RedisServer>) {
+    for algorithm in ALGORITHMS {
+        let clock = FakeClock::new();
+        let (a, b) = nodes(server, &clock);
+        let rule = Rule::new()
+            .prefix(format!("pen:esc:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(1)
+            .window(SECOND)
+            .penalty(Penalty::escalating(SECOND, 4 * SECOND));
+        let offend = async |node: &Limiter| {
+            let admitted = node.check(&rule, "k").await;
+            assert!(admitted.allowed, "{algorithm}: {admitted:?}");
+            let offence = node.check(&rule, "k").await;
+            assert_eq!(offence.verdict, Verdict::Blocked, "{algorithm}");
+            offence.retry_after
+        };
+        let mut lengths = Vec::new();
+        for i in 0..4 {
+            // Offences from either node count alike.
+            let node = if i % 2 == 0 { &a } else { &b };
+            let length = offend(node).await;
+            lengths.push(length.as_secs());
+            // And a window, so that even the sliding window's estimate has forgotten the calls before.
+            clock.advance(length + SECOND);
+        }
+        assert_eq!(lengths, [1, 2, 4, 4], "{algorithm}");
+        // Back just short of the cap after the block ended: still a repeat offence.
+        clock.advance(3 * SECOND - Duration::from_millis(1));
+        assert_eq!(offend(&a).await, 4 * SECOND, "{algorithm}");
+        // Clean for the cap since then: forgiven.
+        clock.advance(4 * SECOND + 4 * SECOND);
+        assert_eq!(offend(&b).await, SECOND, "{algorithm}");
+    }
+}
+
+#[tokio::test]
+async fn an_escalating_penalty_doubles_to_its_cap_then_decays_in_memory() {
+    escalation(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escalating_penalty_doubles_to_its_cap_then_decays_on_redis() {
+    let server = RedisServer::start();
+    escalation(Some(&server)).await;
+}
+
+/// A stacked call of which one key is blocked is refused, and charges the other limits nothing.
+async fn stacked(server: Option<&RedisServer>) {
+    let clock = FakeClock::new();
+    let (a, b) = nodes(server, &clock);
+    let login = Rule::new()
+        .prefix("pen:stack:user:")
+        .max(1)
+        .window(60 * SECOND)
+        .penalty(Penalty::fixed(30 * SECOND));
+    let daily = Rule::new()
+        .prefix("pen:stack:ip:")
+        .algorithm(Algorithm::TokenBucket)
+        .max(10)
+        .window(60 * SECOND);
+    let [user, ip] = a.check_all([(&login, "alice"), (&daily, "10.0.0.1")]).await;
+    assert!(user.allowed && ip.allowed);
+    assert_eq!(ip.remaining, 9);
+    let [user, ip] = b.check_all([(&login, "alice"), (&daily, "10.0.0.1")]).await;
+    assert_eq!((user.allowed, user.verdict), (false, Verdict::Blocked));
+    assert_eq!(user.retry_after, 30 * SECOND);
+    assert_eq!(ip.remaining, 9, "given back: the call was refused");
+    for node in [&a, &b] {
+        clock.advance(SECOND);
+        let [user, ip] = node
+            .check_all([(&login, "alice"), (&daily, "10.0.0.1")])
+            .await;
+        assert_eq!(user.verdict, Verdict::Blocked);
+        assert_eq!(ip.remaining, 9, "{ip:?}");
+    }
+    // Alone, the other limit has had all its room but the one call it admitted.
+    let ip = a.check(&daily, "10.0.0.1").await;
+    assert!(ip.allowed);
+    assert_eq!(ip.remaining, 8);
+}
+
+#[tokio::test]
+async fn a_stacked_call_with_a_blocked_key_charges_nothing_in_memory() {
+    stacked(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stacked_call_with_a_blocked_key_charges_nothing_on_redis() {
+    let server = RedisServer::start();
+    stacked(Some(&server)).await;
+}
