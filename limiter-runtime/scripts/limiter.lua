@@ -6,7 +6,7 @@
 -- sets the TTL no longer than its state matters.
 --
 --   KEYS[i]  the key of limit i
---   ARGV[1]  "decide", "batch", "lease" or "give_back"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
+--   ARGV[1]  "decide", "batch", "lease", "give_back" or "ban"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
 --            clock, not the test's)
 --
 -- decide: then, for each limit i (4 arguments): algorithm (1 sliding_log, 2 fixed_window, 3 sliding_window,
@@ -44,6 +44,8 @@
 --   when it was charged (us), and its mark: its nonce (the sliding log), the window's index (the windows),
 --   the period's end (calendar), its receipt (the buckets). Returns {now}.
 --
+-- ban: KEYS[1] a limit's block key; then the ban's length and the penalty's longest block (us). Returns {now}.
+--
 -- Redis runs this whole chunk on every call, and every function it defines is a closure made anew each
 -- time: so deciding defines none (each algorithm is a branch of the loop at the end), and giving back, which
 -- only give-backs and calls of several limits can need, is the one function, made only for them.
@@ -75,9 +77,11 @@ local STATE, RUN = '^(%d+):(%d+):(%d+):(%d+)(.*)$', '^(%d+):(%d+):(%d+:%d+)(.*)$
 local ENDS = COUNTERS
 -- The sliding log's mark of heavier calls in "#"'s score (see sliding_log.lua).
 local HEAVY = 4503599627370496
+-- A key's block (see src/penalty.rs): "<until us>:<offences>:<p|b>", p a penalty's, b a ban's.
+local BLOCK = '^(%d+):(%d+):[pb]$'
 
 local op, now, min_ttl = ARGV[1], nil, 0
-if op ~= 'decide' and op ~= 'batch' and op ~= 'give_back' and op ~= 'lease' then
+if op ~= 'decide' and op ~= 'batch' and op ~= 'give_back' and op ~= 'lease' and op ~= 'ban' then
   op, now, min_ttl = string.match(op, '^([%a_]+) (%d+) (%d+)$')
   now, min_ttl = tonumber(now), tonumber(min_ttl)
 end
@@ -86,6 +90,20 @@ if not now then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local limits = #KEYS
+
+if op == 'ban' then
+  -- An operator's ban of a key, KEYS[1] its limit's block key: a block `length` us long, keeping the offences
+  -- of a block not yet forgiven.
+  local length, cap, offences = tonumber(ARGV[2]), tonumber(ARGV[3]), 0
+  local state = redis.call('GET', KEYS[1])
+  if state then
+    local ends, counted = string.match(state, BLOCK)
+    if ends and now < tonumber(ends) + cap then offences = tonumber(counted) end
+  end
+  redis.call('SET', KEYS[1], string.format('%d:%d:b', now + length, offences), 'PX',
+    max_of(ceil((length + cap) / 1000), min_ttl))
+  return {now}
+end
 
 -- Gives back at most `units` of what one admission charged, never more, nothing once it has left.
 local give_back
@@ -272,9 +290,6 @@ local function blocks_of(k, shapes)
   end
   return blocks, count
 end
-
--- A key's block (see src/penalty.rs): "<until us>:<offences>:<p|b>", p a penalty's, b a ban's.
-local BLOCK = '^(%d+):(%d+):[pb]$'
 
 -- Decides the `calls` calls of one group (one call's limits, or calls on the same limits coalesced): its
 -- limits' keys are KEYS[k + 1 ..], their shapes `shapes` (see shape_at), and each call's nonce and costs are

@@ -292,6 +292,16 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A key was to be banned (or unbanned) under a rule with no [`Penalty`](crate::Penalty): its calls never
+    /// read a block, so a ban would change nothing.
+    #[error(
+        "the policy {policy} has no penalty, so its calls never read a block: give its rule one \
+         (`Rule::penalty`, `penalty = \"10m\"` on the attribute) to ban its keys"
+    )]
+    NoPenalty {
+        /// The policy's name.
+        policy: String,
+    },
     /// A time zone name that is not in the zone data ([`Zone::get`](crate::Zone::get)).
     #[error("unknown time zone {0:?}: expected an IANA name, such as \"Europe/Berlin\" or \"America/New_York\"")]
     UnknownZone(String),

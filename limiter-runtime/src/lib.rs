@@ -115,7 +115,7 @@ pub use crate::overrides::Override;
 pub use crate::parse::ParseError;
 pub use crate::penalty::{Penalty, PenaltyError};
 pub use crate::rule::{OnError, Rule};
-pub use crate::watch::{Inspection, NodeView, Overview, PolicyView, TopKey};
+pub use crate::watch::{Ban, Inspection, NodeView, Overview, PolicyView, TopKey};
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.
 #[cfg(feature = "macros")]

@@ -206,7 +206,8 @@ impl Block {
         self.until.saturating_add(terms.cap)
     }
 
-    /// As Redis keeps it: `<until>:<offences>:<p|b>`.
+    /// As Redis keeps it: `<until>:<offences>:<p|b>` (`limiter.lua` writes it).
+    #[cfg(test)]
     pub(crate) fn text(&self) -> String {
         let kind = if self.banned { 'b' } else { 'p' };
         format!("{}:{}:{kind}", self.until, self.offences)

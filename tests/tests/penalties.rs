@@ -176,3 +176,74 @@ async fn a_stacked_call_with_a_blocked_key_charges_nothing_on_redis() {
     let server = RedisServer::start();
     stacked(Some(&server)).await;
 }
+
+/// An operator's ban, on one node, is seen by the other at its next call; listed with its remaining time;
+/// lifted, seen within a second. A rule without a penalty cannot be banned.
+async fn ban_and_unban(server: Option<&RedisServer>) {
+    let clock = FakeClock::new();
+    let (a, b) = nodes(server, &clock);
+    let rule = Rule::new()
+        .prefix("pen:ban:")
+        .name("logins")
+        .max(5)
+        .window(60 * SECOND)
+        .penalty(Penalty::fixed(10 * SECOND));
+    assert!(b.check(&rule, "mallory").await.allowed);
+    a.ban(&rule, "mallory", 3600 * SECOND).await.unwrap();
+    let refused = b.check(&rule, "mallory").await;
+    assert_eq!(
+        (refused.allowed, refused.verdict),
+        (false, Verdict::Blocked)
+    );
+    assert_eq!(refused.retry_after, 3600 * SECOND);
+    // Another key, and the same key under another rule, are untouched.
+    assert!(b.check(&rule, "alice").await.allowed);
+    clock.advance(60 * SECOND);
+    let bans = b.bans("logins").await.unwrap();
+    assert_eq!(bans.len(), 1, "{bans:?}");
+    assert_eq!((bans[0].key.as_str(), bans[0].banned), ("mallory", true));
+    assert_eq!(bans[0].remaining, 3540 * SECOND);
+    assert_eq!(b.bans("pen:ban:").await.unwrap(), bans);
+    assert!(b.bans("other").await.unwrap().is_empty());
+    let inspected = a.inspect(&rule, "mallory").await.unwrap();
+    assert_eq!(
+        (inspected.blocked_for, inspected.banned),
+        (3540 * SECOND, true)
+    );
+    // A penalty's block is listed as one.
+    for _ in 0..6 {
+        a.check(&rule, "alice").await;
+    }
+    let bans = a.bans("").await.unwrap();
+    assert_eq!(bans.len(), 2, "{bans:?}");
+    assert_eq!(
+        (bans[1].key.as_str(), bans[1].banned, bans[1].offences),
+        ("alice", false, 1)
+    );
+    assert_eq!(bans[1].remaining, 10 * SECOND);
+    // Lifted on one node: the other admits the key again (its denial of it forgotten).
+    assert!(a.unban(&rule, "mallory").await.unwrap());
+    assert!(!a.unban(&rule, "mallory").await.unwrap());
+    let lifted = std::time::Instant::now();
+    while !b.check(&rule, "mallory").await.allowed {
+        assert!(
+            lifted.elapsed() < SECOND,
+            "the other node still refuses the key a second after the unban"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let plain = Rule::new().prefix("pen:plain:").max(5);
+    let error = a.ban(&plain, "k", SECOND).await.unwrap_err();
+    assert!(error.to_string().contains("has no penalty"), "{error}");
+}
+
+#[tokio::test]
+async fn a_ban_is_seen_listed_and_lifted_on_every_node_in_memory() {
+    ban_and_unban(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_is_seen_listed_and_lifted_on_every_node_on_redis() {
+    let server = RedisServer::start();
+    ban_and_unban(Some(&server)).await;
+}

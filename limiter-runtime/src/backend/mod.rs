@@ -20,6 +20,7 @@ use crate::algorithm::Peek;
 use crate::call::{Answer, Call, CallLimit, Decided};
 use crate::error::Error;
 use crate::overrides::{Change, Overrides};
+use crate::penalty::{Block, Terms};
 use crate::watch::{NodeReport, Watch};
 
 pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
@@ -174,6 +175,47 @@ impl Backend {
                 Ok((peek, at, false))
             }
             Backend::Redis(redis) => redis.inspect(limit).await,
+        }
+    }
+
+    /// Bans `limit`'s key for `length` µs (a penalty of `terms` keeps its offences): in memory at once; with
+    /// Redis, one script call.
+    pub(crate) async fn ban(
+        &self,
+        limit: &CallLimit<'_>,
+        length: u64,
+        terms: Terms,
+    ) -> Result<(), Error> {
+        match self {
+            Backend::Memory(memory) => {
+                memory.ban(limit, length, terms);
+                Ok(())
+            }
+            Backend::Redis(redis) => redis.ban(limit, length, terms).await,
+        }
+    }
+
+    /// Lifts `limit`'s key's block, telling every node; whether it had one.
+    pub(crate) async fn unban(&self, limit: &CallLimit<'_>) -> Result<bool, Error> {
+        match self {
+            Backend::Memory(memory) => Ok(memory.unban(limit)),
+            Backend::Redis(redis) => redis.unban(limit).await,
+        }
+    }
+
+    /// Every block the store holds (the store key it blocks, and the block), and when (µs, on its clock).
+    pub(crate) async fn blocks(&self) -> Result<(Vec<(String, Block)>, u64), Error> {
+        match self {
+            Backend::Memory(memory) => Ok(memory.blocks()),
+            Backend::Redis(redis) => redis.blocks().await,
+        }
+    }
+
+    /// `limit`'s key's block, if the store remembers one, read at `now` (µs, on the store's clock).
+    pub(crate) async fn block(&self, limit: &CallLimit<'_>) -> Result<Option<Block>, Error> {
+        match self {
+            Backend::Memory(memory) => Ok(memory.block(limit).0),
+            Backend::Redis(redis) => redis.block(limit).await,
         }
     }
 

@@ -252,12 +252,6 @@ impl<'r> Call<'r> {
             .collect()
     }
 
-    /// Whether any of its limits has a penalty: then each is decided with its key's block.
-    #[inline]
-    pub(crate) fn penalized(&self) -> bool {
-        self.limits.iter().any(|limit| limit.penalty.is_some())
-    }
-
     /// Whether every limit was decided before any store was asked.
     #[inline]
     pub(crate) fn all_preset(&self) -> bool {

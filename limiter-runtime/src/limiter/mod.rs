@@ -3,6 +3,7 @@
 //! change at run time), beside what it builds and hands out: its builder, a rule resolved once ([`Limit`]),
 //! a [`Reservation`], and the choice of the current limiter.
 
+mod bans;
 mod builder;
 pub(crate) mod current;
 mod limit;
@@ -210,7 +211,7 @@ impl Limiter {
 
     /// The call of one limit, `rule` (resolved), for `key`, weighing `cost`.
     #[inline(always)]
-    fn one<'r>(&self, rule: &'r Rule, key: fmt::Arguments<'_>, cost: u64) -> Call<'r> {
+    pub(crate) fn one<'r>(&self, rule: &'r Rule, key: fmt::Arguments<'_>, cost: u64) -> Call<'r> {
         let key = StoreKey::new(rule.prefix_value(), key);
         self.pipeline.call([Ask {
             rule: RuleRef::Borrowed(rule),

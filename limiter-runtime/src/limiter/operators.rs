@@ -154,6 +154,11 @@ impl Limiter {
         let call = self.one(&rule, format_args!("{key}"), 1);
         let limit = &call.limits()[0];
         let (peek, at, deny_cached) = self.pipeline.backend.inspect(limit).await?;
+        let block = match limit.penalty {
+            Some(_) => self.pipeline.backend.block(limit).await?,
+            None => None,
+        };
+        let blocked_for = block.and_then(|block| block.remaining(at)).unwrap_or(0);
         Ok(Inspection {
             policy: rule.policy_name().to_string(),
             key: limit.key.parts().rest.to_owned(),
@@ -166,6 +171,9 @@ impl Limiter {
             in_flight: limit.algorithm == Algorithm::InFlight,
             deny_cached,
             read_at: Duration::from_micros(at),
+            blocked_for: Duration::from_micros(blocked_for),
+            banned: blocked_for > 0 && block.is_some_and(|block| block.banned),
+            offences: block.map_or(0, |block| block.offences),
         })
     }
 

@@ -26,7 +26,7 @@ pub(crate) use self::report::{NodeReport, PolicyReport};
 pub(crate) use self::tally::TRACKED;
 use self::tally::{Counted, Tally};
 pub(crate) use self::top::TopKeys;
-pub use self::view::{Inspection, NodeView, Overview, PolicyView, TopKey};
+pub use self::view::{Ban, Inspection, NodeView, Overview, PolicyView, TopKey};
 use crate::call::{Call, Decided};
 use crate::{Rule, Verdict};
 

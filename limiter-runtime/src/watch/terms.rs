@@ -5,6 +5,7 @@
 //! ```text
 //! algorithm=token_bucket  max=10  window_us=3600000000  burst=4
 //! wait=window | wait_us=<µs>  in_flight_ttl_us=<µs>  period=month  zone=Asia/Tokyo  anchor=15
+//! penalty_us=<first µs>..<longest µs>
 //! ```
 //!
 //! The first three always; the others when the rule sets them. A field this version does not know is
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use crate::calendar::{Period, Zone};
 use crate::rule::Wait;
-use crate::{Algorithm, Rule};
+use crate::{Algorithm, Penalty, Rule};
 
 /// `rule`'s terms, as fields (see the module's documentation).
 pub(super) fn encode(rule: &Rule) -> Vec<String> {
@@ -50,6 +51,12 @@ pub(super) fn encode(rule: &Rule) -> Vec<String> {
     if let Some(anchor) = rule.calendar.anchor {
         add("anchor", &anchor);
     }
+    if let Some(penalty) = rule.penalty {
+        add(
+            "penalty_us",
+            &format!("{}..{}", micros(penalty.first()), micros(penalty.cap())),
+        );
+    }
     fields
 }
 
@@ -75,6 +82,11 @@ pub(super) fn decode(policy: &str, prefix: &str, fields: &[&str]) -> Option<Rule
             "period" => rule.calendar.period = Some(value.parse::<Period>().ok()?),
             "zone" => rule.calendar.zone = Some(Zone::get(value).ok()?),
             "anchor" => rule.calendar.anchor = Some(value.parse().ok()?),
+            "penalty_us" => {
+                let (first, cap) = value.split_once("..")?;
+                let penalty = Penalty::escalating(micros(first)?, micros(cap)?);
+                rule.penalty = Some(penalty);
+            }
             _ => {}
         }
     }
@@ -108,6 +120,9 @@ mod tests {
                 .max_wait(Duration::from_millis(250)),
             Rule::new().algorithm(Algorithm::LeakyBucket).wait(),
             Rule::new().in_flight(3).in_flight_ttl(second * 5),
+            Rule::new()
+                .max(5)
+                .penalty(Penalty::escalating(second, second * 60)),
             Rule::new()
                 .period(Period::Month)
                 .anchor(15)

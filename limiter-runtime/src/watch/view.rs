@@ -32,6 +32,31 @@ pub struct Inspection {
     pub deny_cached: bool,
     /// When it was read, on the store's clock, since the Unix epoch (Redis's `TIME` for Redis).
     pub read_at: Duration,
+    /// What is left of the key's block (a [`Penalty`](crate::Penalty)'s or a [ban](crate::Limiter::ban)):
+    /// zero when none is in force.
+    pub blocked_for: Duration,
+    /// Whether the block in force is an operator's ban.
+    pub banned: bool,
+    /// The key's offences its penalty still counts (each makes the next block longer, until forgiven).
+    pub offences: u32,
+}
+
+/// A key's block in force, an operator's ban or a penalty's ([`Limiter::bans`](crate::Limiter::bans)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ban {
+    /// The policy's name (as this node knows it; else the one derived from its prefix).
+    pub policy: String,
+    /// The store key's prefix.
+    pub prefix: String,
+    /// The key, as the key expression made it (without the store prefix).
+    pub key: String,
+    /// What is left of it.
+    pub remaining: Duration,
+    /// Whether an operator banned the key ([`Limiter::ban`](crate::Limiter::ban)); else a penalty blocked it.
+    pub banned: bool,
+    /// The key's offences its penalty still counts.
+    pub offences: u32,
 }
 
 /// A key among the most refused of a policy, over the last minute, for the whole service

@@ -18,6 +18,7 @@ use self::shard::Shard;
 use crate::algorithm::{peek, Algorithm, Charge, Outcome, Peek, Receipt, State};
 use crate::call::{Call, CallLimit, OneOrMany};
 use crate::clock::Clock;
+use crate::penalty::{Block, Terms};
 use crate::sharded::Sharded;
 
 const SHARDS: usize = 32;
@@ -235,6 +236,52 @@ impl MemoryStore {
         let now = read.max(shard.latest);
         shard.latest = now;
         shard.give_back((hash, key), limit.algorithm, charge, now, (units, receipt));
+    }
+
+    /// Bans `limit`'s key for `length` µs from now (a penalty of `terms` keeps its offences).
+    pub(crate) fn ban(&self, limit: &CallLimit<'_>, length: u64, terms: Terms) {
+        let read = self.clock.now_micros();
+        let key = limit.key.parts();
+        let (mut shard, hash) = self.shards.lock(key);
+        let now = read.max(shard.latest);
+        let before = shard.block((hash, key), now);
+        let ban = Block::ban(before.as_ref(), now.saturating_add(length));
+        shard.keep_block((hash, key), ban, terms, now, self.per_shard);
+    }
+
+    /// Lifts `limit`'s key's block; whether it had one in force.
+    pub(crate) fn unban(&self, limit: &CallLimit<'_>) -> bool {
+        let read = self.clock.now_micros();
+        let key = limit.key.parts();
+        let (mut shard, hash) = self.shards.lock(key);
+        let now = read.max(shard.latest);
+        let in_force = shard
+            .block((hash, key), now)
+            .is_some_and(|block| block.remaining(now).is_some());
+        shard.lift((hash, key));
+        in_force
+    }
+
+    /// `limit`'s key's block, if one is remembered, and when (µs).
+    pub(crate) fn block(&self, limit: &CallLimit<'_>) -> (Option<Block>, u64) {
+        let read = self.clock.now_micros();
+        let key = limit.key.parts();
+        let (mut shard, hash) = self.shards.lock(key);
+        let now = read.max(shard.latest);
+        (shard.block((hash, key), now), now)
+    }
+
+    /// Every block remembered (the store key it blocks, and the block), and when (µs).
+    pub(crate) fn blocks(&self) -> (Vec<(String, Block)>, u64) {
+        let now = self.clock.now_micros();
+        let mut blocks = Vec::new();
+        for i in 0..self.shards.count() {
+            let shard = self.shards.lock_shard(i);
+            let kept = shard.blocks.entries();
+            let live = kept.filter(|(_, kept)| kept.forgotten_at > now);
+            blocks.extend(live.map(|(key, kept)| (key.to_owned(), kept.block)));
+        }
+        (blocks, now)
     }
 
     /// Forgets idle keys now and then: after a decision, so the keys just used are never among them.

@@ -17,6 +17,7 @@
 
 mod across_slots;
 mod background;
+mod bans;
 mod breaker;
 mod cluster;
 mod coalesce;

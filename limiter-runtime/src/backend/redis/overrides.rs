@@ -84,6 +84,11 @@ pub(super) async fn follow(
         return false;
     };
     let up_to_date = match event {
+        Event::Message(message) if lifted(&message) => {
+            // A block lifted (an unban): what Redis said of the key no longer holds.
+            backend.forget_denials();
+            true
+        }
         Event::Message(message) => {
             let announcement = message
                 .get_payload::<String>()
@@ -108,6 +113,13 @@ pub(super) async fn follow(
     };
     drop((table, backend));
     up_to_date || reload(overrides, redis).await
+}
+
+/// Whether `message` announces a block lifted.
+fn lifted(message: &redis::Msg) -> bool {
+    message
+        .get_payload_bytes()
+        .starts_with(super::bans::LIFTED.as_bytes())
 }
 
 /// Whether the hash's version is the table's (also when Redis cannot say: the next look will tell).

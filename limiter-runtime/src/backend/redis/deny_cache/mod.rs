@@ -8,7 +8,9 @@
 //! never later than Redis decided, so the cache can only under-deny (send a call Redis will deny), never deny
 //! one Redis would admit. (A charge another node gives back can end a denial early: this node then denies
 //! until the `retry_after` it was told, but never longer than [`HOLD`], so that a month's quota, whose
-//! `retry_after` is weeks, sees another node's give-backs within a second.)
+//! `retry_after` is weeks, sees another node's give-backs within a second.) A key's block (a penalty's or a
+//! ban) is held to its end: only an operator's unban ends one early, and every node forgets its denials of
+//! the key when it hears of one.
 //!
 //! When a denial runs out, one call per node at a time re-asks Redis (the key's room is filled call by call,
 //! so no more than the limit is ever admitted); calls that come meanwhile are denied with a `retry_after` of
@@ -27,7 +29,7 @@ use std::time::Duration;
 use crate::call::OneOrMany;
 use crate::key::KeyRef;
 use crate::sharded::{Keys, Sharded};
-use crate::Decision;
+use crate::{Decision, Verdict};
 
 const SHARDS: usize = 16;
 /// Calls held at most, per shard: an abusive key is what this is for, not every key ever denied.
@@ -172,7 +174,15 @@ impl DenyCache {
         decisions: &[Decision],
         sent: Duration,
     ) {
-        let retry_after = decisions.iter().map(|d| d.retry_after).max();
+        // A block ends when Redis said, unless an operator lifts it (which every node hears of: see
+        // `forget_denials_of`): it is held to its end. Any other denial, at most `HOLD`.
+        let retry_after = decisions
+            .iter()
+            .map(|d| match d.verdict {
+                Verdict::Blocked => d.retry_after,
+                _ => d.retry_after.min(HOLD),
+            })
+            .max();
         let degraded = decisions.iter().any(|d| d.degraded);
         let Some(retry_after) = retry_after.filter(|r| !r.is_zero() && !degraded) else {
             self.remove(key);
@@ -187,7 +197,7 @@ impl DenyCache {
             }
         }
         let denial = Denial {
-            until: sent + retry_after.min(HOLD),
+            until: sent + retry_after,
             limits: costs.zip(decisions.iter().copied()).collect(),
             sent,
             probing_until: Duration::ZERO,

@@ -5,20 +5,37 @@ use std::sync::LazyLock;
 
 /// What ends a block key: a `%` followed by no escape, which no store key holds after its prefix (a key's `%`
 /// is written `%25`), so no limit's key is ever a block key.
-const SUFFIX: &str = "%block";
+pub(crate) const BLOCK_SUFFIX: &str = "%block";
 
 /// The key of the block of the limit whose store key is `key`: `key%block` when `key` has a hash tag (the same
 /// tag), else `{key}%block` (its whole name as the tag: its slot); a key holding a `}` but no tag, which
 /// braces cannot enclose (or an empty one), gets a short tag of its slot in front.
 pub(crate) fn block_key(key: &str) -> String {
     if hash_tag(key.as_bytes()).is_some() {
-        format!("{key}{SUFFIX}")
+        format!("{key}{BLOCK_SUFFIX}")
     } else if !key.is_empty() && !key.contains('}') {
-        format!("{{{key}}}{SUFFIX}")
+        format!("{{{key}}}{BLOCK_SUFFIX}")
     } else {
         let tag = &SLOT_TAGS[usize::from(slot(key.as_bytes()))];
-        format!("{{{tag}}}{key}{SUFFIX}")
+        format!("{{{tag}}}{key}{BLOCK_SUFFIX}")
     }
+}
+
+/// The store key whose block key `block` is, if it is one (the one key that [`block_key`] makes it).
+pub(crate) fn blocked_key(block: &str) -> Option<String> {
+    let rest = block.strip_suffix(BLOCK_SUFFIX)?;
+    let candidates = [
+        rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')),
+        Some(rest),
+        rest.strip_prefix('{')
+            .and_then(|r| r.split_once('}'))
+            .map(|(_, key)| key),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|key| block_key(key) == block)
+        .map(str::to_owned)
 }
 
 /// The part of `key` Redis hashes to find its slot: its hash tag (between its first `{` and the first `}` after
@@ -82,13 +99,14 @@ mod tests {
             "login:%7Bx%7D",
         ] {
             let block = block_key(key);
-            assert!(block.ends_with(SUFFIX), "{block}");
+            assert!(block.ends_with(BLOCK_SUFFIX), "{block}");
             assert_eq!(
                 Slot::for_key(&block),
                 Slot::for_key(key),
                 "{key} -> {block}"
             );
             assert_eq!(slot(key.as_bytes()), slot(block.as_bytes()), "{key}");
+            assert_eq!(blocked_key(&block).as_deref(), Some(key), "{block}");
         }
         assert_eq!(block_key("rl:x"), "{rl:x}%block");
         assert_eq!(block_key("rl:{t}x"), "rl:{t}x%block");

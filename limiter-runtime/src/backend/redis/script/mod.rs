@@ -17,7 +17,7 @@ mod one_limit;
 mod reply;
 
 pub(crate) use self::batch::{batch_command, groups_of, read_batch, Group};
-pub(crate) use self::block::block_key;
+pub(crate) use self::block::{block_key, blocked_key, BLOCK_SUFFIX};
 pub(crate) use self::inspect::{inspect_command, read_inspected};
 pub(crate) use self::lease::{lease_command, read_lease};
 use self::nonce::NonceText;
@@ -281,7 +281,7 @@ fn window_arg(limit: &CallLimit<'_>, test_now: Option<u64>) -> String {
 }
 
 /// The script's first argument: the operation, and, when a test passes "now" in, it and the minimum TTL.
-fn operation(op: &'static str, test_now: Option<u64>) -> Cow<'static, str> {
+pub(crate) fn operation(op: &'static str, test_now: Option<u64>) -> Cow<'static, str> {
     match test_now {
         Some(now) => Cow::Owned(format!("{op} {now} {TEST_MIN_TTL_MILLIS}")),
         None => Cow::Borrowed(op),

@@ -1,0 +1,116 @@
+//! What operators do to a key across the fleet: ban it, lift its block, list the blocks in force (see
+//! [`Penalty`]).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use super::Limiter;
+use crate::policy::PolicyName;
+use crate::{Ban, Error, Penalty, Rule};
+
+impl Limiter {
+    /// Bans `key` of `rule` for `length` (at least a millisecond), on every node: each refuses it at its next
+    /// call, as blocked ([`Verdict::Blocked`](crate::Verdict::Blocked), `retry_after` the ban's remaining
+    /// time), until the ban ends or is [lifted](Limiter::unban). The rule needs a [`Penalty`]: its calls are
+    /// the ones that read the key's block. A ban keeps the offences the key's penalty counts.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Penalty, Rule, Verdict};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// let login = Rule::new().prefix("login:").max(5).penalty(Penalty::fixed(Duration::from_secs(600)));
+    /// limiter.ban(&login, "10.0.0.7", Duration::from_secs(3600)).await?;
+    /// assert_eq!(limiter.check(&login, "10.0.0.7").await.verdict, Verdict::Blocked);
+    /// assert!(limiter.unban(&login, "10.0.0.7").await?);
+    /// assert!(limiter.check(&login, "10.0.0.7").await.allowed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn ban(
+        &self,
+        rule: &Rule,
+        key: impl fmt::Display,
+        length: Duration,
+    ) -> Result<(), Error> {
+        let rule = self.pipeline.defaults.resolved(rule);
+        let penalty = penalty_of(&rule)?;
+        let call = self.one(&rule, format_args!("{key}"), 1);
+        let length = Penalty::fixed(length).terms().first;
+        let terms = penalty.terms();
+        self.pipeline
+            .backend
+            .ban(&call.limits()[0], length, terms)
+            .await
+    }
+
+    /// Lifts the block of `key` of `rule` (a ban, or a penalty's block; its offences are forgiven too): every
+    /// node admits it again at its next call, within a second (each forgets what Redis told it of the key
+    /// when it hears of the unban). Whether the key had a block.
+    pub async fn unban(&self, rule: &Rule, key: impl fmt::Display) -> Result<bool, Error> {
+        let rule = self.pipeline.defaults.resolved(rule);
+        penalty_of(&rule)?;
+        let call = self.one(&rule, format_args!("{key}"), 1);
+        self.pipeline.backend.unban(&call.limits()[0]).await
+    }
+
+    /// The blocks in force under `policy` (its name or its prefix; every policy's for `""`), bans and
+    /// penalties', each with its remaining time, longest first. With Redis, read from every master (a
+    /// `SCAN` for block keys, then each read); in memory, this process's.
+    pub async fn bans(&self, policy: &str) -> Result<Vec<Ban>, Error> {
+        let (blocks, now) = self.pipeline.backend.blocks().await?;
+        let watch = &self.pipeline.observers.watch;
+        let wanted = match policy {
+            "" => None,
+            policy => Some(
+                watch
+                    .rule_of(policy)
+                    .map_or_else(|| policy.to_owned(), |rule| rule.prefix_value().to_owned()),
+            ),
+        };
+        let mut bans: Vec<Ban> = blocks
+            .into_iter()
+            .filter_map(|(store_key, block)| {
+                let remaining = block.remaining(now)?;
+                let (prefix, key) = split(&store_key);
+                if wanted.as_deref().is_some_and(|wanted| wanted != prefix) {
+                    return None;
+                }
+                let policy = match watch.rule_of(prefix) {
+                    Some(rule) => rule.policy_name().to_string(),
+                    None => PolicyName::derived(Cow::Owned(prefix.to_owned())).to_string(),
+                };
+                Some(Ban {
+                    policy,
+                    prefix: prefix.to_owned(),
+                    key: key.to_owned(),
+                    remaining: Duration::from_micros(remaining),
+                    banned: block.banned,
+                    offences: block.offences,
+                })
+            })
+            .collect();
+        bans.sort_by(|a, b| {
+            b.remaining
+                .cmp(&a.remaining)
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        Ok(bans)
+    }
+}
+
+/// `rule`'s penalty, or why a key of it cannot be banned.
+fn penalty_of(rule: &Rule) -> Result<Penalty, Error> {
+    rule.penalty.ok_or_else(|| Error::NoPenalty {
+        policy: rule.policy_name().to_string(),
+    })
+}
+
+/// A store key's prefix and key: the prefix ends after its last `:` (or at its last `|`, which marks a prefix
+/// without one).
+fn split(store_key: &str) -> (&str, &str) {
+    let end = store_key.rfind([':', '|']).map_or(0, |at| at + 1);
+    let (prefix, key) = store_key.split_at(end);
+    (prefix.strip_suffix('|').unwrap_or(prefix), key)
+}
