@@ -51,9 +51,9 @@ impl MemoryStore {
         &self.clock
     }
 
-    /// Live keys held now.
+    /// Live keys held now (a key's block, under a penalty, counts as one more).
     pub(crate) fn keys(&self) -> u64 {
-        self.sum(|shard| shard.entries.len() as u64)
+        self.sum(|shard| (shard.entries.len() + shard.blocks.len()) as u64)
     }
 
     /// Keys forgotten before their expiry so far, to stay within the bound.

@@ -121,7 +121,7 @@ impl RedisBackend {
 
 /// Every key ending as a block key, from each master (a server: itself).
 async fn block_keys(connection: Connection) -> redis::RedisResult<Vec<String>> {
-    let pattern = format!("*{}", script::BLOCK_SUFFIX);
+    let pattern = format!("*{}*", script::BLOCK_SUFFIX);
     match connection {
         Connection::Server(server) => {
             scan(&pattern, |cmd| {

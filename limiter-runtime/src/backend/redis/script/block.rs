@@ -3,39 +3,46 @@
 
 use std::sync::LazyLock;
 
-/// What ends a block key: a `%` followed by no escape, which no store key holds after its prefix (a key's `%`
-/// is written `%25`), so no limit's key is ever a block key.
+/// What every block key holds: a `%` followed by no escape, which no store key holds after its prefix (a
+/// key's `%` is written `%25`). What follows it says which of the three forms below the key has, so that no
+/// two store keys share a block key, whatever their prefixes.
 pub(crate) const BLOCK_SUFFIX: &str = "%block";
 
-/// The key of the block of the limit whose store key is `key`: `key%block` when `key` has a hash tag (the same
-/// tag), else `{key}%block` (its whole name as the tag: its slot); a key holding a `}` but no tag, which
-/// braces cannot enclose (or an empty one), gets a short tag of its slot in front.
+/// The key of the block of the limit whose store key is `key`, in `key`'s Cluster slot:
+/// - `key%block:t` when `key` has a hash tag (the same tag);
+/// - `{key}%block` when it has none (its whole name as the tag: its slot);
+/// - `{<n>}key%block:s` when it holds a `}` but no tag, which braces cannot enclose (or is empty): `n`, a
+///   number whose slot is `key`'s.
 pub(crate) fn block_key(key: &str) -> String {
     if hash_tag(key.as_bytes()).is_some() {
-        format!("{key}{BLOCK_SUFFIX}")
+        format!("{key}{BLOCK_SUFFIX}:t")
     } else if !key.is_empty() && !key.contains('}') {
         format!("{{{key}}}{BLOCK_SUFFIX}")
     } else {
         let tag = &SLOT_TAGS[usize::from(slot(key.as_bytes()))];
-        format!("{{{tag}}}{key}{BLOCK_SUFFIX}")
+        format!("{{{tag}}}{key}{BLOCK_SUFFIX}:s")
     }
 }
 
-/// The store key whose block key `block` is, if it is one (the one key that [`block_key`] makes it).
+/// The store key whose block key `block` is, if it is one.
 pub(crate) fn blocked_key(block: &str) -> Option<String> {
-    let rest = block.strip_suffix(BLOCK_SUFFIX)?;
-    let candidates = [
-        rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')),
-        Some(rest),
-        rest.strip_prefix('{')
-            .and_then(|r| r.split_once('}'))
-            .map(|(_, key)| key),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|key| block_key(key) == block)
-        .map(str::to_owned)
+    let key = if let Some(key) = block
+        .strip_suffix(":t")
+        .and_then(|b| b.strip_suffix(BLOCK_SUFFIX))
+    {
+        key
+    } else if let Some(tagged) = block
+        .strip_suffix(":s")
+        .and_then(|b| b.strip_suffix(BLOCK_SUFFIX))
+    {
+        tagged.strip_prefix('{')?.split_once('}')?.1
+    } else {
+        block
+            .strip_suffix(BLOCK_SUFFIX)?
+            .strip_prefix('{')?
+            .strip_suffix('}')?
+    };
+    (block_key(key) == block).then(|| key.to_owned())
 }
 
 /// The part of `key` Redis hashes to find its slot: its hash tag (between its first `{` and the first `}` after
@@ -99,7 +106,7 @@ mod tests {
             "login:%7Bx%7D",
         ] {
             let block = block_key(key);
-            assert!(block.ends_with(BLOCK_SUFFIX), "{block}");
+            assert!(block.contains(BLOCK_SUFFIX), "{block}");
             assert_eq!(
                 Slot::for_key(&block),
                 Slot::for_key(key),
@@ -109,7 +116,11 @@ mod tests {
             assert_eq!(blocked_key(&block).as_deref(), Some(key), "{block}");
         }
         assert_eq!(block_key("rl:x"), "{rl:x}%block");
-        assert_eq!(block_key("rl:{t}x"), "rl:{t}x%block");
+        assert_eq!(block_key("rl:{t}x"), "rl:{t}x%block:t");
+        // Store keys that one form could make another's block key of: each has its own.
+        for (a, b) in [("{rl:x}", "rl:x"), ("{1}rl:k}", "rl:k}")] {
+            assert_ne!(block_key(a), block_key(b));
+        }
         // The CRC is Redis's: known slots (`CLUSTER KEYSLOT`).
         assert_eq!(slot(b"foo"), 12182);
         assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));

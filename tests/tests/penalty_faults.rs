@@ -1,0 +1,165 @@
+//! Penalties where things go wrong: a flood on a blocked key (answered by each node itself), a node that
+//! restarts, Redis killed during a block (each `on_error`), hostile keys, and a flood of distinct blocked keys
+//! (memory bounded).
+
+use std::time::Duration;
+
+use limiter_runtime::{Limiter, OnError, Penalty, Rule, Verdict};
+use tests::{Monitor, RedisServer};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn login() -> Rule {
+    Rule::new()
+        .prefix("faults:login:")
+        .max(1)
+        .window(60 * SECOND)
+        .penalty(Penalty::fixed(600 * SECOND))
+}
+
+/// Offends `key` on `node`: admitted once, then blocked.
+async fn offend(node: &Limiter, rule: &Rule, key: &str) {
+    assert!(node.check(rule, key).await.allowed);
+    assert_eq!(node.check(rule, key).await.verdict, Verdict::Blocked);
+}
+
+/// Under a flood on a blocked key, at least 99% of refusals cost no Redis call: each node answers from what
+/// Redis told it, to the block's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_on_a_blocked_key_stays_on_the_node() {
+    let server = RedisServer::start();
+    let clock = limiter_runtime::FakeClock::new();
+    let (a, b) = (
+        server.limiter_with_clock(&clock),
+        server.limiter_with_clock(&clock),
+    );
+    let rule = login();
+    offend(&a, &rule, "mallory").await;
+    assert_eq!(b.check(&rule, "mallory").await.verdict, Verdict::Blocked);
+    let monitor = Monitor::start(server.port());
+    // Over five minutes of the block: a denial held a second at a time would ask Redis every second.
+    let calls = 5_000;
+    for i in 0..calls {
+        let node = if i % 2 == 0 { &a } else { &b };
+        if i % 100 == 0 {
+            clock.advance(6 * SECOND);
+        }
+        let refused = node.check(&rule, "mallory").await;
+        assert_eq!(refused.verdict, Verdict::Blocked);
+        assert!(refused.retry_after > 290 * SECOND, "{refused:?}");
+    }
+    let sent = monitor.take();
+    let scripts = sent.iter().filter(|c| c.starts_with("EVAL")).count();
+    assert!(
+        scripts * 100 <= calls,
+        "{scripts} script calls for {calls} refusals: {sent:?}"
+    );
+}
+
+/// A node that restarts (a new limiter) finds the key still blocked: the block lives in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_survives_a_restart_of_a_node() {
+    let server = RedisServer::start();
+    let rule = login();
+    {
+        let a = server.limiter();
+        offend(&a, &rule, "mallory").await;
+    }
+    let restarted = server.limiter();
+    let refused = restarted.check(&rule, "mallory").await;
+    assert_eq!(
+        (refused.allowed, refused.verdict),
+        (false, Verdict::Blocked)
+    );
+    assert!(refused.retry_after > 590 * SECOND);
+}
+
+/// Redis killed during a block: a key this node knows to be blocked stays refused whatever `on_error` says
+/// (the node's denial holds to the block's end); any other key is decided by `on_error`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_during_a_block_then_each_on_error() {
+    let mut server = RedisServer::start();
+    let node = |on_error| {
+        server
+            .builder()
+            .on_error(on_error)
+            .deadline(Duration::from_millis(200))
+            .build()
+            .unwrap()
+    };
+    let nodes = [
+        (OnError::Closed, node(OnError::Closed)),
+        (OnError::Local, node(OnError::Local)),
+        (OnError::Open, node(OnError::Open)),
+    ];
+    let rule = login();
+    for (on_error, node) in &nodes {
+        offend(node, &rule, &format!("mallory:{on_error:?}")).await;
+    }
+    server.kill();
+    // Longer than any denial but a block's is held.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    for (on_error, node) in &nodes {
+        let blocked = node.check(&rule, &format!("mallory:{on_error:?}")).await;
+        assert!(!blocked.allowed, "{on_error:?}: {blocked:?}");
+        assert_eq!(blocked.verdict, Verdict::Blocked, "{on_error:?}");
+        let other = node.check(&rule, "alice").await;
+        let expected = match on_error {
+            OnError::Closed => (false, Verdict::Unavailable),
+            OnError::Local => (true, Verdict::DegradedLocal),
+            _ => (true, Verdict::DegradedOpen),
+        };
+        assert_eq!((other.allowed, other.verdict), expected, "{on_error:?}");
+    }
+}
+
+/// Keys that look like block keys, braces, separators, a long key: each is blocked alone, and listed as it
+/// was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_keys_are_blocked_alone() {
+    let server = RedisServer::start();
+    let long = "x".repeat(5_000);
+    let hostile = [
+        "k", "k%block", "{k}", "k}", "}{", "%", ":", "|", "k:block", "{", "é🙂", &long,
+    ];
+    for (store, limiter) in [
+        ("memory", Limiter::in_memory()),
+        ("redis", server.limiter()),
+    ] {
+        let rule = login();
+        for (i, key) in hostile.iter().enumerate() {
+            offend(&limiter, &rule, key).await;
+            // Every key after it is untouched.
+            for later in &hostile[i + 1..] {
+                let decision = limiter.inspect(&rule, later).await.unwrap();
+                assert_eq!(
+                    decision.blocked_for,
+                    Duration::ZERO,
+                    "{store}: {key:?} blocked {later:?}"
+                );
+            }
+        }
+        let bans = limiter.bans("faults:login:").await.unwrap();
+        assert_eq!(bans.len(), hostile.len(), "{store}: {bans:?}");
+    }
+}
+
+/// A flood of 100,000 distinct keys, each blocked: the store's memory holds no more than its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_blocked_keys_is_bounded_in_memory() {
+    let bound = 10_000;
+    let limiter = Limiter::builder().max_keys(bound).build().unwrap();
+    let rule = login();
+    for i in 0..100_000 {
+        let key = format!("k{i}");
+        limiter.check(&rule, &key).await;
+        limiter.check(&rule, &key).await;
+    }
+    let stats = limiter.stats();
+    assert!(
+        stats.keys as usize <= 2 * bound + 64,
+        "{} keys held for a bound of {bound}",
+        stats.keys
+    );
+    assert!(stats.evicted > 0);
+}
