@@ -63,6 +63,8 @@ pub(crate) struct Args {
     pub(crate) tz: Option<Spanned<Tz>>,
     /// The billing day a month starts on, 1 to 31.
     pub(crate) anchor: Option<Spanned<Anchor>>,
+    /// How long a key the limit refuses is blocked, spanned at the argument's name.
+    pub(crate) penalty: Option<Spanned<Penalty>>,
     pub(crate) krate: Option<Path>,
     /// Not an argument: this is the limit of calls in flight an attribute's `in_flight` adds beside its rate
     /// (the limit before it), skipped when that one is.
@@ -87,6 +89,15 @@ pub(crate) enum Duration {
     /// A constant expression of any integer type, whole seconds (`window = HOUR`), checked by the code the
     /// expansion generates.
     Seconds(Expr),
+}
+
+/// How long a call the limit refuses blocks its key (`penalty = ...`), in milliseconds, each longer than zero.
+#[derive(Clone, Copy)]
+pub(crate) enum Penalty {
+    /// `penalty = "10m"`: every block as long.
+    Fixed(u64),
+    /// `penalty = "1m..1h"`: the first block, doubled at each repeat offence up to the longest (no shorter).
+    Escalating { first: u64, cap: u64 },
 }
 
 /// The time zone of a calendar quota (`tz = ...`).
@@ -118,7 +129,7 @@ pub(crate) struct Spanned<T> {
 /// Every argument, in the order error messages list them, with an example value for the error that says one
 /// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in [`Args`], a line
 /// here, an arm in [`Args::read`], and its validation.
-const ARGUMENTS: [(&str, &str); 23] = [
+const ARGUMENTS: [(&str, &str); 24] = [
     ("prefix", "\"rate_limit:emp:\""),
     ("key", "id"),
     ("window", "10"),
@@ -141,6 +152,7 @@ const ARGUMENTS: [(&str, &str); 23] = [
     ("period", "month"),
     ("tz", "\"Europe/Berlin\""),
     ("anchor", "15"),
+    ("penalty", "\"10m\""),
     ("crate", "\"my_app::limiter\""),
 ];
 
@@ -192,6 +204,7 @@ impl Args {
             "period" => value.once(&mut self.period, |v| v.spanned(period(v))),
             "tz" => value.once(&mut self.tz, |v| v.spanned(tz(v))),
             "anchor" => value.once(&mut self.anchor, |v| v.spanned(anchor(v))),
+            "penalty" => value.once(&mut self.penalty, |v| v.spanned(penalty(v))),
             "crate" => value.once(&mut self.krate, krate),
             other => unreachable!("`{other}` is in ARGUMENTS but has no parser"),
         }
@@ -665,23 +678,28 @@ fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
 /// A duration string's length in milliseconds (see [`duration`](mod@crate::duration) for its grammar).
 fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     let text = lit.value();
-    let message = match duration::millis(&text) {
-        Ok(millis) => return Ok(millis),
-        Err(Refused::Malformed) => format!(
+    duration::millis(&text)
+        .map_err(|refused| syn::Error::new(lit.span(), refused_duration(&text, name, refused)))
+}
+
+/// Why the text of a duration argument is refused.
+fn refused_duration(text: &str, name: &str, refused: Refused) -> String {
+    match refused {
+        Refused::Malformed => format!(
             "invalid duration {text:?}: expected whole numbers, each followed by a unit, `d`, `h`, `m`, `s` or \
              `ms`, the largest first (e.g. \"500ms\", \"10s\", \"1m30s\", \"1h\", \"1d12h\")"
         ),
-        Err(Refused::NoUnit(number)) => format!(
+        Refused::NoUnit(number) => format!(
             "duration {text:?} has no unit: write `{name} = \"{number}s\"` (or `{name} = {number}`) for seconds, \
              or use `ms`, `m`, `h` or `d`"
         ),
-        Err(Refused::OutOfOrder { unit, after }) => {
+        Refused::OutOfOrder { unit, after } => {
             let problem = if unit == after {
                 format!("`{unit}` is written twice")
             } else {
                 format!("`{unit}` comes after the smaller `{after}`")
             };
-            match duration::reordered(&text) {
+            match duration::reordered(text) {
                 Some(reordered) => format!(
                     "invalid duration {text:?}: {problem}; write the units largest first: \"{reordered}\""
                 ),
@@ -691,9 +709,96 @@ fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
                 ),
             }
         }
-        Err(Refused::TooLong) => too_long(name),
+        Refused::TooLong => too_long(name),
+    }
+}
+
+/// What `penalty` is, for the error of a value that is not one.
+const WHAT_A_PENALTY_IS: &str =
+    "`penalty` is how long a key that goes over the limit is blocked: a duration (`\"10m\"`) or the first and \
+     the longest block (`\"1m..1h\"`)";
+
+/// `"10m"`, a fixed penalty, or `"1m..1h"`, an escalating one: each length a duration string, as `window`
+/// takes it, longer than zero, and the first no longer than the longest.
+fn penalty(value: &Value<'_>) -> syn::Result<Penalty> {
+    let lit = penalty_literal(value)?;
+    let text = lit.value();
+    let error = |message: String| syn::Error::new(lit.span(), message);
+    let parts: Vec<&str> = match text.split_once("..") {
+        Some((first, cap)) => vec![first.trim(), cap.trim()],
+        None => vec![text.trim()],
     };
-    Err(syn::Error::new(lit.span(), message))
+    let lengths: Vec<Result<u64, Refused>> =
+        parts.iter().map(|part| duration::millis(part)).collect();
+    // Every length without a unit, seconds in the runtime's text, is shown with one, in the penalty it means.
+    if lengths
+        .iter()
+        .any(|length| matches!(length, Err(Refused::NoUnit(_))))
+        && lengths
+            .iter()
+            .all(|length| matches!(length, Ok(_) | Err(Refused::NoUnit(_))))
+    {
+        let meant: Vec<String> = parts
+            .iter()
+            .zip(&lengths)
+            .map(|(part, length)| match length {
+                Err(Refused::NoUnit(number)) => format!("{number}s"),
+                _ => (*part).to_owned(),
+            })
+            .collect();
+        return Err(error(format!(
+            "penalty {text:?} has no unit: write `penalty = \"{}\"` for seconds, or use `ms`, `m`, `h` or `d`",
+            meant.join("..")
+        )));
+    }
+    let mut millis = Vec::with_capacity(2);
+    for (part, length) in parts.iter().zip(lengths) {
+        match length {
+            Ok(length) => millis.push(length),
+            Err(Refused::Malformed) => {
+                return Err(error(format!(
+                    "invalid penalty {text:?}: {WHAT_A_PENALTY_IS}; a duration is whole numbers, each followed \
+                     by a unit, `d`, `h`, `m`, `s` or `ms`, the largest first"
+                )))
+            }
+            Err(refused) => return Err(error(refused_duration(part, "penalty", refused))),
+        }
+    }
+    match *millis.as_slice() {
+        [0] => Err(error(
+            "`penalty` must be longer than zero: a block of no time blocks nothing (leave `penalty` out for none)"
+                .to_owned(),
+        )),
+        [length] => Ok(Penalty::Fixed(length)),
+        [0, _] => Err(error(format!(
+            "the first block of `penalty = {text:?}` must be longer than zero: a block of no time blocks nothing"
+        ))),
+        [_, 0] => Err(error(format!(
+            "the longest block of `penalty = {text:?}` must be longer than zero: a block of no time blocks \
+             nothing"
+        ))),
+        [first, cap] if first > cap => Err(error(format!(
+            "the first block of `penalty = {text:?}` is longer than the longest: write the first block, then \
+             the longest it may grow to, e.g. `penalty = \"{}..{}\"`",
+            parts[1], parts[0]
+        ))),
+        [first, cap] => Ok(Penalty::Escalating { first, cap }),
+        _ => unreachable!("a penalty has one length or two"),
+    }
+}
+
+/// The string literal of `penalty = "..."`; any other value is refused, spanning it whole.
+fn penalty_literal(value: &Value<'_>) -> syn::Result<LitStr> {
+    let input = value.input;
+    if input.peek(LitStr) {
+        return input.parse();
+    }
+    let fork = input.fork();
+    let Ok(expr) = fork.parse::<Expr>() else {
+        let found: proc_macro2::TokenTree = input.parse()?;
+        return Err(syn::Error::new(found.span(), WHAT_A_PENALTY_IS));
+    };
+    Err(syn::Error::new_spanned(expr, WHAT_A_PENALTY_IS))
 }
 
 fn krate(value: &Value<'_>) -> syn::Result<Path> {
@@ -708,7 +813,7 @@ fn krate(value: &Value<'_>) -> syn::Result<Path> {
 
 #[cfg(test)]
 mod tests {
-    use super::{closest_zone, edit_distance, Args, ARGUMENTS};
+    use super::{closest_zone, edit_distance, Args, Penalty, ARGUMENTS};
 
     /// Each argument has a parser, and the example its "needs a value" error shows is a value it takes.
     #[test]
@@ -718,6 +823,52 @@ mod tests {
             if let Err(error) = syn::parse_str::<Args>(&written) {
                 panic!("`{written}`: {error}");
             }
+        }
+    }
+
+    /// A penalty is one length or the first and the longest, as the runtime reads the same text; what is
+    /// not one is refused, saying why.
+    #[test]
+    fn penalties() {
+        let penalty = |value: &str| {
+            syn::parse_str::<Args>(&format!("penalty = {value}"))
+                .map(|args| args.penalty.map(|penalty| penalty.value))
+                .map_err(|error| error.to_string())
+        };
+        let lengths = |value: &str| match penalty(value) {
+            Ok(Some(Penalty::Fixed(length))) => (length, length),
+            Ok(Some(Penalty::Escalating { first, cap })) => (first, cap),
+            other => panic!("{value}: {:?}", other.map(|_| ())),
+        };
+        assert_eq!(lengths("\"10m\""), (600_000, 600_000));
+        assert_eq!(lengths("\"1m..1h\""), (60_000, 3_600_000));
+        assert_eq!(lengths("\"500ms .. 1h30m\""), (500, 5_400_000));
+        assert_eq!(lengths("\"1s..1s\""), (1_000, 1_000));
+        for (value, refused) in [
+            ("600", "`penalty` is how long"),
+            ("TEN_MINUTES", "`penalty` is how long"),
+            ("\"ten minutes\"", "invalid penalty"),
+            ("\"1m..\"", "invalid penalty"),
+            ("\"1m..1h..2h\"", "invalid penalty"),
+            ("\"10\"", "write `penalty = \"10s\"`"),
+            ("\"1..60\"", "write `penalty = \"1s..60s\"`"),
+            ("\"30m1h\"", "write the units largest first: \"1h30m\""),
+            ("\"0s\"", "`penalty` must be longer than zero"),
+            ("\"0s..1h\"", "the first block"),
+            ("\"1h..0s\"", "the longest block"),
+            ("\"1h..1m\"", "e.g. `penalty = \"1m..1h\"`"),
+        ] {
+            match penalty(value) {
+                Err(error) => assert!(error.contains(refused), "{value}: {error}"),
+                Ok(_) => panic!("{value} is not a penalty"),
+            }
+        }
+        // The runtime reads the text the attribute takes as the same penalty.
+        for (text, first, cap) in [("10m", 600, 600), ("1m..1h", 60, 3600)] {
+            let runtime: limiter_runtime::Penalty = text.parse().unwrap();
+            assert_eq!(runtime.first().as_secs(), first);
+            assert_eq!(runtime.cap().as_secs(), cap);
+            assert_eq!(lengths(&format!("{text:?}")), (first * 1000, cap * 1000));
         }
     }
 

@@ -9,7 +9,7 @@ use syn::{
     Stmt, Type,
 };
 
-use crate::attr::{Anchor, Args, Tz};
+use crate::attr::{Anchor, Args, Duration, Penalty, Tz};
 use crate::constant;
 
 /// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
@@ -381,6 +381,20 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     if let Some(ttl) = &args.lease_ttl {
         let ttl = constant::duration("lease_ttl", &ttl.value);
         rule = quote!(#rule.lease_ttl(#ttl));
+    }
+    if let Some(penalty) = &args.penalty {
+        let length = |millis: u64| constant::duration("penalty", &Duration::Millis(millis));
+        let penalty = match penalty.value {
+            Penalty::Fixed(length_ms) => {
+                let length = length(length_ms);
+                quote!(#krate::Penalty::fixed(#length))
+            }
+            Penalty::Escalating { first, cap } => {
+                let (first, cap) = (length(first), length(cap));
+                quote!(#krate::Penalty::escalating(#first, #cap))
+            }
+        };
+        rule = quote!(#rule.penalty(#penalty));
     }
     if let Some(shadow) = args.shadow {
         rule = quote!(#rule.shadow(#shadow));

@@ -179,6 +179,20 @@ mod valid;
 ///       Ok(())
 ///   }
 ///   ```
+/// - `penalty = "10m"` or `"1m..1h"` — a call the limit refuses blocks its key for that long (escalating: the
+///   first length, doubled at each repeat offence up to the second, forgiven after a clean cap), on every
+///   node: each call of the key is refused until the block ends, its `retry_after` what is left of it, and
+///   counts nothing; see [`Penalty`]. The lengths are duration strings, as `window` takes them. Not with
+///   `in_flight` or `lease`; with `shadow = true`, blocks are reported, never enforced.
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, RateLimited};
+///   // Five attempts a minute; a user who tries a sixth is locked out for a minute, then 2, 4, ... up to an hour.
+///   #[rate_limit(prefix = "login:", key = user, max = 5, window = "1m", penalty = "1m..1h")]
+///   async fn login(user: &str, password: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///   ```
 /// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name (on the
 ///   first attribute of a stack).
 ///
@@ -203,6 +217,7 @@ mod valid;
 /// [`Algorithm`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/enum.Algorithm.html
 /// [`Period`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/enum.Period.html
 /// [`Zone`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Zone.html
+/// [`Penalty`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Penalty.html
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = syn::parse::<attr::Args>(args).and_then(|args| {

@@ -92,7 +92,30 @@ fn validate_one(args: &Args) -> syn::Result<()> {
             "`lease_ttl` bounds how long a lease is spent: add `lease = <units>`",
         ));
     }
-    validate_in_flight(args)
+    validate_in_flight(args)?;
+    validate_penalty(args)
+}
+
+/// A penalty blocks a key that abused a rate, and each call must read the block in the store.
+fn validate_penalty(args: &Args) -> syn::Result<()> {
+    let Some(penalty) = &args.penalty else {
+        return Ok(());
+    };
+    if args.in_flight.is_some() {
+        return Err(syn::Error::new(
+            penalty.span,
+            "`penalty` cannot go with `in_flight`: a call refused for want of a permit came while others ran, \
+             it did not abuse a rate; give the rate a `#[rate_limit]` of its own with the penalty",
+        ));
+    }
+    if args.lease.is_some() {
+        return Err(syn::Error::new(
+            penalty.span,
+            "`penalty` cannot go with `lease`: each call of a rate with a penalty reads its key's block in the \
+             store, so none can be spent from a lease; leave `lease` out",
+        ));
+    }
+    Ok(())
 }
 
 /// `in_flight` (calls running at once) beside a rate, or alone: what applies only to a rate needs one.

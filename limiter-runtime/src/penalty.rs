@@ -235,11 +235,7 @@ impl Block {
 /// `cap`.
 fn length(offences: u32, terms: Terms) -> u64 {
     let doublings = offences.saturating_sub(1).min(63);
-    terms
-        .first
-        .checked_mul(1 << doublings)
-        .unwrap_or(u64::MAX)
-        .min(terms.cap)
+    terms.first.saturating_mul(1 << doublings).min(terms.cap)
 }
 
 #[cfg(test)]

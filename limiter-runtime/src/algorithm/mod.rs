@@ -375,7 +375,6 @@ impl Outcome {
             delay: 0,
             receipt: Receipt::default(),
             blocked: true,
-            ..self
         }
     }
 

@@ -390,12 +390,6 @@ impl Call<'static> {
         }
     }
 
-    /// This call, its `i`-th limit under `penalty`.
-    pub(crate) fn with_penalty(mut self, i: usize, penalty: crate::Penalty) -> Self {
-        self.limits[i].penalty = Some(penalty);
-        self
-    }
-
     /// This call, its `i`-th limit a shadow limit (it does not veto).
     pub(crate) fn shadowing(mut self, i: usize) -> Self {
         self.limits[i].vetoes = false;

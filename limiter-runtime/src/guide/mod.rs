@@ -15,6 +15,7 @@
 //! | [`operations`] | where each setting comes from, run-time overrides, the two switches, logs and metrics |
 //! | [`calendar`] | `period = day \| week \| month`: quotas on the calendar in a time zone (a tenant's own), billing days, `usage` |
 //! | [`in_flight`] | `in_flight = N`: at most N calls of a key running at once, across nodes; permits, their time to live, crashes |
+//! | [`penalties`] | `penalty = "1m..1h"`: blocking a key that abuses a limit, escalating, on every node; operators' bans |
 //! | [`hot_keys`] | one key that one Redis core cannot serve: coalescing and leases, and the exact bounds a lease costs |
 //! | [`testing`] | testing code that is rate limited: the in-memory store, [`FakeClock`](crate::FakeClock), [`Limiter::scope`](crate::Limiter::scope) |
 //!
@@ -34,6 +35,7 @@ pub mod hot_keys;
 pub mod http;
 pub mod in_flight;
 pub mod operations;
+pub mod penalties;
 pub mod plain_api;
 pub mod redis;
 pub mod testing;

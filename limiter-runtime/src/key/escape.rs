@@ -17,6 +17,16 @@ pub(crate) fn is_plain(text: &str) -> bool {
     !text.bytes().any(|b| matches!(b, b'%' | b':' | b'|'))
 }
 
+/// `text`, escaped, told back: what was written through [`Escape`].
+pub(crate) fn unescaped(text: &str) -> String {
+    let mut out = text.to_owned();
+    // `%` last, so that an escaped `%` followed by `3A` stays what it was.
+    for (byte, escape) in ESCAPES.iter().rev() {
+        out = out.replace(escape, &char::from(*byte).to_string());
+    }
+    out
+}
+
 /// Writes `text` into `out`, escaped.
 pub(crate) fn escaped(out: &mut dyn fmt::Write, text: fmt::Arguments<'_>) -> fmt::Result {
     Escape(out).write_fmt(text)
@@ -62,13 +72,7 @@ mod tests {
 
     #[test]
     fn an_escape_tells_its_text_back() {
-        let unescape = |text: &str| {
-            let mut out = text.to_owned();
-            for (byte, escape) in ESCAPES.iter().rev() {
-                out = out.replace(escape, &char::from(*byte).to_string());
-            }
-            out
-        };
+        let unescape = unescaped;
         for text in ["", "%3A", "%%::||", "a:%7C|b", "%253A"] {
             let escaped = escape(text);
             assert!(is_plain(&escaped.replace('%', "")), "{escaped}");

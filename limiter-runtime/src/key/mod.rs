@@ -7,7 +7,7 @@ mod list;
 use std::fmt::{self, Write as _};
 use std::ops::Deref;
 
-pub(crate) use self::escape::escaped;
+pub(crate) use self::escape::{escaped, unescaped};
 use self::escape::{is_plain, Escape};
 
 /// What follows a prefix that does not end with `:`, so that the store key still shows where it ends.

@@ -84,7 +84,7 @@ impl Limiter {
                 Some(Ban {
                     policy,
                     prefix: prefix.to_owned(),
-                    key: key.to_owned(),
+                    key: crate::key::unescaped(key),
                     remaining: Duration::from_micros(remaining),
                     banned: block.banned,
                     offences: block.offences,

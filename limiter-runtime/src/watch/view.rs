@@ -49,7 +49,8 @@ pub struct Ban {
     pub policy: String,
     /// The store key's prefix.
     pub prefix: String,
-    /// The key, as the key expression made it (without the store prefix).
+    /// The key, as the key expression made it (without the store prefix): what [`Limiter::unban`](crate::Limiter::unban)
+    /// takes. (A key longer than the store keeps whole reads as its shortened copy and digest.)
     pub key: String,
     /// What is left of it.
     pub remaining: Duration,

@@ -22,12 +22,12 @@ pub(super) fn error(status: StatusCode, text: impl std::fmt::Display) -> Respons
 }
 
 /// A JSON answer that no cache keeps.
-fn fresh(value: Value) -> Response {
+pub(super) fn fresh(value: Value) -> Response {
     ([(header::CACHE_CONTROL, "no-store")], Json(value)).into_response()
 }
 
 /// Milliseconds, as JSON numbers.
-fn ms(duration: Duration) -> u64 {
+pub(super) fn ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -93,6 +93,22 @@ pub(super) async fn top(
     }
 }
 
+/// The rule of `policy` (by name or by prefix): as this node decided it, else as another node reports it
+/// (with the terms it counts it under); else the answer saying why not.
+pub(super) async fn rule_of(admin: &Admin, policy: &str) -> Result<crate::Rule, Response> {
+    let pipeline = &admin.limiter.pipeline;
+    if let Some(rule) = pipeline.observers.watch.rule_of(policy) {
+        return Ok(rule);
+    }
+    match pipeline.backend.reports().await {
+        Ok(reports) => watch::rule_in(&reports, policy).ok_or_else(|| {
+            let text = format!("no node has used the policy {policy:?} (by name or by prefix)");
+            error(StatusCode::NOT_FOUND, text)
+        }),
+        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
+    }
+}
+
 /// `GET /api/inspect?policy=P&key=K`.
 pub(super) async fn inspect(
     State(admin): State<Admin>,
@@ -101,21 +117,9 @@ pub(super) async fn inspect(
     let (Some(policy), Some(key)) = (query.get("policy"), query.get("key")) else {
         return error(StatusCode::BAD_REQUEST, "policy and key are required");
     };
-    // A policy this node decided, else one another node reports (with the terms it counts it under).
-    let pipeline = &admin.limiter.pipeline;
-    let rule = match pipeline.observers.watch.rule_of(policy) {
-        Some(rule) => rule,
-        None => match pipeline.backend.reports().await {
-            Ok(reports) => match watch::rule_in(&reports, policy) {
-                Some(rule) => rule,
-                None => {
-                    let text =
-                        format!("no node has used the policy {policy:?} (by name or by prefix)");
-                    return error(StatusCode::NOT_FOUND, text);
-                }
-            },
-            Err(e) => return error(StatusCode::SERVICE_UNAVAILABLE, e),
-        },
+    let rule = match rule_of(&admin, policy).await {
+        Ok(rule) => rule,
+        Err(answer) => return answer,
     };
     match admin.limiter.inspect(&rule, key).await {
         Ok(state) => fresh(json!({
@@ -129,6 +133,9 @@ pub(super) async fn inspect(
             "reset_after_ms": ms(state.reset_after),
             "in_flight": state.in_flight,
             "deny_cached": state.deny_cached,
+            "blocked_ms": ms(state.blocked_for),
+            "banned": state.banned,
+            "offences": state.offences,
         })),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
@@ -179,7 +186,7 @@ pub(super) async fn overrides(State(admin): State<Admin>) -> Response {
 }
 
 /// A request's body, read as JSON; else why not (an error answered like every other, `{"error"}`).
-fn json(body: &[u8]) -> Result<Value, String> {
+pub(super) fn json(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))
 }
 
@@ -197,7 +204,7 @@ fn target(body: &Value) -> Result<Override, String> {
 }
 
 /// A whole number from `body`'s `field`, if it holds one; else why not.
-fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
+pub(super) fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => value

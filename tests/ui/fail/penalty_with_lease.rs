@@ -1,0 +1,8 @@
+use limiter_runtime::{rate_limit, RateLimited};
+
+#[rate_limit(algorithm = token_bucket, max = 5, lease = 10, penalty = "10m")]
+async fn f() -> Result<(), RateLimited> {
+    Ok(())
+}
+
+fn main() {}
