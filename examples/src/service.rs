@@ -5,6 +5,7 @@
 //! | `GET /api/test` | 10 per second for everybody: one shared bucket |
 //! | `GET /employees/{id}` | 5 per 10 s per employee, with its own message |
 //! | `GET /whoami` | 100 per minute per client IP |
+//! | `POST /login/{user}` (the body: the password) | 5 failures per 15 min per user; the sixth blocks the user for 1 min, then 2, 4, ... up to 1 h, on every instance |
 //! | `POST /limit/update?prefix=..&key=..&threshold=..&window=..` | an operator's override (`key`, `window` optional; no `threshold` and no `window` clears it) |
 //! | `POST /limit/enabled?enabled=false` | switches limiting off on every instance (and `true` on again); `&scope=here` on this one alone |
 //! | `/admin/` | the operators' live page and its JSON API (`limiter_runtime::admin`) |
@@ -12,7 +13,7 @@
 //! In front of the public routes, a tower layer limits each client (its IP address) to 60 requests a minute,
 //! on top of each route's own limit, and every response says where both stand: the IETF `RateLimit-Policy`
 //! and `RateLimit` fields, one member per policy (`per-client`, and the route's: `api`, `employee`,
-//! `whoami`). A rejection is the `RateLimited` error itself: 429 with `Retry-After` and those fields (503 when
+//! `whoami`, `login`). A rejection is the `RateLimited` error itself: 429 with `Retry-After` and those fields (503 when
 //! Redis is down and a limit fails closed).
 //!
 //! The `/limit/*` and `/admin/api/*` routes are the operators': they require `Authorization: Bearer <token>`,
@@ -86,6 +87,7 @@ pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
         .route("/api/test", get(api_test))
         .route("/employees/{id}", get(employee))
         .route("/whoami", get(whoami))
+        .route("/login/{user}", post(login))
         // The layer's limiter is the handlers' too: one count for the service.
         .layer(RateLimitLayer::new(&limiter, [per_client], Key::peer_ip()));
     public
@@ -125,6 +127,42 @@ async fn employee(Path(id): Path<String>) -> Result<Json<Value>, RateLimited> {
 #[rate_limit(prefix = "rate_limit:ip:", name = "whoami", key = client.ip(), max = 100, window = "1m")]
 async fn whoami(ConnectInfo(client): ConnectInfo<SocketAddr>) -> Result<String, RateLimited> {
     Ok(client.ip().to_string())
+}
+
+/// Why a login failed: the password (401), or the limit (its refusal: 429, `Retry-After` the block's
+/// remaining time once the user is blocked).
+#[derive(Debug)]
+pub enum LoginError {
+    /// Not the user's password: counted.
+    WrongPassword,
+    /// Refused by the limit, or blocked by its penalty.
+    Limited(RateLimited),
+}
+
+impl From<RateLimited> for LoginError {
+    fn from(refused: RateLimited) -> Self {
+        LoginError::Limited(refused)
+    }
+}
+
+impl IntoResponse for LoginError {
+    fn into_response(self) -> Response {
+        match self {
+            LoginError::WrongPassword => {
+                (StatusCode::UNAUTHORIZED, "wrong password").into_response()
+            }
+            LoginError::Limited(refused) => refused.into_response(),
+        }
+    }
+}
+
+/// Failures count, successes are free; a user that fails a sixth time is blocked for a while, everywhere.
+#[rate_limit(prefix = "rate_limit:login:", name = "login", key = user, max = 5, window = "15m", count = failures, penalty = "1m..1h")]
+async fn login(Path(user): Path<String>, password: String) -> Result<&'static str, LoginError> {
+    match password == "hunter2" {
+        true => Ok("welcome"),
+        false => Err(LoginError::WrongPassword),
+    }
 }
 
 /// `POST /limit/update`: sets (or, with neither `threshold` nor `window`, clears) an override for every

@@ -308,3 +308,98 @@ async fn a_inspected(limiter: &Limiter, rule: &Rule, key: &str) -> Value {
         "in_flight": state.in_flight,
     })
 }
+
+/// The bans through the API, against real Redis and a second node: a ban set on one node refuses the key on
+/// the other; listed with its remaining time; lifted. Bad bodies, a policy no node used and a policy without
+/// a penalty are refused with a sentence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bans_are_set_listed_and_lifted_through_the_api() {
+    let server = RedisServer::start();
+    let (a, b) = (server.limiter(), server.limiter());
+    let at = serve_admin(a.clone()).await;
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = Some(bearer.as_str());
+    let login = Rule::new()
+        .prefix("api:login:")
+        .name("login")
+        .max(5)
+        .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(60)));
+    let plain = Rule::new().prefix("api:plain:").name("plain").max(5);
+    a.check(&login, "alice").await;
+    a.check(&plain, "alice").await;
+    let ban = json!({ "policy": "login", "key": "mallory", "duration_ms": 600_000 });
+    let set = ask(at, "PUT", "/admin/api/bans", auth, Some(ban)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    let refused = b.check(&login, "mallory").await;
+    assert_eq!(refused.verdict, Verdict::Blocked);
+    let listed = ask(at, "GET", "/admin/api/bans?policy=login", auth, None).await;
+    assert_eq!(listed.status, StatusCode::OK);
+    assert_eq!(
+        listed.headers.get(header::CACHE_CONTROL).unwrap(),
+        "no-store"
+    );
+    let bans = listed.json.as_array().expect("a list");
+    assert_eq!(bans.len(), 1, "{}", listed.json);
+    assert_eq!(
+        (bans[0]["key"].as_str(), bans[0]["banned"].as_bool()),
+        (Some("mallory"), Some(true))
+    );
+    let left = bans[0]["remaining_ms"].as_u64().unwrap();
+    assert!((590_000..=600_000).contains(&left), "{left}");
+    let inspected = ask(
+        at,
+        "GET",
+        "/admin/api/inspect?policy=login&key=mallory",
+        auth,
+        None,
+    )
+    .await;
+    assert_eq!(inspected.json["banned"], json!(true), "{}", inspected.json);
+    for (body, status, says) in [
+        (
+            json!({ "policy": "login", "key": "k" }),
+            StatusCode::BAD_REQUEST,
+            "duration_ms",
+        ),
+        (
+            json!({ "policy": "login", "key": "k", "duration_ms": 0 }),
+            StatusCode::BAD_REQUEST,
+            "duration_ms",
+        ),
+        (
+            json!({ "policy": "login", "duration_ms": 5 }),
+            StatusCode::BAD_REQUEST,
+            "key",
+        ),
+        (
+            json!({ "policy": "nobody", "key": "k", "duration_ms": 5 }),
+            StatusCode::NOT_FOUND,
+            "no node",
+        ),
+        (
+            json!({ "policy": "plain", "key": "k", "duration_ms": 5 }),
+            StatusCode::BAD_REQUEST,
+            "no penalty",
+        ),
+    ] {
+        let answer = ask(at, "PUT", "/admin/api/bans", auth, Some(body.clone())).await;
+        assert_eq!(answer.status, status, "{body}: {}", answer.json);
+        let error = answer.json["error"].as_str().unwrap_or_default();
+        assert!(error.contains(says), "{body}: {error}");
+    }
+    let lift = json!({ "policy": "login", "key": "mallory" });
+    let lifted = ask(at, "DELETE", "/admin/api/bans", auth, Some(lift.clone())).await;
+    assert_eq!(lifted.json, json!({ "lifted": true }));
+    let again = ask(at, "DELETE", "/admin/api/bans", auth, Some(lift)).await;
+    assert_eq!(again.json, json!({ "lifted": false }));
+    let started = Instant::now();
+    while !b.check(&login, "mallory").await.allowed {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "still refused on the other node"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let none = ask(at, "GET", "/admin/api/bans", auth, None).await;
+    assert_eq!(none.json, json!([]));
+}

@@ -3,7 +3,8 @@
 //! service and a real Redis, and finds what a person would see: the policies with their rates, a top limited
 //! key, the node's health; counts that move on screen without a reload; the token kept in the tab's session
 //! storage alone, signing a reload in; then an override applied through the page's form takes effect on the
-//! service.
+//! service, and a ban added in the page refuses the key (429, `Retry-After` the ban's length) until it is
+//! lifted there.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`./scripts/test` installs them when missing): without
 //! them the test fails, saying so. `LIMITER_ADMIN_SCREENSHOT=<path>` saves a screenshot of the page there
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use examples::service::AdminToken;
 use fantoccini::{Client, ClientBuilder, Locator};
 use limiter_runtime::{Limiter, Override};
-use tests::http::request;
+use tests::http::{request, request_with_body};
 use tests::RedisServer;
 
 const TOKEN: &str = "page-test-token";
@@ -108,6 +109,12 @@ async fn until<T, F: std::future::Future<Output = Option<T>>>(
 /// Clicks the element with id `id`.
 async fn click(client: &Client, id: &str) {
     let element = client.find(Locator::Id(id)).await.unwrap();
+    element.click().await.unwrap();
+}
+
+/// Clicks the first element `css` selects.
+async fn click_css(client: &Client, css: &str) {
+    let element = client.find(Locator::Css(css)).await.unwrap();
     element.click().await.unwrap();
 }
 
@@ -258,6 +265,57 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
     assert!(listed.contains("rate_limit:emp:"), "{listed}");
     assert_eq!(request(service, "GET", "/employees/42").await.status, 200);
     assert_eq!(request(service, "GET", "/employees/42").await.status, 429);
+
+    // A ban through the page: mallory may not even try the right password, on any instance, until lifted.
+    let login = |user: &'static str| async move {
+        request_with_body(
+            service,
+            "POST",
+            &format!("/login/{user}"),
+            &[],
+            Some("hunter2"),
+        )
+        .await
+    };
+    assert_eq!(login("mallory").await.status, 200);
+    until("the login policy to ban a key of", || async {
+        let select = client.find(Locator::Id("ban-policy")).await.ok()?;
+        select.select_by_value("login").await.ok()
+    })
+    .await;
+    let key = client.find(Locator::Id("ban-key")).await.unwrap();
+    key.send_keys("mallory").await.unwrap();
+    click(&client, "ban-submit").await;
+    until("the ban applied", || async {
+        text(&client, "#ban-result")
+            .await
+            .filter(|t| t.contains("banned"))
+    })
+    .await;
+    let listed = until("the ban listed", || async {
+        text(&client, "#bans")
+            .await
+            .filter(|t| t.contains("mallory"))
+    })
+    .await;
+    assert!(
+        listed.contains("login") && listed.contains("ban"),
+        "{listed}"
+    );
+    let banned = login("mallory").await;
+    assert_eq!(banned.status, 429, "{banned:?}");
+    let retry: u64 = banned.header("retry-after").unwrap().parse().unwrap();
+    assert!((3590..=3600).contains(&retry), "Retry-After: {retry}");
+    assert_eq!(login("alice").await.status, 200);
+    // Lifted from the page: admitted again.
+    click_css(&client, "#bans .ban-lift").await;
+    until("the ban lifted", || async {
+        text(&client, "#ban-result")
+            .await
+            .filter(|t| t.contains("lifted"))
+    })
+    .await;
+    assert_eq!(login("mallory").await.status, 200);
 
     if let Some(path) = std::env::var_os("LIMITER_ADMIN_SCREENSHOT") {
         client

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use limiter_runtime::{Algorithm, Decision, FakeClock, Limiter, Rule};
+use limiter_runtime::{Algorithm, Decision, FakeClock, Limiter, Penalty, Rule};
 use tests::{RedisServer, Rng};
 
 const CALLS: usize = 3_000;
@@ -161,6 +161,17 @@ fn random_rule(rng: &mut Rng, name: &str) -> Rule {
     rule
 }
 
+/// `rule`, under a penalty half the time (`rng`'s draw): blocks read and written in the call that counts, and
+/// their decay. (Its own generator, so that the schedules drawn without penalties stay as they were.)
+fn maybe_penalized(rng: &mut Rng, rule: Rule) -> Rule {
+    if rng.below(2) == 0 {
+        return rule;
+    }
+    let first = Duration::from_micros(*rng.pick(&[300_000, 1_000_000, 2_500_000]));
+    let cap = first * *rng.pick(&[1, 4]);
+    rule.penalty(Penalty::escalating(first, cap))
+}
+
 /// Stacked calls (two or three limits of random algorithms) and reservations settled or cancelled later, the
 /// same seeded schedule in memory and in Redis: identical decisions, call by call.
 ///
@@ -171,11 +182,13 @@ fn random_rule(rng: &mut Rng, name: &str) -> Rule {
 async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
     let mut rng = Rng::new(seed);
     let tag = format!("stacked:{seed}:{deny_cache}");
+    let mut penalties = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let rules = [
         random_rule(&mut rng, &format!("{tag}:a")),
         random_rule(&mut rng, &format!("{tag}:b")),
         random_rule(&mut rng, &format!("{tag}:c")),
-    ];
+    ]
+    .map(|rule| maybe_penalized(&mut penalties, rule));
     let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
     let memory = Limiter::builder()
         .clock(memory_clock.clone())
@@ -196,6 +209,7 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
             d.reset_after,
             d.remaining,
             d.delay,
+            d.verdict,
         )
     };
     // With the deny cache, only whether the call is admitted: every part of it the same.
@@ -212,6 +226,7 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
                         Duration::ZERO,
                         0,
                         Duration::ZERO,
+                        limiter_runtime::Verdict::Admitted,
                     )]
                 }
                 false => decisions.iter().map(compared).collect(),
