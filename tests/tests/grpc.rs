@@ -89,6 +89,16 @@ impl UnaryService<String> for Greeter {
                 let _permit = limiter.acquire(&rule, key).await?;
                 return Ok(Response::new(format!("hello, {key}")));
             }
+            // "blocked <key>": once a minute, and a ten-minute block for a second try.
+            if let Some(key) = caller.strip_prefix("blocked ") {
+                let rule = Rule::new()
+                    .prefix("hello:blocked:")
+                    .max(1)
+                    .window(Duration::from_secs(60))
+                    .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(600)));
+                limiter.enforce(&rule, key).await?;
+                return Ok(Response::new(format!("hello, {key}")));
+            }
             let rule = Rule::new()
                 .prefix("hello:")
                 .max(3)
@@ -214,6 +224,24 @@ async fn a_reached_limit_is_resource_exhausted_with_the_retry_delay() {
     assert_eq!(number(&refused, "retry-after"), pushback.div_ceil(1_000));
     // Another caller has a count of its own.
     assert_eq!(hello(address, "grace").await.unwrap(), "hello, grace");
+}
+
+/// A key blocked by its penalty: `RESOURCE_EXHAUSTED`, the delay what is left of the block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_key_is_resource_exhausted_until_its_block_ends() {
+    let server = RedisServer::start();
+    let address = serve(server.limiter()).await;
+    assert_eq!(hello(address, "blocked eve").await.unwrap(), "hello, eve");
+    for _ in 0..2 {
+        let refused = hello(address, "blocked eve").await.unwrap_err();
+        assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+        let pushback = number(&refused, "grpc-retry-pushback-ms");
+        assert!(
+            (590_000..=600_000).contains(&pushback),
+            "the block's remaining time: {pushback} ms"
+        );
+        assert_eq!(number(&refused, "retry-after"), pushback.div_ceil(1_000));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

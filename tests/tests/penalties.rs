@@ -247,3 +247,51 @@ async fn a_ban_is_seen_listed_and_lifted_on_every_node_on_redis() {
     let server = RedisServer::start();
     ban_and_unban(Some(&server)).await;
 }
+
+/// On a Cluster: blocks live in their limit's slot (keys of every form, hash-tagged or not, in many slots);
+/// a stacked call across slots with one blocked key charges nothing; bans are found on every master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn penalties_and_bans_on_a_cluster() {
+    let cluster = tests::RedisCluster::start();
+    let (a, b) = (cluster.limiter(), cluster.limiter());
+    let rule = Rule::new()
+        .prefix("pen:cluster:")
+        .max(1)
+        .window(60 * SECOND)
+        .penalty(Penalty::fixed(600 * SECOND));
+    let keys: Vec<String> = (0..20)
+        .map(|i| match i % 4 {
+            0 => format!("user{i}"),
+            1 => format!("{{tenant{i}}}:user"),
+            2 => format!("odd}}{i}"),
+            _ => format!("{{}}{i}"),
+        })
+        .collect();
+    for key in &keys {
+        assert!(a.check(&rule, key).await.allowed, "{key}");
+        assert_eq!(a.check(&rule, key).await.verdict, Verdict::Blocked, "{key}");
+        let elsewhere = b.check(&rule, key).await;
+        assert_eq!(elsewhere.verdict, Verdict::Blocked, "{key}");
+    }
+    let masters = cluster.masters().len();
+    assert!(masters >= 3, "{masters} masters");
+    let listed = b.bans("pen:cluster:").await.unwrap();
+    let mut found: Vec<String> = listed.iter().map(|ban| ban.key.clone()).collect();
+    let mut expected = keys.clone();
+    found.sort();
+    expected.sort();
+    assert_eq!(found, expected);
+    // A stacked call across slots, one of its keys blocked: refused, the other charged nothing.
+    let other = Rule::new()
+        .prefix("pen:cluster:other:")
+        .max(3)
+        .window(60 * SECOND);
+    let [blocked, free] = a.check_all([(&rule, "user0"), (&other, "ip")]).await;
+    assert_eq!((blocked.verdict, free.remaining), (Verdict::Blocked, 3));
+    assert_eq!(a.check(&other, "ip").await.remaining, 2);
+    // Banned and lifted across the cluster.
+    a.ban(&rule, "fresh", 60 * SECOND).await.unwrap();
+    assert_eq!(b.check(&rule, "fresh").await.verdict, Verdict::Blocked);
+    assert!(b.unban(&rule, "fresh").await.unwrap());
+    assert!(a.check(&rule, "fresh").await.allowed);
+}
