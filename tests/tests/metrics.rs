@@ -84,6 +84,11 @@ async fn trial(user: &str) -> Result<(), RateLimited> {
     Ok(())
 }
 
+#[rate_limit(key = user, max = 1, prefix = "login:", penalty = "10m")]
+async fn login(user: &str) -> Result<(), RateLimited> {
+    Ok(())
+}
+
 #[rate_limit(key = user, max = 1, prefix = "staff:", skip_if = user.starts_with("admin"))]
 #[rate_limit(key = user, max = 10, prefix = "everyone:")]
 async fn staff(user: &str) -> Result<(), RateLimited> {
@@ -119,6 +124,10 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
                     for _ in 0..2 {
                         staff("admin-erin").await.unwrap();
                     }
+                    // Admitted, then the offence and a refusal during the block: both blocked.
+                    for _ in 0..3 {
+                        let _ = login("mallory").await;
+                    }
                 })
                 .await;
             server.kill();
@@ -140,6 +149,12 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
     assert_eq!(
         get("limiter_decisions_total{prefix=api:,outcome=degraded,reason=degraded_open}"),
         1,
+        "{recorded:#?}"
+    );
+    // A key blocked by its penalty is named so.
+    assert_eq!(
+        get("limiter_decisions_total{prefix=login:,outcome=limited,reason=blocked}"),
+        2,
         "{recorded:#?}"
     );
     // A limit a call skips (beside one it does not) is named so.

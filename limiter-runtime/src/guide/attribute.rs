@@ -76,6 +76,7 @@
 //! | `lease_ttl = "100ms"` | with `lease`: how long a node may spend a lease | 100 ms |
 //! | `in_flight = 4` | at most this many calls of a key running at once, across nodes; alone, or beside `max`/`window` as a second limit decided with the rate. The permit ends with the function, or with the body of a response it returns (see [`in_flight`](super::in_flight)) | none |
 //! | `in_flight_ttl = "30s"` | with `in_flight`, on Redis: how long a permit lives unless its node renews it | 30 s |
+//! | `penalty = "10m"` or `penalty = "1m..1h"` | a call the limit refuses blocks its key for that long, on every node (escalating: the first length, doubled at each repeat offence up to the second, forgiven after a clean cap); not with `in_flight` or `lease` (see [`penalties`](super::penalties)) | no penalty |
 //! | `period = day \| week \| month` | a calendar quota: at most `max` units per day, week (from Monday) or month of the calendar, counted again from each period's first instant; instead of a window (see [Calendar quotas](#calendar-quotas)) | no period: a rate per window |
 //! | `tz = "Europe/Berlin"` or `tz = <expr>` | with `period`: the time zone the periods are counted in, an IANA name checked when compiled, or each call's own [`Zone`](crate::Zone) computed from the arguments | UTC |
 //! | `anchor = 15` or `anchor = <expr>` | with `period = month`: the billing day the month starts on, 1 to 31 (a shorter month starts on its last day), or each call's, an integer from the arguments | 1 |

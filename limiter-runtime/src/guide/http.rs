@@ -156,7 +156,7 @@
 //!
 //! | why | HTTP | gRPC |
 //! |---|---|---|
-//! | the limit was reached ([`Reason::Limited`](crate::Reason::Limited)) | `429 Too Many Requests`, `Retry-After`, the quota fields | `RESOURCE_EXHAUSTED`, `grpc-retry-pushback-ms` and `retry-after` |
+//! | the limit was reached, or the key is blocked ([`Reason::Limited`](crate::Reason::Limited); [`Verdict::Blocked`](crate::Verdict::Blocked), `Retry-After` the block's remaining time) | `429 Too Many Requests`, `Retry-After`, the quota fields | `RESOURCE_EXHAUSTED`, `grpc-retry-pushback-ms` and `retry-after` |
 //! | the limiter could not decide and fails closed ([`Reason::Unavailable`](crate::Reason::Unavailable)) | `503 Service Unavailable`, `Retry-After`, no quota fields | `UNAVAILABLE`, `grpc-retry-pushback-ms` and `retry-after` |
 //! | the call weighs more than the limit can ever admit ([`Reason::TooLarge`](crate::Reason::TooLarge)) | `413 Content Too Large`, no `Retry-After`: no wait admits it | `RESOURCE_EXHAUSTED`, `grpc-retry-pushback-ms: -1` (do not retry) |
 //!

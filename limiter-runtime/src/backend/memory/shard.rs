@@ -182,29 +182,12 @@ impl Shard {
         }
     }
 
-    /// Below `most` blocks: the forgiven ones forgotten, then the eighth closest to being forgiven.
+    /// Below `most` blocks: the forgiven ones forgotten, then the eighth of `most` closest to being forgiven.
     #[cold]
     #[inline(never)]
     fn make_room_for_blocks(&mut self, now: u64, most: usize) {
         self.blocks.retain(|kept| kept.forgotten_at > now);
-        let len = self.blocks.len();
-        if len < most {
-            return;
-        }
-        let forget = len - most + 1 + most / 8;
-        let mut ends: Vec<u64> = self.blocks.values().map(|kept| kept.forgotten_at).collect();
-        let last = *ends.select_nth_unstable(forget - 1).1;
-        let mut at_last = forget - ends.iter().filter(|&&at| at < last).count();
-        let forgotten = self.blocks.retain(|kept| {
-            if kept.forgotten_at < last {
-                false
-            } else if kept.forgotten_at == last && at_last > 0 {
-                at_last -= 1;
-                false
-            } else {
-                true
-            }
-        });
+        let forgotten = forget_closest(&mut self.blocks, |kept| kept.forgotten_at, most);
         self.evicted += forgotten as u64;
         crate::observe::evicted(forgotten as u64);
     }
@@ -215,30 +198,33 @@ impl Shard {
     #[inline(never)]
     fn make_room(&mut self, now: u64, most: usize) {
         self.sweep(now);
-        let len = self.entries.len();
-        if len < most {
-            return;
-        }
-        let forget = len - most + 1 + most / 8;
-        let mut expiries: Vec<u64> = self
-            .entries
-            .values()
-            .map(|entry| entry.expires_at)
-            .collect();
-        let last = *expiries.select_nth_unstable(forget - 1).1;
-        // Those before the last expiry forgotten, then as many at it as the count needs.
-        let mut at_last = forget - expiries.iter().filter(|&&at| at < last).count();
-        let forgotten = self.entries.retain(|entry| {
-            if entry.expires_at < last {
-                false
-            } else if entry.expires_at == last && at_last > 0 {
-                at_last -= 1;
-                false
-            } else {
-                true
-            }
-        });
+        let forgotten = forget_closest(&mut self.entries, |entry| entry.expires_at, most);
         self.evicted += forgotten as u64;
         crate::observe::evicted(forgotten as u64);
     }
+}
+
+/// Forgets, from `keys` holding `most` or more, those closest to their end (`end`), down to `most` less an
+/// eighth; says how many.
+fn forget_closest<V>(keys: &mut Keys<V>, end: impl Fn(&V) -> u64, most: usize) -> usize {
+    let len = keys.len();
+    if len < most {
+        return 0;
+    }
+    let forget = len - most + 1 + most / 8;
+    let mut ends: Vec<u64> = keys.values().map(&end).collect();
+    let last = *ends.select_nth_unstable(forget - 1).1;
+    // Those before the last end forgotten, then as many at it as the count needs.
+    let mut at_last = forget - ends.iter().filter(|&&at| at < last).count();
+    keys.retain(|value| {
+        let at = end(value);
+        if at < last {
+            false
+        } else if at == last && at_last > 0 {
+            at_last -= 1;
+            false
+        } else {
+            true
+        }
+    })
 }
