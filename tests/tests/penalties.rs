@@ -295,3 +295,64 @@ async fn penalties_and_bans_on_a_cluster() {
     assert!(b.unban(&rule, "fresh").await.unwrap());
     assert!(a.check(&rule, "fresh").await.allowed);
 }
+
+/// Beside the rates: a calendar quota under a penalty blocks past its period's count; a limit of calls in
+/// flight under one blocks a key that finds no permit; a shadow rule's block is reported and refuses
+/// nothing.
+async fn beside_the_rates(server: Option<&RedisServer>) {
+    let clock = FakeClock::new();
+    let (a, b) = nodes(server, &clock);
+    let daily = Rule::new()
+        .prefix("pen:daily:")
+        .period(limiter_runtime::Period::Day)
+        .max(1)
+        .penalty(Penalty::fixed(30 * SECOND));
+    assert!(a.check(&daily, "k").await.allowed);
+    let offence = b.check(&daily, "k").await;
+    assert_eq!(
+        (offence.verdict, offence.retry_after),
+        (Verdict::Blocked, 30 * SECOND)
+    );
+    let flight = Rule::new()
+        .prefix("pen:flight:")
+        .in_flight(1)
+        .penalty(Penalty::fixed(5 * SECOND));
+    let held = a.acquire(&flight, "k").await.unwrap();
+    let refused = b.acquire(&flight, "k").await.unwrap_err();
+    assert_eq!(refused.decision().verdict, Verdict::Blocked);
+    assert_eq!(refused.retry_after(), 5 * SECOND);
+    held.release().await;
+    let still = a.acquire(&flight, "k").await.unwrap_err();
+    assert_eq!(
+        still.decision().verdict,
+        Verdict::Blocked,
+        "the permit is free, the key blocked"
+    );
+    clock.advance(5 * SECOND);
+    assert!(a.acquire(&flight, "k").await.is_ok());
+    let trial = Rule::new()
+        .prefix("pen:shadow:")
+        .max(1)
+        .shadow(true)
+        .penalty(Penalty::fixed(30 * SECOND));
+    for _ in 0..3 {
+        assert!(
+            a.enforce(&trial, "k").await.is_ok(),
+            "a shadow rule refuses nothing"
+        );
+    }
+    let reported = b.check(&trial, "k").await;
+    assert_eq!(reported.verdict, Verdict::Shadow);
+    assert_eq!(reported.retry_after, 30 * SECOND);
+}
+
+#[tokio::test]
+async fn penalties_beside_the_rates_in_memory() {
+    beside_the_rates(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn penalties_beside_the_rates_on_redis() {
+    let server = RedisServer::start();
+    beside_the_rates(Some(&server)).await;
+}

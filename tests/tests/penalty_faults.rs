@@ -163,3 +163,26 @@ async fn a_flood_of_blocked_keys_is_bounded_in_memory() {
     );
     assert!(stats.evicted > 0);
 }
+
+/// A call under a penalty is one script call, offence and block included: no round trip of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_penalty_costs_no_round_trip() {
+    let server = RedisServer::start();
+    let limiter = server
+        .builder()
+        .deny_cache(false)
+        .heartbeat_every(Duration::from_secs(3_600))
+        .build()
+        .unwrap();
+    let rule = login();
+    limiter.check(&rule, "warm").await;
+    // The first heartbeat, sent at start, is over.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let monitor = Monitor::start(server.port());
+    for _ in 0..3 {
+        limiter.check(&rule, "eve").await;
+    }
+    let sent = monitor.take();
+    let commands: Vec<&String> = sent.iter().filter(|c| *c != "ECHO").collect();
+    assert_eq!(commands, ["EVALSHA"; 3], "{sent:?}");
+}
