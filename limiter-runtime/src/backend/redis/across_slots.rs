@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
 
+use super::late::finish_for_dropped;
 use super::round_trip::{asked, decided_of, Exchange, Failed, Late};
 use super::script::{self, nonce, BatchCall, CallOutcome, GiveBack};
 use super::RedisBackend;
@@ -112,10 +113,7 @@ impl Drop for Exchanging<'_> {
         let Some(exchange) = self.exchange.take() else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let redis = Arc::clone(self.redis);
-        runtime.spawn(async move { redis.reconcile_exchange(exchange, true).await });
+        finish_for_dropped(async move { redis.reconcile_exchange(exchange, true).await });
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::late::finish_for_dropped;
 use super::lease::HeldLease;
 use super::round_trip::{call_key, named, within_held, Failed, Late};
 use super::script;
@@ -157,10 +158,7 @@ impl Drop for Taking<'_, '_> {
         let Some(sent) = self.sent.take() else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let (redis, call) = (Arc::clone(self.redis), self.call.detached());
-        runtime.spawn(async move { redis.return_late_lease(sent, &call).await });
+        finish_for_dropped(async move { redis.return_late_lease(sent, &call).await });
     }
 }

@@ -10,6 +10,7 @@ use redis::Value;
 
 use super::breaker::Pass;
 use super::coalesce::{Batch, Coalescer, Joining, Line, Member, Orphans, Place};
+use super::late::finish_for_dropped;
 use super::script::{groups_of, nonce, BatchCall, CallOutcome, Group, Sent};
 use super::RedisBackend;
 use super::{script, Connection};
@@ -250,15 +251,12 @@ impl Drop for Flight<'_, '_> {
         let Some(sent) = self.sent.take() else {
             return;
         };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let member = Member {
             call: self.call.for_store(),
             nonce: self.nonce,
         };
         let redis = Arc::clone(self.redis);
-        runtime.spawn(async move { redis.reconcile_batch(sent, &[member], &[true]).await });
+        finish_for_dropped(async move { redis.reconcile_batch(sent, &[member], &[true]).await });
     }
 }
 
