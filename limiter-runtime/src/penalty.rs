@@ -132,7 +132,7 @@ impl FromStr for Penalty {
     fn from_str(text: &str) -> Result<Penalty, PenaltyError> {
         let error = || PenaltyError(text.to_owned());
         let length = |part: &str| {
-            crate::rule::duration(part.trim())
+            crate::parse::duration(part.trim())
                 .filter(|length| length.as_micros() >= u128::from(SHORTEST))
         };
         match text.split_once("..") {

@@ -306,6 +306,9 @@ async fn a_inspected(limiter: &Limiter, rule: &Rule, key: &str) -> Value {
         "used": state.used,
         "remaining": state.remaining,
         "in_flight": state.in_flight,
+        "blocked_ms": state.blocked_for.as_millis() as u64,
+        "banned": state.banned,
+        "offences": state.offences,
     })
 }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The runtime's modules, bottom up: a module may use its own layer's and those below. The one table of the
 /// runtime's layers (the README's layout and `guide` follow it).
 const LAYERS: [&[&str]; 10] = [
-    // Keys, algorithms, the clock, parsing and policy names; Tokio's budget.
+    // Keys, algorithms and penalties, the clock, parsing and policy names; Tokio's budget.
     &[
         "algorithm",
         "budget",
@@ -17,6 +17,7 @@ const LAYERS: [&[&str]; 10] = [
         "clock_gate",
         "key",
         "parse",
+        "penalty",
         "policy",
     ],
     // What a decision is, the errors, the calendar; sharded key maps.
@@ -322,9 +323,10 @@ fn the_redis_backends_lower_parts_never_name_the_backend() {
         naming,
         [
             // A decision's steps (now, the round trip, across a cluster's slots, late answers, giving
-            // back), the background tasks, the operators' overrides, and the hub.
+            // back), the background tasks, the operators' overrides and bans, and the hub.
             "across_slots.rs",
             "background.rs",
+            "bans.rs",
             "decision.rs",
             "giving_back.rs",
             "late.rs",

@@ -298,6 +298,15 @@ async fn every_decision_names_its_verdict() {
         .window(Duration::from_secs(60));
     assert_eq!(limiter.check(&rule, "k").await.verdict, Verdict::Admitted);
     assert_eq!(limiter.check(&rule, "k").await.verdict, Verdict::Limited);
+    let penalized = rule
+        .clone()
+        .prefix("why:penalty:")
+        .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(60)));
+    limiter.check(&penalized, "k").await;
+    assert_eq!(
+        limiter.check(&penalized, "k").await.verdict,
+        Verdict::Blocked
+    );
     let shadow = rule.clone().prefix("why:shadow:").shadow(true);
     limiter.check(&shadow, "k").await;
     let would = limiter.check(&shadow, "k").await;
@@ -323,6 +332,7 @@ async fn every_decision_names_its_verdict() {
         [
             "admitted",
             "limited",
+            "blocked",
             "unavailable",
             "degraded_open",
             "degraded_local",

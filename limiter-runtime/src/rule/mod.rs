@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::calendar::{Period, Terms, Zone};
 use crate::{Algorithm, Penalty};
 
-pub(crate) use self::env::{duration, env, parse_env, set};
+pub(crate) use self::env::{env, parse_env, set};
 pub use self::on_error::OnError;
 pub(crate) use self::resolve::Defaults;
 

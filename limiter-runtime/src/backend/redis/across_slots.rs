@@ -5,8 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
 
-use super::late::finish_for_dropped;
-use super::round_trip::{asked, decided_of, Exchange, Failed, Late};
+use super::round_trip::{asked, decided_of, finish_for_dropped, Exchange, Failed, Late};
 use super::script::{self, nonce, BatchCall, CallOutcome, GiveBack};
 use super::RedisBackend;
 use crate::algorithm::Outcome;

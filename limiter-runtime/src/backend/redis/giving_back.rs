@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::late::finish_for_dropped;
 use super::lease::HeldLease;
-use super::round_trip::{call_key, named, within_held, Failed, Late};
+use super::round_trip::{call_key, finish_for_dropped, named, within_held, Failed, Late};
 use super::script;
 use super::script::GiveBack;
 use super::script::Sent;

@@ -1,7 +1,6 @@
 //! Late answers: a call past its deadline that Redis answered after all, reconciled with what was decided
 //! meanwhile (what a refused caller was charged goes back).
 
-use std::future::Future;
 use std::sync::Arc;
 
 use super::coalesce::Member;
@@ -10,15 +9,6 @@ use super::script;
 use super::script::{GiveBack, Sent};
 use super::{RedisBackend, LATE};
 use crate::call::Call;
-
-/// Hands `finish`, what a caller that went away left undone (a script call on its way, to reconcile once
-/// answered), to a task on the Tokio runtime the call ran on. Without one (the runtime is shutting down)
-/// there is nothing to run it: what was charged stays until its key expires.
-pub(super) fn finish_for_dropped(finish: impl Future<Output = ()> + Send + 'static) {
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(finish);
-    }
-}
 
 impl RedisBackend {
     /// A call to Redis past its deadline, answered late: what Redis admitted of `call` though its caller was

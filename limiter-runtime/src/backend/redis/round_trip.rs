@@ -10,7 +10,6 @@ use redis::Value;
 
 use super::breaker::Pass;
 use super::coalesce::{Batch, Coalescer, Joining, Line, Member, Orphans, Place};
-use super::late::finish_for_dropped;
 use super::script::{groups_of, nonce, BatchCall, CallOutcome, Group, Sent};
 use super::RedisBackend;
 use super::{script, Connection};
@@ -257,6 +256,15 @@ impl Drop for Flight<'_, '_> {
         };
         let redis = Arc::clone(self.redis);
         finish_for_dropped(async move { redis.reconcile_batch(sent, &[member], &[true]).await });
+    }
+}
+
+/// Hands `finish`, what a caller that went away left undone (a script call on its way, to reconcile once
+/// answered), to a task on the Tokio runtime the call ran on. Without one (the runtime is shutting down)
+/// there is nothing to run it: what was charged stays until its key expires.
+pub(super) fn finish_for_dropped(finish: impl std::future::Future<Output = ()> + Send + 'static) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(finish);
     }
 }
 

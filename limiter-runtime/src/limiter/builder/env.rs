@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::{LimiterBuilder, Redis};
 use crate::backend::redis::redacted;
-use crate::rule::{duration, env, parse_env, set};
+use crate::parse::duration;
+use crate::rule::{env, parse_env, set};
 use crate::{Error, REDIS_URL_ENV};
 
 /// The longest deadline `LIMITER_DEADLINE` sets: while Redis hangs, each call may wait its deadline (until the
