@@ -6,7 +6,7 @@
 -- sets the TTL no longer than its state matters.
 --
 --   KEYS[i]  the key of limit i
---   ARGV[1]  "decide", "batch", "lease", "give_back" or "ban"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
+--   ARGV[1]  "decide", "batch", "penalized", "lease", "give_back" or "ban"; tests add " <now us> <minimum TTL ms>" (Redis expires keys on its own
 --            clock, not the test's)
 --
 -- decide: then, for each limit i (4 arguments): algorithm (1 sliding_log, 2 fixed_window, 3 sliding_window,
@@ -20,8 +20,9 @@
 --   reset_after us, then the leaky bucket's delay us, then the buckets' receipt: the queue as the call left
 --   it (below; "" when it was not admitted), for giving its charge back later}.
 --
--- batch: then the number of shapes, and each shape: a limit's 4 arguments as "decide" takes them (the depth of
---   a limit under a penalty followed by "|<first block us>|<longest block us>"); then groups,
+-- batch (or "penalized", a batch with limits under a penalty): then the number of shapes, and each shape: a
+--   limit's 4 arguments as "decide" takes them (in "penalized", the depth of a limit under a penalty followed
+--   by "|<first block us>|<longest block us>"); then groups,
 --   each one call (or calls on the same limits), decided in turn exactly as "decide" decides it alone: its
 --   head, the indices (from 1) of its limits' shapes, comma-separated, and "/<calls>" when it has more than one
 --   call; then each call's nonce and costs. A group's keys follow the previous group's in KEYS: its limits'
@@ -81,7 +82,7 @@ local HEAVY = 4503599627370496
 local BLOCK = '^(%d+):(%d+):[pb]$'
 
 local op, now, min_ttl = ARGV[1], nil, 0
-if op ~= 'decide' and op ~= 'batch' and op ~= 'give_back' and op ~= 'lease' and op ~= 'ban' then
+if op ~= 'decide' and op ~= 'batch' and op ~= 'give_back' and op ~= 'lease' and op ~= 'ban' and op ~= 'penalized' then
   op, now, min_ttl = string.match(op, '^([%a_]+) (%d+) (%d+)$')
   now, min_ttl = tonumber(now), tonumber(min_ttl)
 end
@@ -90,6 +91,8 @@ if not now then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local limits = #KEYS
+-- A batch with limits under a penalty: only it reads penalties and blocks (a plain batch pays nothing).
+local penalized = op == 'penalized'
 
 if op == 'ban' then
   -- An operator's ban of a key, KEYS[1] its limit's block key: a block `length` us long, keeping the offences
@@ -272,7 +275,9 @@ end
 -- A limit under a penalty has "|<first us>|<cap us>" after its depth: {..., first, cap}.
 local function shape_at(a)
   local depth, first, cap = ARGV[a + 4], nil, nil
-  if string.find(depth, '|', 1, true) then depth, first, cap = string.match(depth, '^([^|]*)|(%d+)|(%d+)$') end
+  if penalized and string.find(depth, '|', 1, true) then
+    depth, first, cap = string.match(depth, '^([^|]*)|(%d+)|(%d+)$')
+  end
   return {tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(depth), depth,
     tonumber(first), tonumber(cap)}
 end
@@ -296,7 +301,7 @@ end
 -- ARGV[c ..]. Appends each call's answers to `reply` from index `n` + 1; returns the index of the last.
 local function decide(k, shapes, c, calls, reply, n)
   local limits = #shapes
-  local blocks = blocks_of(k, shapes)
+  local blocks = penalized and blocks_of(k, shapes)
   -- The period each calendar limit charged (its end), by limit: a call refused by another limit gives it back.
   local periods
   for call = 1, calls do
@@ -652,8 +657,11 @@ while a <= #ARGV do
     if type(fault) == 'table' then fault = fault.err end
     reply[#reply + 1] = '!' .. tostring(fault)
   end
-  local _, blocked = blocks_of(k, group)
-  k = k + #group + blocked
+  k = k + #group
+  if penalized then
+    local _, blocked = blocks_of(k - #group, group)
+    k = k + blocked
+  end
   a = a + 1 + calls * (1 + #group)
 end
 return reply

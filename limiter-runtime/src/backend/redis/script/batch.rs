@@ -49,8 +49,11 @@ pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>)
             many => OneOrMany::Many(many.iter().map(|&limit| place(limit)).collect()),
         })
         .collect();
+    // Only a batch with limits under a penalty has the script read penalties and blocks.
+    let penalized = shapes.iter().any(|(_, limit)| limit.penalty.is_some());
+    let op = if penalized { "penalized" } else { "batch" };
     let mut cmd = LIMITER.command(&keys, calls);
-    cmd.arg(&*operation("batch", test_now)).arg(shapes.len());
+    cmd.arg(&*operation(op, test_now)).arg(shapes.len());
     for (_, limit) in &shapes {
         limit_args(&mut cmd, limit);
     }
