@@ -93,13 +93,16 @@ impl Penalty {
         Duration::from_micros(self.cap)
     }
 
-    /// Its lengths in µs, as the stores take them.
+    /// The first block's length, µs, as the stores compute with it.
     #[inline]
-    pub(crate) fn terms(&self) -> Terms {
-        Terms {
-            first: self.first.get(),
-            cap: self.cap,
-        }
+    pub(crate) fn first_micros(&self) -> u64 {
+        self.first.get()
+    }
+
+    /// The longest block's length, µs.
+    #[inline]
+    pub(crate) fn cap_micros(&self) -> u64 {
+        self.cap
     }
 }
 
@@ -145,13 +148,6 @@ impl FromStr for Penalty {
     }
 }
 
-/// A penalty's lengths, µs, as the stores compute with them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Terms {
-    pub(crate) first: u64,
-    pub(crate) cap: u64,
-}
-
 /// Offences counted at most: past this many, the next block is still the longest.
 const MOST_OFFENCES: u32 = 64;
 
@@ -177,15 +173,15 @@ impl Block {
     /// The block an offence at `now` starts, after `previous` (the key's block, if one is remembered): the
     /// first length, or, if the key offends again before it has been clean for `cap` since its last block
     /// ended, twice the last one's, up to `cap`.
-    pub(crate) fn offence(previous: Option<&Block>, now: u64, terms: Terms) -> Block {
+    pub(crate) fn offence(previous: Option<&Block>, now: u64, penalty: &Penalty) -> Block {
         let offences = match previous {
-            Some(block) if now < block.forgotten_at(terms) => {
+            Some(block) if now < block.forgotten_at(penalty) => {
                 (block.offences + 1).min(MOST_OFFENCES)
             }
             _ => 1,
         };
         Block {
-            until: now.saturating_add(length(offences, terms)),
+            until: now.saturating_add(length(offences, penalty)),
             offences,
             banned: false,
         }
@@ -202,8 +198,8 @@ impl Block {
 
     /// When nothing of it matters any more: `cap` after it ends (its offences are then forgiven).
     #[inline]
-    pub(crate) fn forgotten_at(&self, terms: Terms) -> u64 {
-        self.until.saturating_add(terms.cap)
+    pub(crate) fn forgotten_at(&self, penalty: &Penalty) -> u64 {
+        self.until.saturating_add(penalty.cap)
     }
 
     /// As Redis keeps it: `<until>:<offences>:<p|b>` (`limiter.lua` writes it).
@@ -233,9 +229,13 @@ impl Block {
 
 /// How long the block of the `offences`-th offence lasts: `first`, doubled at each offence after it, up to
 /// `cap`.
-fn length(offences: u32, terms: Terms) -> u64 {
+fn length(offences: u32, penalty: &Penalty) -> u64 {
     let doublings = offences.saturating_sub(1).min(63);
-    terms.first.saturating_mul(1 << doublings).min(terms.cap)
+    penalty
+        .first
+        .get()
+        .saturating_mul(1 << doublings)
+        .min(penalty.cap)
 }
 
 #[cfg(test)]
@@ -248,7 +248,7 @@ mod tests {
     /// starts again at the first length.
     #[test]
     fn blocks_double_up_to_the_cap_and_are_forgiven_after_it() {
-        let terms = Penalty::escalating(Duration::from_secs(1), Duration::from_secs(4)).terms();
+        let terms = &Penalty::escalating(Duration::from_secs(1), Duration::from_secs(4));
         let mut block = None;
         let mut now = 0;
         for expected in [1, 2, 4, 4] {

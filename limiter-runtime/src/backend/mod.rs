@@ -20,8 +20,9 @@ use crate::algorithm::Peek;
 use crate::call::{Answer, Call, CallLimit, Decided};
 use crate::error::Error;
 use crate::overrides::{Change, Overrides};
-use crate::penalty::{Block, Terms};
+use crate::penalty::Block;
 use crate::watch::{NodeReport, Watch};
+use crate::Penalty;
 
 pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
 pub(crate) use self::redis::{Batched, Later, RedisBackend};
@@ -178,20 +179,20 @@ impl Backend {
         }
     }
 
-    /// Bans `limit`'s key for `length` µs (a penalty of `terms` keeps its offences): in memory at once; with
+    /// Bans `limit`'s key for `length` µs (keeping the offences `penalty` counts): in memory at once; with
     /// Redis, one script call.
     pub(crate) async fn ban(
         &self,
         limit: &CallLimit<'_>,
         length: u64,
-        terms: Terms,
+        penalty: &Penalty,
     ) -> Result<(), Error> {
         match self {
             Backend::Memory(memory) => {
-                memory.ban(limit, length, terms);
+                memory.ban(limit, length, penalty);
                 Ok(())
             }
-            Backend::Redis(redis) => redis.ban(limit, length, terms).await,
+            Backend::Redis(redis) => redis.ban(limit, length, penalty).await,
         }
     }
 

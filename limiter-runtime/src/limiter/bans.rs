@@ -37,11 +37,11 @@ impl Limiter {
         let rule = self.pipeline.defaults.resolved(rule);
         let penalty = penalty_of(&rule)?;
         let call = self.one(&rule, format_args!("{key}"), 1);
-        let length = Penalty::fixed(length).terms().first;
-        let terms = penalty.terms();
+        // At least a millisecond, as a penalty's block.
+        let length = Penalty::fixed(length).first_micros();
         self.pipeline
             .backend
-            .ban(&call.limits()[0], length, terms)
+            .ban(&call.limits()[0], length, &penalty)
             .await
     }
 

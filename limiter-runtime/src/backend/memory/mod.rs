@@ -18,8 +18,9 @@ use self::shard::Shard;
 use crate::algorithm::{peek, Algorithm, Charge, Outcome, Peek, Receipt, State};
 use crate::call::{Call, CallLimit, OneOrMany};
 use crate::clock::Clock;
-use crate::penalty::{Block, Terms};
+use crate::penalty::Block;
 use crate::sharded::Sharded;
+use crate::Penalty;
 
 const SHARDS: usize = 32;
 /// A shard sweeps its expired keys once per this many decisions.
@@ -238,15 +239,15 @@ impl MemoryStore {
         shard.give_back((hash, key), limit.algorithm, charge, now, (units, receipt));
     }
 
-    /// Bans `limit`'s key for `length` µs from now (a penalty of `terms` keeps its offences).
-    pub(crate) fn ban(&self, limit: &CallLimit<'_>, length: u64, terms: Terms) {
+    /// Bans `limit`'s key for `length` µs from now (keeping the offences `penalty` counts).
+    pub(crate) fn ban(&self, limit: &CallLimit<'_>, length: u64, penalty: &Penalty) {
         let read = self.clock.now_micros();
         let key = limit.key.parts();
         let (mut shard, hash) = self.shards.lock(key);
         let now = read.max(shard.latest);
         let before = shard.block((hash, key), now);
         let ban = Block::ban(before.as_ref(), now.saturating_add(length));
-        shard.keep_block((hash, key), ban, terms, now, self.per_shard);
+        shard.keep_block((hash, key), ban, penalty, now, self.per_shard);
     }
 
     /// Lifts `limit`'s key's block; whether it had one in force.

@@ -3,8 +3,9 @@
 
 use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, State};
 use crate::key::KeyRef;
-use crate::penalty::{Block, Terms};
+use crate::penalty::Block;
 use crate::sharded::{KeyHash, Keys};
+use crate::Penalty;
 
 #[derive(Debug, Default)]
 pub(super) struct Shard {
@@ -44,11 +45,11 @@ impl Shard {
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
-        (charge, penalty): (&Charge, Option<crate::Penalty>),
+        (charge, penalty): (&Charge, Option<Penalty>),
         now: u64,
         most: usize,
     ) -> Outcome {
-        let Some(terms) = penalty.map(|penalty| penalty.terms()) else {
+        let Some(penalty) = penalty else {
             return self.decide((hash, key), algorithm, charge, now, most);
         };
         let kept = self.block((hash, key), now);
@@ -59,8 +60,8 @@ impl Shard {
         if outcome.allowed || !charge.can_fit(algorithm) {
             return outcome;
         }
-        let block = Block::offence(kept.as_ref(), now, terms);
-        self.keep_block((hash, key), block, terms, now, most);
+        let block = Block::offence(kept.as_ref(), now, &penalty);
+        self.keep_block((hash, key), block, &penalty, now, most);
         outcome.blocked(block.until - now)
     }
 
@@ -76,14 +77,14 @@ impl Shard {
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         block: Block,
-        terms: Terms,
+        penalty: &Penalty,
         now: u64,
         most: usize,
     ) {
         if self.blocks.len() >= most {
             self.make_room_for_blocks(now, most);
         }
-        let forgotten_at = block.forgotten_at(terms);
+        let forgotten_at = block.forgotten_at(penalty);
         let (kept, _) = self.blocks.get_or_insert_with(hash, key, || Kept {
             block,
             forgotten_at,

@@ -12,7 +12,8 @@ use super::{script, RedisBackend};
 use crate::call::CallLimit;
 use crate::error::Error;
 use crate::overrides::OVERRIDES;
-use crate::penalty::{Block, Terms};
+use crate::penalty::Block;
+use crate::Penalty;
 
 /// What an unban announces on the overrides' channel, then the limit's store key: every node forgets what
 /// Redis told it of the key.
@@ -26,18 +27,18 @@ fn failed(error: impl std::fmt::Display) -> Error {
 }
 
 impl RedisBackend {
-    /// Bans `limit`'s key for `length` µs (a penalty of `terms` keeps its offences), within the patience.
+    /// Bans `limit`'s key for `length` µs (keeping the offences `penalty` counts), within the patience.
     pub(crate) async fn ban(
         &self,
         limit: &CallLimit<'_>,
         length: u64,
-        terms: Terms,
+        penalty: &Penalty,
     ) -> Result<(), Error> {
         let mut connection = self.establish().await.map_err(failed)?;
         let block = script::block_key(&limit.key);
         let mut cmd = script::LIMITER.command(&[&block], 1);
         cmd.arg(&*script::operation("ban", self.test_now()));
-        cmd.arg(length).arg(terms.cap);
+        cmd.arg(length).arg(penalty.cap_micros());
         let banned = script::LIMITER.run::<Vec<i64>>(&mut connection, &cmd);
         self.within_patience(banned).await.map(drop)
     }

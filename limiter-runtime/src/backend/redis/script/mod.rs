@@ -124,26 +124,25 @@ pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 9] {
         previous,
         current,
         next,
-        limit.penalty.map_or(0, |penalty| penalty.terms().first),
-        limit.penalty.map_or(0, |penalty| penalty.terms().cap),
+        limit.penalty.map_or(0, |penalty| penalty.first_micros()),
+        limit.penalty.map_or(0, |penalty| penalty.cap_micros()),
     ]
 }
 
 /// `limit`'s four arguments to `limiter.lua`: its shape, a calendar's ends in place of the depth.
 fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
-    let [code, window, max, depth, ..] = shape(limit);
+    let [code, window, max, depth, _, _, _, first, cap] = shape(limit);
     cmd.arg(code).arg(window).arg(max);
     match (limit.algorithm, limit.penalty) {
         (Algorithm::Calendar, None) => cmd.arg(ends_text(&limit.charge)),
         (_, None) => cmd.arg(depth),
         // A penalty's lengths ride after the depth.
-        (algorithm, Some(penalty)) => {
-            let terms = penalty.terms();
+        (algorithm, Some(_)) => {
             let depth = match algorithm {
                 Algorithm::Calendar => ends_text(&limit.charge),
                 _ => depth.to_string(),
             };
-            cmd.arg(format!("{depth}|{}|{}", terms.first, terms.cap))
+            cmd.arg(format!("{depth}|{first}|{cap}"))
         }
     };
 }
