@@ -8,7 +8,7 @@ use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, Value};
 
 use super::connection::Connection;
-use super::{script, RedisBackend};
+use super::{read_failed, script, RedisBackend};
 use crate::call::CallLimit;
 use crate::error::Error;
 use crate::overrides::OVERRIDES;
@@ -19,12 +19,8 @@ use crate::Penalty;
 /// Redis told it of the key.
 pub(super) const LIFTED: &str = "lift\n";
 
-/// Keys a scan asks each master for at a time.
+/// Keys a scan asks each master for at a time, and blocks read in one pipeline.
 const SCAN_COUNT: usize = 1_000;
-
-fn failed(error: impl std::fmt::Display) -> Error {
-    Error::Read(error.to_string())
-}
 
 impl RedisBackend {
     /// Bans `limit`'s key for `length` µs (keeping the offences `penalty` counts), within the patience.
@@ -34,7 +30,7 @@ impl RedisBackend {
         length: u64,
         penalty: &Penalty,
     ) -> Result<(), Error> {
-        let mut connection = self.establish().await.map_err(failed)?;
+        let mut connection = self.establish().await.map_err(read_failed)?;
         let block = script::block_key(&limit.key);
         let mut cmd = script::LIMITER.command(&[&block], 1);
         cmd.arg(&*script::operation("ban", self.test_now()));
@@ -45,7 +41,7 @@ impl RedisBackend {
 
     /// Lifts `limit`'s key's block, if it has one, and tells every node; whether it had one.
     pub(crate) async fn unban(&self, limit: &CallLimit<'_>) -> Result<bool, Error> {
-        let mut connection = self.establish().await.map_err(failed)?;
+        let mut connection = self.establish().await.map_err(read_failed)?;
         let mut lift = redis::cmd("DEL");
         lift.arg(script::block_key(&limit.key));
         let lifted: u64 = self
@@ -64,7 +60,7 @@ impl RedisBackend {
 
     /// `limit`'s key's block, if Redis holds one.
     pub(crate) async fn block(&self, limit: &CallLimit<'_>) -> Result<Option<Block>, Error> {
-        let mut connection = self.establish().await.map_err(failed)?;
+        let mut connection = self.establish().await.map_err(read_failed)?;
         let mut get = redis::cmd("GET");
         get.arg(script::block_key(&limit.key));
         let text: Option<String> = self
@@ -76,7 +72,7 @@ impl RedisBackend {
     /// Every block key in Redis and what it holds (the store key it blocks, and its block), and Redis's "now"
     /// (µs): each master scanned.
     pub(crate) async fn blocks(&self) -> Result<(Vec<(String, Block)>, u64), Error> {
-        let connection = self.establish().await.map_err(failed)?;
+        let connection = self.establish().await.map_err(read_failed)?;
         let now = match self.test_now() {
             Some(now) => now,
             None => {
@@ -89,34 +85,29 @@ impl RedisBackend {
         };
         let keys = self.within_patience(block_keys(connection.clone())).await?;
         let mut blocks = Vec::with_capacity(keys.len());
-        for key in keys {
+        // A server's blocks are read a thousand at a time, each thousand in one pipeline; a cluster's one at a
+        // time (a pipeline of its keys would cross slots).
+        let size = if connection.is_cluster() {
+            1
+        } else {
+            SCAN_COUNT
+        };
+        for chunk in keys.chunks(size) {
+            let mut read = redis::pipe();
+            for key in chunk {
+                read.get(key);
+            }
             let mut connection = connection.clone();
-            let mut get = redis::cmd("GET");
-            get.arg(&key);
-            let text: Option<String> = self
-                .within_patience(get.query_async(&mut connection))
+            let texts: Vec<Option<String>> = self
+                .within_patience(read.query_async(&mut connection))
                 .await?;
-            let (Some(block), Some(store_key)) = (
-                text.as_deref().and_then(Block::parse),
-                script::blocked_key(&key),
-            ) else {
-                continue;
-            };
-            blocks.push((store_key, block));
+            let found = chunk.iter().zip(texts).filter_map(|(key, text)| {
+                let block = Block::parse(&text?)?;
+                Some((script::blocked_key(key)?, block))
+            });
+            blocks.extend(found);
         }
         Ok((blocks, now))
-    }
-
-    /// `future`, within the patience of an operator's work.
-    async fn within_patience<T>(
-        &self,
-        future: impl std::future::Future<Output = redis::RedisResult<T>>,
-    ) -> Result<T, Error> {
-        match tokio::time::timeout(self.patience(), future).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(failed(error)),
-            Err(_) => Err(failed(format!("no answer within {:?}", self.patience()))),
-        }
     }
 }
 

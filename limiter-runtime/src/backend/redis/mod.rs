@@ -247,13 +247,12 @@ impl RedisBackend {
     ///
     /// [`patience`]: RedisBackend::patience
     pub(crate) async fn inspect(&self, limit: &CallLimit<'_>) -> Result<(Peek, u64, bool), Error> {
-        let read = |cause: BackendError| Error::Read(cause.to_string());
-        let connection = self.establish().await.map_err(read)?;
+        let connection = self.establish().await.map_err(read_failed)?;
         let (script, command) = script::inspect_command(limit, self.test_now());
         let reply = within(script::send(script, connection, command), self.patience())
             .await
-            .map_err(|failed| read(failed.cause))?;
-        let (peek, now) = script::read_inspected(&reply, limit).map_err(read)?;
+            .map_err(|failed| read_failed(failed.cause))?;
+        let (peek, now) = script::read_inspected(&reply, limit).map_err(read_failed)?;
         let denied = self
             .denied
             .as_ref()
@@ -264,17 +263,29 @@ impl RedisBackend {
     /// Every live node's report (this one's too), and how long ago each was written: one script call, within
     /// [`patience`](RedisBackend::patience).
     pub(crate) async fn reports(&self) -> Result<Vec<(NodeReport, Duration)>, Error> {
-        let read = |cause: String| Error::Read(cause);
-        let mut connection = self.establish().await.map_err(|e| read(e.to_string()))?;
+        let mut connection = self.establish().await.map_err(read_failed)?;
         let reports = self.fallback.instances.reports(&mut connection);
-        let reports = tokio::time::timeout(self.patience(), reports)
-            .await
-            .map_err(|_| read(format!("no answer within {:?}", self.patience())))?
-            .map_err(|e| read(e.to_string()))?;
+        let reports = self.within_patience(reports).await?;
         Ok(reports
             .into_iter()
             .filter_map(|(text, age)| Some((NodeReport::decode(&text)?, age)))
             .collect())
+    }
+
+    /// `read`, an operator's read of Redis, within the [`patience`](RedisBackend::patience); its failure an
+    /// [`Error::Read`].
+    pub(crate) async fn within_patience<T>(
+        &self,
+        read: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, Error> {
+        match tokio::time::timeout(self.patience(), read).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(read_failed(error)),
+            Err(_) => Err(read_failed(format!(
+                "no answer within {:?}",
+                self.patience()
+            ))),
+        }
     }
 
     /// "Now" passed to the script, in a test that drives Redis's time.
@@ -291,4 +302,9 @@ impl fmt::Debug for RedisBackend {
             .field("test_clock", &self.test_clock)
             .finish_non_exhaustive()
     }
+}
+
+/// An operator's read that failed, as the error it is.
+fn read_failed(cause: impl fmt::Display) -> Error {
+    Error::Read(cause.to_string())
 }
