@@ -1,13 +1,11 @@
 //! A batch's script call: many callers' calls, on any keys, in one `limiter.lua` "batch" (see the script's
 //! header): its command, and each group's answer read from its reply.
 
-use std::borrow::Cow;
-
 use redis::{Cmd, Value};
 
 use super::reply::{fault, non_negative};
 use super::{
-    calls_args, group_keys, limit_args, operation, read_group, shape, BatchCall, CallOutcome,
+    block_key, calls_args, limit_args, operation, read_group, shape, BatchCall, CallOutcome,
     LIMITER,
 };
 use crate::call::{CallLimit, OneOrMany};
@@ -24,11 +22,21 @@ pub(crate) struct Group<'a, 'r> {
 /// [`decide_command`] decides it alone: many callers' calls, on any keys, for one command. Each limit's shape
 /// is sent once, and each group names its limits' shapes.
 pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>) -> Cmd {
-    let keys: Vec<Cow<'_, str>> = groups
+    // Each group's keys: its limits', then the block key of each of its limits under a penalty (made only
+    // for those: a plain batch allocates nothing more).
+    let blocks: Vec<String> = groups
         .iter()
-        .flat_map(|group| group_keys(group.limits))
+        .flat_map(|group| group.limits.iter())
+        .filter(|limit| limit.penalty.is_some())
+        .map(|limit| block_key(&limit.key))
         .collect();
-    let keys: Vec<&str> = keys.iter().map(|key| &**key).collect();
+    let mut blocks_left = blocks.iter().map(String::as_str);
+    let mut keys: Vec<&str> = Vec::with_capacity(blocks.len() + groups.len());
+    for group in groups {
+        keys.extend(group.limits.iter().map(|limit| &*limit.key));
+        let penalized = group.limits.iter().filter(|limit| limit.penalty.is_some());
+        keys.extend(penalized.filter_map(|_| blocks_left.next()));
+    }
     let calls = groups.iter().map(|group| group.calls.len()).sum();
     // The shapes, each with a limit of it; and each group's limits' places among them (from 1).
     let mut shapes: Vec<([u64; 9], &'a CallLimit<'_>)> = Vec::new();

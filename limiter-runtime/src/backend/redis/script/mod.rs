@@ -147,19 +147,6 @@ fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
     };
 }
 
-/// The keys of a group of calls on `limits`, as `limiter.lua` takes them: each limit's, then the block key of
-/// each limit under a penalty.
-fn group_keys<'a>(limits: &'a [&'a CallLimit<'_>]) -> impl Iterator<Item = Cow<'a, str>> + 'a {
-    let blocks = limits
-        .iter()
-        .filter(|limit| limit.penalty.is_some())
-        .map(|limit| Cow::Owned(block_key(&limit.key)));
-    limits
-        .iter()
-        .map(|limit| Cow::Borrowed(&*limit.key))
-        .chain(blocks)
-}
-
 /// A calendar's ends as the scripts take them: `<previous>:<current>:<next>` (µs).
 fn ends_text(charge: &Charge) -> String {
     let [previous, current, next] = charge.ends;
