@@ -286,6 +286,17 @@ fn digest_tail(out: &mut String, start: usize) {
     debug_assert!(out.len() - start > MAX_VERBATIM);
 }
 
+/// A store key's text read back into its prefix and its key (escaped): the prefix ends after the text's last
+/// `:` or `|`, a `|` marking the end of a prefix without a `:` (and belonging to neither part).
+pub(crate) fn split(text: &str) -> KeyRef<'_> {
+    let end = text.rfind([':', '|']).map_or(0, |at| at + 1);
+    let (prefix, rest) = text.split_at(end);
+    KeyRef {
+        prefix: prefix.strip_suffix('|').unwrap_or(prefix),
+        rest,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,11 +408,9 @@ mod tests {
         assert_eq!(StoreKey::rest_of("rl:", format_args!("a:b")), "a%3Ab");
     }
 
-    /// Where a store key's prefix ends: after its last `:` or `|` (a `|` marking a prefix without a `:`).
+    /// Where a store key's prefix ends, read back from its text.
     fn prefix_of(key: &str) -> &str {
-        let end = key.rfind([':', '|']).map_or(0, |at| at + 1);
-        let marked = key[..end].strip_suffix('|');
-        marked.unwrap_or(&key[..end])
+        split(key).prefix
     }
 
     use proptest::prelude::*;

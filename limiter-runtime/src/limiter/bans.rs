@@ -6,6 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::Limiter;
+use crate::key::KeyRef;
 use crate::policy::PolicyName;
 use crate::{Ban, Error, Penalty, Rule};
 
@@ -73,7 +74,7 @@ impl Limiter {
             .into_iter()
             .filter_map(|(store_key, block)| {
                 let remaining = block.remaining(now)?;
-                let (prefix, key) = split(&store_key);
+                let KeyRef { prefix, rest: key } = crate::key::split(&store_key);
                 if wanted.as_deref().is_some_and(|wanted| wanted != prefix) {
                     return None;
                 }
@@ -105,12 +106,4 @@ fn penalty_of(rule: &Rule) -> Result<Penalty, Error> {
     rule.penalty.ok_or_else(|| Error::NoPenalty {
         policy: rule.policy_name().to_string(),
     })
-}
-
-/// A store key's prefix and key: the prefix ends after its last `:` (or at its last `|`, which marks a prefix
-/// without one).
-fn split(store_key: &str) -> (&str, &str) {
-    let end = store_key.rfind([':', '|']).map_or(0, |at| at + 1);
-    let (prefix, key) = store_key.split_at(end);
-    (prefix.strip_suffix('|').unwrap_or(prefix), key)
 }

@@ -18,8 +18,9 @@ use self::shard::Shard;
 use crate::algorithm::{peek, Algorithm, Charge, Outcome, Peek, Receipt, State};
 use crate::call::{Call, CallLimit, OneOrMany};
 use crate::clock::Clock;
+use crate::key::KeyRef;
 use crate::penalty::Block;
-use crate::sharded::Sharded;
+use crate::sharded::{KeyHash, Sharded};
 use crate::Penalty;
 
 const SHARDS: usize = 32;
@@ -134,19 +135,31 @@ impl MemoryStore {
 
     /// What `limit`'s key holds now, read without charging it, and when (µs).
     pub(crate) fn peek(&self, limit: &CallLimit<'_>) -> (Peek, u64) {
+        self.at_key(limit, |shard, key, now| {
+            let fresh;
+            let state = match shard.state(key, limit.algorithm, now) {
+                Some(state) => state,
+                None => {
+                    fresh = State::new(limit.algorithm);
+                    &fresh
+                }
+            };
+            peek(state, now, &limit.charge)
+        })
+    }
+
+    /// `f` of `limit`'s key in its shard, locked, at this store's "now" (read before the lock, then never
+    /// behind the shard's latest decision, as a decision reads it); and that "now" (µs).
+    fn at_key<T>(
+        &self,
+        limit: &CallLimit<'_>,
+        f: impl FnOnce(&mut Shard, (KeyHash, KeyRef<'_>), u64) -> T,
+    ) -> (T, u64) {
         let read = self.clock.now_micros();
         let key = limit.key.parts();
         let (mut shard, hash) = self.shards.lock(key);
         let now = read.max(shard.latest);
-        let fresh;
-        let state = match shard.state((hash, key), limit.algorithm, now) {
-            Some(state) => state,
-            None => {
-                fresh = State::new(limit.algorithm);
-                &fresh
-            }
-        };
-        (peek(state, now, &limit.charge), now)
+        (f(&mut shard, (hash, key), now), now)
     }
 
     /// [`decide`](MemoryStore::decide) for a call of several limits, the clock read at `read` (before the
@@ -231,45 +244,34 @@ impl MemoryStore {
         units: u64,
         receipt: &Receipt,
     ) {
-        let read = self.clock.now_micros();
-        let key = limit.key.parts();
-        let (mut shard, hash) = self.shards.lock(key);
-        let now = read.max(shard.latest);
-        shard.latest = now;
-        shard.give_back((hash, key), limit.algorithm, charge, now, (units, receipt));
+        self.at_key(limit, |shard, key, now| {
+            shard.latest = now;
+            shard.give_back(key, limit.algorithm, charge, now, (units, receipt));
+        });
     }
 
     /// Bans `limit`'s key for `length` µs from now (keeping the offences `penalty` counts).
     pub(crate) fn ban(&self, limit: &CallLimit<'_>, length: u64, penalty: &Penalty) {
-        let read = self.clock.now_micros();
-        let key = limit.key.parts();
-        let (mut shard, hash) = self.shards.lock(key);
-        let now = read.max(shard.latest);
-        let before = shard.block((hash, key), now);
-        let ban = Block::ban(before.as_ref(), now.saturating_add(length));
-        shard.keep_block((hash, key), ban, penalty, now, self.per_shard);
+        self.at_key(limit, |shard, key, now| {
+            let before = shard.block(key, now);
+            let ban = Block::ban(before.as_ref(), now.saturating_add(length));
+            shard.keep_block(key, ban, penalty, now, self.per_shard);
+        });
     }
 
     /// Lifts `limit`'s key's block; whether it had one in force.
     pub(crate) fn unban(&self, limit: &CallLimit<'_>) -> bool {
-        let read = self.clock.now_micros();
-        let key = limit.key.parts();
-        let (mut shard, hash) = self.shards.lock(key);
-        let now = read.max(shard.latest);
-        let in_force = shard
-            .block((hash, key), now)
-            .is_some_and(|block| block.remaining(now).is_some());
-        shard.lift((hash, key));
+        let (in_force, _) = self.at_key(limit, |shard, key, now| {
+            let block = shard.block(key, now);
+            shard.lift(key);
+            block.is_some_and(|block| block.remaining(now).is_some())
+        });
         in_force
     }
 
     /// `limit`'s key's block, if one is remembered, and when (µs).
     pub(crate) fn block(&self, limit: &CallLimit<'_>) -> (Option<Block>, u64) {
-        let read = self.clock.now_micros();
-        let key = limit.key.parts();
-        let (mut shard, hash) = self.shards.lock(key);
-        let now = read.max(shard.latest);
-        (shard.block((hash, key), now), now)
+        self.at_key(limit, |shard, key, now| shard.block(key, now))
     }
 
     /// Every block remembered (the store key it blocks, and the block), and when (µs).
