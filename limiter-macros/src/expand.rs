@@ -9,8 +9,9 @@ use syn::{
     Stmt, Type,
 };
 
-use crate::attr::{Anchor, Args, Duration, Penalty, Tz};
+use crate::attr::{Anchor, Args, Duration, Tz};
 use crate::constant;
+use crate::penalty::Penalty;
 
 /// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
 pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<TokenStream> {

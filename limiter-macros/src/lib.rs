@@ -7,6 +7,7 @@ mod attr;
 mod constant;
 mod duration;
 mod expand;
+mod penalty;
 mod valid;
 
 /// Rate-limits an `async fn`: when its limit is reached the body does not run and the function returns

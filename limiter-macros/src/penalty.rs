@@ -1,0 +1,141 @@
+//! `penalty = "10m"` or `penalty = "1m..1h"`: the lengths of the blocks a limit's refusal starts (see the
+//! runtime's `Penalty`), read from the attribute's string, with the errors of a string that is not one.
+
+use syn::LitStr;
+
+use crate::attr::refused_duration;
+use crate::duration::{self, Refused};
+
+/// How long a call the limit refuses blocks its key (`penalty = ...`), in milliseconds, each longer than zero.
+#[derive(Clone, Copy)]
+pub(crate) enum Penalty {
+    /// `penalty = "10m"`: every block as long.
+    Fixed(u64),
+    /// `penalty = "1m..1h"`: the first block, doubled at each repeat offence up to the longest (no shorter).
+    Escalating { first: u64, cap: u64 },
+}
+
+/// What `penalty` is, for the error of a value that is not one.
+pub(crate) const WHAT_IT_IS: &str =
+    "`penalty` is how long a key that goes over the limit is blocked: a duration (`\"10m\"`) or the first and \
+     the longest block (`\"1m..1h\"`)";
+
+/// `lit`: `"10m"`, a fixed penalty, or `"1m..1h"`, an escalating one: each length a duration string, as `window`
+/// takes it, longer than zero, and the first no longer than the longest.
+pub(crate) fn parse(lit: &LitStr) -> syn::Result<Penalty> {
+    let text = lit.value();
+    let error = |message: String| syn::Error::new(lit.span(), message);
+    let parts: Vec<&str> = match text.split_once("..") {
+        Some((first, cap)) => vec![first.trim(), cap.trim()],
+        None => vec![text.trim()],
+    };
+    let lengths: Vec<Result<u64, Refused>> =
+        parts.iter().map(|part| duration::millis(part)).collect();
+    // Every length without a unit, seconds in the runtime's text, is shown with one, in the penalty it means.
+    if lengths
+        .iter()
+        .any(|length| matches!(length, Err(Refused::NoUnit(_))))
+        && lengths
+            .iter()
+            .all(|length| matches!(length, Ok(_) | Err(Refused::NoUnit(_))))
+    {
+        let meant: Vec<String> = parts
+            .iter()
+            .zip(&lengths)
+            .map(|(part, length)| match length {
+                Err(Refused::NoUnit(number)) => format!("{number}s"),
+                _ => (*part).to_owned(),
+            })
+            .collect();
+        return Err(error(format!(
+            "penalty {text:?} has no unit: write `penalty = \"{}\"` for seconds, or use `ms`, `m`, `h` or `d`",
+            meant.join("..")
+        )));
+    }
+    let mut millis = Vec::with_capacity(2);
+    for (part, length) in parts.iter().zip(lengths) {
+        match length {
+            Ok(length) => millis.push(length),
+            Err(Refused::Malformed) => {
+                return Err(error(format!(
+                    "invalid penalty {text:?}: {WHAT_IT_IS}; a duration is whole numbers, each followed \
+                     by a unit, `d`, `h`, `m`, `s` or `ms`, the largest first"
+                )))
+            }
+            Err(refused) => return Err(error(refused_duration(part, "penalty", refused))),
+        }
+    }
+    match *millis.as_slice() {
+        [0] => Err(error(
+            "`penalty` must be longer than zero: a block of no time blocks nothing (leave `penalty` out for none)"
+                .to_owned(),
+        )),
+        [length] => Ok(Penalty::Fixed(length)),
+        [0, _] => Err(error(format!(
+            "the first block of `penalty = {text:?}` must be longer than zero: a block of no time blocks nothing"
+        ))),
+        [_, 0] => Err(error(format!(
+            "the longest block of `penalty = {text:?}` must be longer than zero: a block of no time blocks \
+             nothing"
+        ))),
+        [first, cap] if first > cap => Err(error(format!(
+            "the first block of `penalty = {text:?}` is longer than the longest: write the first block, then \
+             the longest it may grow to, e.g. `penalty = \"{}..{}\"`",
+            parts[1], parts[0]
+        ))),
+        [first, cap] => Ok(Penalty::Escalating { first, cap }),
+        _ => unreachable!("a penalty has one length or two"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Penalty;
+    use crate::attr::Args;
+
+    /// A penalty is one length or the first and the longest, as the runtime reads the same text; what is
+    /// not one is refused, saying why.
+    #[test]
+    fn penalties() {
+        let penalty = |value: &str| {
+            syn::parse_str::<Args>(&format!("penalty = {value}"))
+                .map(|args| args.penalty.map(|penalty| penalty.value))
+                .map_err(|error| error.to_string())
+        };
+        let lengths = |value: &str| match penalty(value) {
+            Ok(Some(Penalty::Fixed(length))) => (length, length),
+            Ok(Some(Penalty::Escalating { first, cap })) => (first, cap),
+            other => panic!("{value}: {:?}", other.map(|_| ())),
+        };
+        assert_eq!(lengths("\"10m\""), (600_000, 600_000));
+        assert_eq!(lengths("\"1m..1h\""), (60_000, 3_600_000));
+        assert_eq!(lengths("\"500ms .. 1h30m\""), (500, 5_400_000));
+        assert_eq!(lengths("\"1s..1s\""), (1_000, 1_000));
+        for (value, refused) in [
+            ("600", "`penalty` is how long"),
+            ("TEN_MINUTES", "`penalty` is how long"),
+            ("\"ten minutes\"", "invalid penalty"),
+            ("\"1m..\"", "invalid penalty"),
+            ("\"1m..1h..2h\"", "invalid penalty"),
+            ("\"10\"", "write `penalty = \"10s\"`"),
+            ("\"1..60\"", "write `penalty = \"1s..60s\"`"),
+            ("\"30m1h\"", "write the units largest first: \"1h30m\""),
+            ("\"0s\"", "`penalty` must be longer than zero"),
+            ("\"0s..1h\"", "the first block"),
+            ("\"1h..0s\"", "the longest block"),
+            ("\"1h..1m\"", "e.g. `penalty = \"1m..1h\"`"),
+        ] {
+            match penalty(value) {
+                Err(error) => assert!(error.contains(refused), "{value}: {error}"),
+                Ok(_) => panic!("{value} is not a penalty"),
+            }
+        }
+        // The runtime reads the text the attribute takes as the same penalty.
+        for (text, first, cap) in [("10m", 600, 600), ("1m..1h", 60, 3600)] {
+            let runtime: limiter_runtime::Penalty = text.parse().unwrap();
+            assert_eq!(runtime.first().as_secs(), first);
+            assert_eq!(runtime.cap().as_secs(), cap);
+            assert_eq!(lengths(&format!("{text:?}")), (first * 1000, cap * 1000));
+        }
+    }
+}
