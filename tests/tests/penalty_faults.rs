@@ -156,6 +156,7 @@ async fn a_flood_of_blocked_keys_is_bounded_in_memory() {
         limiter.check(&rule, &key).await;
     }
     let stats = limiter.stats();
+    // States and blocks, each within the bound (and its per-shard rounding).
     assert!(
         stats.keys as usize <= 2 * bound + 64,
         "{} keys held for a bound of {bound}",

@@ -313,6 +313,10 @@ impl LimiterBuilder {
     /// expired keys, then the keys closest to their expiry (they hold the least): such a key starts afresh
     /// when it comes back, so its limit may admit up to `max` more once. Counted in
     /// [`Stats::evicted`](crate::Stats::evicted) (and the `metrics` feature's `limiter_evicted_keys_total`).
+    ///
+    /// The blocks of keys under a [`Penalty`](crate::Penalty) are kept apart, under the same bound: a blocked
+    /// key counts twice in [`Stats::keys`](crate::Stats::keys), and a store at its bound of blocks forgets
+    /// those closest to being forgiven first (such a key may offend again as a first offender).
     pub fn max_keys(mut self, keys: usize) -> Self {
         self.max_keys = Some(keys);
         self
