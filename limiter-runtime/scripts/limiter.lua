@@ -28,7 +28,8 @@
 --   call; then each call's nonce and costs. A group's keys follow the previous group's in KEYS: its limits'
 --   keys, then the block key of each of its limits under a penalty. A limit whose key is blocked answers
 --   allowed 2 (refused, counting nothing; retry_after the block's remaining time); a call it refuses itself,
---   one that it could admit some day, starts a block (and answers 2, retry_after the block's length). The calls of a batch are many callers' calls on any keys, sent as
+--   one that it could admit some day, starts a block (and answers 2, retry_after the block's length: the
+--   penalty's, or the time the limit would admit the call if that is later). The calls of a batch are many callers' calls on any keys, sent as
 --   one script call. Returns {now, then for each group: its answers as "decide" returns them (without now),
 --   written as one string, comma-separated (one string is far cheaper for a client to read than as many
 --   values); or, when the group met a fault (a key holding another type, a calendar a period behind), "!" and
@@ -566,7 +567,9 @@ local function decide(k, shapes, c, calls, reply, n)
           length = length * 2
           if length >= cap then break end
         end
-        length = min_of(length, cap)
+        -- The block lasts at least until the limit would admit the call (its retry_after): a client that
+        -- waits as long as it is told is admitted, never refused by the limit and so never an offender for it.
+        length = max_of(min_of(length, cap), retry_after)
         redis.call('SET', KEYS[block], string.format('%d:%d:p', now + length, offences), 'PX',
           max_of(ceil((length + cap) / 1000), min_ttl))
         allowed, remaining, retry_after, reset_after = 2, 0, length, max_of(reset_after, length)

@@ -18,7 +18,10 @@ use std::time::Duration;
 ///   one before, up to `cap` (`penalty = "1m..1h"`). A key that stays clean for `cap` after its block ends
 ///   starts again at `first`.
 ///
-/// Calls refused during a block do not extend it (so `Retry-After` stays true), and count nothing. A call
+/// A block lasts at least until the limit would admit the call that started it (the limit's `retry_after`,
+/// when later than the penalty's length), so a client that waits as long as it is told is admitted and never
+/// offends for having obeyed. Calls refused during a block do not extend it (so `Retry-After` stays true),
+/// and count nothing. A call
 /// whose cost the limit can never admit ([`Reason::TooLarge`](crate::Reason::TooLarge)) is not an offence.
 /// The block is read and written by the same atomic script call that counts (one round trip, as without a
 /// penalty); see `guide::penalties`.
@@ -172,8 +175,15 @@ impl Block {
 
     /// The block an offence at `now` starts, after `previous` (the key's block, if one is remembered): the
     /// first length, or, if the key offends again before it has been clean for `cap` since its last block
-    /// ended, twice the last one's, up to `cap`.
-    pub(crate) fn offence(previous: Option<&Block>, now: u64, penalty: &Penalty) -> Block {
+    /// ended, twice the last one's, up to `cap`; and never shorter than `admits_after` µs, the time the limit
+    /// would admit the offending call (its `retry_after`), so that a client that waits as long as it is told
+    /// is admitted, and is never an offender for having obeyed.
+    pub(crate) fn offence(
+        previous: Option<&Block>,
+        now: u64,
+        penalty: &Penalty,
+        admits_after: u64,
+    ) -> Block {
         let offences = match previous {
             Some(block) if now < block.forgotten_at(penalty) => {
                 (block.offences + 1).min(MOST_OFFENCES)
@@ -181,7 +191,7 @@ impl Block {
             _ => 1,
         };
         Block {
-            until: now.saturating_add(length(offences, penalty)),
+            until: now.saturating_add(length(offences, penalty).max(admits_after)),
             offences,
             banned: false,
         }
@@ -252,20 +262,31 @@ mod tests {
         let mut block = None;
         let mut now = 0;
         for expected in [1, 2, 4, 4] {
-            let next = Block::offence(block.as_ref(), now, terms);
+            let next = Block::offence(block.as_ref(), now, terms, 0);
             assert_eq!(next.until - now, expected * SECOND);
             now = next.until;
             block = Some(next);
         }
         // Just short of the cap after the block ended: still remembered.
-        let again = Block::offence(block.as_ref(), now + 4 * SECOND - 1, terms);
+        let again = Block::offence(block.as_ref(), now + 4 * SECOND - 1, terms, 0);
         assert_eq!(again.until - (now + 4 * SECOND - 1), 4 * SECOND);
         // Clean for the cap: forgiven.
-        let fresh = Block::offence(block.as_ref(), now + 4 * SECOND, terms);
+        let fresh = Block::offence(block.as_ref(), now + 4 * SECOND, terms, 0);
         assert_eq!(
             (fresh.until - (now + 4 * SECOND), fresh.offences),
             (SECOND, 1)
         );
+    }
+
+    /// A block never ends before the limit would admit the offending call: a 1 s penalty on a limit that
+    /// admits again in 60 s blocks for 60 s; a longer penalty keeps its own length.
+    #[test]
+    fn a_block_lasts_until_the_limit_admits_again() {
+        let terms = &Penalty::escalating(Duration::from_secs(1), Duration::from_secs(100));
+        let first = Block::offence(None, 7, terms, 60 * SECOND);
+        assert_eq!((first.until, first.offences), (7 + 60 * SECOND, 1));
+        let later = Block::offence(Some(&first), first.until, terms, SECOND / 2);
+        assert_eq!(later.until - first.until, 2 * SECOND);
     }
 
     #[test]

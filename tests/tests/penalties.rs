@@ -92,7 +92,9 @@ async fn escalation(server: Option<&RedisServer>) {
             .prefix(format!("pen:esc:{algorithm}:"))
             .algorithm(algorithm)
             .max(1)
-            .window(SECOND)
+            // A window that any algorithm admits again within the first block (a sliding window's estimate
+            // takes up to two), so that the blocks' own lengths show.
+            .window(SECOND / 4)
             .penalty(Penalty::escalating(SECOND, 4 * SECOND));
         let offend = async |node: &Limiter| {
             let admitted = node.check(&rule, "k").await;
@@ -139,7 +141,7 @@ async fn stacked(server: Option<&RedisServer>) {
         .prefix("pen:stack:user:")
         .max(1)
         .window(60 * SECOND)
-        .penalty(Penalty::fixed(30 * SECOND));
+        .penalty(Penalty::fixed(90 * SECOND));
     let daily = Rule::new()
         .prefix("pen:stack:ip:")
         .algorithm(Algorithm::TokenBucket)
@@ -150,7 +152,7 @@ async fn stacked(server: Option<&RedisServer>) {
     assert_eq!(ip.remaining, 9);
     let [user, ip] = b.check_all([(&login, "alice"), (&daily, "10.0.0.1")]).await;
     assert_eq!((user.allowed, user.verdict), (false, Verdict::Blocked));
-    assert_eq!(user.retry_after, 30 * SECOND);
+    assert_eq!(user.retry_after, 90 * SECOND);
     assert_eq!(ip.remaining, 9, "given back: the call was refused");
     for node in [&a, &b] {
         clock.advance(SECOND);
@@ -220,7 +222,8 @@ async fn ban_and_unban(server: Option<&RedisServer>) {
         (bans[1].key.as_str(), bans[1].banned, bans[1].offences),
         ("alice", false, 1)
     );
-    assert_eq!(bans[1].remaining, 10 * SECOND);
+    // The limit admits it again in 60 s, later than the penalty's 10 s: the block lasts until then.
+    assert_eq!(bans[1].remaining, 60 * SECOND);
     // Lifted on one node: the other admits the key again (its denial of it forgotten).
     assert!(a.unban(&rule, "mallory").await.unwrap());
     assert!(!a.unban(&rule, "mallory").await.unwrap());
@@ -307,11 +310,16 @@ async fn beside_the_rates(server: Option<&RedisServer>) {
         .period(limiter_runtime::Period::Day)
         .max(1)
         .penalty(Penalty::fixed(30 * SECOND));
+    let quota = daily.clone().prefix("pen:daily:plain:");
     assert!(a.check(&daily, "k").await.allowed);
+    assert!(a.check(&quota, "k").await.allowed);
+    // The day's quota admits the key again only at midnight: that, not the 30 s penalty, is what it is told.
     let offence = b.check(&daily, "k").await;
+    let spent = b.check(&quota, "k").await;
+    assert!(spent.retry_after > 30 * SECOND, "{spent:?}");
     assert_eq!(
         (offence.verdict, offence.retry_after),
-        (Verdict::Blocked, 30 * SECOND)
+        (Verdict::Blocked, spent.retry_after)
     );
     let flight = Rule::new()
         .prefix("pen:flight:")
@@ -334,7 +342,7 @@ async fn beside_the_rates(server: Option<&RedisServer>) {
         .prefix("pen:shadow:")
         .max(1)
         .shadow(true)
-        .penalty(Penalty::fixed(30 * SECOND));
+        .penalty(Penalty::fixed(90 * SECOND));
     for _ in 0..3 {
         assert!(
             a.enforce(&trial, "k").await.is_ok(),
@@ -343,7 +351,7 @@ async fn beside_the_rates(server: Option<&RedisServer>) {
     }
     let reported = b.check(&trial, "k").await;
     assert_eq!(reported.verdict, Verdict::Shadow);
-    assert_eq!(reported.retry_after, 30 * SECOND);
+    assert_eq!(reported.retry_after, 90 * SECOND);
 }
 
 #[tokio::test]
@@ -355,4 +363,68 @@ async fn penalties_beside_the_rates_in_memory() {
 async fn penalties_beside_the_rates_on_redis() {
     let server = RedisServer::start();
     beside_the_rates(Some(&server)).await;
+}
+
+/// `Retry-After` is a promise: a refused call is told the later of its block's end and the time its limit
+/// would admit it, so a client that waits exactly as long as it is told is admitted, and is never an offender
+/// for having obeyed. One call per 10 s under a `1s..1h` penalty: each round's offence is told the limit's
+/// 10 s while the block is shorter, the block's 16 s and 32 s once it is longer; obeying adds no offence.
+async fn retry_after_is_a_promise(server: Option<&RedisServer>) {
+    for algorithm in ALGORITHMS {
+        let clock = FakeClock::new();
+        let (a, b) = nodes(server, &clock);
+        let prefix = format!("pen:obey:{algorithm}:");
+        let limit = Rule::new().algorithm(algorithm).max(1).window(10 * SECOND);
+        let rule = limit
+            .clone()
+            .prefix(prefix.clone())
+            .penalty(Penalty::escalating(SECOND, 3600 * SECOND));
+        // The same limit without a penalty, fed the same calls: its `retry_after` is when the limit admits.
+        let twin = limit.prefix(format!("pen:obey:plain:{algorithm}:"));
+        for round in 1..=6_u32 {
+            let (node, other) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            let admitted = node.check(&rule, "k").await;
+            assert!(admitted.allowed, "{algorithm}, round {round}: {admitted:?}");
+            assert!(node.check(&twin, "k").await.allowed, "{algorithm}");
+            let offence = node.check(&rule, "k").await;
+            let limited = node.check(&twin, "k").await;
+            assert!(!limited.allowed, "{algorithm}");
+            let block = SECOND * 2_u32.pow(round - 1);
+            assert_eq!(offence.verdict, Verdict::Blocked, "{algorithm}");
+            assert_eq!(
+                offence.retry_after,
+                block.max(limited.retry_after),
+                "{algorithm}, round {round}: told the later of the block ({block:?}) and the limit ({:?})",
+                limited.retry_after
+            );
+            // Half way, on the other node: the rest of it, and no new offence.
+            let half = offence.retry_after / 2;
+            clock.advance(half);
+            let waiting = other.check(&rule, "k").await;
+            assert_eq!(
+                (waiting.verdict, waiting.retry_after),
+                (Verdict::Blocked, offence.retry_after - half),
+                "{algorithm}, round {round}"
+            );
+            let listed = other.bans(&prefix).await.unwrap();
+            assert_eq!(listed.len(), 1, "{algorithm}: {listed:?}");
+            assert_eq!(
+                listed[0].offences, round,
+                "{algorithm}: obeying is no offence"
+            );
+            // Exactly as long as told: admitted (the next round's first call).
+            clock.advance(offence.retry_after - half);
+        }
+    }
+}
+
+#[tokio::test]
+async fn retry_after_is_a_promise_in_memory() {
+    retry_after_is_a_promise(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_is_a_promise_on_redis() {
+    let server = RedisServer::start();
+    retry_after_is_a_promise(Some(&server)).await;
 }

@@ -28,6 +28,10 @@
 //!
 //! - **An offence** is a call that the limit itself refuses, one that it could admit some day (a call too
 //!   large for the limit, [`Reason::TooLarge`](crate::Reason::TooLarge), is not). It starts a block.
+//! - **A block lasts at least until the limit would admit the call** that started it: the penalty's length,
+//!   or the limit's own `retry_after` when that is later (a login limited to 5 in 15 minutes under
+//!   `penalty = "1m..1h"` is told the 15 minutes, not the minute). So `Retry-After` is a promise: a client
+//!   that waits exactly as long as it is told is admitted, and is never an offender for having obeyed.
 //! - **During the block** every call of the key is refused, counting nothing, with
 //!   [`Verdict::Blocked`](crate::Verdict::Blocked) and `retry_after` what is left of the block (so HTTP
 //!   answers `429` with `Retry-After` the block's remaining time and the quota fields, and gRPC

@@ -60,7 +60,7 @@ impl Shard {
         if outcome.allowed || !charge.can_fit(algorithm) {
             return outcome;
         }
-        let block = Block::offence(kept.as_ref(), now, &penalty);
+        let block = Block::offence(kept.as_ref(), now, &penalty, outcome.retry_after);
         self.keep_block((hash, key), block, &penalty, now, most);
         outcome.blocked(block.until - now)
     }
