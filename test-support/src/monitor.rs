@@ -21,10 +21,12 @@ pub struct Monitor {
     marks: AtomicU64,
 }
 
-/// What `MONITOR` has shown: the commands sent, and the marks seen; and a signal for each new line.
+/// What `MONITOR` has shown: the commands sent, and the marks seen; every line but the marks (a script's
+/// commands too, with their arguments); and a signal for each new line.
 #[derive(Debug, Default)]
 struct Seen {
     lines: Mutex<(Vec<String>, u64)>,
+    all: Mutex<Vec<String>>,
     more: Condvar,
 }
 
@@ -62,6 +64,9 @@ impl Monitor {
             let seen = Arc::clone(&seen);
             move || {
                 for line in lines.lines().map_while(Result::ok) {
+                    if mark(&line).is_none() {
+                        seen.all.lock().unwrap().push(line.clone());
+                    }
                     let mut shown = seen.lines.lock().unwrap();
                     match (mark(&line), sent(&line)) {
                         (Some(mark), _) => shown.1 = shown.1.max(mark),
@@ -108,6 +113,34 @@ impl Monitor {
             shown = self.seen.more.wait_timeout(shown, left).unwrap().0;
         }
         std::mem::take(&mut shown.0)
+    }
+
+    /// Waits (10 s at most) until `MONITOR` has shown, for each of `texts`, a line holding it (a heartbeat's
+    /// key, the overrides' first load), then forgets everything shown so far: what comes next is what follows
+    /// those events, whatever their timing.
+    pub fn wait_for(&self, texts: &[&str]) {
+        let until = Instant::now() + PATIENCE;
+        let mut unseen: Vec<&str> = texts.to_vec();
+        loop {
+            let lines = self.take_lines();
+            unseen.retain(|text| !lines.iter().any(|line| line.contains(text)));
+            if unseen.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < until,
+                "MONITOR never showed {unseen:?} in {PATIENCE:?}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Every line `MONITOR` showed since the last call, whole (the commands scripts ran too, marked
+    /// `[<db> lua]`, with their arguments), up to the mark [`take`](Monitor::take) waits for; it empties
+    /// what `take` returns as well.
+    pub fn take_lines(&self) -> Vec<String> {
+        self.take();
+        std::mem::take(&mut *self.seen.all.lock().unwrap())
     }
 }
 

@@ -122,10 +122,11 @@
 //!   another node can end a denial early, and this node sees it within a second (it refuses until the
 //!   `retry_after` it was told, and asks Redis again after a second at most).
 //! - A call with several limits is refused until the last of its refusing limits would admit it.
-//! - A key's block (a [`Penalty`](crate::Penalty)'s or a ban) is held to its end, not a second: only an
-//!   unban ends one early, and every node forgets its denials when it hears of one. So a flood on a blocked
-//!   key costs Redis one call per node and block, and a key this node knows to be blocked stays refused while
-//!   Redis fails, whatever `on_error` says (see [`penalties`](super::penalties)).
+//! - A key's block (a [`Penalty`](crate::Penalty)'s or a ban) is held a second at a time too, so that a ban
+//!   that replaced it, an unban, or Redis losing its data is enforced by every node within a second (a ban or
+//!   an unban is also announced: every node forgets its denials of the key at once). A flood on a blocked key
+//!   costs Redis one call per node and second; and a key this node knows to be blocked stays refused while
+//!   Redis fails, whatever `on_error` says, to the block's end (see [`penalties`](super::penalties)).
 //! - While the cache holds nothing (the usual case), it costs one atomic load. Turn it off with
 //!   [`LimiterBuilder::deny_cache(false)`](crate::LimiterBuilder::deny_cache).
 //!

@@ -158,6 +158,20 @@ impl RedisBackend {
         })
     }
 
+    /// What this node was told of `call` (named `key`) if it is a block still in force: the refusal it
+    /// answers while Redis cannot be asked.
+    fn known_block(&self, call: &Call<'_>, key: KeyRef<'_>) -> Option<Decided> {
+        let cache = self.denied.as_ref()?;
+        let weighings = call.limits().iter().map(weighing);
+        match cache.get(key, weighings, self.clock.now(), self.deadline, true) {
+            Lookup::Denied(decisions) => Some(Decided {
+                answers: decisions.map(|decision| Answer::uncharged(*decision)),
+                admitted: false,
+            }),
+            Lookup::Miss | Lookup::Probe => None,
+        }
+    }
+
     /// A call of one limit whose line is full waits in the line's batch: joined now, with no round trip of
     /// its own to prepare.
     #[inline]
@@ -238,7 +252,11 @@ impl RedisBackend {
                 }
                 let on_error = call.limits().iter().map(|limit| limit.on_error);
                 let retry = redis.failed(later.permit, key, on_error, &failed.cause);
-                let decided = redis.fallback.decide(call, retry);
+                // A block this node was told of holds to its end whatever `on_error` says.
+                let decided = match redis.known_block(call, key) {
+                    Some(blocked) => blocked,
+                    None => redis.fallback.decide(call, retry),
+                };
                 if let Some(late) = failed.late {
                     let call = call.detached();
                     let refused = !decided.admitted;

@@ -9,14 +9,16 @@
 //! one Redis would admit. (A charge another node gives back can end a denial early: this node then denies
 //! until the `retry_after` it was told, but never longer than [`HOLD`], so that a month's quota, whose
 //! `retry_after` is weeks, sees another node's give-backs within a second.) A key's block (a penalty's or a
-//! ban) is held to its end: only an operator's unban ends one early, and every node forgets its denials of
-//! the key when it hears of one.
+//! ban) is held a second at a time too, so that what Redis holds is what every node enforces within a second:
+//! a ban that replaces a shorter block, an unban, a block that Redis lost (restarted empty, flushed). Every
+//! node also forgets its denials of a key when it hears of a ban or an unban of it, at once.
 //!
 //! When a denial runs out, one call per node at a time re-asks Redis (the key's room is filled call by call,
 //! so no more than the limit is ever admitted); calls that come meanwhile are denied with a `retry_after` of
-//! zero, "ask again now", instead of all rushing to Redis at once. Under an abusive key, this node sends Redis
-//! a few calls per retry period. Not while Redis fails: then a denial that ran out answers nothing, and the
-//! failure policy decides (`open` lets the call through).
+//! zero, "ask again now" (a blocked key's, what is left of its block), instead of all rushing to Redis at once.
+//! Under an abusive key, this node sends Redis a call a second at most. Not while Redis fails: then a denial
+//! that ran out answers nothing, and the failure policy decides (`open` lets the call through), except a
+//! block's, which holds to the block's end.
 //!
 //! Times are read from the limiter's clock (monotonic; a test's fake clock in test mode). A cached answer's
 //! `remaining` and `reset_after` are as Redis last reported them; whether the call is denied, and its
@@ -48,7 +50,11 @@ pub(crate) struct DenyCache {
 
 #[derive(Debug)]
 struct Denial {
+    /// Until when it is answered without asking Redis: at most [`HOLD`] after it was sent.
     until: Duration,
+    /// When the latest of its blocks ends, as Redis said (zero: it has none): while Redis fails, it holds
+    /// until then.
+    block_until: Duration,
     /// Each limit's weighing (its cost and terms, as the backend marks them), and what Redis said of it: a
     /// call of other costs has another `retry_after` (a smaller one may even fit), and one under other terms
     /// another limit.
@@ -123,17 +129,20 @@ impl DenyCache {
                 })
                 .collect()
         };
-        if now < denial.until {
-            let sent = denial.sent;
-            return Lookup::Denied(decisions(denial, &|decision| {
-                (sent + decision.retry_after).saturating_sub(now)
-            }));
+        let sent = denial.sent;
+        let told = |decision: &Decision| (sent + decision.retry_after).saturating_sub(now);
+        if now < denial.until || (fails && now < denial.block_until) {
+            return Lookup::Denied(decisions(denial, &told));
         }
         if fails {
             return Lookup::Miss;
         }
         if now < denial.probing_until {
-            return Lookup::Denied(decisions(denial, &|_| Duration::ZERO));
+            // Ask again now; a block still is what is left of it.
+            return Lookup::Denied(decisions(denial, &|decision| match decision.verdict {
+                Verdict::Blocked => told(decision),
+                _ => Duration::ZERO,
+            }));
         }
         denial.probing_until = now + deadline;
         Lookup::Probe
@@ -174,14 +183,12 @@ impl DenyCache {
         decisions: &[Decision],
         sent: Duration,
     ) {
-        // A block ends when Redis said, unless an operator lifts it (which every node hears of: see
-        // `forget_denials_of`): it is held to its end. Any other denial, at most `HOLD`.
-        let retry_after = decisions
+        // Held at most `HOLD`; a block, while Redis fails, to its end.
+        let retry_after = decisions.iter().map(|d| d.retry_after.min(HOLD)).max();
+        let block = decisions
             .iter()
-            .map(|d| match d.verdict {
-                Verdict::Blocked => d.retry_after,
-                _ => d.retry_after.min(HOLD),
-            })
+            .filter(|d| d.verdict == Verdict::Blocked)
+            .map(|d| d.retry_after)
             .max();
         let degraded = decisions.iter().any(|d| d.degraded);
         let Some(retry_after) = retry_after.filter(|r| !r.is_zero() && !degraded) else {
@@ -190,7 +197,7 @@ impl DenyCache {
         };
         let (mut shard, hash) = self.shards.lock(key);
         if shard.len() >= CAPACITY {
-            let removed = shard.retain(|denial| denial.until > sent);
+            let removed = shard.retain(|denial| denial.until.max(denial.block_until) > sent);
             self.held.fetch_sub(removed, Ordering::Relaxed);
             if shard.len() >= CAPACITY {
                 return;
@@ -198,6 +205,7 @@ impl DenyCache {
         }
         let denial = Denial {
             until: sent + retry_after,
+            block_until: block.map_or(Duration::ZERO, |block| sent + block),
             limits: costs.zip(decisions.iter().copied()).collect(),
             sent,
             probing_until: Duration::ZERO,
