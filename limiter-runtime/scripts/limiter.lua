@@ -556,7 +556,9 @@ local function decide(k, shapes, c, calls, reply, n)
       end
 
       -- The limit's own refusal of a call it could admit some day is an offence: it starts a block.
-      if allowed == 0 and block and (algorithm == 6 or cost <= max) and (algorithm ~= 4 or cost <= shape[4]) then
+      -- (A cap of zero: no penalty, the limit's blocks read only while a ban is in force under its policy.)
+      if allowed == 0 and block and shape[7] > 0 and (algorithm == 6 or cost <= max)
+          and (algorithm ~= 4 or cost <= shape[4]) then
         -- The first length, or twice the last one's up to the cap if the key was not clean for the cap since
         -- its last block ended.
         local first, cap = shape[6], shape[7]

@@ -292,14 +292,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// A key was to be banned (or unbanned) under a rule with no [`Penalty`](crate::Penalty): its calls never
-    /// read a block, so a ban would change nothing.
-    #[error(
-        "the policy {policy} has no penalty, so its calls never read a block: give its rule one \
-         (`Rule::penalty`, `penalty = \"10m\"` on the attribute) to ban its keys"
-    )]
-    NoPenalty {
-        /// The policy's name.
+    /// No node has used a policy of that name or prefix ([`Limiter::policy`](crate::Limiter::policy)): a
+    /// policy is known once a call of it has been decided, on this node or on another one that shares the
+    /// store.
+    #[error("no node has used the policy {policy:?} (by name or by prefix)")]
+    UnknownPolicy {
+        /// The name or prefix asked for.
         policy: String,
     },
     /// A time zone name that is not in the zone data ([`Zone::get`](crate::Zone::get)).

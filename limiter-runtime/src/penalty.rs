@@ -96,6 +96,20 @@ impl Penalty {
         Duration::from_micros(self.cap)
     }
 
+    /// No penalty, but blocks read: what a call of a rule without a penalty carries while a ban is in force
+    /// under its policy. Its calls are refused while their key is blocked, and never start a block (a cap of
+    /// zero, which no public constructor makes).
+    pub(crate) const READS_BLOCKS: Penalty = Penalty {
+        first: NonZeroU64::MIN,
+        cap: 0,
+    };
+
+    /// Whether an offence starts a block: a penalty's does; [`READS_BLOCKS`](Penalty::READS_BLOCKS)'s not.
+    #[inline]
+    pub(crate) fn starts_blocks(&self) -> bool {
+        self.cap != 0
+    }
+
     /// The first block's length, µs, as the stores compute with it.
     #[inline]
     pub(crate) fn first_micros(&self) -> u64 {

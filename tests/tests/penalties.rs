@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use limiter_runtime::{Algorithm, FakeClock, Limiter, Penalty, Rule, Verdict};
-use tests::{RedisServer, ALGORITHMS};
+use tests::{Monitor, RedisServer, ALGORITHMS};
 
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -180,7 +180,7 @@ async fn a_stacked_call_with_a_blocked_key_charges_nothing_on_redis() {
 }
 
 /// An operator's ban, on one node, is seen by the other at its next call; listed with its remaining time;
-/// lifted, seen within a second. A rule without a penalty cannot be banned.
+/// lifted, seen within a second.
 async fn ban_and_unban(server: Option<&RedisServer>) {
     let clock = FakeClock::new();
     let (a, b) = nodes(server, &clock);
@@ -235,9 +235,6 @@ async fn ban_and_unban(server: Option<&RedisServer>) {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let plain = Rule::new().prefix("pen:plain:").max(5);
-    let error = a.ban(&plain, "k", SECOND).await.unwrap_err();
-    assert!(error.to_string().contains("has no penalty"), "{error}");
 }
 
 #[tokio::test]
@@ -427,4 +424,135 @@ async fn retry_after_is_a_promise_in_memory() {
 async fn retry_after_is_a_promise_on_redis() {
     let server = RedisServer::start();
     retry_after_is_a_promise(Some(&server)).await;
+}
+
+/// Waits, a second at most, for `node` to answer `key` of `rule` as `verdict`: a ban or an unban announced on
+/// one node reaches the others within the announcement's delivery (at once in memory, where they are one).
+async fn eventually(
+    node: &Limiter,
+    rule: &Rule,
+    key: &str,
+    verdict: Verdict,
+) -> limiter_runtime::Decision {
+    let start = std::time::Instant::now();
+    loop {
+        let decision = node.check(rule, key).await;
+        if decision.verdict == verdict {
+            return decision;
+        }
+        assert!(
+            start.elapsed() < SECOND,
+            "still {decision:?} a second after, not {verdict:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A ban on a limit without a penalty, reached by its policy's name as an attribute's would be: the other
+/// node refuses the key at its next call, another key and policy are untouched, the ban is listed and
+/// inspected, a node started after it knows of it, and after its end (or an unban) the key is admitted.
+async fn a_ban_on_any_limit(server: Option<&RedisServer>) {
+    let clock = FakeClock::new();
+    let (a, b) = nodes(server, &clock);
+    let search = Rule::new()
+        .prefix("pen:any:")
+        .name("search")
+        .max(100)
+        .window(60 * SECOND);
+    assert!(b.check(&search, "eve").await.allowed);
+    // The policy by name, as the node that decided a call of it knows it.
+    assert!(a.check(&search, "alice").await.allowed);
+    let rule = a.policy("search").await.unwrap();
+    assert!(a.policy("no such policy").await.is_err());
+    a.ban(&rule, "eve", 120 * SECOND).await.unwrap();
+    let refused = eventually(&b, &search, "eve", Verdict::Blocked).await;
+    assert_eq!(refused.retry_after, 120 * SECOND);
+    assert!(b.check(&search, "alice").await.allowed);
+    let listed = b.bans("search").await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!((listed[0].key.as_str(), listed[0].banned), ("eve", true));
+    let inspected = b.inspect(&search, "eve").await.unwrap();
+    assert_eq!(
+        (inspected.blocked_for, inspected.banned),
+        (120 * SECOND, true)
+    );
+    if let Some(server) = server {
+        let later = server.limiter_with_clock(&clock);
+        eventually(&later, &search, "eve", Verdict::Blocked).await;
+    }
+    // The ban's end: admitted, and counted from where it was.
+    clock.advance(120 * SECOND);
+    let free = b.check(&search, "eve").await;
+    assert!(free.allowed, "{free:?}");
+    a.ban(&rule, "eve", 120 * SECOND).await.unwrap();
+    eventually(&b, &search, "eve", Verdict::Blocked).await;
+    assert!(a.unban(&search, "eve").await.unwrap());
+    eventually(&b, &search, "eve", Verdict::Admitted).await;
+}
+
+#[tokio::test]
+async fn a_ban_on_any_limit_in_memory() {
+    a_ban_on_any_limit(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_on_any_limit_on_redis() {
+    let server = RedisServer::start();
+    a_ban_on_any_limit(Some(&server)).await;
+}
+
+/// What a call asked Redis, from `MONITOR`'s lines: each script called (by its SHA) and each command a script
+/// ran, without keys or times; and whether any line touched a block key.
+fn shape(lines: &[String]) -> (Vec<String>, bool) {
+    let mut shape = Vec::new();
+    for line in lines {
+        let quoted: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+        match quoted.first() {
+            Some(&"EVALSHA") => shape.push(format!("EVALSHA {}", quoted[1])),
+            Some(command) if line.contains(" lua] ") => shape.push(format!("lua {command}")),
+            _ => {}
+        }
+    }
+    (shape, lines.iter().any(|line| line.contains("%block")))
+}
+
+/// A ban costs a policy with no ban in force nothing: its calls run the same script, the same commands in
+/// it, and touch no block key, before and after another policy's key is banned; the banned policy's calls
+/// read the block in their one script call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ban_costs_other_policies_nothing() {
+    let server = RedisServer::start();
+    let monitor = Monitor::start(server.port());
+    let limiter = server
+        .builder()
+        .deny_cache(false)
+        .heartbeat_every(Duration::from_secs(3_600))
+        .build()
+        .unwrap();
+    let search = Rule::new().prefix("cost:search:").max(100);
+    let other = Rule::new().prefix("cost:other:").max(100);
+    limiter.check(&other, "k").await;
+    // The first heartbeat and the overrides' first load, sent at start, are over: seen, not slept on.
+    monitor.wait_for(&["limiter:instances:", "HGETALL"]);
+    limiter.check(&other, "k").await;
+    let before = shape(&monitor.take_lines());
+    limiter.ban(&search, "eve", 60 * SECOND).await.unwrap();
+    monitor.take_lines();
+    limiter.check(&other, "k").await;
+    let after = shape(&monitor.take_lines());
+    assert!(!before.0.is_empty() && !before.1, "{before:?}");
+    assert_eq!(before, after, "the other policy's call changed");
+    assert_eq!(
+        limiter.check(&search, "eve").await.verdict,
+        Verdict::Blocked
+    );
+    monitor.take_lines();
+    limiter.check(&search, "k").await;
+    let banned = shape(&monitor.take_lines());
+    assert!(
+        banned.1,
+        "the banned policy's calls read blocks: {banned:?}"
+    );
+    let scripts = banned.0.iter().filter(|c| c.starts_with("EVALSHA")).count();
+    assert_eq!(scripts, 1, "one script call: {banned:?}");
 }

@@ -17,7 +17,7 @@ use crate::clock::{as_micros, Clock};
 use crate::key::StoreKey;
 use crate::overrides::Overrides;
 use crate::rule::Wait;
-use crate::{Decision, OnError, Rule};
+use crate::{Decision, OnError, Penalty, Rule};
 
 /// How long a permit in flight lives in Redis unless renewed, by default.
 pub(crate) const IN_FLIGHT_TTL: Duration = Duration::from_secs(30);
@@ -315,8 +315,13 @@ impl<'r> CallLimit<'r> {
         // A lease its algorithm can take: a token bucket's, a fixed window's.
         let leases = matches!(algorithm, Algorithm::TokenBucket | Algorithm::FixedWindow);
         let ttl = rule.lease_ttl.unwrap_or(Duration::from_millis(100));
-        // A penalty's calls each read the key's block in the store: none is spent from a lease.
-        let penalty = rule.penalty;
+        // A penalty's calls each read the key's block in the store: none is spent from a lease. So do a
+        // policy's calls while a ban is in force under it, penalty or not.
+        let penalty = rule.penalty.or_else(|| {
+            overrides
+                .reads_blocks(key.prefix, clock)
+                .then_some(Penalty::READS_BLOCKS)
+        });
         let lease = rule
             .lease
             .filter(|&units| units > 0 && leases && !ttl.is_zero() && penalty.is_none())

@@ -58,9 +58,11 @@
 //! block in the key's shard (within [`max_keys`](crate::LimiterBuilder::max_keys); a block counts as a
 //! key), with the same arithmetic (`src/penalty.rs`).
 //!
-//! A node that has seen a block answers later calls of the key itself until the block ends (the deny cache,
-//! see [`failures`](super::failures)): a flood on a blocked key costs Redis a call per node and block, not
-//! one per call. Only an unban ends a block early, and every node hears of one.
+//! A node that has seen a block answers later calls of the key itself (the deny cache, see
+//! [`failures`](super::failures)), a second at a time: a flood on a blocked key costs Redis a call per node
+//! and second, not one per call, and what Redis holds (a ban that replaced the block, an unban, a block lost
+//! with Redis's data) is what every node enforces within that second. A ban or an unban is also announced:
+//! every node forgets what it was told of the key at once.
 //!
 //! ## Operators
 //!
@@ -77,8 +79,11 @@
 //! ```
 //!
 //! - [`Limiter::ban`](crate::Limiter::ban) writes a block of the length given (kind `b`), keeping the
-//!   offences the penalty counts. The rule needs a penalty: only its calls read blocks
-//!   ([`Error::NoPenalty`](crate::Error::NoPenalty) otherwise).
+//!   offences the penalty counts. Any rule: one without a penalty has its calls read their keys' blocks,
+//!   on every node, while a ban is in force under its policy (noted with the overrides, so a node started
+//!   later knows of it), and pays nothing otherwise: no policy without a ban reads a block, and its calls
+//!   run the same script as before (tested with `MONITOR`). The attribute's limits are reached by name:
+//!   [`Limiter::policy`](crate::Limiter::policy).
 //! - [`Limiter::unban`](crate::Limiter::unban) deletes the block (and its offences) and announces it on the
 //!   overrides' channel: each node forgets what Redis told it of the key.
 //! - [`Limiter::bans`](crate::Limiter::bans) lists the blocks in force, bans and penalties', with their

@@ -7,26 +7,32 @@ use std::time::Duration;
 
 use super::Limiter;
 use crate::key::KeyRef;
+use crate::overrides::Change;
 use crate::policy::PolicyName;
 use crate::{Ban, Error, Penalty, Rule};
 
 impl Limiter {
     /// Bans `key` of `rule` for `length` (at least a millisecond), on every node: each refuses it at its next
     /// call, as blocked ([`Verdict::Blocked`](crate::Verdict::Blocked), `retry_after` the ban's remaining
-    /// time), until the ban ends or is [lifted](Limiter::unban). The rule needs a [`Penalty`]: its calls are
-    /// the ones that read the key's block. A ban keeps the offences the key's penalty counts.
+    /// time), until the ban ends or is [lifted](Limiter::unban). Any rule: one with a [`Penalty`] reads its
+    /// keys' blocks on every call (and the ban keeps the offences the penalty counts); one without starts
+    /// reading them, on every node, while a ban is in force under its policy (the ban is noted with the
+    /// overrides, so a node that starts later knows of it too), and pays nothing for them otherwise. A ban
+    /// replaces a shorter block the key had: every node forgets what it was told of the key.
+    ///
+    /// The attribute's rules have no `Rule` to hand: [`policy`](Limiter::policy) finds one by name.
     ///
     /// ```
-    /// use limiter_runtime::{Limiter, Penalty, Rule, Verdict};
+    /// use limiter_runtime::{Limiter, Rule, Verdict};
     /// use std::time::Duration;
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
     /// let limiter = Limiter::in_memory();
-    /// let login = Rule::new().prefix("login:").max(5).penalty(Penalty::fixed(Duration::from_secs(600)));
-    /// limiter.ban(&login, "10.0.0.7", Duration::from_secs(3600)).await?;
-    /// assert_eq!(limiter.check(&login, "10.0.0.7").await.verdict, Verdict::Blocked);
-    /// assert!(limiter.unban(&login, "10.0.0.7").await?);
-    /// assert!(limiter.check(&login, "10.0.0.7").await.allowed);
+    /// let search = Rule::new().prefix("search:").max(100);
+    /// limiter.ban(&search, "10.0.0.7", Duration::from_secs(3600)).await?;
+    /// assert_eq!(limiter.check(&search, "10.0.0.7").await.verdict, Verdict::Blocked);
+    /// assert!(limiter.unban(&search, "10.0.0.7").await?);
+    /// assert!(limiter.check(&search, "10.0.0.7").await.allowed);
     /// # Ok(()) }
     /// ```
     pub async fn ban(
@@ -36,10 +42,19 @@ impl Limiter {
         length: Duration,
     ) -> Result<(), Error> {
         let rule = self.pipeline.defaults.resolved(rule);
-        let penalty = penalty_of(&rule)?;
-        let call = self.one(&rule, format_args!("{key}"), 1);
         // At least a millisecond, as a penalty's block.
         let length = Penalty::fixed(length).first_micros();
+        let penalty = match rule.penalty {
+            Some(penalty) => penalty,
+            None => {
+                // Every node reads the policy's blocks before the block is written.
+                let until = self.pipeline.clock.now_micros().saturating_add(length);
+                let prefix = rule.prefix_value().to_owned();
+                self.change(Change::Banning { prefix, until }).await?;
+                Penalty::READS_BLOCKS
+            }
+        };
+        let call = self.one(&rule, format_args!("{key}"), 1);
         self.pipeline
             .backend
             .ban(&call.limits()[0], length, &penalty)
@@ -51,9 +66,33 @@ impl Limiter {
     /// when it hears of the unban). Whether the key had a block.
     pub async fn unban(&self, rule: &Rule, key: impl fmt::Display) -> Result<bool, Error> {
         let rule = self.pipeline.defaults.resolved(rule);
-        penalty_of(&rule)?;
         let call = self.one(&rule, format_args!("{key}"), 1);
         self.pipeline.backend.unban(&call.limits()[0]).await
+    }
+
+    /// The rule of the policy named (or prefixed) `policy`, as a node that decided calls of it holds it: this
+    /// one, or, with Redis, another one (from the reports every node keeps there). How an operator reaches an
+    /// attribute's limit, to [`ban`](Limiter::ban) or [`inspect`](Limiter::inspect) a key of it.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
+    /// let limiter = Limiter::in_memory();
+    /// limiter.check(&Rule::new().prefix("search:").name("search").max(100), "10.0.0.7").await;
+    /// let search = limiter.policy("search").await?;
+    /// assert_eq!(limiter.check(&search, "10.0.0.7").await.remaining, 98); // the same limit
+    /// assert!(limiter.policy("nothing").await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn policy(&self, policy: &str) -> Result<Rule, Error> {
+        if let Some(rule) = self.pipeline.observers.watch.rule_of(policy) {
+            return Ok(rule);
+        }
+        let reports = self.pipeline.backend.reports().await?;
+        crate::watch::rule_in(&reports, policy).ok_or_else(|| Error::UnknownPolicy {
+            policy: policy.to_owned(),
+        })
     }
 
     /// The blocks in force under `policy` (its name or its prefix; every policy's for `""`), bans and
@@ -99,11 +138,4 @@ impl Limiter {
         });
         Ok(bans)
     }
-}
-
-/// `rule`'s penalty, or why a key of it cannot be banned.
-fn penalty_of(rule: &Rule) -> Result<Penalty, Error> {
-    rule.penalty.ok_or_else(|| Error::NoPenalty {
-        policy: rule.policy_name().to_string(),
-    })
 }

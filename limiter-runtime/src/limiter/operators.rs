@@ -87,7 +87,7 @@ impl Limiter {
 
     /// Makes `change` in Redis and announces it to every runtime, then applies it here at once; in memory,
     /// applies it here.
-    async fn change(&self, change: Change) -> Result<(), Error> {
+    pub(super) async fn change(&self, change: Change) -> Result<(), Error> {
         let version = self.pipeline.backend.publish(&change).await?;
         self.pipeline.overrides.apply(&change, version);
         Ok(())
@@ -154,14 +154,12 @@ impl Limiter {
         let call = self.one(&rule, format_args!("{key}"), 1);
         let limit = &call.limits()[0];
         let (peek, at, deny_cached) = self.pipeline.backend.inspect(limit).await?;
-        let block = match limit.penalty {
-            Some(_) => self.pipeline.backend.block(limit).await?,
-            None => None,
-        };
+        // Any rule's key can be banned: its block is read whatever the rule.
+        let block = self.pipeline.backend.block(limit).await?;
         let blocked_for = block.and_then(|block| block.remaining(at)).unwrap_or(0);
         Ok(Inspection {
             policy: rule.policy_name().to_string(),
-            key: limit.key.parts().rest.to_owned(),
+            key: crate::key::unescaped(limit.key.parts().rest),
             limit: limit.charge.max,
             window: Duration::from_micros(limit.charge.window),
             used: peek.used,

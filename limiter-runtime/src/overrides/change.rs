@@ -177,20 +177,25 @@ impl Override {
     }
 }
 
-/// One change to the overrides' hash: an override set or cleared, or the switch of every runtime turned.
+/// One change to the overrides' hash: an override set or cleared, the switch of every runtime turned, or a
+/// ban under a prefix noted (its calls read their keys' blocks until `until`, µs on the store's clock).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
     Set(Override),
     Clear(Override),
     Switch(bool),
+    Banning { prefix: String, until: u64 },
 }
+
+/// What the field of a ban noted under a prefix starts with (then the prefix's length, `:` and the prefix).
+const BANNING: &str = "b:";
 
 impl Change {
     /// What the script does: `set` the field, or `clear` it.
     pub(crate) fn op(&self) -> &'static str {
         match self {
             Change::Clear(_) => "clear",
-            Change::Set(_) | Change::Switch(_) => "set",
+            Change::Set(_) | Change::Switch(_) | Change::Banning { .. } => "set",
         }
     }
 
@@ -199,6 +204,7 @@ impl Change {
         match self {
             Change::Set(o) | Change::Clear(o) => o.field(),
             Change::Switch(_) => SWITCH.to_owned(),
+            Change::Banning { prefix, .. } => format!("{BANNING}{}:{prefix}", prefix.len()),
         }
     }
 
@@ -207,6 +213,7 @@ impl Change {
         match self {
             Change::Set(o) | Change::Clear(o) => o.value(),
             Change::Switch(on) => switch_value(*on).to_owned(),
+            Change::Banning { until, .. } => until.to_string(),
         }
     }
 
@@ -220,6 +227,14 @@ impl Change {
                 "clear" => Some(Change::Switch(true)),
                 _ => None,
             };
+        }
+        if let Some(rest) = field.strip_prefix(BANNING) {
+            let (len, prefix) = rest.split_once(':')?;
+            let until = value.parse().ok()?;
+            return (op == "set" && len.parse() == Ok(prefix.len())).then(|| Change::Banning {
+                prefix: prefix.to_owned(),
+                until,
+            });
         }
         let o = Override::parse(field, value)?;
         match op {
@@ -306,6 +321,10 @@ mod tests {
             Change::Clear(Override::prefix("p:")),
             Change::Switch(false),
             Change::Switch(true),
+            Change::Banning {
+                prefix: "p:b:".to_owned(),
+                until: 17,
+            },
         ] {
             let read = Change::parse(change.op(), &change.field(), &change.value());
             assert_eq!(read.as_ref(), Some(&change));

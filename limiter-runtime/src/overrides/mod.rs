@@ -1,4 +1,5 @@
-//! What operators change at run time: a limit's `max` and `window` ([`Override`]), and the switch.
+//! What operators change at run time: a limit's `max` and `window` ([`Override`]), the switch, and which
+//! policies read their keys' blocks because a ban is in force under them.
 //!
 //! Overrides live in one Redis hash (`limiter:overrides`), with a version that counts the changes; every
 //! change is announced on a channel of the same name, with its version. Each runtime keeps every override in
@@ -6,6 +7,7 @@
 //! round trip to read its limit, and neither a decision nor a change pays for the number of overrides. A
 //! version that skips tells a runtime it missed a change: it then reloads the whole hash.
 
+mod banning;
 mod change;
 mod switch;
 mod table;
@@ -13,10 +15,12 @@ mod table;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use self::banning::Banning;
 pub use self::change::Override;
 pub(crate) use self::change::{parse_switch, Change, SWITCH};
 use self::switch::Switch;
 use self::table::Table;
+use crate::clock::Clock;
 
 /// The Redis hash of overrides, and the channel changes are announced on.
 pub(crate) const OVERRIDES: &str = "limiter:overrides";
@@ -47,6 +51,8 @@ pub(crate) struct Overrides {
     version: Mutex<u64>,
     /// Off: every call goes ahead with no store traffic at all.
     switch: Switch,
+    /// The policies with bans in force, whose calls read their keys' blocks.
+    banning: Banning,
 }
 
 /// An announced change came after one this runtime has not seen: the whole table must be read again.
@@ -59,6 +65,7 @@ impl Default for Overrides {
             table: Table::default(),
             version: Mutex::new(0),
             switch: Switch::default(),
+            banning: Banning::default(),
         }
     }
 }
@@ -84,6 +91,12 @@ impl Overrides {
     #[inline]
     pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Limits> {
         self.table.lookup(prefix, key)
+    }
+
+    /// Whether calls under `prefix` read their keys' blocks, penalty or not: a ban under it is in force.
+    #[inline]
+    pub(crate) fn reads_blocks(&self, prefix: &str, clock: &dyn Clock) -> bool {
+        self.banning.reads_blocks(prefix, clock)
     }
 
     /// Applies a change made by this runtime, at once: `version` is the one Redis gave it, if it went through
@@ -117,19 +130,22 @@ impl Overrides {
             Change::Set(o) => self.table.change(o, true),
             Change::Clear(o) => self.table.change(o, false),
             Change::Switch(on) => self.switch.turn_everywhere(*on),
+            Change::Banning { prefix, until } => self.banning.note(prefix, *until),
         }
     }
 
-    /// Installs every override and the switch of every runtime as read from Redis at `version`; says whether
-    /// that version differs from the table's.
+    /// Installs every override, the switch of every runtime and the bans noted (prefix, until) as read from
+    /// Redis at `version`; says whether that version differs from the table's.
     pub(crate) fn install(
         &self,
         overrides: Vec<Override>,
         on_everywhere: bool,
+        banning: Vec<(String, u64)>,
         version: u64,
     ) -> bool {
         let mut current = self.lock_version();
         self.table.replace(overrides);
+        self.banning.replace(banning);
         self.switch.turn_everywhere(on_everywhere);
         let moved = *current != version;
         *current = version;
@@ -190,8 +206,8 @@ mod tests {
         // The switch of every runtime is a change like the others.
         assert_eq!(overrides.announced(&Change::Switch(false), 5), Ok(true));
         assert!(!overrides.is_enabled() && overrides.is_enabled_here());
-        assert!(overrides.install(Vec::new(), true, 9));
-        assert!(!overrides.install(Vec::new(), true, 9));
+        assert!(overrides.install(Vec::new(), true, Vec::new(), 9));
+        assert!(!overrides.install(Vec::new(), true, Vec::new(), 9));
         assert_eq!((overrides.version(), overrides.len()), (9, 0));
         assert!(overrides.is_enabled());
     }

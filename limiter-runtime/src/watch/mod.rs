@@ -156,7 +156,6 @@ impl Watch {
 
     /// The rule of the policy named (or prefixed) `policy`, as first seen here (what the admin API inspects a
     /// key under).
-    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn rule_of(&self, policy: &str) -> Option<Rule> {
         self.policies
             .load()
@@ -168,7 +167,6 @@ impl Watch {
 
 /// The rule of the policy named (or prefixed) `policy` in the first of the nodes' `reports` that has it: a
 /// policy that another node decided, for the admin API to inspect a key under.
-#[cfg_attr(not(feature = "admin"), allow(dead_code))]
 pub(crate) fn rule_in(reports: &[(NodeReport, Duration)], policy: &str) -> Option<Rule> {
     reports
         .iter()

@@ -10,8 +10,8 @@ use crate::Penalty;
 #[derive(Debug, Default)]
 pub(super) struct Shard {
     pub(super) entries: Keys<Entry>,
-    /// The blocks of keys under a penalty, in force or remembered for their offences (kept apart: a key
-    /// under no penalty pays nothing for them).
+    /// The blocks of keys under a penalty or a ban, in force or remembered for their offences (kept apart: a
+    /// key that reads no blocks pays nothing for them).
     pub(super) blocks: Keys<Kept>,
     pub(super) decisions: u32,
     /// The time of this shard's latest decision (µs): no decision here is made at an earlier one.
@@ -57,7 +57,7 @@ impl Shard {
             return Outcome::denied(0, 0, 0).blocked(left);
         }
         let outcome = self.decide((hash, key), algorithm, charge, now, most);
-        if outcome.allowed || !charge.can_fit(algorithm) {
+        if outcome.allowed || !charge.can_fit(algorithm) || !penalty.starts_blocks() {
             return outcome;
         }
         let block = Block::offence(kept.as_ref(), now, &penalty, outcome.retry_after);

@@ -1,6 +1,6 @@
 //! Operators' bans in Redis: written at a limit's block key ([`script::block_key`]) by `limiter.lua`'s "ban",
-//! lifted with an announcement on the overrides' channel (every node then forgets its denials), and listed
-//! by scanning each master for block keys.
+//! or lifted, each with an announcement on the overrides' channel (every node then forgets its denials, and
+//! asks Redis at its next call of the key); listed by scanning each master for block keys.
 
 use std::future::Future;
 
@@ -15,9 +15,10 @@ use crate::overrides::OVERRIDES;
 use crate::penalty::Block;
 use crate::Penalty;
 
-/// What an unban announces on the overrides' channel, then the limit's store key: every node forgets what
-/// Redis told it of the key.
-pub(super) const LIFTED: &str = "lift\n";
+/// What a ban or an unban announces on the overrides' channel, then the limit's store key: every node forgets
+/// what Redis told it of the key (a block it holds may have been replaced or lifted). The text is the one
+/// runtimes of the version before bans on any limit announced unbans with: they understand it too.
+pub(super) const REASK: &str = "lift\n";
 
 /// Keys a scan asks each master for at a time, and blocks read in one pipeline.
 const SCAN_COUNT: usize = 1_000;
@@ -36,7 +37,19 @@ impl RedisBackend {
         cmd.arg(&*script::operation("ban", self.test_now()));
         cmd.arg(length).arg(penalty.cap_micros());
         let banned = script::LIMITER.run::<Vec<i64>>(&mut connection, &cmd);
-        self.within_patience(banned).await.map(drop)
+        self.within_patience(banned).await?;
+        self.announce_reask(&mut connection, &limit.key).await
+    }
+
+    /// Tells every node, this one first, to forget what Redis told it of `key` ([`REASK`]).
+    async fn announce_reask(&self, connection: &mut Connection, key: &str) -> Result<(), Error> {
+        let mut announce = redis::cmd("PUBLISH");
+        announce.arg(OVERRIDES).arg(format!("{REASK}{key}"));
+        let _: Value = self
+            .within_patience(announce.query_async(connection))
+            .await?;
+        self.forget_denials();
+        Ok(())
     }
 
     /// Lifts `limit`'s key's block, if it has one, and tells every node; whether it had one.
@@ -47,14 +60,7 @@ impl RedisBackend {
         let lifted: u64 = self
             .within_patience(lift.query_async(&mut connection))
             .await?;
-        let mut announce = redis::cmd("PUBLISH");
-        announce
-            .arg(OVERRIDES)
-            .arg(format!("{LIFTED}{}", &*limit.key));
-        let _: Value = self
-            .within_patience(announce.query_async(&mut connection))
-            .await?;
-        self.forget_denials();
+        self.announce_reask(&mut connection, &limit.key).await?;
         Ok(lifted > 0)
     }
 

@@ -84,8 +84,8 @@ pub(super) async fn follow(
         return false;
     };
     let up_to_date = match event {
-        Event::Message(message) if lifted(&message) => {
-            // A block lifted (an unban): what Redis said of the key no longer holds.
+        Event::Message(message) if reask(&message) => {
+            // A key banned or unbanned: what Redis said of it may no longer hold.
             backend.forget_denials();
             true
         }
@@ -115,11 +115,11 @@ pub(super) async fn follow(
     up_to_date || reload(overrides, redis).await
 }
 
-/// Whether `message` announces a block lifted.
-fn lifted(message: &redis::Msg) -> bool {
+/// Whether `message` announces a key banned or unbanned.
+fn reask(message: &redis::Msg) -> bool {
     message
         .get_payload_bytes()
-        .starts_with(super::bans::LIFTED.as_bytes())
+        .starts_with(super::bans::REASK.as_bytes())
 }
 
 /// Whether the hash's version is the table's (also when Redis cannot say: the next look will tell).
@@ -157,11 +157,16 @@ pub(super) async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBacken
         Ok(Ok(fields)) => {
             let (mut version, mut on_everywhere) = (0, true);
             let mut all = Vec::with_capacity(fields.len());
+            let mut banning = Vec::new();
             for (field, value) in &fields {
                 if field == VERSION {
                     version = value.parse().unwrap_or(0);
                 } else if field == SWITCH {
                     on_everywhere = parse_switch(value).unwrap_or(true);
+                } else if let Some(Change::Banning { prefix, until }) =
+                    Change::parse("set", field, value)
+                {
+                    banning.push((prefix, until));
                 } else {
                     match Override::parse(field, value) {
                         Some(o) => match o.invalid() {
@@ -180,7 +185,7 @@ pub(super) async fn reload(overrides: &Weak<Overrides>, redis: &Weak<RedisBacken
                     }
                 }
             }
-            if overrides.install(all, on_everywhere, version) {
+            if overrides.install(all, on_everywhere, banning, version) {
                 redis.forget_denials();
             }
         }

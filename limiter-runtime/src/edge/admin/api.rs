@@ -11,7 +11,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::Admin;
-use crate::{watch, Error, Override};
+use crate::{Error, Override};
 
 /// The live page.
 const PAGE: &str = include_str!("page.html");
@@ -96,17 +96,10 @@ pub(super) async fn top(
 /// The rule of `policy` (by name or by prefix): as this node decided it, else as another node reports it
 /// (with the terms it counts it under); else the answer saying why not.
 pub(super) async fn rule_of(admin: &Admin, policy: &str) -> Result<crate::Rule, Response> {
-    let pipeline = &admin.limiter.pipeline;
-    if let Some(rule) = pipeline.observers.watch.rule_of(policy) {
-        return Ok(rule);
-    }
-    match pipeline.backend.reports().await {
-        Ok(reports) => watch::rule_in(&reports, policy).ok_or_else(|| {
-            let text = format!("no node has used the policy {policy:?} (by name or by prefix)");
-            error(StatusCode::NOT_FOUND, text)
-        }),
-        Err(e) => Err(error(StatusCode::SERVICE_UNAVAILABLE, e)),
-    }
+    admin.limiter.policy(policy).await.map_err(|e| match e {
+        crate::Error::UnknownPolicy { .. } => error(StatusCode::NOT_FOUND, e),
+        e => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    })
 }
 
 /// `GET /api/inspect?policy=P&key=K`.

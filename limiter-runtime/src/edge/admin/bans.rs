@@ -14,7 +14,6 @@ use serde_json::{json, Value};
 
 use super::api::{error, fresh, json, ms, number, rule_of};
 use super::Admin;
-use crate::Error;
 
 /// The longest ban the API sets: a year.
 const LONGEST: u64 = 365 * 24 * 3600 * 1000;
@@ -76,7 +75,6 @@ pub(super) async fn ban(State(admin): State<Admin>, body: Bytes) -> Response {
         .await
     {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(e @ Error::NoPenalty { .. }) => error(StatusCode::BAD_REQUEST, e),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
@@ -93,7 +91,6 @@ pub(super) async fn unban(State(admin): State<Admin>, body: Bytes) -> Response {
     };
     match admin.limiter.unban(&rule, &key).await {
         Ok(lifted) => fresh(json!({ "lifted": lifted })),
-        Err(e @ Error::NoPenalty { .. }) => error(StatusCode::BAD_REQUEST, e),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
