@@ -214,7 +214,8 @@ async fn the_most_limited_keys_are_the_whole_services() {
     for (node, key, calls) in [
         (&a, "mallory", 6),
         (&b, "mallory", 4),
-        (&b, "eve", 3),
+        // A key holding what store keys escape: shown as written.
+        (&b, "e:v|e%", 3),
         (&a, "alice", 1),
     ] {
         for _ in 0..calls {
@@ -237,8 +238,12 @@ async fn the_most_limited_keys_are_the_whole_services() {
         .iter()
         .map(|t| (t.policy.as_str(), t.key.as_str(), t.refused))
         .collect();
-    // mallory: the first call admitted, the other 9 refused, 5 by a and 4 by b; eve: 2 of 3.
-    assert_eq!(found, [("api", "mallory", 9), ("api", "eve", 2)], "{top:?}");
+    // mallory: the first call admitted, the other 9 refused, 5 by a and 4 by b; e:v|e%: 2 of 3.
+    assert_eq!(
+        found,
+        [("api", "mallory", 9), ("api", "e:v|e%", 2)],
+        "{top:?}"
+    );
     assert_eq!(b.top_limited("top:", 1).await.unwrap(), top[..1]);
     let everything = b.top_limited("", 10).await.unwrap();
     assert_eq!(everything.len(), 3, "{everything:?}");
@@ -256,6 +261,8 @@ async fn the_most_limited_keys_are_the_whole_services() {
         .find(|p| p.policy == "api")
         .unwrap();
     assert_eq!((api.decided, api.refused), (14, 11), "{api:?}");
+    let usage = a.usage(&rule, "e:v|e%").await.unwrap();
+    assert_eq!(usage.key, "e:v|e%");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

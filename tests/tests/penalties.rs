@@ -556,3 +556,41 @@ async fn a_ban_costs_other_policies_nothing() {
     let scripts = banned.0.iter().filter(|c| c.starts_with("EVALSHA")).count();
     assert_eq!(scripts, 1, "one script call: {banned:?}");
 }
+
+/// A key too long to be stored verbatim is listed by what its store key keeps of it and its digest; that
+/// listed key is what an operator copies: it inspects, lifts and bans the same key.
+async fn a_long_key_as_listed(server: Option<&RedisServer>) {
+    let clock = FakeClock::new();
+    let (a, b) = nodes(server, &clock);
+    let rule = Rule::new()
+        .prefix("pen:long:")
+        .max(1)
+        .window(60 * SECOND)
+        .penalty(Penalty::fixed(600 * SECOND));
+    let long = format!("{}:{}", "k".repeat(127), "x".repeat(300));
+    assert!(a.check(&rule, &long).await.allowed);
+    assert_eq!(a.check(&rule, &long).await.verdict, Verdict::Blocked);
+    let listed = b.bans("pen:long:").await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let shown = listed[0].key.clone();
+    assert_ne!(shown, long);
+    assert!(b.inspect(&rule, &shown).await.unwrap().blocked_for > Duration::ZERO);
+    assert!(b.unban(&rule, &shown).await.unwrap(), "lifted as listed");
+    assert!(b.bans("pen:long:").await.unwrap().is_empty());
+    // Once its window has passed (else the limit would refuse it again), the key is admitted.
+    clock.advance(60 * SECOND);
+    eventually(&a, &rule, &long, Verdict::Admitted).await;
+    a.ban(&rule, &shown, 60 * SECOND).await.unwrap();
+    assert_eq!(b.check(&rule, &long).await.verdict, Verdict::Blocked);
+}
+
+#[tokio::test]
+async fn a_long_key_is_lifted_as_listed_in_memory() {
+    a_long_key_as_listed(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_key_is_lifted_as_listed_on_redis() {
+    let server = RedisServer::start();
+    a_long_key_as_listed(Some(&server)).await;
+}

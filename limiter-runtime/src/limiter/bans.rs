@@ -54,7 +54,7 @@ impl Limiter {
                 Penalty::READS_BLOCKS
             }
         };
-        let call = self.one(&rule, format_args!("{key}"), 1);
+        let call = self.named(&rule, &key);
         self.pipeline
             .backend
             .ban(&call.limits()[0], length, &penalty)
@@ -66,7 +66,7 @@ impl Limiter {
     /// when it hears of the unban). Whether the key had a block.
     pub async fn unban(&self, rule: &Rule, key: impl fmt::Display) -> Result<bool, Error> {
         let rule = self.pipeline.defaults.resolved(rule);
-        let call = self.one(&rule, format_args!("{key}"), 1);
+        let call = self.named(&rule, &key);
         self.pipeline.backend.unban(&call.limits()[0]).await
     }
 

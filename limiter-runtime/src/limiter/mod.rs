@@ -223,6 +223,20 @@ impl Limiter {
         }])
     }
 
+    /// The call an operator's action names: `key` of `rule`, or the long key it lists as `key` (see
+    /// `StoreKey::named`).
+    pub(crate) fn named<'r>(&self, rule: &'r Rule, key: &dyn fmt::Display) -> Call<'r> {
+        let key = StoreKey::named(rule.prefix_value(), &key.to_string());
+        self.pipeline.call([Ask {
+            rule: RuleRef::Borrowed(rule),
+            key,
+            cost: 1,
+            skip: false,
+            zone: None,
+            anchor: None,
+        }])
+    }
+
     /// The call of `limits`, their rules resolved into `rules`.
     fn list<'r, L: LimitList>(&self, limits: &L, rules: &'r mut Vec<Rule>) -> Call<'r> {
         let mut keys = Vec::new();

@@ -151,7 +151,7 @@ impl Limiter {
     /// ```
     pub async fn inspect(&self, rule: &Rule, key: impl fmt::Display) -> Result<Inspection, Error> {
         let rule = self.pipeline.defaults.resolved(rule);
-        let call = self.one(&rule, format_args!("{key}"), 1);
+        let call = self.named(&rule, &key);
         let limit = &call.limits()[0];
         let (peek, at, deny_cached) = self.pipeline.backend.inspect(limit).await?;
         // Any rule's key can be banned: its block is read whatever the rule.
@@ -205,7 +205,7 @@ impl Limiter {
         };
         let names = (
             rule.policy_name().to_string(),
-            limit.key.parts().rest.to_owned(),
+            crate::key::unescaped(limit.key.parts().rest),
         );
         let counts = (limit.charge.max, peek.used, peek.remaining);
         let zone = rule.calendar.zone(None);

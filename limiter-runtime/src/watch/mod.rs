@@ -229,7 +229,7 @@ pub(crate) fn merge(
             view.busiest = decided
                 .top(10)
                 .into_iter()
-                .map(|(k, n)| (k.to_owned(), n.min(view.decided)))
+                .map(|(k, n)| (crate::key::unescaped(k), n.min(view.decided)))
                 .collect();
             refused_by_policy.insert(name, refused);
             view
@@ -259,7 +259,8 @@ pub(crate) fn top_of(
         .flat_map(|(view, keys)| {
             keys.top(n).into_iter().map(|(key, refused)| TopKey {
                 policy: view.policy.clone(),
-                key: key.to_owned(),
+                // Counted as the store key holds it (escaped), shown as the key expression made it.
+                key: crate::key::unescaped(key),
                 refused,
             })
         })
