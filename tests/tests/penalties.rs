@@ -594,3 +594,38 @@ async fn a_long_key_is_lifted_as_listed_on_redis() {
     let server = RedisServer::start();
     a_long_key_as_listed(Some(&server)).await;
 }
+
+/// A call too large for its limit ever to admit (`Reason::TooLarge`) is refused, and is no offence: the key
+/// is not blocked, and its next call of a cost that fits is admitted.
+async fn too_large_is_no_offence(server: Option<&RedisServer>) {
+    for algorithm in ALGORITHMS {
+        let clock = FakeClock::new();
+        let (a, b) = nodes(server, &clock);
+        let rule = Rule::new()
+            .prefix(format!("pen:large:{algorithm}:"))
+            .algorithm(algorithm)
+            .max(2)
+            .window(60 * SECOND)
+            .penalty(Penalty::fixed(600 * SECOND));
+        let large = a.check_cost(&rule, "k", 3).await;
+        assert_eq!(
+            (large.allowed, large.verdict),
+            (false, Verdict::Limited),
+            "{algorithm}: {large:?}"
+        );
+        let next = b.check(&rule, "k").await;
+        assert!(next.allowed, "{algorithm}: {next:?}");
+        assert!(b.bans("").await.unwrap().is_empty(), "{algorithm}");
+    }
+}
+
+#[tokio::test]
+async fn too_large_is_no_offence_in_memory() {
+    too_large_is_no_offence(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_large_is_no_offence_on_redis() {
+    let server = RedisServer::start();
+    too_large_is_no_offence(Some(&server)).await;
+}

@@ -261,3 +261,58 @@ async fn after_redis_loses_its_data_the_nodes_and_the_view_agree() {
     }
     assert!(!a.unban(&rule, "eve").await.unwrap());
 }
+
+/// In Redis, a block key lives for the block plus the penalty's cap (its offences matter that long), and no
+/// longer: its time to live, read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_key_lives_for_the_block_and_the_cap() {
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let rule = Rule::new()
+        .prefix("faults:ttl:")
+        .max(1)
+        .window(SECOND)
+        .penalty(Penalty::escalating(10 * SECOND, 100 * SECOND));
+    offend(&limiter, &rule, "mallory").await;
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg("{faults:ttl:mallory}%block")
+        .query(&mut server.connection())
+        .unwrap();
+    // 10 s of block and 100 s of cap, less the little time since it was written.
+    assert!((109_000..=110_000).contains(&ttl), "{ttl} ms");
+}
+
+/// With Redis gone and `on_error = local`, a node decides with its own share of the limit and applies the
+/// penalty itself: a key that offends on this node is blocked here, with the penalty's length.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_on_error_local_a_node_applies_its_own_penalty() {
+    let mut server = RedisServer::start();
+    let node = server
+        .builder()
+        .on_error(OnError::Local)
+        .deadline(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let rule = login();
+    assert!(node.check(&rule, "warm").await.allowed);
+    server.kill();
+    let first = node.check(&rule, "mallory").await;
+    assert_eq!(
+        (first.allowed, first.verdict),
+        (true, Verdict::DegradedLocal)
+    );
+    // Decided here (a degraded verdict), blocked for the penalty's length, not the window's.
+    let offence = node.check(&rule, "mallory").await;
+    assert_eq!(
+        (offence.allowed, offence.verdict, offence.degraded),
+        (false, Verdict::DegradedLocal, true),
+        "{offence:?}"
+    );
+    assert_eq!(offence.retry_after, 600 * SECOND);
+    let again = node.check(&rule, "mallory").await;
+    assert!(
+        !again.allowed && again.retry_after > 590 * SECOND,
+        "{again:?}"
+    );
+    assert!(node.check(&rule, "alice").await.allowed);
+}

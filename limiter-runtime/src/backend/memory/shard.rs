@@ -229,3 +229,51 @@ fn forget_closest<V>(keys: &mut Keys<V>, end: impl Fn(&V) -> u64, most: usize) -
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::sharded::Sharded;
+
+    /// A shard holds at most its bound of blocks, whatever else it holds; at the bound it forgets those closest
+    /// to being forgiven first (an eighth of the bound and one), keeping the ones that matter longest.
+    #[test]
+    fn at_its_bound_a_shard_forgets_the_blocks_closest_to_forgiven() {
+        let penalty = Penalty::fixed(Duration::from_secs(1));
+        let hashes: Sharded<()> = Sharded::new(1);
+        let mut shard = Shard::default();
+        let most = 64_u64;
+        let keep = |shard: &mut Shard, name: &str, until: u64| {
+            let key = KeyRef::from(name);
+            let block = Block {
+                until,
+                offences: 1,
+                banned: false,
+            };
+            shard.keep_block((hashes.hash(key), key), block, &penalty, 0, most as usize);
+        };
+        // Up to the bound, in a scrambled order of their ends: all kept.
+        for i in 0..most {
+            let until = 1 + (i * 37) % most;
+            keep(&mut shard, &format!("k{until}"), until * 1_000_000);
+        }
+        assert_eq!(shard.blocks.len() as u64, most);
+        // One more: the nine closest to forgiven go (ends 1 to 9 s), the rest stay.
+        keep(&mut shard, "late", 1_000 * 1_000_000);
+        let mut kept: Vec<u64> = shard
+            .blocks
+            .values()
+            .map(|kept| kept.block.until / 1_000_000)
+            .collect();
+        kept.sort_unstable();
+        let expected: Vec<u64> = (10..=most).chain([1_000]).collect();
+        assert_eq!(kept, expected);
+        // A flood of blocks stays within the bound.
+        for i in 0..10_000 {
+            keep(&mut shard, &format!("flood{i}"), (2_000 + i) * 1_000_000);
+            assert!(shard.blocks.len() as u64 <= most);
+        }
+    }
+}
