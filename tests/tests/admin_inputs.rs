@@ -313,8 +313,8 @@ async fn a_inspected(limiter: &Limiter, rule: &Rule, key: &str) -> Value {
 }
 
 /// The bans through the API, against real Redis and a second node: a ban set on one node refuses the key on
-/// the other; listed with its remaining time; lifted. Bad bodies, a policy no node used and a policy without
-/// a penalty are refused with a sentence.
+/// the other; listed with its remaining time; lifted. Bad bodies and a policy no node used are refused with a
+/// sentence; a policy without a penalty is banned like any other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bans_are_set_listed_and_lifted_through_the_api() {
     let server = RedisServer::start();
@@ -379,11 +379,6 @@ async fn bans_are_set_listed_and_lifted_through_the_api() {
             StatusCode::NOT_FOUND,
             "no node",
         ),
-        (
-            json!({ "policy": "plain", "key": "k", "duration_ms": 5 }),
-            StatusCode::BAD_REQUEST,
-            "no penalty",
-        ),
     ] {
         let answer = ask(at, "PUT", "/admin/api/bans", auth, Some(body.clone())).await;
         assert_eq!(answer.status, status, "{body}: {}", answer.json);
@@ -405,4 +400,18 @@ async fn bans_are_set_listed_and_lifted_through_the_api() {
     }
     let none = ask(at, "GET", "/admin/api/bans", auth, None).await;
     assert_eq!(none.json, json!([]));
+    // A policy without a penalty is banned all the same, the other node refusing the key at its next call.
+    let ban = json!({ "policy": "plain", "key": "eve", "duration_ms": 600_000 });
+    let set = ask(at, "PUT", "/admin/api/bans", auth, Some(ban)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    let started = Instant::now();
+    while b.check(&plain, "eve").await.verdict != Verdict::Blocked {
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "the other node still admits the key a second after the ban"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let listed = ask(at, "GET", "/admin/api/bans?policy=plain", auth, None).await;
+    assert_eq!(listed.json[0]["key"], json!("eve"), "{}", listed.json);
 }
