@@ -17,6 +17,16 @@ fn login() -> Rule {
         .penalty(Penalty::fixed(600 * SECOND))
 }
 
+/// Two nodes on `server`, on one fake clock.
+fn two_nodes(server: &RedisServer) -> (limiter_runtime::FakeClock, Limiter, Limiter) {
+    let clock = limiter_runtime::FakeClock::new();
+    let (a, b) = (
+        server.limiter_with_clock(&clock),
+        server.limiter_with_clock(&clock),
+    );
+    (clock, a, b)
+}
+
 /// Offends `key` on `node`: admitted once, then blocked.
 async fn offend(node: &Limiter, rule: &Rule, key: &str) {
     assert!(node.check(rule, key).await.allowed);
@@ -28,11 +38,7 @@ async fn offend(node: &Limiter, rule: &Rule, key: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_on_a_blocked_key_stays_on_the_node() {
     let server = RedisServer::start();
-    let clock = limiter_runtime::FakeClock::new();
-    let (a, b) = (
-        server.limiter_with_clock(&clock),
-        server.limiter_with_clock(&clock),
-    );
+    let (clock, a, b) = two_nodes(&server);
     let rule = login();
     offend(&a, &rule, "mallory").await;
     assert_eq!(b.check(&rule, "mallory").await.verdict, Verdict::Blocked);
@@ -195,11 +201,7 @@ async fn a_penalty_costs_no_round_trip() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ban_replaces_a_shorter_block_on_every_node() {
     let server = RedisServer::start();
-    let clock = limiter_runtime::FakeClock::new();
-    let (a, b) = (
-        server.limiter_with_clock(&clock),
-        server.limiter_with_clock(&clock),
-    );
+    let (_clock, a, b) = two_nodes(&server);
     let rule = Rule::new()
         .prefix("faults:short:")
         .max(1)
@@ -232,11 +234,7 @@ async fn a_ban_replaces_a_shorter_block_on_every_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_redis_loses_its_data_the_nodes_and_the_view_agree() {
     let server = RedisServer::start();
-    let clock = limiter_runtime::FakeClock::new();
-    let (a, b) = (
-        server.limiter_with_clock(&clock),
-        server.limiter_with_clock(&clock),
-    );
+    let (clock, a, b) = two_nodes(&server);
     let rule = login();
     offend(&a, &rule, "mallory").await;
     a.ban(&rule, "eve", 3600 * SECOND).await.unwrap();
