@@ -761,3 +761,33 @@ async fn a_layers_rules_may_be_a_vec_or_a_slice() {
 fn app_with(layer: RateLimitLayer) -> Router {
     Router::new().route("/hello", get(hello)).layer(layer)
 }
+
+/// Over HTTP, a penalty's `Retry-After` is a promise: one request a minute under a `5s..1h` penalty is told
+/// the minute (`Retry-After` and the refusing policy's `t`), not the penalty's 5 s; a client that waits as
+/// long is served, and one that comes back sooner is refused for what is left, its block not extended.
+#[tokio::test]
+async fn a_penalty_retry_after_is_when_the_limit_admits_again() {
+    let clock = limiter_runtime::FakeClock::new();
+    let limiter = Limiter::builder().clock(clock.clone()).build().unwrap();
+    let login = Rule::new()
+        .prefix("login:")
+        .name("login")
+        .max(1)
+        .window(Duration::from_secs(60))
+        .penalty(limiter_runtime::Penalty::escalating(
+            Duration::from_secs(5),
+            Duration::from_secs(3_600),
+        ));
+    let address = serve(app(&limiter, [login], Key::peer_ip())).await;
+    assert_eq!(statuses(address, "/hello", &[], 1).await, [200]);
+    let refused = request(address, "GET", "/hello").await;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    let (_, state) = quota(&refused);
+    assert_eq!(member(&state, "login").get("t"), 60, "{refused:?}");
+    assert_eq!(retry_after(&refused), 60, "{refused:?}");
+    clock.advance(Duration::from_secs(5));
+    let early = request(address, "GET", "/hello").await;
+    assert_eq!((early.status, retry_after(&early)), (429, 55), "{early:?}");
+    clock.advance(Duration::from_secs(55));
+    assert_eq!(statuses(address, "/hello", &[], 1).await, [200]);
+}
