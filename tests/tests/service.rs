@@ -243,8 +243,9 @@ async fn with_redis_down_a_closed_limiter_answers_503_not_429() {
 }
 
 /// Five failed logins, then the sixth attempt blocks the user on every instance: 429 with `Retry-After` the
-/// block's length and the quota fields (read with the fields' parser) saying nothing is left until then;
-/// even the right password is refused meanwhile, and another user is not.
+/// block's length (the 15 minutes the limit itself takes to admit the user again, longer than the penalty's
+/// first minute: a client that obeys is admitted) and the quota fields (read with the fields' parser) saying
+/// nothing is left until then; even the right password is refused meanwhile, and another user is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_who_fails_a_sixth_login_is_blocked_on_every_instance() {
     let server = RedisServer::start();
@@ -257,7 +258,7 @@ async fn a_user_who_fails_a_sixth_login_is_blocked_on_every_instance() {
     }
     let blocked = login(b, "guess").await;
     assert_eq!(blocked.status, 429, "{blocked:?}");
-    assert_eq!(retry_after(&blocked), 60);
+    assert_eq!(retry_after(&blocked), 900);
     let (policy, state) = quota(&blocked);
     assert_eq!(
         (
@@ -267,10 +268,10 @@ async fn a_user_who_fails_a_sixth_login_is_blocked_on_every_instance() {
         (5, 900)
     );
     assert_eq!(member(&state, "login").get("r"), 0);
-    assert_eq!(member(&state, "login").get("t"), 60);
+    assert_eq!(member(&state, "login").get("t"), 900);
     let right = login(a, "hunter2").await;
     assert_eq!(right.status, 429, "blocked, whatever the password");
-    assert!((59..=60).contains(&retry_after(&right)));
+    assert!((899..=900).contains(&retry_after(&right)));
     let other = tests::http::request_with_body(a, "POST", "/login/ada", &[], Some("hunter2")).await;
     assert_eq!(other.status, 200);
 }
