@@ -406,3 +406,47 @@ async fn bans_are_set_listed_and_lifted_through_the_api() {
     let none = ask(at, "GET", "/admin/api/bans", auth, None).await;
     assert_eq!(none.json, json!([]));
 }
+
+/// A number that may be null says so, and means the limit's own; a ban's `duration_ms`, which may not be
+/// null, never says it may.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
+    let limiter = Limiter::in_memory();
+    let at = serve_admin(limiter.clone()).await;
+    let login = Rule::new()
+        .prefix("api:login:")
+        .name("login")
+        .max(5)
+        .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(60)));
+    limiter.check(&login, "alice").await;
+
+    let window_only = json!({ "prefix": "api:login:", "max": null, "window_ms": 2_000 });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(window_only)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    let listed = api(at, "GET", "/admin/api/overrides", None).await.json;
+    assert_eq!(
+        listed,
+        json!([{ "prefix": "api:login:", "key": null, "max": null, "window_ms": 2_000 }])
+    );
+    let decision = limiter.check(&login, "bob").await;
+    assert_eq!(
+        decision.limit, 5,
+        "null is the limit's own max: {decision:?}"
+    );
+    let not_a_number = json!({ "prefix": "api:login:", "max": "5" });
+    let refused = api(at, "PUT", "/admin/api/overrides", Some(not_a_number)).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(sentence(&refused), "max is a whole number or null");
+
+    for duration in [json!("ten"), json!(-5), json!(1.5), Value::Null] {
+        let ban = json!({ "policy": "login", "key": "mallory", "duration_ms": duration });
+        let refused = api(at, "PUT", "/admin/api/bans", Some(ban)).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{duration}");
+        let why = sentence(&refused);
+        assert!(
+            why.contains("from 1 to a year") && !why.contains("null"),
+            "{duration}: {why:?}"
+        );
+    }
+    assert!(limiter.check(&login, "mallory").await.allowed);
+}

@@ -203,8 +203,9 @@ fn target(body: &Value) -> Result<Override, String> {
     })
 }
 
-/// A whole number from `body`'s `field`, if it holds one; else why not.
-pub(super) fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
+/// A whole number from `body`'s `field`, or `None` when it is null or absent (an override's `max` and
+/// `window_ms`: the limit's own); else why not.
+fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => value

@@ -18,7 +18,7 @@
 //! | `GET /api/top?n=10` | the most refused keys over the last minute, `[{"policy", "key", "refused"}]`, highest first (n at most 100) |
 //! | `GET /api/inspect?policy=P&key=K` | a key's state ([`Limiter::inspect`]), `{"policy", "key", "limit", "window_ms", "used", "remaining", "retry_after_ms", "reset_after_ms", "in_flight", "deny_cached", "blocked_ms", "banned", "offences"}`; under the policy as the node that decided it counts it (this one, or another, from its report through Redis); 404 for a policy no node has used |
 //! | `GET /api/nodes` | `[{"node", "this", "store", "redis", "degraded", "enabled", "seen_ms_ago"}]` |
-//! | `GET`, `PUT`, `DELETE /api/overrides` | the overrides in force, `[{"prefix", "key", "max", "window_ms"}]`; `PUT` one (`key`, `max`, `window_ms` may be null; `max` and `window_ms` at least 1, as on the attribute), `DELETE` one (`{"prefix", "key"}`) |
+//! | `GET`, `PUT`, `DELETE /api/overrides` | the overrides in force, `[{"prefix", "key", "max", "window_ms"}]`; `PUT` one (`{"prefix", "key", "max", "window_ms"}`: `key` null or absent for every key of the prefix; `max` or `window_ms` null or absent for the limit's own, not both; each at least 1, as on the attribute), `DELETE` one (`{"prefix", "key"}`) |
 //! | `GET`, `PUT`, `DELETE /api/bans` | the blocks in force ([`Limiter::bans`]), `[{"policy", "prefix", "key", "remaining_ms", "banned", "offences"}]` (`?policy=P` for one); `PUT` a ban (`{"policy", "key", "duration_ms"}`, on every node: [`Limiter::ban`]; 400 for a policy without a penalty), `DELETE` one, or a penalty's block (`{"policy", "key"}`; answers `{"lifted": bool}`) |
 //! | `GET`, `PUT /api/switch` | `{"enabled": true}`: limiting on or off for every node ([`Limiter::set_enabled`]) |
 //!
