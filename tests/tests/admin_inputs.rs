@@ -450,3 +450,52 @@ async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
     }
     assert!(limiter.check(&login, "mallory").await.allowed);
 }
+
+/// An override of a prefix no node has used is refused with a 404 naming it, as a ban under a policy no node
+/// has used is: an operator's typo sets nothing that no limit would read. A policy's name where its prefix
+/// belongs is told which prefix to write. Clearing is for any prefix (an override of a policy gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_override_or_a_ban_of_a_policy_no_node_used_is_a_404_naming_it() {
+    let limiter = Limiter::in_memory();
+    let at = serve_admin(limiter.clone()).await;
+    let used = Rule::new().prefix("api:used:").name("used").max(5);
+    limiter.check(&used, "k").await;
+
+    for (path, body, named) in [
+        (
+            "/admin/api/overrides",
+            json!({ "prefix": "api:usde:", "max": 1 }),
+            "\"api:usde:\"",
+        ),
+        (
+            "/admin/api/overrides",
+            json!({ "prefix": "api:usde:", "key": "k", "window_ms": 1_000 }),
+            "\"api:usde:\"",
+        ),
+        (
+            "/admin/api/overrides",
+            json!({ "prefix": "used", "max": 1 }),
+            "\"api:used:\"",
+        ),
+        (
+            "/admin/api/bans",
+            json!({ "policy": "api:usde:", "key": "k", "duration_ms": 1_000 }),
+            "\"api:usde:\"",
+        ),
+    ] {
+        let refused = api(at, "PUT", path, Some(body.clone())).await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{body}");
+        let why = sentence(&refused);
+        assert!(why.contains(named), "{body}: {why:?}");
+    }
+    assert!(limiter.overrides().is_empty(), "{:?}", limiter.overrides());
+    assert_eq!(limiter.check(&used, "k").await.limit, 5);
+
+    let known = json!({ "prefix": "api:used:", "max": 1 });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(known)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    assert_eq!(limiter.check(&used, "other").await.limit, 1);
+    let gone = json!({ "prefix": "api:gone:" });
+    let cleared = api(at, "DELETE", "/admin/api/overrides", Some(gone)).await;
+    assert_eq!(cleared.status, StatusCode::NO_CONTENT);
+}
