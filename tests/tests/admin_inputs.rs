@@ -15,9 +15,9 @@ use tests::RedisServer;
 
 const TOKEN: &str = "an-operators-token";
 
-/// Serves the admin router of `limiter` on a free loopback port, at `/admin`.
+/// Serves the admin router of `limiter` on a free loopback port, at `/admin`, mounted as its docs say.
 async fn serve_admin(limiter: Limiter) -> SocketAddr {
-    let app = axum::Router::new().nest("/admin", admin::router(limiter, TOKEN).unwrap());
+    let app = axum::Router::new().nest_service("/admin", admin::router(limiter, TOKEN).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -498,4 +498,32 @@ async fn an_override_or_a_ban_of_a_policy_no_node_used_is_a_404_naming_it() {
     let gone = json!({ "prefix": "api:gone:" });
     let cleared = api(at, "DELETE", "/admin/api/overrides", Some(gone)).await;
     assert_eq!(cleared.status, StatusCode::NO_CONTENT);
+}
+
+/// The page answers at the router's prefix with and without a trailing slash, mounted as the docs say and in
+/// the example service.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_answers_at_the_prefix_with_or_without_a_trailing_slash() {
+    let limiter = Limiter::in_memory();
+    let documented = serve_admin(limiter.clone()).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let example = listener.local_addr().unwrap();
+    let token = examples::service::AdminToken::new(TOKEN).unwrap();
+    let app =
+        examples::service::app(limiter, token).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    for at in [documented, example] {
+        let bare = request_with_body(at, "GET", "/admin", &[], None).await;
+        assert_eq!(bare.status, 200, "{at}");
+        assert!(bare.body.contains("id=\"override-form\""));
+        for path in ["/admin/", "/admin/?from=bookmark"] {
+            let slashed = request_with_body(at, "GET", path, &[], None).await;
+            assert_eq!(slashed.status, 200, "{at}{path}");
+            assert_eq!(slashed.header("content-type"), bare.header("content-type"));
+            assert_eq!(slashed.body, bare.body, "{at}{path}");
+        }
+        let switch = api(at, "GET", "/admin/api/switch", None).await;
+        assert_eq!(switch.json, json!({ "enabled": true }), "{at}");
+    }
 }
