@@ -93,7 +93,8 @@ pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
     public
         .merge(operators)
         .with_state(limiter)
-        .nest("/admin", page)
+        // Not `nest`: it would serve the page at `/admin` alone, and `/admin/` would be a 404.
+        .nest_service("/admin", page)
 }
 
 /// Lets a request through to an operators' route only with the admin token: 401 without it or with another.

@@ -115,6 +115,14 @@ fn validate_penalty(args: &Args) -> syn::Result<()> {
              store, so none can be spent from a lease; leave `lease` out",
         ));
     }
+    if args.wait.as_ref().is_some_and(|mode| mode.value) {
+        return Err(syn::Error::new(
+            penalty.span,
+            "`penalty` cannot go with `mode = wait`: a call refused because its slot is further than it may \
+             wait queued behind others, it did not abuse a rate, and its block would refuse every call of its \
+             key (of everyone, without a key); give the penalty a `#[rate_limit]` of its own",
+        ));
+    }
     Ok(())
 }
 

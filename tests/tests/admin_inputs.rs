@@ -15,9 +15,9 @@ use tests::RedisServer;
 
 const TOKEN: &str = "an-operators-token";
 
-/// Serves the admin router of `limiter` on a free loopback port, at `/admin`.
+/// Serves the admin router of `limiter` on a free loopback port, at `/admin`, mounted as its docs say.
 async fn serve_admin(limiter: Limiter) -> SocketAddr {
-    let app = axum::Router::new().nest("/admin", admin::router(limiter, TOKEN).unwrap());
+    let app = axum::Router::new().nest_service("/admin", admin::router(limiter, TOKEN).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -414,4 +414,125 @@ async fn bans_are_set_listed_and_lifted_through_the_api() {
     }
     let listed = ask(at, "GET", "/admin/api/bans?policy=plain", auth, None).await;
     assert_eq!(listed.json[0]["key"], json!("eve"), "{}", listed.json);
+}
+
+/// A number that may be null says so, and means the limit's own; a ban's `duration_ms`, which may not be
+/// null, never says it may.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
+    let limiter = Limiter::in_memory();
+    let at = serve_admin(limiter.clone()).await;
+    let login = Rule::new()
+        .prefix("api:login:")
+        .name("login")
+        .max(5)
+        .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(60)));
+    limiter.check(&login, "alice").await;
+
+    let window_only = json!({ "prefix": "api:login:", "max": null, "window_ms": 2_000 });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(window_only)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    let listed = api(at, "GET", "/admin/api/overrides", None).await.json;
+    assert_eq!(
+        listed,
+        json!([{ "prefix": "api:login:", "key": null, "max": null, "window_ms": 2_000 }])
+    );
+    let decision = limiter.check(&login, "bob").await;
+    assert_eq!(
+        decision.limit, 5,
+        "null is the limit's own max: {decision:?}"
+    );
+    let not_a_number = json!({ "prefix": "api:login:", "max": "5" });
+    let refused = api(at, "PUT", "/admin/api/overrides", Some(not_a_number)).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(sentence(&refused), "max is a whole number or null");
+
+    for duration in [json!("ten"), json!(-5), json!(1.5), Value::Null] {
+        let ban = json!({ "policy": "login", "key": "mallory", "duration_ms": duration });
+        let refused = api(at, "PUT", "/admin/api/bans", Some(ban)).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{duration}");
+        let why = sentence(&refused);
+        assert!(
+            why.contains("from 1 to a year") && !why.contains("null"),
+            "{duration}: {why:?}"
+        );
+    }
+    assert!(limiter.check(&login, "mallory").await.allowed);
+}
+
+/// An override of a prefix no node has used is refused with a 404 naming it, as a ban under a policy no node
+/// has used is: an operator's typo sets nothing that no limit would read. A policy's name where its prefix
+/// belongs is told which prefix to write. Clearing is for any prefix (an override of a policy gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_override_or_a_ban_of_a_policy_no_node_used_is_a_404_naming_it() {
+    let limiter = Limiter::in_memory();
+    let at = serve_admin(limiter.clone()).await;
+    let used = Rule::new().prefix("api:used:").name("used").max(5);
+    limiter.check(&used, "k").await;
+
+    for (path, body, named) in [
+        (
+            "/admin/api/overrides",
+            json!({ "prefix": "api:usde:", "max": 1 }),
+            "\"api:usde:\"",
+        ),
+        (
+            "/admin/api/overrides",
+            json!({ "prefix": "api:usde:", "key": "k", "window_ms": 1_000 }),
+            "\"api:usde:\"",
+        ),
+        (
+            "/admin/api/overrides",
+            json!({ "prefix": "used", "max": 1 }),
+            "\"api:used:\"",
+        ),
+        (
+            "/admin/api/bans",
+            json!({ "policy": "api:usde:", "key": "k", "duration_ms": 1_000 }),
+            "\"api:usde:\"",
+        ),
+    ] {
+        let refused = api(at, "PUT", path, Some(body.clone())).await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{body}");
+        let why = sentence(&refused);
+        assert!(why.contains(named), "{body}: {why:?}");
+    }
+    assert!(limiter.overrides().is_empty(), "{:?}", limiter.overrides());
+    assert_eq!(limiter.check(&used, "k").await.limit, 5);
+
+    let known = json!({ "prefix": "api:used:", "max": 1 });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(known)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    assert_eq!(limiter.check(&used, "other").await.limit, 1);
+    let gone = json!({ "prefix": "api:gone:" });
+    let cleared = api(at, "DELETE", "/admin/api/overrides", Some(gone)).await;
+    assert_eq!(cleared.status, StatusCode::NO_CONTENT);
+}
+
+/// The page answers at the router's prefix with and without a trailing slash, mounted as the docs say and in
+/// the example service.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_answers_at_the_prefix_with_or_without_a_trailing_slash() {
+    let limiter = Limiter::in_memory();
+    let documented = serve_admin(limiter.clone()).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let example = listener.local_addr().unwrap();
+    let token = examples::service::AdminToken::new(TOKEN).unwrap();
+    let app =
+        examples::service::app(limiter, token).into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    for at in [documented, example] {
+        let bare = request_with_body(at, "GET", "/admin", &[], None).await;
+        assert_eq!(bare.status, 200, "{at}");
+        assert!(bare.body.contains("id=\"override-form\""));
+        for path in ["/admin/", "/admin/?from=bookmark"] {
+            let slashed = request_with_body(at, "GET", path, &[], None).await;
+            assert_eq!(slashed.status, 200, "{at}{path}");
+            assert_eq!(slashed.header("content-type"), bare.header("content-type"));
+            assert_eq!(slashed.body, bare.body, "{at}{path}");
+        }
+        let switch = api(at, "GET", "/admin/api/switch", None).await;
+        assert_eq!(switch.json, json!({ "enabled": true }), "{at}");
+    }
 }

@@ -146,8 +146,9 @@
 //! compared in constant time, and a live page at its root. It inspects a key under a policy by its name or
 //! prefix, with the policy's terms (algorithm, `max`, window, burst, zone...) as the node that decided it
 //! counts it: each node's report carries them, so any node answers for a policy any node used. Its inputs are
-//! as strict as the attribute's: an override of `max` 0 is a 400 that says why, and a wrong token is told
-//! apart from a missing one. The page is one HTML page with its script inline, updated
+//! as strict as the attribute's: an override of `max` 0 is a 400 that says why, an override of a prefix no
+//! node has used (a typo) a 404 that names it, as a ban under a policy no node has used is, and a wrong
+//! token is told apart from a missing one. The page is one HTML page with its script inline, updated
 //! every second, with per-policy charts, the top limited keys, the nodes and a form for overrides. The page
 //! asks for the token once and keeps it in the tab's session storage, never in a URL. The example service
 //! mounts it at `/admin` (`ADMIN_TOKEN` required); `tests/tests/admin_page.rs` drives it in headless

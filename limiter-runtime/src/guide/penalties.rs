@@ -44,8 +44,10 @@
 //! - **Stacked calls**: a call is refused, and charges none of its limits, when any of its keys is blocked.
 //! - **Every algorithm**, calls in flight and calendar quotas included. A shadow rule reports its blocks
 //!   (as shadow refusals) and never refuses. The attribute refuses `penalty` beside `in_flight` (which limit
-//!   would it be for?) and beside `lease` (each call must read the block, so none is spent from a lease);
-//!   with the plain API, a rule with a penalty takes no lease.
+//!   would it be for?), beside `lease` (each call must read the block, so none is spent from a lease) and
+//!   beside `mode = wait` (a call refused for a queue longer than its wait did not abuse the rate, and its
+//!   block would refuse every call of the key); with the plain API, a rule with a penalty takes no lease, and
+//!   a waiting rule's refusal blocks the key like any other (see [`Rule::penalty`](crate::Rule::penalty)).
 //!
 //! ## Where the block lives
 //!

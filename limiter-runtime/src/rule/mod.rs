@@ -210,6 +210,11 @@ impl Rule {
     /// call is refused, and charged nothing, when any of its keys is blocked). A shadow rule reports its
     /// blocks and never refuses. A rule with a penalty takes no [`lease`](Rule::lease): each call must read
     /// the block, so each goes to the store.
+    ///
+    /// Beside [`wait`](Rule::wait) or [`max_wait`](Rule::max_wait), a call refused because its slot is further
+    /// than it may wait is an offence like any other refusal: its key is blocked, and with one key for every
+    /// caller, every caller is. The attribute refuses `penalty` beside `mode = wait` for that reason; a rule
+    /// built by hand is taken as written, so give such a penalty a rule of its own that does not wait.
     pub const fn penalty(mut self, penalty: Penalty) -> Self {
         self.penalty = Some(penalty);
         self

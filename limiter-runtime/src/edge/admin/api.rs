@@ -196,8 +196,9 @@ fn target(body: &Value) -> Result<Override, String> {
     })
 }
 
-/// A whole number from `body`'s `field`, if it holds one; else why not.
-pub(super) fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
+/// A whole number from `body`'s `field`, or `None` when it is null or absent (an override's `max` and
+/// `window_ms`: the limit's own); else why not.
+fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => value
@@ -230,12 +231,46 @@ fn change(body: &Value) -> Result<Override, String> {
     Ok(change)
 }
 
-/// `PUT /api/overrides`.
+/// Why an override of `prefix` is refused when no node has decided a limit under it (an operator's typo would
+/// set an override that no limit reads), as a ban or an inspection is for a policy no node has used; `None`
+/// when one has.
+async fn unused(admin: &Admin, prefix: &str) -> Option<Response> {
+    let overview = admin.limiter.overview().await;
+    if overview.policies.iter().any(|p| p.prefix == prefix) {
+        return None;
+    }
+    let named = overview.policies.iter().find(|p| p.policy == prefix);
+    Some(match (named, overview.partial) {
+        (Some(policy), _) => error(
+            StatusCode::NOT_FOUND,
+            format!(
+                "the policy named {prefix:?} has the prefix {:?}: an override names a prefix",
+                policy.prefix
+            ),
+        ),
+        (None, true) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "no node is known to use the prefix {prefix:?}: Redis, which holds the other nodes' \
+                 reports, did not answer"
+            ),
+        ),
+        (None, false) => error(
+            StatusCode::NOT_FOUND,
+            format!("no node has used the prefix {prefix:?}: an override of it would change no limit"),
+        ),
+    })
+}
+
+/// `PUT /api/overrides`: 404 for a prefix no node has used.
 pub(super) async fn set_override(State(admin): State<Admin>, body: Bytes) -> Response {
     let change = match json(&body).and_then(|body| change(&body)) {
         Ok(change) => change,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
+    if let Some(refused) = unused(&admin, change.target_prefix()).await {
+        return refused;
+    }
     match admin.limiter.set_override(change).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e @ Error::InvalidOverride { .. }) => error(StatusCode::BAD_REQUEST, e),

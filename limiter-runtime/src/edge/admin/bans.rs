@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::api::{error, fresh, json, ms, number, rule_of};
+use super::api::{error, fresh, json, ms, rule_of};
 use super::Admin;
 
 /// The longest ban the API sets: a year.
@@ -56,7 +56,8 @@ fn named(body: &Value) -> Result<(String, String), String> {
 pub(super) async fn ban(State(admin): State<Admin>, body: Bytes) -> Response {
     let asked = json(&body).and_then(|body| {
         let (policy, key) = named(&body)?;
-        match number(&body, "duration_ms")? {
+        // Required: no null, unlike an override's numbers.
+        match body.get("duration_ms").and_then(Value::as_u64) {
             Some(ms) if (1..=LONGEST).contains(&ms) => Ok((policy, key, ms)),
             _ => Err("duration_ms is a whole number of milliseconds, from 1 to a year".to_owned()),
         }

@@ -7,18 +7,18 @@
 //!
 //! let limiter = Limiter::builder().redis("redis://127.0.0.1/").build()?;
 //! let token = std::env::var("ADMIN_TOKEN")?;
-//! let app = axum::Router::new().nest("/admin", admin::router(limiter, token)?);
+//! let app = axum::Router::new().nest_service("/admin", admin::router(limiter, token)?);
 //! # let _: axum::Router = app; Ok(()) }
 //! ```
 //!
 //! | route | answers |
 //! |---|---|
-//! | `GET /` | the live page: one HTML page, its script inline, updated every second (no token in its URL: it asks for it once, and keeps it in the tab's session storage) |
+//! | `GET /` | (`/admin` and `/admin/`, mounted as above) the live page: one HTML page, its script inline, updated every second (no token in its URL: it asks for it once, and keeps it in the tab's session storage) |
 //! | `GET /api/policies` | `[{"policy", "prefix", "decided_per_s", "refused_per_s", "decided", "refused", "busiest": [{"key", "decided"}]}]`, for the whole service |
 //! | `GET /api/top?n=10` | the most refused keys over the last minute, `[{"policy", "key", "refused"}]`, highest first (n at most 100) |
 //! | `GET /api/inspect?policy=P&key=K` | a key's state ([`Limiter::inspect`]), `{"policy", "key", "limit", "window_ms", "used", "remaining", "retry_after_ms", "reset_after_ms", "in_flight", "deny_cached", "blocked_ms", "banned", "offences"}`; under the policy as the node that decided it counts it (this one, or another, from its report through Redis); 404 for a policy no node has used |
 //! | `GET /api/nodes` | `[{"node", "this", "store", "redis", "degraded", "enabled", "seen_ms_ago"}]` |
-//! | `GET`, `PUT`, `DELETE /api/overrides` | the overrides in force, `[{"prefix", "key", "max", "window_ms"}]`; `PUT` one (`key`, `max`, `window_ms` may be null; `max` and `window_ms` at least 1, as on the attribute), `DELETE` one (`{"prefix", "key"}`) |
+//! | `GET`, `PUT`, `DELETE /api/overrides` | the overrides in force, `[{"prefix", "key", "max", "window_ms"}]`; `PUT` one (`{"prefix", "key", "max", "window_ms"}`: `key` null or absent for every key of the prefix; `max` or `window_ms` null or absent for the limit's own, not both; each at least 1, as on the attribute; 404 for a prefix no node has used, as for bans: a typo would set an override no limit reads, and [`Limiter::set_override`] sets one ahead of any use), `DELETE` one (`{"prefix", "key"}`, whatever the prefix) |
 //! | `GET`, `PUT`, `DELETE /api/bans` | the blocks in force ([`Limiter::bans`]), `[{"policy", "prefix", "key", "remaining_ms", "banned", "offences"}]` (`?policy=P` for one); `PUT` a ban (`{"policy", "key", "duration_ms"}`, on every node: [`Limiter::ban`], under any policy; 404 for a policy no node has used), `DELETE` one, or a penalty's block (`{"policy", "key"}`; answers `{"lifted": bool}`) |
 //! | `GET`, `PUT /api/switch` | `{"enabled": true}`: limiting on or off for every node ([`Limiter::set_enabled`]) |
 //!
@@ -45,8 +45,10 @@ struct Admin {
     token: [u8; 20],
 }
 
-/// The admin router of `limiter`, behind `token`: nest it under a prefix of your choice (`/admin`). A token
-/// shorter than 8 characters is refused ([`Error::InvalidAdminToken`]): the API changes limits for the whole
+/// Returns the admin router of `limiter`, behind `token`, to mount under a prefix of your choice with
+/// `nest_service("/admin", ..)`: the page answers at `/admin` and `/admin/` alike. (Mounted with axum 0.8's
+/// `nest`, only `/admin` would: a nested router's root is its prefix, without the slash.) A token shorter
+/// than 8 characters is refused ([`Error::InvalidAdminToken`]): the API changes limits for the whole
 /// service.
 pub fn router(limiter: Limiter, token: impl AsRef<str>) -> Result<Router, Error> {
     let token = token.as_ref().trim();
