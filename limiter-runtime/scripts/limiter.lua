@@ -15,7 +15,8 @@
 --   bucket's depth (burst, for the token bucket; max wait us, for the leaky bucket; for a calendar, where the
 --   previous, current and next periods end, "<us>:<us>:<us>", as calendar.lua takes them; else 0); then, for each call in turn: its nonce (16 hex digits naming its
 --   sliding-log members and its permits, or "" when it has none), and its cost on each limit. A call is admitted when every limit that vetoes admits it, and then charged
---   to each; else what it charged is given back at once, and it is charged to none.
+--   to each; else what it charged is given back at once, and it is charged to none. So too when it meets a
+--   fault past a limit that charged it (a key holding another type): given back, then the fault answered.
 --   Returns {now, then for each call, for each limit: allowed (1 or 0), remaining, retry_after us,
 --   reset_after us, then the leaky bucket's delay us, then the buckets' receipt: the queue as the call left
 --   it (below; "" when it was not admitted), for giving its charge back later}.
@@ -297,6 +298,49 @@ local function blocks_of(k, shapes)
   return blocks, count
 end
 
+-- The call of several limits being decided, while it is: where its limits' keys start in KEYS, their
+-- shapes, where its nonce is in ARGV, and the reply its answers go to, from past `doing_start` (see undo).
+local doing_k, doing_shapes, doing_c, doing_reply, doing_start
+
+-- Gives back what the call of several limits being decided charged before it met a fault (a key holding
+-- another type, a calendar a period behind): Redis keeps what a script wrote before its error, and the
+-- call, answered with the fault, is decided by its on_error and must be charged to none. Each limit decided
+-- has its answers in the reply (the buckets' receipt among them); the one that met the fault has none, and
+-- charged nothing. (Made only where a call of several limits can be: give_back exists.)
+local undo
+if give_back then
+  undo = function()
+    local shapes, reply, r = doing_shapes, doing_reply, doing_start
+    if not shapes then return end
+    doing_shapes = nil
+    for i = 1, #shapes do
+      if reply[r + 1] == nil then return end
+      local shape = shapes[i]
+      local algorithm = math.abs(shape[1])
+      local window, max, cost = shape[2], shape[3], tonumber(ARGV[doing_c + i])
+      local receipt = r + 4
+      if algorithm == 5 then receipt = receipt + 1 end
+      if reply[r + 1] == 1 then
+        local mark = floor(now / window)
+        if algorithm == 7 then
+          -- The period it charged: the one now is in, as decide found it.
+          local e0, e1, e2 = string.match(shape[5], ENDS)
+          mark = e0
+          if now >= tonumber(e0) then mark = e1 end
+          if now >= tonumber(e1) then mark = e2 end
+        elseif algorithm == 1 or algorithm == 6 then
+          mark = ARGV[doing_c]
+        elseif algorithm >= 4 then
+          mark = reply[receipt + 1]
+        end
+        give_back(KEYS[doing_k + i], algorithm, window, max, cost, cost, now, mark)
+      end
+      r = receipt
+      if algorithm == 4 or algorithm == 5 then r = r + 1 end
+    end
+  end
+end
+
 -- Decides the `calls` calls of one group (one call's limits, or calls on the same limits coalesced): its
 -- limits' keys are KEYS[k + 1 ..], their shapes `shapes` (see shape_at), and each call's nonce and costs are
 -- ARGV[c ..]. Appends each call's answers to `reply` from index `n` + 1; returns the index of the last.
@@ -308,6 +352,7 @@ local function decide(k, shapes, c, calls, reply, n)
   for call = 1, calls do
     local nonce = ARGV[c]
     local start = n
+    if limits > 1 then doing_k, doing_shapes, doing_c, doing_reply, doing_start = k, shapes, c, reply, start end
     local admitted = true
     for i = 1, limits do
       local shape = shapes[i]
@@ -631,7 +676,17 @@ if op == 'decide' then
   local reply = {now, nil, nil, nil, nil, nil, nil}
   local shapes = {}
   for i = 1, limits do shapes[i] = shape_at(1 + (i - 1) * 4) end
-  decide(0, shapes, 2 + 4 * limits, (#ARGV - 1 - 4 * limits) / (1 + limits), reply, 1)
+  local calls = (#ARGV - 1 - 4 * limits) / (1 + limits)
+  if limits == 1 then
+    decide(0, shapes, 2 + 4 * limits, calls, reply, 1)
+    return reply
+  end
+  -- A fault met past a limit that charged the call: what it charged is given back, then the fault answered.
+  local decided, fault = pcall(decide, 0, shapes, 2 + 4 * limits, calls, reply, 1)
+  if not decided then
+    undo()
+    error(fault, 0)
+  end
   return reply
 end
 
@@ -651,6 +706,7 @@ while a <= #ARGV do
     calls = tonumber(many) or 1
   end
   local answers = {}
+  doing_shapes = nil
   local decided, fault = pcall(decide, k, group, a + 1, calls, answers, 0)
   if decided then
     -- Whole numbers written whole (Lua writes a number of more than 14 digits in exponent form).
@@ -659,6 +715,8 @@ while a <= #ARGV do
     end
     reply[#reply + 1] = table.concat(answers, ',')
   else
+    -- What the group's call of several limits charged before the fault goes back: the fault is its answer.
+    undo()
     if type(fault) == 'table' then fault = fault.err end
     reply[#reply + 1] = '!' .. tostring(fault)
   end

@@ -2,7 +2,9 @@
 //! `timeout` around the call) after its call was sent never learns what Redis decided, so what Redis charged
 //! for it is given back once the answer is in. For a call alone, a call waiting in a batch, a call across a
 //! cluster's slots and a call taking a lease: permits in flight come back at once instead of after their time
-//! to live, rate units are not spent, and a lease taken for no one goes back whole.
+//! to live, rate units are not spent, and a lease taken for no one goes back whole. Each test shows (by
+//! MONITOR) that dropped calls did reach Redis and were given back there: none passes with every dropped
+//! call gone before it was sent.
 
 use std::future::Future;
 use std::pin::pin;
@@ -10,7 +12,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use limiter_runtime::{Limiter, Rule};
-use tests::{RedisServer, Rng};
+use tests::{Monitor, RedisServer, Rng};
 
 /// Polls `call` `polls` times, yielding between polls, and drops it unless it was decided meanwhile: its
 /// output if it was.
@@ -30,6 +32,58 @@ async fn until(mut settled: impl FnMut() -> bool) {
     let started = Instant::now();
     while !settled() {
         assert!(started.elapsed() < Duration::from_secs(10), "never settled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The arguments after `key` of every `command` on `key` that `lines` (from MONITOR) show, a script's too.
+fn on_key(lines: &[String], command: &str, key: &str) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .filter_map(|line| {
+            let mut quoted = line.split('"').skip(1).step_by(2);
+            let named = quoted.next()?.eq_ignore_ascii_case(command);
+            (named && quoted.next()? == key).then(|| quoted.map(str::to_owned).collect())
+        })
+        .collect()
+}
+
+/// The members of `key`'s sorted set that `lines` show added (`ZADD`) and later removed (`ZREM`), but "#"
+/// (the sliding log's count).
+fn added_then_removed(lines: &[String], key: &str) -> Vec<String> {
+    let added: std::collections::HashSet<String> = on_key(lines, "ZADD", key)
+        .into_iter()
+        .flat_map(|args| {
+            let args: Vec<String> = args
+                .into_iter()
+                .skip_while(|a| a == "XX" || a == "CH")
+                .collect();
+            args.into_iter().skip(1).step_by(2).collect::<Vec<_>>()
+        })
+        .collect();
+    let mut removed: Vec<String> = on_key(lines, "ZREM", key)
+        .into_iter()
+        .flatten()
+        .filter(|member| member != "#" && added.contains(member))
+        .collect();
+    removed.sort();
+    removed.dedup();
+    removed
+}
+
+/// Waits (at most 10 s, taking what MONITOR shows every 20 ms) until `found` finds something in all it has
+/// shown so far: what it found.
+async fn until_shown<T>(monitor: &Monitor, mut found: impl FnMut(&[String]) -> Option<T>) -> T {
+    let (started, mut lines) = (Instant::now(), Vec::new());
+    loop {
+        lines.extend(monitor.take_lines());
+        if let Some(found) = found(&lines) {
+            return found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "MONITOR never showed it"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -56,28 +110,31 @@ async fn dropped_acquires_leave_no_permit_held() {
         .in_flight_ttl(Duration::from_secs(60));
     // Connected, the scripts loaded.
     drop(limiter.acquire(&rule, "warm").await.unwrap());
+    let monitor = Monitor::start(server.port());
     let tasks: Vec<_> = (0..32)
         .map(|task| {
             let (limiter, rule) = (limiter.clone(), rule.clone());
             tokio::spawn(async move {
                 let mut rng = Rng::new(task + 1);
-                let mut decided = 0;
+                let (mut decided, mut granted) = (0, 0);
                 for _ in 0..10 {
                     let polls = 1 + rng.below(3);
                     // A permit granted in time is dropped too: given back as any permit is.
-                    decided += usize::from(
-                        poll_then_drop(limiter.acquire(&rule, "k"), polls)
-                            .await
-                            .is_some(),
-                    );
+                    if let Some(acquired) = poll_then_drop(limiter.acquire(&rule, "k"), polls).await
+                    {
+                        decided += 1;
+                        granted += usize::from(acquired.is_ok());
+                    }
                 }
-                decided
+                (decided, granted)
             })
         })
         .collect();
-    let mut decided = 0;
+    let (mut decided, mut granted) = (0, 0);
     for task in tasks {
-        decided += task.await.unwrap();
+        let (d, g) = task.await.unwrap();
+        decided += d;
+        granted += g;
     }
     assert!(
         decided < 320,
@@ -90,6 +147,13 @@ async fn dropped_acquires_leave_no_permit_held() {
             .query::<u64>(&mut redis)
             .unwrap()
             == 0
+    })
+    .await;
+    // Dropped calls reached Redis, and their permits were given back: more permits were taken and given back
+    // than callers were granted (each granted one is given back once, when dropped).
+    until_shown(&monitor, |lines| {
+        let back = added_then_removed(lines, "dropped:k").len();
+        (back > granted).then_some(())
     })
     .await;
     // A dropped call still on its way may take a permit after that, until its answer is in and it is given
@@ -122,6 +186,7 @@ async fn dropped_checks_are_not_charged() {
         .max(1_000)
         .window(Duration::from_secs(3_600));
     assert!(limiter.check(&rule, "warm").await.allowed);
+    let monitor = Monitor::start(server.port());
     let tasks: Vec<_> = (0..32)
         .map(|task| {
             let (limiter, rule) = (limiter.clone(), rule.clone());
@@ -152,6 +217,12 @@ async fn dropped_checks_are_not_charged() {
     let mut redis = server.connection();
     // Settled: the count stays at what callers were told, and a fresh call sees it.
     until(|| tests::logged_calls(&mut redis, "charged:k") == admitted).await;
+    // Dropped calls reached Redis, were admitted there, and given back: a check is never given back
+    // otherwise, so a member added and then removed is a dropped call's.
+    until_shown(&monitor, |lines| {
+        (!added_then_removed(lines, "charged:k").is_empty()).then_some(())
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(tests::logged_calls(&mut redis, "charged:k"), admitted);
     let after = limiter.check(&rule, "k").await;
@@ -177,6 +248,8 @@ async fn dropped_calls_across_slots_are_not_charged() {
             .window(Duration::from_secs(3_600))
     });
     assert!(limiter.check_all([(&one, "warm"), (&two, "warm")]).await[0].allowed);
+    let monitors = ["{one}:dropped:k", "{two}:dropped:k"]
+        .map(|key| Monitor::start(cluster.master_of_slot(cluster.slot(key)).port));
     let tasks: Vec<_> = (0..16)
         .map(|task| {
             let (limiter, one, two) = (limiter.clone(), one.clone(), two.clone());
@@ -214,6 +287,13 @@ async fn dropped_calls_across_slots_are_not_charged() {
             .unwrap()
     };
     until(|| logged("{one}:dropped:k") == admitted && logged("{two}:dropped:k") == admitted).await;
+    // Dropped calls reached Redis, were admitted in a slot, and given back there.
+    for (monitor, key) in monitors.iter().zip(["{one}:dropped:k", "{two}:dropped:k"]) {
+        until_shown(monitor, |lines| {
+            (!added_then_removed(lines, key).is_empty()).then_some(())
+        })
+        .await;
+    }
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         (logged("{one}:dropped:k"), logged("{two}:dropped:k")),
@@ -243,6 +323,7 @@ async fn dropped_lease_takes_give_the_lease_back() {
         .lease(100)
         .lease_ttl(Duration::from_secs(60));
     assert!(limiter.check(&rule, "warm").await.allowed);
+    let monitor = Monitor::start(server.port());
     let mut redis = server.connection();
     // Script calls so far: with no heartbeat, lease takes (and their give-backs).
     let scripts = |redis: &mut redis::Connection| {
@@ -274,6 +355,15 @@ async fn dropped_lease_takes_give_the_lease_back() {
                 .arg(format!("leased:{key}"))
                 .query::<bool>(&mut redis)
                 .unwrap()
+        })
+    })
+    .await;
+    // A dropped call's lease was taken in Redis (its key written), then given back whole (the key deleted,
+    // hours before it would expire): the give-back is what emptied it.
+    until_shown(&monitor, |lines| {
+        dropped.iter().find(|key| {
+            let key = format!("leased:{key}");
+            !on_key(lines, "SET", &key).is_empty() && !on_key(lines, "DEL", &key).is_empty()
         })
     })
     .await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::response::IntoResponse;
 use http::{header, StatusCode};
-use limiter_runtime::{Limiter, Reason, Rule};
+use limiter_runtime::{FakeClock, Limiter, Reason, Rule};
 use tests::{RedisServer, ALGORITHMS};
 
 /// Every way of writing a limit of zero: each algorithm's `max(0)`, and no permit in flight.
@@ -68,17 +68,33 @@ async fn a_limit_of_zero_refuses_every_call_as_too_large_in_memory_and_on_redis(
     assert!(server.limit_keys().is_empty(), "{:?}", server.limit_keys());
 }
 
-/// A limit of one is not too large for a call of one: it is refused for the window, then admitted again.
+/// A limit of one is not too large for a call of one: it is refused for the window, then admitted again once
+/// the window has passed (on a fake clock); a permit in flight of one is refused while held, then admitted
+/// again once dropped.
 #[tokio::test]
 async fn a_limit_of_one_is_a_limit_like_any_other() {
-    let limiter = Limiter::in_memory();
-    for rule in [
-        Rule::new().prefix("one:").max(1),
-        Rule::new().prefix("one:flight:").in_flight(1),
-    ] {
-        let permit = limiter.acquire(&rule, "k").await.unwrap();
-        let refused = limiter.acquire(&rule, "k").await.unwrap_err();
-        assert_eq!(refused.reason(), Reason::Limited, "{rule:?}");
-        drop(permit);
-    }
+    let clock = FakeClock::new();
+    let limiter = Limiter::builder().clock(clock.clone()).build().unwrap();
+    let window = Duration::from_secs(10);
+    let rule = Rule::new().prefix("one:").max(1).window(window);
+    let permit = limiter.acquire(&rule, "k").await.unwrap();
+    let refused = limiter.acquire(&rule, "k").await.unwrap_err();
+    assert_eq!(refused.reason(), Reason::Limited);
+    // Spent for the whole window, whether or not the permit is held.
+    drop(permit);
+    clock.advance(window - Duration::from_millis(1));
+    let refused = limiter.acquire(&rule, "k").await.unwrap_err();
+    assert_eq!(refused.reason(), Reason::Limited);
+    clock.advance(Duration::from_millis(1));
+    assert!(limiter.acquire(&rule, "k").await.is_ok(), "admitted again");
+
+    let rule = Rule::new().prefix("one:flight:").in_flight(1);
+    let permit = limiter.acquire(&rule, "k").await.unwrap();
+    let refused = limiter.acquire(&rule, "k").await.unwrap_err();
+    assert_eq!(refused.reason(), Reason::Limited);
+    drop(permit);
+    let again = limiter.acquire(&rule, "k").await;
+    assert!(again.is_ok(), "admitted again once the permit is dropped");
+    let refused = limiter.acquire(&rule, "k").await.unwrap_err();
+    assert_eq!(refused.reason(), Reason::Limited, "one at a time still");
 }

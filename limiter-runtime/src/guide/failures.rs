@@ -60,7 +60,9 @@
 //! counts toward the breaker: no connection, no answer within the deadline, an error of the whole server
 //! (`LOADING`, `BUSY`, `OOM`, `READONLY`, `MASTERDOWN`, ...). Faults of keys are logged at warn level at most
 //! once a minute, naming the key and how many there were since the last line (`tests/tests/key_faults.rs`:
-//! 64 tasks on one bad key, while other limits keep their exact counts).
+//! 64 tasks on one bad key, while other limits keep their exact counts). A bad key in a batch is that call's
+//! fault alone, and a call of several limits that meets one is charged to none, though Redis had charged
+//! a limit before it (`tests/tests/key_faults_mixed.rs`).
 //!
 //! ### Local shares
 //!

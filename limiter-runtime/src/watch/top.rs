@@ -206,6 +206,98 @@ mod tests {
         assert_eq!(full.top_and_rest(1), (vec![("a", 5)], 2));
     }
 
+    /// A node's report of `stream` counted in a summary of `capacity` keys: its `listed` heaviest keys, and
+    /// the most any other may have had there (as a node reports them), and the stream's true counts.
+    fn report(stream: &[usize], capacity: usize, listed: usize) -> (TopKeys, Vec<u64>) {
+        let mut summary = TopKeys::new(capacity);
+        let mut exact = vec![0u64; 40];
+        for &key in stream {
+            summary.add(&format!("k{key}"), 1);
+            exact[key] += 1;
+        }
+        let (top, rest) = summary.top_and_rest(listed);
+        let top: Vec<(String, u64)> = top.into_iter().map(|(k, n)| (k.to_owned(), n)).collect();
+        (TopKeys::reported(&top, rest), exact)
+    }
+
+    /// Merged, every count is at most the key's true count (over every stream) plus the merged floor, and at
+    /// least its true count: for keys every summary held, keys one of them forgot or left out of its report
+    /// (counted there at its floor), and keys a summary held only from when its floor had risen (counted
+    /// with that floor). Merged in either order, and into a summary small enough to forget keys itself.
+    #[test]
+    fn a_merged_count_is_above_the_truth_by_at_most_the_floor() {
+        let mut draws = Draws(0x2545_f491_4f6c_dd1d);
+        // Three nodes' streams over 40 keys, skewed toward the first ones (the lesser of two draws).
+        let mut stream = |calls: usize| -> Vec<usize> {
+            (0..calls)
+                .map(|_| (draws.next() % 40).min(draws.next() % 40) as usize)
+                .collect()
+        };
+        let streams = [stream(3_000), stream(3_000), stream(3_000)];
+        // One node counts exactly (room for every key, all reported), one forgets and reports a few, one
+        // forgets and reports all it holds.
+        let reports = [
+            report(&streams[0], 64, 64),
+            report(&streams[1], 8, 4),
+            report(&streams[2], 12, 12),
+        ];
+        assert_eq!(reports[0].0.floor, 0);
+        assert!(reports[1].0.floor > 0 && reports[2].0.floor > 0);
+        let truth = |key: &str| -> u64 {
+            let key: usize = key[1..].parse().unwrap();
+            reports.iter().map(|(_, exact)| exact[key]).sum()
+        };
+        let held = |report: &TopKeys, key: &str| report.counts.contains_key(key);
+        // What the data holds: keys a node counted but left out, and keys a forgetting node counted above
+        // their truth there (they came in over its floor) that another node holds too.
+        let (node, exact) = (&reports[1].0, &reports[1].1);
+        assert!((0..40).any(|k| exact[k] > 0 && !held(node, &format!("k{k}"))));
+        let over = |(summary, exact): &(TopKeys, Vec<u64>)| -> Vec<String> {
+            (0..40)
+                .map(|k| format!("k{k}"))
+                .filter(|key| {
+                    let k: usize = key[1..].parse().unwrap();
+                    summary
+                        .counts
+                        .get(key.as_str())
+                        .is_some_and(|&n| n > exact[k])
+                })
+                .collect()
+        };
+        let over: Vec<String> = reports[1..].iter().flat_map(over).collect();
+        assert!(
+            over.iter().any(|key| held(&reports[0].0, key)),
+            "no key counted above its truth: {over:?}"
+        );
+
+        for (capacity, order) in [
+            (1_000, [0, 1, 2]),
+            (1_000, [2, 1, 0]),
+            (1_000, [1, 0, 2]),
+            (8, [0, 1, 2]),
+            (8, [2, 0, 1]),
+        ] {
+            let mut merged = TopKeys::new(capacity);
+            for node in order {
+                merged.merge(&reports[node].0);
+            }
+            assert!(merged.len() > 0);
+            for (key, &count) in &merged.counts {
+                let truth = truth(key);
+                assert!(
+                    count >= truth,
+                    "{capacity}, {order:?}: {key} counted {count}, below its true {truth}"
+                );
+                assert!(
+                    count <= truth + merged.floor,
+                    "{capacity}, {order:?}: {key} counted {count}, above its true {truth} by more than \
+                     the floor {}",
+                    merged.floor
+                );
+            }
+        }
+    }
+
     /// 100 of 250 counted is more than 2 × 250 / 10: the key stays, whatever comes after it.
     #[test]
     fn a_key_heavier_than_twice_its_share_stays() {

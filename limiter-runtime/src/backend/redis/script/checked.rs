@@ -3,83 +3,132 @@
 //! (Redis Cluster routes a script by them; Dragonfly, Garnet and some managed services refuse any other).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
-/// Every script, by name.
-const SCRIPTS: [(&str, &str); 13] = [
-    ("calendar", include_str!("../../../../scripts/calendar.lua")),
-    (
-        "fixed_window",
-        include_str!("../../../../scripts/fixed_window.lua"),
-    ),
-    (
-        "in_flight",
-        include_str!("../../../../scripts/in_flight.lua"),
-    ),
-    ("inspect", include_str!("../../../../scripts/inspect.lua")),
-    (
-        "instances",
-        include_str!("../../../../scripts/instances.lua"),
-    ),
-    (
-        "leaky_bucket",
-        include_str!("../../../../scripts/leaky_bucket.lua"),
-    ),
-    ("limiter", include_str!("../../../../scripts/limiter.lua")),
-    (
-        "overrides",
-        include_str!("../../../../scripts/overrides.lua"),
-    ),
-    ("renew", include_str!("../../../../scripts/renew.lua")),
-    ("reports", include_str!("../../../../scripts/reports.lua")),
-    (
-        "sliding_log",
-        include_str!("../../../../scripts/sliding_log.lua"),
-    ),
-    (
-        "sliding_window",
-        include_str!("../../../../scripts/sliding_window.lua"),
-    ),
-    (
-        "token_bucket",
-        include_str!("../../../../scripts/token_bucket.lua"),
-    ),
-];
+/// Every script of `scripts/`, by name, read from the directory when the check runs: a script added there is
+/// checked without being listed anywhere.
+fn scripts() -> Vec<(String, String)> {
+    scripts_in(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts"))
+}
+
+/// Every `.lua` file of `directory`, by name (without `.lua`), in the order of their names.
+fn scripts_in(directory: &Path) -> Vec<(String, String)> {
+    let mut scripts: Vec<(String, String)> = std::fs::read_dir(directory)
+        .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
+        .map(|entry| entry.expect("an entry of the scripts' directory").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
+        .map(|path| {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            let source = std::fs::read_to_string(&path)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            (name, source)
+        })
+        .collect();
+    scripts.sort();
+    scripts
+}
 
 /// The oldest Redis the scripts run on.
 const OLDEST: (u32, u32) = (7, 0);
 
+/// Which arguments of a command are keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// None: `TIME`, `PUBLISH` (a channel is not a key).
+    None,
+    /// The first argument only.
+    First,
+    /// Every argument: `DEL key [key ...]`, `EXISTS key [key ...]`.
+    All,
+}
+
+impl Keys {
+    /// Whether argument `position` (from 0, the command's name not counted) is a key.
+    fn at(self, position: usize) -> bool {
+        match self {
+            Keys::None => false,
+            Keys::First => position == 0,
+            Keys::All => true,
+        }
+    }
+}
+
 /// The commands the scripts may call, with the Redis version that brought each (and each option they use),
-/// and whether its first argument is a key.
-const COMMANDS: [(&str, (u32, u32), bool); 20] = [
-    ("DEL", (1, 0), true),
-    ("EXISTS", (1, 0), true),
-    ("GET", (1, 0), true),
-    ("HDEL", (2, 0), true),
-    ("HINCRBY", (2, 0), true),
-    ("HMGET", (2, 0), true),
+/// and which of its arguments are keys (as `COMMAND INFO` gives its key specs).
+const COMMANDS: [(&str, (u32, u32), Keys); 20] = [
+    ("DEL", (1, 0), Keys::All),
+    ("EXISTS", (1, 0), Keys::All),
+    ("GET", (1, 0), Keys::First),
+    ("HDEL", (2, 0), Keys::First),
+    ("HINCRBY", (2, 0), Keys::First),
+    ("HMGET", (2, 0), Keys::First),
     // Several fields at once: 4.0.
-    ("HSET", (4, 0), true),
-    ("PEXPIRE", (2, 6), true),
-    ("PUBLISH", (2, 0), false),
+    ("HSET", (4, 0), Keys::First),
+    ("PEXPIRE", (2, 6), Keys::First),
+    ("PUBLISH", (2, 0), Keys::None),
     // KEEPTTL: 6.0.
-    ("SET", (6, 0), true),
-    ("TIME", (2, 6), false),
+    ("SET", (6, 0), Keys::First),
+    ("TIME", (2, 6), Keys::None),
     // XX and CH: 3.0.2.
-    ("ZADD", (3, 0), true),
-    ("ZCARD", (1, 2), true),
-    ("ZCOUNT", (2, 0), true),
-    ("ZRANGE", (1, 2), true),
-    ("ZRANGEBYSCORE", (2, 2), true),
-    ("ZREM", (1, 2), true),
-    ("ZREMRANGEBYSCORE", (1, 2), true),
-    ("ZSCORE", (1, 2), true),
+    ("ZADD", (3, 0), Keys::First),
+    ("ZCARD", (1, 2), Keys::First),
+    ("ZCOUNT", (2, 0), Keys::First),
+    ("ZRANGE", (1, 2), Keys::First),
+    ("ZRANGEBYSCORE", (2, 2), Keys::First),
+    ("ZREM", (1, 2), Keys::First),
+    ("ZREMRANGEBYSCORE", (1, 2), Keys::First),
+    ("ZSCORE", (1, 2), Keys::First),
     // A script's `#!lua flags=` line.
-    ("#!lua", (7, 0), false),
+    ("#!lua", (7, 0), Keys::None),
 ];
 
-/// Each `redis.call(...)` and `redis.pcall(...)` of `source`: the command named and its first argument's
-/// text.
-fn calls(source: &str) -> Vec<(String, String)> {
+/// The arguments of a call whose text follows its opening parenthesis, each trimmed: split at the commas
+/// outside parentheses, brackets, braces, string literals and comments, up to the parenthesis that closes the
+/// call.
+fn arguments(text: &str) -> Vec<String> {
+    let (mut depth, mut quote, mut escaped) = (0usize, None, false);
+    let (mut argument, mut found) = (String::new(), Vec::new());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if let Some(open) = quote {
+            argument.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                _ if c == open => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '-' if chars.peek() == Some(&'-') => {
+                // A comment, to the end of its line.
+                chars.by_ref().find(|&c| c == '\n');
+                argument.push('\n');
+                continue;
+            }
+            '\'' | '"' => quote = Some(c),
+            '(' | '[' | '{' => depth += 1,
+            ')' if depth == 0 => break,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                found.push(std::mem::take(&mut argument).trim().to_owned());
+                continue;
+            }
+            _ => {}
+        }
+        argument.push(c);
+    }
+    let last = argument.trim();
+    if !last.is_empty() || !found.is_empty() {
+        found.push(last.to_owned());
+    }
+    found
+}
+
+/// Each `redis.call(...)` and `redis.pcall(...)` of `source`: the command named (as written, quoted) and the
+/// text of each of its arguments.
+fn calls(source: &str) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
     for (at, _) in source.match_indices("redis.") {
         let rest = &source[at + "redis.".len()..];
@@ -89,56 +138,106 @@ fn calls(source: &str) -> Vec<(String, String)> {
         else {
             continue;
         };
-        let mut parts = args.splitn(3, [',', ')']);
-        let command = parts.next().unwrap_or_default().trim().to_owned();
-        let first = parts.next().unwrap_or_default().trim().to_owned();
-        found.push((command, first));
+        let mut args = arguments(args).into_iter();
+        let command = args.next().unwrap_or_default();
+        found.push((command, args.collect()));
     }
     found
 }
 
-/// What `name` is set to in `source`: the expression each assignment to it (or, for a parameter, each call
-/// of the function it is a parameter of) gives it.
+/// Whether `c` may be part of a Lua name.
+fn is_name(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// What `name` is set to in `source`: the expression each assignment to it gives it, wherever the assignment
+/// is (`local name = ...`, `a, name = ...`, `if ... then name = ... end`); a `for` loop's variable is set
+/// to what the loop gives it, which is never an entry of `KEYS` as written.
 fn assignments(source: &str, name: &str) -> Vec<String> {
     let mut found = Vec::new();
-    for line in source
+    let code: String = source
         .lines()
-        .map(str::trim)
-        .filter(|l| !l.starts_with("--"))
-    {
-        let line = line.strip_prefix("local ").unwrap_or(line);
-        let Some((targets, values)) = line.split_once(" = ") else {
+        .map(|line| line.split_once("--").map_or(line, |(code, _)| code))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (at, _) in code.match_indices(name) {
+        let (before, after) = (&code[..at], &code[at + name.len()..]);
+        if before.ends_with(is_name) || after.starts_with(is_name) || before.ends_with('.') {
+            continue;
+        }
+        // The targets before it (`a, b, name`), and after it up to `=` (`name, c =`).
+        let mut position = 0;
+        let mut head = before.trim_end();
+        while let Some(rest) = head.strip_suffix(',') {
+            let rest = rest.trim_end();
+            let target = rest.trim_end_matches(is_name);
+            if target.len() == rest.len() {
+                break;
+            }
+            position += 1;
+            head = target.trim_end();
+        }
+        let word = head.trim_end();
+        if word
+            .strip_suffix("for")
+            .is_some_and(|rest| !rest.ends_with(is_name))
+        {
+            found.push(format!("(a `for` loop's {name})"));
+            continue;
+        }
+        let mut tail = after.trim_start();
+        while let Some(rest) = tail.strip_prefix(',') {
+            let rest = rest.trim_start();
+            let target = rest.trim_start_matches(is_name);
+            if target.len() == rest.len() {
+                break;
+            }
+            tail = target.trim_start();
+        }
+        if tail.starts_with(" in ") || tail.starts_with("in ") {
+            found.push(format!("(a `for` loop's {name})"));
+            continue;
+        }
+        let Some(values) = tail.strip_prefix('=').filter(|v| !v.starts_with('=')) else {
             continue;
         };
-        let targets: Vec<&str> = targets.split(',').map(str::trim).collect();
-        if let Some(position) = targets.iter().position(|t| *t == name) {
-            // The values, split at top-level commas.
-            let (mut depth, mut value, mut values_found) = (0, String::new(), Vec::new());
-            for c in values.chars() {
-                match c {
-                    '(' | '[' | '{' => depth += 1,
-                    ')' | ']' | '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        values_found.push(std::mem::take(&mut value));
-                        continue;
-                    }
-                    _ => {}
-                }
-                value.push(c);
-            }
-            values_found.push(value);
-            let value = values_found.get(position).map(|v| v.trim().to_owned());
-            found.push(value.unwrap_or_default());
-        }
+        let line = values.split('\n').next().unwrap_or_default();
+        let value = arguments(line).into_iter().nth(position);
+        found.push(value.unwrap_or_default());
     }
     found
 }
 
-/// A key a script touches comes in `KEYS[]`: it is `KEYS[...]` itself, or a name only ever set to such (a
-/// function's parameter by each of its calls).
+/// Whether `expression` is exactly an entry of `KEYS`: `KEYS[...]`, and nothing made of one (`KEYS[1] ..
+/// 'x'` is another key, not declared).
+fn is_keys_entry(expression: &str) -> bool {
+    let Some(index) = expression.strip_prefix("KEYS[") else {
+        return false;
+    };
+    let mut depth = 1usize;
+    for (at, c) in index.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return at + 1 == index.len() && at > 0;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A key a script touches comes in `KEYS[]`: it is exactly `KEYS[...]`, or a name only ever set to such (a
+/// function's parameter by each of its calls, or passed on as the same name).
 fn from_keys(source: &str, expression: &str) -> bool {
-    if expression.starts_with("KEYS[") {
+    if is_keys_entry(expression) {
         return true;
+    }
+    if expression.is_empty() || !expression.chars().all(is_name) {
+        return false;
     }
     let given: Vec<String> = assignments(source, expression)
         .into_iter()
@@ -147,7 +246,7 @@ fn from_keys(source: &str, expression: &str) -> bool {
     !given.is_empty()
         && given
             .iter()
-            .all(|value| value.starts_with("KEYS[") || value == expression)
+            .all(|value| is_keys_entry(value) || value == expression)
 }
 
 /// What each call gives the parameter `name` of a function defined as `f = function(name, ...)`.
@@ -162,49 +261,69 @@ fn parameters(source: &str, name: &str) -> Vec<String> {
         };
         let call = format!("{function}(");
         for (at, _) in source.match_indices(&call) {
-            let args = &source[at + call.len()..];
-            found.push(
-                args.split(',')
-                    .nth(position)
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned(),
-            );
+            if source[..at].ends_with(is_name) {
+                continue;
+            }
+            let args = arguments(&source[at + call.len()..]);
+            found.push(args.into_iter().nth(position).unwrap_or_default());
         }
     }
     found
 }
 
+/// The faults of `script`'s calls (named `name`): a command named at run time, one not among those checked
+/// or of a later Redis than the oldest, a key argument that does not come in `KEYS[]`.
+fn faults(name: &str, source: &str) -> Vec<String> {
+    let commands: BTreeMap<&str, ((u32, u32), Keys)> = COMMANDS
+        .iter()
+        .map(|&(name, since, keys)| (name, (since, keys)))
+        .collect();
+    let mut faults = Vec::new();
+    if source.starts_with("#!lua") && commands["#!lua"].0 > OLDEST {
+        faults.push(format!("{name}.lua has a `#!lua` line"));
+    }
+    for (command, args) in calls(source) {
+        let called = command.trim_matches('\'');
+        if !(command.starts_with('\'') && command.ends_with('\'')) {
+            faults.push(format!(
+                "{name}.lua calls a command it names at run time: {command}"
+            ));
+            continue;
+        }
+        let Some(&(since, keys)) = commands.get(called) else {
+            faults.push(format!(
+                "{name}.lua calls {called}, which is not among the commands checked"
+            ));
+            continue;
+        };
+        if since > OLDEST {
+            faults.push(format!("{name}.lua calls {called}: Redis {since:?}"));
+        }
+        for (position, arg) in args.iter().enumerate() {
+            if keys.at(position) && !from_keys(source, arg) {
+                faults.push(format!(
+                    "{name}.lua calls {called} on {arg}, a key that does not come in KEYS[]"
+                ));
+            }
+        }
+    }
+    faults
+}
+
+/// Every script of `scripts/` calls only commands of the oldest Redis, on keys it is given in `KEYS[]`:
+/// every key argument of each call, not only the first.
 #[test]
 fn every_script_calls_only_commands_of_the_oldest_redis_on_keys_it_is_given() {
-    let commands: BTreeMap<&str, ((u32, u32), bool)> = COMMANDS
-        .iter()
-        .map(|&(name, since, keyed)| (name, (since, keyed)))
-        .collect();
+    let scripts = scripts();
+    assert!(
+        scripts.iter().any(|(name, _)| name == "limiter"),
+        "{scripts:?}"
+    );
     let mut seen = 0;
-    for (script, source) in SCRIPTS {
-        if source.starts_with("#!lua") {
-            assert!(commands["#!lua"].0 <= OLDEST);
-        }
-        for (command, first) in calls(source) {
-            seen += 1;
-            let name = command.trim_matches('\'');
-            assert!(
-                command.starts_with('\'') && command.ends_with('\''),
-                "{script}.lua calls a command it names at run time: {command}"
-            );
-            let Some(&(since, keyed)) = commands.get(name) else {
-                panic!("{script}.lua calls {name}, which is not among the commands checked");
-            };
-            assert!(
-                since <= OLDEST,
-                "{script}.lua calls {name}: Redis {since:?}"
-            );
-            assert!(
-                !keyed || from_keys(source, &first),
-                "{script}.lua calls {name} on {first}, a key that does not come in KEYS[]"
-            );
-        }
+    for (name, source) in &scripts {
+        seen += calls(source).len();
+        let faults = faults(name, source);
+        assert!(faults.is_empty(), "{faults:#?}");
     }
     assert!(seen > 80, "{seen} calls read");
 }
@@ -215,7 +334,7 @@ fn every_script_calls_only_commands_of_the_oldest_redis_on_keys_it_is_given() {
 fn the_check_finds_a_key_made_inside_a_script() {
     let made = "local key = KEYS[1]\nlocal other = ARGV[1] .. 'x'\nredis.call('GET', other)\n";
     let calls = calls(made);
-    assert_eq!(calls, [("'GET'".to_owned(), "other".to_owned())]);
+    assert_eq!(calls, [("'GET'".to_owned(), vec!["other".to_owned()])]);
     assert!(!from_keys(made, "other"));
     assert!(from_keys(made, "key"));
     let passed =
@@ -229,4 +348,91 @@ fn the_check_finds_a_key_made_inside_a_script() {
         !COMMANDS.iter().any(|(name, _, _)| *name == "LMPOP"),
         "a 7.0 command, unused"
     );
+}
+
+/// Every key argument is checked, not only the first: a command of several keys (`DEL`, `EXISTS`) whose
+/// second key is made in the script is refused, and one whose keys all come in `KEYS[]` passes; a
+/// command's arguments that are not keys (`SET`'s value, `HSET`'s fields) are not taken for keys.
+#[test]
+fn the_check_reads_every_key_argument() {
+    let second = "redis.call('DEL', KEYS[1], ARGV[1])\n";
+    assert_eq!(
+        faults("second", second),
+        ["second.lua calls DEL on ARGV[1], a key that does not come in KEYS[]"]
+    );
+    let exists = "local key = KEYS[1]\nredis.call('EXISTS', key, 'limiter:' .. key)\n";
+    assert_eq!(
+        faults("exists", exists).len(),
+        1,
+        "{:?}",
+        faults("exists", exists)
+    );
+    assert!(faults("both", "redis.call('DEL', KEYS[1], KEYS[2])\n").is_empty());
+    let values = "redis.call('SET', KEYS[1], ARGV[1], 'PX', f(ARGV[2], 3))\n\
+                  redis.call('HSET', KEYS[2], 'w', ARGV[3], 'n', 1)\n";
+    assert!(
+        faults("values", values).is_empty(),
+        "{:?}",
+        faults("values", values)
+    );
+    assert_eq!(
+        calls("redis.call('ZADD', KEYS[1], f(a, b), 'm, n', \"x)\")")[0].1,
+        ["KEYS[1]", "f(a, b)", "'m, n'", "\"x)\""]
+    );
+}
+
+/// A key built from an entry of `KEYS` is not one: `KEYS[1] .. 'x'`, written in the call, held in a name, or
+/// passed to a function, is refused; a name set from `KEYS[...]` in one place and from something else in
+/// another is refused too.
+#[test]
+fn the_check_refuses_a_key_built_from_one_of_keys() {
+    let direct = "redis.call('GET', KEYS[1] .. ':x')\n";
+    assert_eq!(faults("direct", direct).len(), 1);
+    let held = "local key = KEYS[1] .. ':x'\nredis.call('ZCARD', key)\n";
+    assert_eq!(faults("held", held).len(), 1);
+    let indexed = "redis.call('GET', KEYS[1]:sub(2))\nredis.call('GET', KEYS[1][2])\n";
+    assert_eq!(
+        faults("indexed", indexed).len(),
+        2,
+        "{:?}",
+        faults("indexed", indexed)
+    );
+    let passed = "local f = function(key) redis.call('DEL', key) end\nf(KEYS[1] .. 'x')\n";
+    assert_eq!(faults("passed", passed).len(), 1);
+    let reassigned =
+        "local key = KEYS[1]\nif ARGV[1] then key = key .. ARGV[1] end\nredis.call('GET', key)\n";
+    assert_eq!(faults("reassigned", reassigned).len(), 1);
+    let looped = "for _, key in ipairs(ARGV) do redis.call('DEL', key) end\n";
+    assert_eq!(faults("looped", looped).len(), 1);
+    assert!(faults("computed", "redis.call('GET', KEYS[k + i])\n").is_empty());
+}
+
+/// The check reads the scripts where they are, each `.lua` file of the directory whatever its name: a
+/// script added there is checked (and its fault found) without being listed anywhere.
+#[test]
+fn the_check_reads_every_script_of_the_directory() {
+    let directory = std::env::temp_dir().join(format!("limiter-checked-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    std::fs::write(directory.join("added.lua"), "redis.call('GET', ARGV[1])\n").unwrap();
+    std::fs::write(directory.join("notes.txt"), "redis.call('GET', ARGV[1])\n").unwrap();
+    let found = scripts_in(&directory);
+    std::fs::remove_dir_all(&directory).unwrap();
+    let names: Vec<&str> = found.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["added"]);
+    assert_eq!(faults(&found[0].0, &found[0].1).len(), 1);
+
+    // The scripts' own directory: every `.lua` file there is among those the check reads.
+    let listed = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts"))
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|e| e == "lua")
+        })
+        .count();
+    assert_eq!(scripts().len(), listed);
+    assert!(listed >= 13, "{listed} scripts");
 }
