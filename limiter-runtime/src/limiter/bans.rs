@@ -16,9 +16,10 @@ impl Limiter {
     /// call, as blocked ([`Verdict::Blocked`](crate::Verdict::Blocked), `retry_after` the ban's remaining
     /// time), until the ban ends or is [lifted](Limiter::unban). Any rule: one with a [`Penalty`] reads its
     /// keys' blocks on every call (and the ban keeps the offences the penalty counts); one without starts
-    /// reading them, on every node, while a ban is in force under its policy (the ban is noted with the
-    /// overrides, so a node that starts later knows of it too), and pays nothing for them otherwise. A ban
-    /// replaces a shorter block the key had: every node forgets what it was told of the key.
+    /// reading them, on every node, while a ban is in force under its policy, and pays nothing for them
+    /// otherwise. The ban is noted with the overrides before the block is written: another node reads the
+    /// policy's blocks from the announcement on (milliseconds; a node started later, from the overrides it
+    /// loads). A ban replaces a shorter block the key had: every node forgets what it was told of the key.
     ///
     /// The attribute's rules have no `Rule` to hand: [`policy`](Limiter::policy) finds one by name.
     ///
