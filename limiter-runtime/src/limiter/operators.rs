@@ -154,8 +154,12 @@ impl Limiter {
         let call = self.named(&rule, &key);
         let limit = &call.limits()[0];
         let (peek, at, deny_cached) = self.pipeline.backend.inspect(limit).await?;
-        // Any rule's key can be banned: its block is read whatever the rule.
-        let block = self.pipeline.backend.block(limit).await?;
+        // A key's block, where its calls read one: under a penalty, or while a ban is in force under its
+        // policy (else an inspection stays one read).
+        let block = match limit.penalty {
+            Some(_) => self.pipeline.backend.block(limit).await?,
+            None => None,
+        };
         let blocked_for = block.and_then(|block| block.remaining(at)).unwrap_or(0);
         Ok(Inspection {
             policy: rule.policy_name().to_string(),
