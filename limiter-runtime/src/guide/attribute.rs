@@ -50,7 +50,7 @@
 //!
 //! Every misuse is a compile error that points at the offending token: an argument that is unknown,
 //! repeated, or of the wrong kind, a function that is not `async` or returns no `Result`, arguments that do
-//! not fit together (`burst` without `algorithm = token_bucket`, say). The UI tests in `tests/ui/fail/` hold
+//! not fit together (`burst` without `algorithm = token_bucket`, say). The UI tests in `tests/attribute-ui/ui/fail/` hold
 //! one snapshot of each error.
 //!
 //! ## Arguments
