@@ -298,26 +298,20 @@ local function blocks_of(k, shapes)
   return blocks, count
 end
 
--- The call of several limits being decided, while it is: where its limits' keys start in KEYS, their
--- shapes, where its nonce is in ARGV, and the reply its answers go to, from past `doing_start` (see undo).
-local doing_k, doing_shapes, doing_c, doing_reply, doing_start
-
--- Gives back what the call of several limits being decided charged before it met a fault (a key holding
--- another type, a calendar a period behind): Redis keeps what a script wrote before its error, and the
--- call, answered with the fault, is decided by its on_error and must be charged to none. Each limit decided
--- has its answers in the reply (the buckets' receipt among them); the one that met the fault has none, and
--- charged nothing. (Made only where a call of several limits can be: give_back exists.)
-local undo
+-- Gives back what one call of several limits charged: its limits' keys are KEYS[k + 1 ..], their shapes
+-- `shapes`, its nonce ARGV[c], and its answers in `reply` past `r`, limit by limit (the buckets' receipt
+-- among them). A limit that answered nothing (the one that met a fault, and those after it) charged nothing.
+-- With `report`, each limit's remaining counts what was given back. (Made only where a call of several
+-- limits can be: give_back exists.)
+local give_back_call
 if give_back then
-  undo = function()
-    local shapes, reply, r = doing_shapes, doing_reply, doing_start
-    if not shapes then return end
-    doing_shapes = nil
+  give_back_call = function(k, shapes, c, reply, r, report)
     for i = 1, #shapes do
       if reply[r + 1] == nil then return end
       local shape = shapes[i]
       local algorithm = math.abs(shape[1])
-      local window, max, cost = shape[2], shape[3], tonumber(ARGV[doing_c + i])
+      local window, max, cost = shape[2], shape[3], tonumber(ARGV[c + i])
+      -- Past this limit's allowed, remaining, retry_after, reset_after (and delay): its receipt.
       local receipt = r + 4
       if algorithm == 5 then receipt = receipt + 1 end
       if reply[r + 1] == 1 then
@@ -329,15 +323,35 @@ if give_back then
           if now >= tonumber(e0) then mark = e1 end
           if now >= tonumber(e1) then mark = e2 end
         elseif algorithm == 1 or algorithm == 6 then
-          mark = ARGV[doing_c]
+          mark = ARGV[c]
         elseif algorithm >= 4 then
           mark = reply[receipt + 1]
         end
-        give_back(KEYS[doing_k + i], algorithm, window, max, cost, cost, now, mark)
+        give_back(KEYS[k + i], algorithm, window, max, cost, cost, now, mark)
+        if report and algorithm == 6 then
+          reply[r + 2] = reply[r + 2] + 1
+        elseif report then
+          reply[r + 2] = reply[r + 2] + cost
+        end
       end
       r = receipt
       if algorithm == 4 or algorithm == 5 then r = r + 1 end
     end
+  end
+end
+
+-- The call of several limits being decided, while it is (as give_back_call takes it): a fault it meets past
+-- a limit that charged it gives that charge back (undo), for Redis keeps what a script wrote before its
+-- error, and the call, answered with the fault, is decided by its on_error and must be charged to none.
+local doing_k, doing_shapes, doing_c, doing_reply, doing_start
+
+local undo
+if give_back then
+  undo = function()
+    if not doing_shapes then return end
+    local shapes = doing_shapes
+    doing_shapes = nil
+    give_back_call(doing_k, shapes, doing_c, doing_reply, doing_start, false)
   end
 end
 
@@ -347,8 +361,6 @@ end
 local function decide(k, shapes, c, calls, reply, n)
   local limits = #shapes
   local blocks = penalized and blocks_of(k, shapes)
-  -- The period each calendar limit charged (its end), by limit: a call refused by another limit gives it back.
-  local periods
   for call = 1, calls do
     local nonce = ARGV[c]
     local start = n
@@ -468,8 +480,6 @@ local function decide(k, shapes, c, calls, reply, n)
           if now >= tonumber(e2) then
             error({err = 'ERR calendar: the periods sent all ended before now: the client clock is a period behind'})
           end
-          periods = periods or {}
-          periods[i] = index
           reset_after = tonumber(index) - now
         end
         local state = redis.call('HMGET', key, 'w', 'n')
@@ -636,34 +646,8 @@ local function decide(k, shapes, c, calls, reply, n)
 
     if not admitted then
       -- Given back at once: the call is charged to none, and each limit reports what it has left. (Only a
-      -- call of several limits gets here having charged one: so `give_back` exists.)
-      local r = start
-      for i = 1, limits do
-        local shape = shapes[i]
-        local algorithm = math.abs(shape[1])
-        local window, max, cost = shape[2], shape[3], tonumber(ARGV[c + i])
-        -- Past this limit's allowed, remaining, retry_after, reset_after (and delay): its receipt.
-        local receipt = r + 4
-        if algorithm == 5 then receipt = receipt + 1 end
-        if reply[r + 1] == 1 then
-          local mark = floor(now / window)
-          if algorithm == 7 then
-            mark = periods[i]
-          elseif algorithm == 1 or algorithm == 6 then
-            mark = nonce
-          elseif algorithm >= 4 then
-            mark = reply[receipt + 1]
-          end
-          give_back(KEYS[k + i], algorithm, window, max, cost, cost, now, mark)
-          if algorithm == 6 then
-            reply[r + 2] = reply[r + 2] + 1
-          else
-            reply[r + 2] = reply[r + 2] + cost
-          end
-        end
-        r = receipt
-        if algorithm == 4 or algorithm == 5 then r = r + 1 end
-      end
+      -- call of several limits gets here having charged one: so `give_back_call` exists.)
+      give_back_call(k, shapes, c, reply, start, true)
     end
     c = c + 1 + limits
   end
