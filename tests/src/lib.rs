@@ -9,6 +9,21 @@ pub use test_support::{
     cluster, sentinel, Monitor, RedisCluster, RedisSentinel, RedisServer, PATIENT,
 };
 
+/// A limiter on `server` whose every command `monitor` shows next is a decision's: no deny cache, no
+/// heartbeat for an hour, and its start-up traffic (the first heartbeat, the overrides' first load) seen
+/// over, not slept on. It has decided one call of `rule` on key `warm`.
+pub async fn quiet_limiter(server: &RedisServer, monitor: &Monitor, rule: &Rule) -> Limiter {
+    let limiter = server
+        .builder()
+        .deny_cache(false)
+        .heartbeat_every(Duration::from_secs(3_600))
+        .build()
+        .unwrap();
+    limiter.check(rule, "warm").await;
+    monitor.wait_for(&["limiter:instances:", "HGETALL"]);
+    limiter
+}
+
 /// Every algorithm, for tests that hold for each of them.
 pub const ALGORITHMS: [Algorithm; 5] = Algorithm::ALL;
 

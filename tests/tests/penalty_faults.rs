@@ -178,16 +178,8 @@ async fn a_flood_of_blocked_keys_is_bounded_in_memory() {
 async fn a_penalty_costs_no_round_trip() {
     let server = RedisServer::start();
     let monitor = Monitor::start(server.port());
-    let limiter = server
-        .builder()
-        .deny_cache(false)
-        .heartbeat_every(Duration::from_secs(3_600))
-        .build()
-        .unwrap();
     let rule = login();
-    limiter.check(&rule, "warm").await;
-    // The first heartbeat and the overrides' first load, sent at start, are over: seen, not slept on.
-    monitor.wait_for(&["limiter:instances:", "HGETALL"]);
+    let limiter = tests::quiet_limiter(&server, &monitor, &rule).await;
     for _ in 0..3 {
         limiter.check(&rule, "eve").await;
     }
