@@ -16,66 +16,45 @@
 //! `whoami`, `login`). A rejection is the `RateLimited` error itself: 429 with `Retry-After` and those fields (503 when
 //! Redis is down and a limit fails closed).
 //!
-//! The `/limit/*` and `/admin/api/*` routes are the operators': they require `Authorization: Bearer <token>`,
-//! the token set in `ADMIN_TOKEN` (at least 8 characters), without which the service refuses to start.
+//! The `/limit/*` and `/admin/api/*` routes are the operators': they stand behind the admin door
+//! (`limiter_runtime::admin::Door`), which wants `Authorization: Bearer <token>`: the token set in
+//! `ADMIN_TOKEN` (at least 16 characters), without which the service refuses to start, or for reading alone
+//! the one in `ADMIN_VIEWER_TOKEN`. An address that keeps sending wrong tokens is answered 429 for a while,
+//! and every change made through the door is on its record (`/admin/api/changes`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Path, Query, Request, State};
-use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::StatusCode;
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use limiter_runtime::tower::{Key, RateLimitLayer};
-use limiter_runtime::{rate_limit, Limiter, Override, RateLimited, Rule};
+use limiter_runtime::{admin, rate_limit, Limiter, Override, RateLimited, Rule};
 use serde_json::{json, Value};
 
-/// The token the operators' routes require: at least 8 characters.
-#[derive(Clone)]
-pub struct AdminToken(Arc<str>);
-
-impl AdminToken {
-    /// The token in `ADMIN_TOKEN`: the service refuses to start without one.
-    pub fn from_env() -> Result<AdminToken, limiter_runtime::Error> {
-        AdminToken::new(std::env::var("ADMIN_TOKEN").unwrap_or_default())
+/// The operators' door: `ADMIN_TOKEN` the operator's token (the service refuses to start without one), and
+/// `ADMIN_VIEWER_TOKEN`, if set, a viewer's (read only); each at least 16 characters (`openssl rand -hex
+/// 16`). Failed tokens are limited per client address (clients connect directly: the peer's address).
+pub fn door_from_env(limiter: &Limiter) -> Result<admin::Door, limiter_runtime::Error> {
+    let mut door = admin::builder(limiter.clone())
+        .operator_token(std::env::var("ADMIN_TOKEN").unwrap_or_default());
+    if let Ok(viewer) = std::env::var("ADMIN_VIEWER_TOKEN") {
+        door = door.viewer_token(viewer);
     }
-
-    /// `token`, if it is one: at least 8 characters (the operators' routes change limits for every instance).
-    pub fn new(token: impl Into<String>) -> Result<AdminToken, limiter_runtime::Error> {
-        let token = token.into();
-        match token.trim().len() >= 8 {
-            true => Ok(AdminToken(token.trim().into())),
-            false => Err(limiter_runtime::Error::InvalidAdminToken),
-        }
-    }
-
-    /// Whether `authorization` (the request's header) presents the token.
-    fn admits(&self, authorization: &str) -> bool {
-        let presented = authorization.strip_prefix("Bearer ").unwrap_or_default();
-        // Every byte compared, whatever the first difference: how long a refusal takes tells nothing.
-        presented.len() == self.0.len()
-            && presented
-                .bytes()
-                .zip(self.0.bytes())
-                .fold(0, |diff, (a, b)| diff | (a ^ b))
-                == 0
-    }
+    door.build()
 }
 
 /// The service's routes, deciding with `limiter` (each instance of the service may have its own); the
-/// operators' routes (`/limit/*`, and the admin router at `/admin`) require `admin`.
-pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
-    let page = limiter_runtime::admin::router(limiter.clone(), &*admin.0)
-        .expect("an AdminToken is a valid admin token");
-    let operators = Router::new()
-        .route("/limit/update", post(update_limit))
-        .route("/limit/enabled", post(set_enabled))
-        .route_layer(middleware::from_fn_with_state(admin, require_admin));
+/// operators' routes (`/limit/*`, and the admin router at `/admin`) stand behind `door`.
+pub fn app(limiter: Limiter, door: admin::Door) -> Router {
+    let operators = door.guard(
+        Router::new()
+            .route("/limit/update", post(update_limit))
+            .route("/limit/enabled", post(set_enabled)),
+    );
     // Clients connect directly: the peer's address is the client's. Behind a proxy that appends to
     // X-Forwarded-For, `Key::x_forwarded_for(1)` would be.
     let per_client = Rule::new()
@@ -94,25 +73,7 @@ pub fn app(limiter: Limiter, admin: AdminToken) -> Router {
         .merge(operators)
         .with_state(limiter)
         // Not `nest`: it would serve the page at `/admin` alone, and `/admin/` would be a 404.
-        .nest_service("/admin", page)
-}
-
-/// Lets a request through to an operators' route only with the admin token: 401 without it or with another.
-async fn require_admin(State(admin): State<AdminToken>, request: Request, next: Next) -> Response {
-    let authorization = request
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    if !admin.admits(authorization) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(WWW_AUTHENTICATE, "Bearer")],
-            "the operators' routes require `Authorization: Bearer <ADMIN_TOKEN>`",
-        )
-            .into_response();
-    }
-    next.run(request).await
+        .nest_service("/admin", door.router())
 }
 
 #[rate_limit(prefix = "rate_limit:api:", name = "api", max = 10, window = 1)]

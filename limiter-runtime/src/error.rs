@@ -278,10 +278,16 @@ pub enum Error {
     /// [`Limiter::top_limited`](crate::Limiter::top_limited)) within the deadline, or failed it.
     #[error("Redis could not answer the read: {0}")]
     Read(String),
-    /// The admin router's token is shorter than 8 characters (or empty): its API changes limits for the whole
-    /// service.
-    #[error("the admin token must be at least 8 characters: the admin API changes limits for the whole service")]
-    InvalidAdminToken,
+    /// An admin token the admin door refuses (`admin::Builder::build`, feature `admin`): none
+    /// given for the operator, one shorter than 16 characters, or a viewer's that is the operator's. Its API
+    /// changes limits for the whole service.
+    #[error("the admin {role} token is refused: {reason}")]
+    InvalidAdminToken {
+        /// Whose token: `operator` or `viewer`.
+        role: &'static str,
+        /// Why, as a sentence.
+        reason: String,
+    },
     /// An override no runtime takes ([`Limiter::set_override`](crate::Limiter::set_override)): a `max` of zero,
     /// which would refuse every call (as `max = 0` on the attribute is a compile error), or a window shorter
     /// than a microsecond. Nothing was changed.

@@ -293,10 +293,44 @@ pub mod http {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Response {
-        let body = body.unwrap_or_default();
-        let mut stream = TcpStream::connect(address)
+        let stream = TcpStream::connect(address)
             .await
             .expect("the service accepts connections");
+        exchange(stream, address, method, path, headers, body).await
+    }
+
+    /// [`request_with_body`] from the loopback address `from` (any of 127.0.0.0/8): a client of its own, as
+    /// the server sees it.
+    pub async fn request_from(
+        from: std::net::Ipv4Addr,
+        address: SocketAddr,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
+        assert!(from.is_loopback(), "tests use loopback addresses alone");
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind(SocketAddr::from((from, 0)))
+            .expect("a loopback address to send from");
+        let stream = socket
+            .connect(address)
+            .await
+            .expect("the service accepts connections");
+        exchange(stream, address, method, path, headers, body).await
+    }
+
+    /// Sends one request on `stream` and reads the whole response.
+    async fn exchange(
+        mut stream: TcpStream,
+        address: SocketAddr,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Response {
+        let body = body.unwrap_or_default();
         let extra: String = headers
             .iter()
             .map(|(name, value)| format!("{name}: {value}\r\n"))

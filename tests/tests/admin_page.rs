@@ -14,13 +14,13 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use examples::service::AdminToken;
 use fantoccini::{Client, ClientBuilder, Locator};
-use limiter_runtime::{Limiter, Override};
+use limiter_runtime::{admin, Limiter, Override};
 use tests::http::{request, request_with_body};
 use tests::RedisServer;
 
-const TOKEN: &str = "page-test-token";
+const TOKEN: &str = "a-page-test-token";
+const VIEWER: &str = "a-viewers-page-token";
 
 /// A chromedriver on a free loopback port, stopped when dropped.
 struct Driver(Child, u16);
@@ -147,7 +147,11 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
         .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let service = listener.local_addr().unwrap();
-    let app = examples::service::app(limiter.clone(), AdminToken::new(TOKEN).unwrap())
+    let door = admin::builder(limiter.clone())
+        .operator_token(TOKEN)
+        .build()
+        .unwrap();
+    let app = examples::service::app(limiter.clone(), door)
         .into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     // All the traffic comes from one address: its per-client limit raised, the routes' own limits refuse.
@@ -316,6 +320,20 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
     })
     .await;
     assert_eq!(login("mallory").await.status, 200);
+    // Each change is on the record the page lists, newest first, made by the operator.
+    let record = until("the changes listed", || async {
+        text(&client, "#changes")
+            .await
+            .filter(|t| t.contains("lifted"))
+    })
+    .await;
+    let (lifted, banned, set) = (
+        record.find("lifted the block").unwrap(),
+        record.find("banned key \"mallory\"").unwrap(),
+        record.find("set the override of key \"42\"").unwrap(),
+    );
+    assert!(lifted < banned && banned < set, "{record}");
+    assert!(record.contains("operator"), "{record}");
 
     if let Some(path) = std::env::var_os("LIMITER_ADMIN_SCREENSHOT") {
         client
@@ -328,5 +346,130 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
         std::fs::write(path, client.screenshot().await.unwrap()).unwrap();
     }
     load.abort();
+    client.close().await.unwrap();
+}
+
+/// What a viewer's token shows: every list, the ban and the override among them, the record of changes, and
+/// not one control that changes anything; what the page's token asks to change is refused (403).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_sees_everything_and_no_button_that_changes_anything() {
+    let server = RedisServer::start();
+    let limiter: Limiter = server
+        .builder()
+        .heartbeat_every(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let service = listener.local_addr().unwrap();
+    let door = admin::builder(limiter.clone())
+        .operator_token(TOKEN)
+        .viewer_token(VIEWER)
+        .build()
+        .unwrap();
+    let app = examples::service::app(limiter.clone(), door)
+        .into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    // An override and a ban, made by the operator: rows that would have Remove and Lift buttons.
+    let login = request_with_body(service, "POST", "/login/mallory", &[], Some("hunter2"));
+    assert_eq!(login.await.status, 200);
+    assert_eq!(request(service, "GET", "/employees/42").await.status, 200);
+    let operator = format!("Bearer {TOKEN}");
+    let headers = [
+        ("authorization", operator.as_str()),
+        ("content-type", "application/json"),
+    ];
+    for (path, body) in [
+        (
+            "/admin/api/overrides",
+            r#"{"prefix": "rate_limit:emp:", "key": "42", "max": 1}"#,
+        ),
+        (
+            "/admin/api/bans",
+            r#"{"policy": "login", "key": "mallory", "duration_ms": 600000}"#,
+        ),
+    ] {
+        let made = request_with_body(service, "PUT", path, &headers, Some(body)).await;
+        assert_eq!(made.status, 204, "{path}: {made:?}");
+    }
+
+    let driver = Driver::start();
+    let client = browser(&driver).await;
+    client
+        .goto(&format!("http://{service}/admin"))
+        .await
+        .unwrap();
+    let token = client.find(Locator::Id("token")).await.unwrap();
+    token.send_keys(VIEWER).await.unwrap();
+    click(&client, "login").await;
+
+    until("the viewer's role", || async {
+        text(&client, "#role").await.filter(|t| t == "viewer")
+    })
+    .await;
+    until("the ban listed", || async {
+        text(&client, "#bans")
+            .await
+            .filter(|t| t.contains("mallory"))
+    })
+    .await;
+    until("the override listed", || async {
+        text(&client, "#overrides")
+            .await
+            .filter(|t| t.contains("42"))
+    })
+    .await;
+    until("the changes listed", || async {
+        text(&client, "#changes")
+            .await
+            .filter(|t| t.contains("banned key \"mallory\"") && t.contains("operator"))
+    })
+    .await;
+    until("the switch's state", || async {
+        text(&client, "#switch-state").await.filter(|t| t == "on")
+    })
+    .await;
+    // Every button on show: signing out and inspecting, nothing else.
+    let mut shown = Vec::new();
+    for button in client.find_all(Locator::Css("button")).await.unwrap() {
+        if button.is_displayed().await.unwrap() {
+            shown.push(button.text().await.unwrap());
+        }
+    }
+    shown.sort();
+    assert_eq!(shown, ["Inspect", "Sign out"]);
+    for hidden in ["#override-form", "#ban-form", "#switch"] {
+        let element = client.find(Locator::Css(hidden)).await.unwrap();
+        assert!(!element.is_displayed().await.unwrap(), "{hidden}");
+    }
+    for control in [".ban-lift", ".ov-remove"] {
+        assert!(
+            client
+                .find_all(Locator::Css(control))
+                .await
+                .unwrap()
+                .is_empty(),
+            "{control}"
+        );
+    }
+    // What the page's token asks to change, the API refuses, saying why.
+    let refused = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             fetch('/admin/api/switch', {
+               method: 'PUT',
+               headers: { Authorization: 'Bearer ' + sessionStorage.getItem('limiter-admin-token'),
+                          'Content-Type': 'application/json' },
+               body: JSON.stringify({ enabled: false }),
+             }).then(async (r) => done([r.status, (await r.json()).error]));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused[0], 403, "{refused}");
+    assert!(
+        refused[1].as_str().unwrap().contains("operator's token"),
+        "{refused}"
+    );
+    assert!(limiter.is_enabled());
     client.close().await.unwrap();
 }

@@ -386,6 +386,7 @@ async fn a_skipped_limit_is_named_skipped() {
 /// Serves the admin router of `limiter` on a free loopback port, at `/admin`.
 async fn serve_admin(limiter: Limiter, token: &str) -> SocketAddr {
     let app = axum::Router::new().nest("/admin", admin::router(limiter, token).unwrap());
+    let app = app.into_make_service_with_connect_info::<SocketAddr>();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

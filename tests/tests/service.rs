@@ -9,9 +9,8 @@ mod fields;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use examples::service::AdminToken;
 use fields::{member, policies, quota, retry_after};
-use limiter_runtime::{Limiter, OnError};
+use limiter_runtime::{admin, Limiter, OnError};
 use redis::Commands;
 use tests::http::{request, request_with, Response};
 use tests::RedisServer;
@@ -21,15 +20,14 @@ const TOKEN: &str = "test-admin-token";
 
 /// Serves the example service with `limiter` on a free loopback port.
 async fn serve(limiter: Limiter) -> SocketAddr {
-    serve_with(limiter, AdminToken::new(TOKEN).unwrap()).await
-}
-
-/// [`serve`], with `admin` as the operators' token.
-async fn serve_with(limiter: Limiter, admin: AdminToken) -> SocketAddr {
+    let door = admin::builder(limiter.clone())
+        .operator_token(TOKEN)
+        .build()
+        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let app =
-        examples::service::app(limiter, admin).into_make_service_with_connect_info::<SocketAddr>();
+        examples::service::app(limiter, door).into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     address
 }
@@ -209,9 +207,12 @@ async fn the_operators_routes_require_the_token_and_the_service_one_to_start() {
     assert_eq!(admin(service, path).await.status, 200);
 
     // No token, or one too short to be one: the service has none to start with.
-    for token in ["", "   ", "short"] {
-        let refused = AdminToken::new(token).err().expect("no token");
-        assert!(refused.to_string().contains("at least 8"), "{refused}");
+    for token in ["", "   ", "short", "fifteen-letters"] {
+        let door = admin::builder(server.limiter())
+            .operator_token(token)
+            .build();
+        let refused = door.expect_err("no token");
+        assert!(refused.to_string().contains("at least 16"), "{refused}");
     }
 }
 

@@ -62,6 +62,9 @@ pub struct Rule {
     /// The limit of calls in flight an attribute's `in_flight` adds beside its rate: counted under the rate's
     /// prefix (as resolved) followed by `in_flight:`.
     pub(crate) beside_rate: bool,
+    /// Decided while limiting is switched off too: the admin door's own limit on failed tokens, which an
+    /// operator's switch must not open.
+    pub(crate) ignores_switch: bool,
 }
 
 /// How long a [`LeakyBucket`](Algorithm::LeakyBucket) call may wait for its slot.
@@ -304,6 +307,7 @@ impl Rule {
                 anchor: None,
             },
             beside_rate: false,
+            ignores_switch: false,
         }
     }
 

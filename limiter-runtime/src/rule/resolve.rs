@@ -115,6 +115,7 @@ impl Rule {
             penalty: self.penalty.or(fallback.penalty),
             calendar: self.calendar.or(&fallback.calendar),
             beside_rate: self.beside_rate,
+            ignores_switch: self.ignores_switch,
         }
     }
 
@@ -139,6 +140,7 @@ impl Rule {
             penalty: self.penalty,
             calendar: self.calendar,
             beside_rate: self.beside_rate,
+            ignores_switch: self.ignores_switch,
         }
     }
 

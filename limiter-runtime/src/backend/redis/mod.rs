@@ -32,6 +32,8 @@ mod lease;
 mod lua_script;
 mod overrides;
 mod permits;
+#[cfg(feature = "admin")]
+mod record;
 mod round_trip;
 mod script;
 mod server;

@@ -7,10 +7,11 @@ use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
-use super::Admin;
+use super::record::changed;
+use super::{Caller, Door};
 use crate::{Error, Override};
 
 /// The live page.
@@ -47,8 +48,8 @@ pub(super) async fn page() -> Response {
 }
 
 /// `GET /api/policies`.
-pub(super) async fn policies(State(admin): State<Admin>) -> Response {
-    let overview = admin.limiter.overview().await;
+pub(super) async fn policies(State(door): State<Door>) -> Response {
+    let overview = door.limiter.overview().await;
     let policies: Vec<Value> = overview
         .policies
         .iter()
@@ -74,7 +75,7 @@ pub(super) async fn policies(State(admin): State<Admin>) -> Response {
 
 /// `GET /api/top?n=10`.
 pub(super) async fn top(
-    State(admin): State<Admin>,
+    State(door): State<Door>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let n = match query.get("n").map(|n| n.parse::<usize>()) {
@@ -83,7 +84,7 @@ pub(super) async fn top(
         Some(_) => return error(StatusCode::BAD_REQUEST, "n is a number from 1 to 100"),
     };
     let policy = query.get("policy").map_or("", String::as_str);
-    match admin.limiter.top_limited(policy, n).await {
+    match door.limiter.top_limited(policy, n).await {
         Ok(top) => fresh(Value::Array(
             top.iter()
                 .map(|t| json!({ "policy": t.policy, "key": t.key, "refused": t.refused }))
@@ -95,8 +96,8 @@ pub(super) async fn top(
 
 /// The rule of `policy` (by name or by prefix): as this node decided it, else as another node reports it
 /// (with the terms it counts it under); else the answer saying why not.
-pub(super) async fn rule_of(admin: &Admin, policy: &str) -> Result<crate::Rule, Response> {
-    admin.limiter.policy(policy).await.map_err(|e| match e {
+pub(super) async fn rule_of(door: &Door, policy: &str) -> Result<crate::Rule, Response> {
+    door.limiter.policy(policy).await.map_err(|e| match e {
         crate::Error::UnknownPolicy { .. } => error(StatusCode::NOT_FOUND, e),
         e => error(StatusCode::SERVICE_UNAVAILABLE, e),
     })
@@ -104,17 +105,17 @@ pub(super) async fn rule_of(admin: &Admin, policy: &str) -> Result<crate::Rule, 
 
 /// `GET /api/inspect?policy=P&key=K`.
 pub(super) async fn inspect(
-    State(admin): State<Admin>,
+    State(door): State<Door>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let (Some(policy), Some(key)) = (query.get("policy"), query.get("key")) else {
         return error(StatusCode::BAD_REQUEST, "policy and key are required");
     };
-    let rule = match rule_of(&admin, policy).await {
+    let rule = match rule_of(&door, policy).await {
         Ok(rule) => rule,
         Err(answer) => return answer,
     };
-    match admin.limiter.inspect(&rule, key).await {
+    match door.limiter.inspect(&rule, key).await {
         Ok(state) => fresh(json!({
             "policy": state.policy,
             "key": state.key,
@@ -135,8 +136,8 @@ pub(super) async fn inspect(
 }
 
 /// `GET /api/nodes`.
-pub(super) async fn nodes(State(admin): State<Admin>) -> Response {
-    let overview = admin.limiter.overview().await;
+pub(super) async fn nodes(State(door): State<Door>) -> Response {
+    let overview = door.limiter.overview().await;
     let nodes: Vec<Value> = overview
         .nodes
         .iter()
@@ -161,8 +162,8 @@ pub(super) async fn nodes(State(admin): State<Admin>) -> Response {
 }
 
 /// `GET /api/overrides`.
-pub(super) async fn overrides(State(admin): State<Admin>) -> Response {
-    let list: Vec<Value> = admin
+pub(super) async fn overrides(State(door): State<Door>) -> Response {
+    let list: Vec<Value> = door
         .limiter
         .overrides()
         .iter()
@@ -234,8 +235,8 @@ fn change(body: &Value) -> Result<Override, String> {
 /// Why an override of `prefix` is refused when no node has decided a limit under it (an operator's typo would
 /// set an override that no limit reads), as a ban or an inspection is for a policy no node has used; `None`
 /// when one has.
-async fn unused(admin: &Admin, prefix: &str) -> Option<Response> {
-    let overview = admin.limiter.overview().await;
+async fn unused(door: &Door, prefix: &str) -> Option<Response> {
+    let overview = door.limiter.overview().await;
     if overview.policies.iter().any(|p| p.prefix == prefix) {
         return None;
     }
@@ -262,41 +263,64 @@ async fn unused(admin: &Admin, prefix: &str) -> Option<Response> {
     })
 }
 
+/// An override as the record tells it: `the override of key "42" of prefix "rate_limit:emp:": max 1`.
+fn described(o: &Override) -> String {
+    let target = match o.target_key() {
+        Some(key) => format!("key {key:?} of prefix {:?}", o.target_prefix()),
+        None => format!("every key of prefix {:?}", o.target_prefix()),
+    };
+    let mut terms = Vec::new();
+    if let Some(max) = o.max_value() {
+        terms.push(format!("max {max}"));
+    }
+    if let Some(window) = o.window_value() {
+        terms.push(format!("window {window:?}"));
+    }
+    match terms.is_empty() {
+        true => format!("the override of {target}"),
+        false => format!("the override of {target}: {}", terms.join(", ")),
+    }
+}
+
 /// `PUT /api/overrides`: 404 for a prefix no node has used.
-pub(super) async fn set_override(State(admin): State<Admin>, body: Bytes) -> Response {
+pub(super) async fn set_override(State(door): State<Door>, body: Bytes) -> Response {
     let change = match json(&body).and_then(|body| change(&body)) {
         Ok(change) => change,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    if let Some(refused) = unused(&admin, change.target_prefix()).await {
+    if let Some(refused) = unused(&door, change.target_prefix()).await {
         return refused;
     }
-    match admin.limiter.set_override(change).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+    let what = format!("set {}", described(&change));
+    match door.limiter.set_override(change).await {
+        Ok(()) => changed(StatusCode::NO_CONTENT.into_response(), what),
         Err(e @ Error::InvalidOverride { .. }) => error(StatusCode::BAD_REQUEST, e),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
 
 /// `DELETE /api/overrides`.
-pub(super) async fn clear_override(State(admin): State<Admin>, body: Bytes) -> Response {
+pub(super) async fn clear_override(State(door): State<Door>, body: Bytes) -> Response {
     let target = match json(&body).and_then(|body| target(&body)) {
         Ok(target) => target,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    match admin.limiter.clear_override(&target).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+    match door.limiter.clear_override(&target).await {
+        Ok(()) => changed(
+            StatusCode::NO_CONTENT.into_response(),
+            format!("cleared {}", described(&target)),
+        ),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
 
 /// `GET /api/switch`.
-pub(super) async fn switch(State(admin): State<Admin>) -> Response {
-    fresh(json!({ "enabled": admin.limiter.is_enabled() }))
+pub(super) async fn switch(State(door): State<Door>) -> Response {
+    fresh(json!({ "enabled": door.limiter.is_enabled() }))
 }
 
 /// `PUT /api/switch`.
-pub(super) async fn set_switch(State(admin): State<Admin>, body: Bytes) -> Response {
+pub(super) async fn set_switch(State(door): State<Door>, body: Bytes) -> Response {
     let enabled = json(&body).and_then(|body| {
         let enabled = body.get("enabled").and_then(Value::as_bool);
         enabled.ok_or_else(|| "enabled is true or false".to_owned())
@@ -305,8 +329,27 @@ pub(super) async fn set_switch(State(admin): State<Admin>, body: Bytes) -> Respo
         Ok(enabled) => enabled,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    match admin.limiter.set_enabled(enabled).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+    match door.limiter.set_enabled(enabled).await {
+        Ok(()) => changed(
+            StatusCode::NO_CONTENT.into_response(),
+            format!(
+                "turned limiting {} for every node",
+                if enabled { "on" } else { "off" }
+            ),
+        ),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
+}
+
+/// `GET /api/changes`.
+pub(super) async fn changes(State(door): State<Door>) -> Response {
+    match door.record().list(&door.limiter).await {
+        Ok(changes) => fresh(Value::Array(changes)),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+/// `GET /api/role`.
+pub(super) async fn role(Extension(caller): Extension<Caller>) -> Response {
+    fresh(json!({ "role": caller.role.as_str(), "client": caller.client }))
 }

@@ -13,18 +13,19 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::api::{error, fresh, json, ms, rule_of};
-use super::Admin;
+use super::record::changed;
+use super::Door;
 
 /// The longest ban the API sets: a year.
 const LONGEST: u64 = 365 * 24 * 3600 * 1000;
 
 /// `GET /api/bans?policy=P`: every policy's without `policy`.
 pub(super) async fn bans(
-    State(admin): State<Admin>,
+    State(door): State<Door>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let policy = query.get("policy").map_or("", String::as_str);
-    match admin.limiter.bans(policy).await {
+    match door.limiter.bans(policy).await {
         Ok(bans) => fresh(Value::Array(
             bans.iter()
                 .map(|b| {
@@ -53,7 +54,7 @@ fn named(body: &Value) -> Result<(String, String), String> {
 }
 
 /// `PUT /api/bans` `{"policy", "key", "duration_ms"}`: bans the key on every node.
-pub(super) async fn ban(State(admin): State<Admin>, body: Bytes) -> Response {
+pub(super) async fn ban(State(door): State<Door>, body: Bytes) -> Response {
     let asked = json(&body).and_then(|body| {
         let (policy, key) = named(&body)?;
         // Required: no null, unlike an override's numbers.
@@ -66,32 +67,40 @@ pub(super) async fn ban(State(admin): State<Admin>, body: Bytes) -> Response {
         Ok(asked) => asked,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    let rule = match rule_of(&admin, &policy).await {
+    let rule = match rule_of(&door, &policy).await {
         Ok(rule) => rule,
         Err(answer) => return answer,
     };
-    match admin
-        .limiter
-        .ban(&rule, &key, Duration::from_millis(duration))
-        .await
-    {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+    let length = Duration::from_millis(duration);
+    match door.limiter.ban(&rule, &key, length).await {
+        Ok(()) => changed(
+            StatusCode::NO_CONTENT.into_response(),
+            format!("banned key {key:?} of policy {policy:?} for {length:?}"),
+        ),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }
 
 /// `DELETE /api/bans` `{"policy", "key"}`: lifts the key's block on every node; `{"lifted": bool}`.
-pub(super) async fn unban(State(admin): State<Admin>, body: Bytes) -> Response {
+pub(super) async fn unban(State(door): State<Door>, body: Bytes) -> Response {
     let (policy, key) = match json(&body).and_then(|body| named(&body)) {
         Ok(named) => named,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    let rule = match rule_of(&admin, &policy).await {
+    let rule = match rule_of(&door, &policy).await {
         Ok(rule) => rule,
         Err(answer) => return answer,
     };
-    match admin.limiter.unban(&rule, &key).await {
-        Ok(lifted) => fresh(json!({ "lifted": lifted })),
+    match door.limiter.unban(&rule, &key).await {
+        Ok(lifted) => changed(
+            fresh(json!({ "lifted": lifted })),
+            match lifted {
+                true => format!("lifted the block of key {key:?} of policy {policy:?}"),
+                false => {
+                    format!("lifted no block of key {key:?} of policy {policy:?}: it had none")
+                }
+            },
+        ),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
 }

@@ -184,7 +184,7 @@ impl Key {
     }
 
     /// The key of `request`, if this finds one.
-    pub(super) fn extract<'a>(&self, request: &'a Parts) -> Option<Cow<'a, str>> {
+    pub(crate) fn extract<'a>(&self, request: &'a Parts) -> Option<Cow<'a, str>> {
         match &self.source {
             Source::Peer => self.address(peer(&request.extensions)?),
             Source::Behind { chain, trusted } => {
@@ -197,7 +197,7 @@ impl Key {
     }
 
     /// The peer's address of `request` as a key, for a request this key finds nothing in.
-    pub(super) fn peer_of<'a>(&self, request: &'a Parts) -> Option<Cow<'a, str>> {
+    pub(crate) fn peer_of<'a>(&self, request: &'a Parts) -> Option<Cow<'a, str>> {
         self.address(peer(&request.extensions)?)
     }
 
