@@ -246,15 +246,18 @@
 //!
 //! `examples/src/service.rs` is the sources' employee service over axum. Its public routes are limited per
 //! client IP by the layer (60 a minute), on top of each route's own limit; its operators' routes set
-//! overrides and the switches, and require `Authorization: Bearer <ADMIN_TOKEN>` (`401` without the token or
-//! with another, `403` when the service was started without `ADMIN_TOKEN`).
+//! overrides and the switches behind the admin door (`guide::operations`): `Authorization: Bearer
+//! <ADMIN_TOKEN>` (`401` without the token or with another, `429` for a while after 5 failures from one
+//! address; `ADMIN_VIEWER_TOKEN`, if set, reads but gets `403` for a change). The service refuses to start
+//! without an `ADMIN_TOKEN` of at least 16 characters.
 //!
 //! ```sh
-//! ADMIN_TOKEN=change-me LIMITER_REDIS_URL=redis://127.0.0.1:6379/ cargo run -p examples --example service
+//! export ADMIN_TOKEN=$(openssl rand -hex 16)
+//! LIMITER_REDIS_URL=redis://127.0.0.1:6379/ cargo run -p examples --example service
 //! curl -i http://127.0.0.1:3000/api/test            # one bucket for everybody: 10 per second
 //! curl -i http://127.0.0.1:3000/employees/1001      # 5 per 10 s per employee; the 6th is a 429
 //! curl -i http://127.0.0.1:3000/whoami              # 100 per minute per client IP
-//! admin='Authorization: Bearer change-me'
+//! admin="Authorization: Bearer $ADMIN_TOKEN"
 //! curl -i -H "$admin" -X POST 'http://127.0.0.1:3000/limit/update?prefix=rate_limit:emp:&key=1001&threshold=1'
 //! curl -i -H "$admin" -X POST 'http://127.0.0.1:3000/limit/enabled?enabled=false'             # every instance off
 //! curl -i -H "$admin" -X POST 'http://127.0.0.1:3000/limit/enabled?enabled=false&scope=here'  # this one off

@@ -142,17 +142,39 @@
 //! refused call in memory about a quarter more instructions; on Redis about 1.5%).
 //!
 //! **The admin router and its page** (feature `admin`). `limiter_runtime::admin::router` serves
-//! those views as JSON, a key's state, the overrides (list, set, clear) and the switch, behind a bearer token
-//! compared in constant time, and a live page at its root. It inspects a key under a policy by its name or
-//! prefix, with the policy's terms (algorithm, `max`, window, burst, zone...) as the node that decided it
-//! counts it: each node's report carries them, so any node answers for a policy any node used. Its inputs are
-//! as strict as the attribute's: an override of `max` 0 is a 400 that says why, an override of a prefix no
-//! node has used (a typo) a 404 that names it, as a ban under a policy no node has used is, and a wrong
-//! token is told apart from a missing one. The page is one HTML page with its script inline, updated
-//! every second, with per-policy charts, the top limited keys, the nodes and a form for overrides. The page
-//! asks for the token once and keeps it in the tab's session storage, never in a URL. The example service
-//! mounts it at `/admin` (`ADMIN_TOKEN` required); `tests/tests/admin_page.rs` drives it in headless
-//! Chromium.
+//! those views as JSON, a key's state, the overrides (list, set, clear), the bans and the switch, and a live
+//! page at its root. It inspects a key under a policy by its name or prefix, with the policy's terms
+//! (algorithm, `max`, window, burst, zone...) as the node that decided it counts it: each node's report
+//! carries them, so any node answers for a policy any node used. Its inputs are as strict as the
+//! attribute's: an override of `max` 0 is a 400 that says why, an override of a prefix no node has used (a
+//! typo) a 404 that names it, as a ban under a policy no node has used is. The page is one HTML page with its
+//! script inline, updated every second, with per-policy charts, the top limited keys, the nodes, forms for
+//! overrides and bans, and the record of changes. It asks for the token once and keeps it in the tab's
+//! session storage, never in a URL. The example service mounts it at `/admin` (`ADMIN_TOKEN` required);
+//! `tests/tests/admin_page.rs` drives it in headless Chromium, as an operator and as a viewer.
+//!
+//! **The door.** Before every route stands an `admin::Door` (`admin::builder(limiter)` for more than one
+//! token; `Door::guard` puts routes of your own behind it, as the example service does with `/limit/*`):
+//!
+//! - *Tokens of two roles*, at least 16 characters (`openssl rand -hex 16`; a shorter one is an
+//!   `Error::InvalidAdminToken` at build, saying so), each compared in constant time: the operator's may do
+//!   everything; a viewer's reads the page and every `GET`, and a change answers it 403 with a sentence. The
+//!   page shows a viewer no control that changes anything.
+//! - *Failed tokens limited* through this same limiter: the policy `admin-failed-tokens`, keyed by client
+//!   address, 5 failures in any minute (a sliding log), then a penalty of 1 minute doubling up to an hour.
+//!   While an address is blocked, every request from it is answered 429 with `Retry-After`, the right token's
+//!   and the page's too, on every node (the block is in Redis); other addresses are served. Without Redis,
+//!   or while it fails (`on_error = local`), each node counts alone; the switch does not open the door. The
+//!   address is the peer's (serve with `into_make_service_with_connect_info::<SocketAddr>()`), or behind
+//!   proxies the one `Builder::client` finds with the tower layer's rules (`Key::x_forwarded_for(n)`); a
+//!   server that records no address counts every request under one key, `no-client-address`, and says so in
+//!   the log: never unlimited. At the default pace a guesser gets 30 tries in the first hour, then 5 an
+//!   hour: about 140 a day, against the 2^64 values of a 16-character hex token.
+//! - *Every change on the record*: each override set or cleared, switch, ban and unban made through the door
+//!   (and each 2xx change to a guarded route of yours, as its method and target) is a `tracing` event at
+//!   `info` with `role`, `client` and `change`, and an entry in a Redis list every node reads
+//!   (`limiter:changes`, the newest 100, trimmed as it is added to), listed on the page and under
+//!   `GET <prefix>/api/changes`. A limiter without Redis keeps its own.
 //!
 //! ## Observability
 //!
