@@ -323,7 +323,8 @@ fn the_redis_backends_lower_parts_never_name_the_backend() {
         naming,
         [
             // A decision's steps (now, the round trip, across a cluster's slots, late answers, giving
-            // back), the background tasks, the operators' overrides and bans, and the hub.
+            // back), the background tasks, the operators' overrides, bans and record of changes, and the
+            // hub.
             "across_slots.rs",
             "background.rs",
             "bans.rs",
@@ -332,6 +333,7 @@ fn the_redis_backends_lower_parts_never_name_the_backend() {
             "late.rs",
             "mod.rs",
             "overrides.rs",
+            "record.rs",
             "round_trip.rs",
         ]
     );
