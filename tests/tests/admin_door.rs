@@ -5,9 +5,12 @@
 //! reads and changes nothing (403); every change is on the record the other node lists, and in the log.
 //! Clients are told apart by the loopback address they connect from (127.0.0.2, 127.0.0.3, ...).
 
+mod fields;
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
+use fields::{member, policies, quota, retry_after};
 use futures::future::join_all;
 use limiter_runtime::tower::Key;
 use limiter_runtime::{admin, Algorithm, Limiter, Penalty, Rule};
@@ -179,6 +182,29 @@ async fn wrong_tokens_are_refused_past_the_allowance_on_every_node_and_the_block
         );
         assert_eq!(waits.iter().max(), Some(&block), "round {round}: {waits:?}");
         assert!(waits.iter().all(|w| (1..=block).contains(w)), "{waits:?}");
+
+        // The refusal's quota fields, read with a Structured Fields parser: the door's policy, none left,
+        // and `t` the block's remaining time, as `Retry-After` says.
+        let refused = request_from(GUESSER, nodes[1], "GET", "/admin/api/nodes", &[], None).await;
+        let (policy, state) = quota(&refused);
+        assert_eq!(policies(&policy), ["admin-failed-tokens"]);
+        let (door_policy, door_state) = (
+            member(&policy, "admin-failed-tokens"),
+            member(&state, "admin-failed-tokens"),
+        );
+        assert_eq!(
+            (
+                door_policy.get("q"),
+                door_policy.get("w"),
+                door_state.get("r")
+            ),
+            (3, 1, 0)
+        );
+        assert_eq!(door_state.get("t"), retry_after(&refused));
+        assert!(
+            (1..=block as i64).contains(&retry_after(&refused)),
+            "{refused:?}"
+        );
 
         // From that address, everything is refused on either node: the right token, none, the page.
         for at in nodes {

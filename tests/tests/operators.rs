@@ -451,8 +451,14 @@ async fn the_admin_api_answers_its_token_alone_in_json() {
     assert!(page.body.contains("id=\"override-form\""));
 
     let (_, policies) = api(at, "GET", "/admin/api/policies", None).await;
-    let employee = &policies.as_array().unwrap()[0];
-    assert_eq!(employee["policy"], "employee");
+    // Beside the door's own policy (its failed tokens, counted above).
+    let policies = policies.as_array().unwrap();
+    let door = policies
+        .iter()
+        .find(|p| p["policy"] == "admin-failed-tokens")
+        .unwrap();
+    assert_eq!(door["decided"].as_u64(), Some(4 + 2));
+    let employee = policies.iter().find(|p| p["policy"] == "employee").unwrap();
     assert_eq!(employee["prefix"], "rate_limit:emp:");
     assert_eq!(
         (employee["decided"].as_u64(), employee["refused"].as_u64()),
