@@ -17,7 +17,7 @@
 -- A client whose periods all ended (its clock a whole period behind) is refused with an error.
 --
 -- By hand (one call on a quota of 5 for the day 2026-11-26 UTC):
---   redis-cli --eval calendar.lua rate_limit:demo , 1764115200000000:1764201600000000:1764288000000000 5
+--   redis-cli --eval <(cat calendar.lua parts/count.lua) rate_limit:demo , 1764115200000000:1764201600000000:1764288000000000 5
 
 local e0, e1, e2, test_now, test_ttl = string.match(ARGV[1], '^(%d+):(%d+):(%d+) ?(%d*) ?(%d*)$')
 local now, min_ttl = tonumber(test_now), tonumber(test_ttl) or 0
@@ -36,25 +36,4 @@ if now >= tonumber(e2) then
 end
 
 local state = redis.call('HMGET', key, 'w', 'n')
-local open = state[1] == period
-local first = 0
-if open then first = tonumber(state[2]) end
-local count = first
--- No cost at all is one call of cost 1.
-for c = 3, #ARGV > 2 and #ARGV or 3 do
-  local cost = 1
-  if ARGV[c] then cost = tonumber(ARGV[c]) end
-  if count + cost <= max then count = count + cost end
-end
-if count > first then
-  if open then
-    redis.call('HINCRBY', key, 'n', count - first)
-  else
-    redis.call('HSET', key, 'w', period, 'n', count)
-    local ttl = math.ceil((tonumber(period) - now) / 1000)
-    if ttl < min_ttl then ttl = min_ttl end
-    redis.call('PEXPIRE', key, ttl)
-  end
-end
-if first == 0 then return now end
-return {now, first}
+local open, ends = state[1] == period, tonumber(period)

@@ -11,39 +11,10 @@
 --
 -- Returns now (us) when the current window held nothing before the first call; else {now us, its count}.
 --
--- By hand (one call on a window of 5 per 10 s): redis-cli --eval fixed_window.lua rate_limit:demo , 10000000 5
+-- By hand (one call on a window of 5 per 10 s): redis-cli --eval <(cat parts/now.lua fixed_window.lua parts/count.lua) rate_limit:demo , 10000000 5
 
-local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
-if window then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  window, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
-  window, now, min_ttl = tonumber(window), tonumber(now), tonumber(min_ttl)
-end
 local key, max = KEYS[1], tonumber(ARGV[2])
 
 local index = math.floor(now / window)
 local state = redis.call('HMGET', key, 'w', 'n')
-local open = tonumber(state[1]) == index
-local first = 0
-if open then first = tonumber(state[2]) end
-local count = first
--- No cost at all is one call of cost 1.
-for c = 3, #ARGV > 2 and #ARGV or 3 do
-  local cost = 1
-  if ARGV[c] then cost = tonumber(ARGV[c]) end
-  if count + cost <= max then count = count + cost end
-end
-if count > first then
-  if open then
-    redis.call('HINCRBY', key, 'n', count - first)
-  else
-    redis.call('HSET', key, 'w', index, 'n', count)
-    local ttl = math.ceil(((index + 1) * window - now) / 1000)
-    if ttl < min_ttl then ttl = min_ttl end
-    redis.call('PEXPIRE', key, ttl)
-  end
-end
-if first == 0 then return now end
-return {now, first}
+local open, period, ends = tonumber(state[1]) == index, index, (index + 1) * window

@@ -1,5 +1,5 @@
 -- In flight, for calls of this one limit (one call, or calls on one key coalesced into one script call): at
--- most `max` permits of the key held at once, one per call whatever its cost. A permit expires `ttl` after it
+-- most `max` permits of the key held at once, one per call whatever its cost. A permit expires `window` (its time to live) after it
 -- was taken or last renewed (renew.lua), unless it is given back first (ZREM): the permits of a node that
 -- dies come back. It answers only what the client cannot know: the client replays the calls on its twin of
 -- the algorithm (src/algorithm/in_flight.rs). Calls of several limits go through limiter.lua, on the same
@@ -13,16 +13,8 @@
 --
 -- Returns now (us) when no permit was held before the first call; else {now us, the permits held}.
 --
--- By hand (one call, at most 2 at once, permits living 30 s): redis-cli --eval in_flight.lua rate_limit:demo , 30000000 2 00000000000000a1
+-- By hand (one call, at most 2 at once, permits living 30 s): redis-cli --eval <(cat parts/now.lua in_flight.lua) rate_limit:demo , 30000000 2 00000000000000a1
 
-local ttl, now, min_ttl = tonumber(ARGV[1]), nil, 0
-if ttl then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  ttl, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
-  ttl, now, min_ttl = tonumber(ttl), tonumber(now), tonumber(min_ttl)
-end
 local key, max = KEYS[1], tonumber(ARGV[2])
 
 -- The permits that expired are no longer held.
@@ -31,13 +23,13 @@ if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', no
 local held = first
 for c = 3, #ARGV do
   if held < max then
-    redis.call('ZADD', key, now + ttl, ARGV[c])
+    redis.call('ZADD', key, now + window, ARGV[c])
     held = held + 1
   end
 end
 if held > first then
   -- The key lives as long as its latest permit.
-  local ms = math.ceil(ttl / 1000)
+  local ms = math.ceil(window / 1000)
   if ms < min_ttl then ms = min_ttl end
   redis.call('PEXPIRE', key, ms)
 end

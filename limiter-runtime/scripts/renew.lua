@@ -7,26 +7,18 @@
 --
 -- Returns the permits renewed.
 
-local ttl, now, min_ttl = tonumber(ARGV[1]), nil, 0
-if ttl then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  ttl, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
-  ttl, now, min_ttl = tonumber(ttl), tonumber(now), tonumber(min_ttl)
-end
 local key = KEYS[1]
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
 local args = {}
 for c = 2, #ARGV do
-  args[#args + 1] = now + ttl
+  args[#args + 1] = now + window
   args[#args + 1] = ARGV[c]
 end
 if #args == 0 then return 0 end
 local renewed = redis.call('ZADD', key, 'XX', 'CH', unpack(args))
 if redis.call('EXISTS', key) == 1 then
-  local ms = math.ceil(ttl / 1000)
+  local ms = math.ceil(window / 1000)
   if ms < min_ttl then ms = min_ttl end
   redis.call('PEXPIRE', key, ms)
 end

@@ -19,16 +19,8 @@
 -- us, the units in the window before the first call, then for each call refused: the score of the member whose
 -- leaving would admit it ("" when its cost is above max) and the newest member's score}.
 --
--- By hand (one call on a log of 5 per 10 s): redis-cli --eval sliding_log.lua rate_limit:demo , 10000000 5 00:1
+-- By hand (one call on a log of 5 per 10 s): redis-cli --eval <(cat parts/now.lua sliding_log.lua) rate_limit:demo , 10000000 5 00:1
 
-local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
-if window then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  window, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
-  window, now, min_ttl = tonumber(window), tonumber(now), tonumber(min_ttl)
-end
 local key, max, HEAVY = KEYS[1], tonumber(ARGV[2]), 4503599627370496
 
 -- The units in the window, as "#" keeps them. An admission at time s counts while s > now - window: the

@@ -12,16 +12,8 @@
 -- Returns now (us) when neither window held anything before the first call; else {now us, the current
 -- window's count, the previous window's count}.
 --
--- By hand (one call on a window of 5 per 10 s): redis-cli --eval sliding_window.lua rate_limit:demo , 10000000 5
+-- By hand (one call on a window of 5 per 10 s): redis-cli --eval <(cat parts/now.lua sliding_window.lua) rate_limit:demo , 10000000 5
 
-local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
-if window then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  window, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
-  window, now, min_ttl = tonumber(window), tonumber(now), tonumber(min_ttl)
-end
 local key, max = KEYS[1], tonumber(ARGV[2])
 
 local index = math.floor(now / window)

@@ -16,25 +16,9 @@
 -- Returns now (us) when the queue was empty before the first call; else {now us, how far the queue reached
 -- past now (us x max), its "<s>:<g>"}.
 --
--- By hand (one call on a bucket of 5 per 10 s): redis-cli --eval token_bucket.lua rate_limit:demo , 10000000 5 5
+-- By hand (one call on a bucket of 5 per 10 s): redis-cli --eval <(cat parts/now.lua parts/queue_read.lua token_bucket.lua parts/queue_write.lua) rate_limit:demo , 10000000 5 5
 
-local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
-if window then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-else
-  window, now, min_ttl = string.match(ARGV[1], '^(%d+) (%d+) (%d+)$')
-  window, now, min_ttl = tonumber(window), tonumber(now), tonumber(min_ttl)
-end
-local key, max, burst = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-
-local state = redis.pcall('GET', key)
-local first, t, f, run, gaps = 0, nil, nil, nil, ''
-if type(state) == 'string' then
-  t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-  t = tonumber(t)
-  if run and t >= now then first = (t - now) * max + tonumber(f) end
-end
+local burst = tonumber(ARGV[3])
 -- One token weighs `window`.
 local capacity, queued = burst * window, first
 -- No cost at all is one call of cost 1.
@@ -43,23 +27,3 @@ for c = 4, #ARGV > 3 and #ARGV or 4 do
   if ARGV[c] then need = tonumber(ARGV[c]) * window end
   if need <= capacity and queued + need <= capacity then queued = queued + need end
 end
-if queued > first then
-  -- Whole us past now, and a TTL of the queue's length, ms up (exact: below 2^53, a float quotient never
-  -- rounds across an integer).
-  local rest = queued % max
-  local ahead = (queued - rest) / max
-  local ttl = ahead
-  if rest > 0 then ttl = ttl + 1 end
-  ttl = math.ceil(ttl / 1000)
-  if ttl < min_ttl then ttl = min_ttl end
-  local queue
-  if first == 0 then
-    -- A queue that was empty starts a new run of charges, with nothing given back yet.
-    queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
-  else
-    queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
-  end
-  redis.call('SET', key, queue, 'PX', ttl)
-end
-if first > 0 then return {now, first, run} end
-return now

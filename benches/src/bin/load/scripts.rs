@@ -39,26 +39,9 @@ pub(crate) fn minimal_source(algorithm: Algorithm) -> &'static str {
     }
 }
 
-/// The library's lean script of `algorithm`.
+/// The library's lean script of `algorithm`, as Redis runs it.
 pub(crate) fn library_source(algorithm: Algorithm) -> &'static str {
-    match algorithm {
-        Algorithm::SlidingLog => {
-            include_str!("../../../../limiter-runtime/scripts/sliding_log.lua")
-        }
-        Algorithm::FixedWindow => {
-            include_str!("../../../../limiter-runtime/scripts/fixed_window.lua")
-        }
-        Algorithm::SlidingWindow => {
-            include_str!("../../../../limiter-runtime/scripts/sliding_window.lua")
-        }
-        Algorithm::TokenBucket => {
-            include_str!("../../../../limiter-runtime/scripts/token_bucket.lua")
-        }
-        Algorithm::LeakyBucket => {
-            include_str!("../../../../limiter-runtime/scripts/leaky_bucket.lua")
-        }
-        other => panic!("no lean script for {other:?}"),
-    }
+    limiter_runtime::__private::lean_script(algorithm)
 }
 
 /// The minimal script's arguments for `limit`, before the sliding log's member (which each call adds): window

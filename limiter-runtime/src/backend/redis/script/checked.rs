@@ -5,10 +5,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Every script of `scripts/`, by name, read from the directory when the check runs: a script added there is
-/// checked without being listed anywhere.
+/// Every script of `scripts/`, by name, read from the directory when the check runs (a script added there is
+/// checked without being listed anywhere), then each script assembled from parts, as Redis runs it.
 fn scripts() -> Vec<(String, String)> {
-    scripts_in(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts"))
+    let mut scripts = scripts_in(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts"));
+    let assembled = super::assembled().into_iter();
+    scripts
+        .extend(assembled.map(|(name, source)| (format!("{name} (assembled)"), source.to_owned())));
+    scripts
 }
 
 /// Every `.lua` file of `directory`, by name (without `.lua`), in the order of their names.
@@ -433,6 +437,6 @@ fn the_check_reads_every_script_of_the_directory() {
                 .is_some_and(|e| e == "lua")
         })
         .count();
-    assert_eq!(scripts().len(), listed);
+    assert_eq!(scripts().len(), listed + super::assembled().len());
     assert!(listed >= 13, "{listed} scripts");
 }

@@ -57,23 +57,63 @@ pub(crate) fn send(script: &'static LuaScript, mut connection: Connection, comma
 pub(crate) static LIMITER: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/limiter.lua")));
 
-/// Each algorithm's own script, deciding the calls of one limit with only what it needs: the common call
-/// (`scripts/<algorithm>.lua`), in the order of their [`code`]s.
-static LEAN: LazyLock<[LuaScript; 7]> = LazyLock::new(|| {
-    [
-        LuaScript::new(include_str!("../../../../scripts/sliding_log.lua")),
-        LuaScript::new(include_str!("../../../../scripts/fixed_window.lua")),
-        LuaScript::new(include_str!("../../../../scripts/sliding_window.lua")),
-        LuaScript::new(include_str!("../../../../scripts/token_bucket.lua")),
-        LuaScript::new(include_str!("../../../../scripts/leaky_bucket.lua")),
-        LuaScript::new(include_str!("../../../../scripts/in_flight.lua")),
-        LuaScript::new(include_str!("../../../../scripts/calendar.lua")),
-    ]
-});
+/// A script of one limit, assembled at build time from `scripts/`: the head that reads the window and the
+/// clock (`parts/now.lua`), then the named parts (an algorithm's own, between the read and the write it
+/// shares with its kin: `parts/queue_read.lua` and `parts/queue_write.lua` for the buckets, `parts/count.lua`
+/// for the fixed window and the calendar, whose head is its own).
+macro_rules! one_limit_script {
+    ($($part:literal),+) => {
+        concat!(
+            include_str!("../../../../scripts/parts/now.lua"),
+            $(include_str!(concat!("../../../../scripts/", $part, ".lua"))),+
+        )
+    };
+}
 
-/// Renews the permits a node holds on one in-flight key (`scripts/renew.lua`).
-pub(crate) static RENEW: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/renew.lua")));
+/// Each algorithm's own script, as Redis runs it, in the order of their [`code`]s: deciding the calls of
+/// one limit with only what it needs (the common call).
+pub(crate) const LEAN_SOURCES: [&str; 7] = [
+    one_limit_script!("sliding_log"),
+    one_limit_script!("fixed_window", "parts/count"),
+    one_limit_script!("sliding_window"),
+    one_limit_script!("parts/queue_read", "token_bucket", "parts/queue_write"),
+    one_limit_script!("parts/queue_read", "leaky_bucket", "parts/queue_write"),
+    one_limit_script!("in_flight"),
+    concat!(
+        include_str!("../../../../scripts/calendar.lua"),
+        include_str!("../../../../scripts/parts/count.lua")
+    ),
+];
+
+/// The source of `algorithm`'s own script, as Redis runs it (what the benchmarks time against a minimal one).
+pub(crate) fn lean_source(algorithm: Algorithm) -> &'static str {
+    LEAN_SOURCES[code(algorithm) as usize - 1]
+}
+
+/// [`LEAN_SOURCES`], loaded.
+static LEAN: LazyLock<[LuaScript; 7]> = LazyLock::new(|| LEAN_SOURCES.map(LuaScript::new));
+
+/// Renews the permits a node holds on one in-flight key (`scripts/renew.lua`, after its head).
+const RENEW_SOURCE: &str = one_limit_script!("renew");
+
+/// [`RENEW_SOURCE`], loaded.
+pub(crate) static RENEW: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(RENEW_SOURCE));
+
+/// Every script assembled from parts, by the name of its own part, as Redis runs it (what the check of the
+/// scripts' commands reads, beside the files).
+#[cfg(test)]
+pub(crate) fn assembled() -> Vec<(&'static str, &'static str)> {
+    let names = [
+        "sliding_log",
+        "fixed_window",
+        "sliding_window",
+        "token_bucket",
+        "leaky_bucket",
+    ];
+    let mut assembled: Vec<_> = names.into_iter().zip(LEAN_SOURCES).collect();
+    assembled.extend([("in_flight", LEAN_SOURCES[5]), ("renew", RENEW_SOURCE)]);
+    assembled
+}
 
 /// Loads every decision script, and the inspection's (`SCRIPT LOAD`: on every node of a cluster), so that
 /// the first call finds it, and a server that refuses scripts says so at start-up.
