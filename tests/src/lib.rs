@@ -247,7 +247,6 @@ pub mod http {
     use std::net::SocketAddr;
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpStream;
 
     /// A response: status, headers (names lower-cased) and body.
     #[derive(Debug, Clone)]
@@ -293,10 +292,7 @@ pub mod http {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Response {
-        let stream = TcpStream::connect(address)
-            .await
-            .expect("the service accepts connections");
-        exchange(stream, address, method, path, headers, body).await
+        send(None, address, method, path, headers, body).await
     }
 
     /// [`request_with_body`] from the loopback address `from` (any of 127.0.0.0/8): a client of its own, as
@@ -310,26 +306,30 @@ pub mod http {
         body: Option<&str>,
     ) -> Response {
         assert!(from.is_loopback(), "tests use loopback addresses alone");
-        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
-        socket
-            .bind(SocketAddr::from((from, 0)))
-            .expect("a loopback address to send from");
-        let stream = socket
-            .connect(address)
-            .await
-            .expect("the service accepts connections");
-        exchange(stream, address, method, path, headers, body).await
+        send(Some(from), address, method, path, headers, body).await
     }
 
-    /// Sends one request on `stream` and reads the whole response.
-    async fn exchange(
-        mut stream: TcpStream,
+    /// Sends `method path` to `address` (from `from`, else from where the system picks), on a connection of
+    /// its own, and reads the whole response.
+    async fn send(
+        from: Option<std::net::Ipv4Addr>,
         address: SocketAddr,
         method: &str,
         path: &str,
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Response {
+        let connected = match from {
+            // Bound only when asked: a bound socket holds its port through TIME_WAIT.
+            Some(from) => {
+                let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+                let bound = socket.bind(SocketAddr::from((from, 0)));
+                bound.expect("a loopback address to send from");
+                socket.connect(address).await
+            }
+            None => tokio::net::TcpStream::connect(address).await,
+        };
+        let mut stream = connected.expect("the service accepts connections");
         let body = body.unwrap_or_default();
         let extra: String = headers
             .iter()

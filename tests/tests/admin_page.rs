@@ -106,6 +106,17 @@ async fn until<T, F: std::future::Future<Output = Option<T>>>(
     }
 }
 
+/// Opens the page of `service` and signs in with `token`, typed into its form.
+async fn sign_in(client: &Client, service: SocketAddr, token: &str) {
+    client
+        .goto(&format!("http://{service}/admin"))
+        .await
+        .unwrap();
+    let field = client.find(Locator::Id("token")).await.unwrap();
+    field.send_keys(token).await.unwrap();
+    click(client, "login").await;
+}
+
 /// Clicks the element with id `id`.
 async fn click(client: &Client, id: &str) {
     let element = client.find(Locator::Id(id)).await.unwrap();
@@ -137,9 +148,9 @@ fn traffic(service: SocketAddr) -> tokio::task::JoinHandle<()> {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
-    let server = RedisServer::start();
+/// A limiter on `server` reporting every 300 ms, and the example service it serves on a free loopback port,
+/// its door open to [`TOKEN`] (the operator's) and [`VIEWER`].
+async fn serve(server: &RedisServer) -> (Limiter, SocketAddr) {
     let limiter: Limiter = server
         .builder()
         .heartbeat_every(Duration::from_millis(300))
@@ -149,11 +160,19 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
     let service = listener.local_addr().unwrap();
     let door = admin::builder(limiter.clone())
         .operator_token(TOKEN)
+        .viewer_token(VIEWER)
         .build()
         .unwrap();
     let app = examples::service::app(limiter.clone(), door)
         .into_make_service_with_connect_info::<SocketAddr>();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (limiter, service)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
+    let server = RedisServer::start();
+    let (limiter, service) = serve(&server).await;
     // All the traffic comes from one address: its per-client limit raised, the routes' own limits refuse.
     let roomy = Override::prefix("rate_limit:client:").max(1_000_000);
     limiter.set_override(roomy).await.unwrap();
@@ -161,15 +180,8 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
 
     let driver = Driver::start();
     let client = browser(&driver).await;
-    client
-        .goto(&format!("http://{service}/admin"))
-        .await
-        .unwrap();
-
     // Signed in once: the token typed, never put in a URL.
-    let token = client.find(Locator::Id("token")).await.unwrap();
-    token.send_keys(TOKEN).await.unwrap();
-    click(&client, "login").await;
+    sign_in(&client, service, TOKEN).await;
 
     // The policies, with their rates.
     let employee = until("the employee policy", || {
@@ -354,21 +366,7 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_viewer_sees_everything_and_no_button_that_changes_anything() {
     let server = RedisServer::start();
-    let limiter: Limiter = server
-        .builder()
-        .heartbeat_every(Duration::from_millis(300))
-        .build()
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let service = listener.local_addr().unwrap();
-    let door = admin::builder(limiter.clone())
-        .operator_token(TOKEN)
-        .viewer_token(VIEWER)
-        .build()
-        .unwrap();
-    let app = examples::service::app(limiter.clone(), door)
-        .into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (limiter, service) = serve(&server).await;
     // An override and a ban, made by the operator: rows that would have Remove and Lift buttons.
     let login = request_with_body(service, "POST", "/login/mallory", &[], Some("hunter2"));
     assert_eq!(login.await.status, 200);
@@ -394,13 +392,7 @@ async fn a_viewer_sees_everything_and_no_button_that_changes_anything() {
 
     let driver = Driver::start();
     let client = browser(&driver).await;
-    client
-        .goto(&format!("http://{service}/admin"))
-        .await
-        .unwrap();
-    let token = client.find(Locator::Id("token")).await.unwrap();
-    token.send_keys(VIEWER).await.unwrap();
-    click(&client, "login").await;
+    sign_in(&client, service, VIEWER).await;
 
     until("the viewer's role", || async {
         text(&client, "#role").await.filter(|t| t == "viewer")
