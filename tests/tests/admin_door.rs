@@ -363,6 +363,24 @@ async fn without_redis_each_node_limits_its_own_failed_tokens() {
             .status,
         200
     );
+    // Each node keeps its own record of changes, as it keeps its own counts.
+    let update = "/limit/update?prefix=p:&threshold=3";
+    let made = ask(
+        ELSEWHERE,
+        nodes[0],
+        "POST",
+        update,
+        Some(OPERATOR),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(made.status, 200);
+    let here = get(ELSEWHERE, nodes[0], "/admin/api/changes", Some(VIEWER)).await;
+    assert_eq!(here.json[0]["change"], format!("POST {update}"));
+    assert_eq!(here.json.as_array().unwrap().len(), 1);
+    let there = get(ELSEWHERE, nodes[1], "/admin/api/changes", Some(VIEWER)).await;
+    assert_eq!(there.json, json!([]));
 
     // With Redis gone, each node goes on counting (`on_error = local`): never unlimited.
     let mut server = RedisServer::start();

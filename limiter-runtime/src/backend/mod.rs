@@ -237,6 +237,28 @@ impl Backend {
         }
     }
 
+    /// Adds `entry` to the admin door's record of changes, keeping the newest `kept`: in Redis, where every
+    /// node lists it; in memory, here.
+    #[cfg(feature = "admin")]
+    pub(crate) async fn record(&self, entry: &str, kept: usize) -> Result<(), Error> {
+        match self {
+            Backend::Memory(memory) => {
+                memory.record(entry, kept);
+                Ok(())
+            }
+            Backend::Redis(redis) => redis.record(entry, kept).await,
+        }
+    }
+
+    /// The newest `kept` entries of the admin door's record of changes, newest first.
+    #[cfg(feature = "admin")]
+    pub(crate) async fn recorded(&self, kept: usize) -> Result<Vec<String>, Error> {
+        match self {
+            Backend::Memory(memory) => Ok(memory.recorded(kept)),
+            Backend::Redis(redis) => redis.recorded(kept).await,
+        }
+    }
+
     /// Makes an operator's `change` where every runtime sees it: in Redis, announced, with the version Redis
     /// gave it; in memory, nowhere but here (`None`).
     pub(crate) async fn publish(&self, change: &Change) -> Result<Option<u64>, Error> {

@@ -10,6 +10,8 @@
 //! forgotten early starts afresh, so its limit may admit more than `max` once). A flood pays that scan once
 //! per many new keys.
 
+#[cfg(feature = "admin")]
+mod record;
 mod shard;
 
 use std::sync::{Arc, MutexGuard};
@@ -36,6 +38,9 @@ pub(crate) struct MemoryStore {
     clock: Arc<dyn Clock>,
     /// Keys one shard holds at most.
     per_shard: usize,
+    /// The admin door's record of changes, newest first (see `record.rs`).
+    #[cfg(feature = "admin")]
+    record: std::sync::Mutex<std::collections::VecDeque<String>>,
 }
 
 impl MemoryStore {
@@ -45,6 +50,8 @@ impl MemoryStore {
             shards: Sharded::new(SHARDS),
             clock,
             per_shard: max_keys.div_ceil(SHARDS).max(1),
+            #[cfg(feature = "admin")]
+            record: Default::default(),
         }
     }
 

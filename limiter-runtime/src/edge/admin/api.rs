@@ -343,7 +343,7 @@ pub(super) async fn set_switch(State(door): State<Door>, body: Bytes) -> Respons
 
 /// `GET /api/changes`.
 pub(super) async fn changes(State(door): State<Door>) -> Response {
-    match door.record().list(&door.limiter).await {
+    match super::record::list(&door.limiter).await {
         Ok(changes) => fresh(Value::Array(changes)),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }

@@ -15,7 +15,7 @@ use axum::routing::get;
 use axum::Router;
 
 use super::api::{self, error};
-use super::record::{Changed, Record};
+use super::record::{self, Changed};
 use super::tokens::{bearer_token, Tokens};
 use super::{bans, Role};
 use crate::tower::Key;
@@ -23,7 +23,7 @@ use crate::{Limiter, RateLimited, Rule};
 
 /// The admin routes' guard, built by [`Builder`](super::Builder): serves the admin [`router`](Door::router),
 /// and [`guard`](Door::guard)s routes of your own behind the same tokens, limit and record. Cloning it is
-/// cheap, and clones share everything (the record of a limiter without Redis too).
+/// cheap, and clones share everything.
 #[derive(Clone)]
 pub struct Door {
     pub(super) limiter: Limiter,
@@ -37,7 +37,6 @@ struct Inner {
     client: Key,
     /// The limit on failed tokens per client address: the door's own rule.
     failed: Rule,
-    record: Record,
     /// Whether the door has said once that it cannot tell clients apart.
     warned: AtomicBool,
 }
@@ -64,18 +63,12 @@ impl Door {
             tokens,
             client,
             failed,
-            record: Record::default(),
             warned: AtomicBool::new(false),
         };
         Door {
             limiter,
             inner: Arc::new(inner),
         }
-    }
-
-    /// The record of changes made through the door.
-    pub(super) fn record(&self) -> &Record {
-        &self.inner.record
     }
 
     /// The admin router, to mount under a prefix of your choice with `nest_service("/admin", ..)` (the page
@@ -118,15 +111,20 @@ impl Door {
     async fn admit_to_page(State(door): State<Door>, request: Request, next: Next) -> Response {
         let (parts, body) = request.into_parts();
         let client = door.client_of(&parts);
-        let request = Request::from_parts(parts, body);
-        match door
-            .limiter
-            .enforce_cost(&door.inner.failed, &client, 0)
-            .await
-        {
-            Ok(_) => next.run(request).await,
-            Err(refused) => too_many(refused),
+        match door.blocked(&client).await {
+            Some(refused) => refused,
+            None => next.run(Request::from_parts(parts, body)).await,
         }
+    }
+
+    /// The 429 of `client` while its address is blocked for its failed tokens; `None` while it is not (a
+    /// call that reads the block and counts nothing).
+    async fn blocked(&self, client: &str) -> Option<Response> {
+        let checked = self
+            .limiter
+            .enforce_cost(&self.inner.failed, client, 0)
+            .await;
+        checked.err().map(too_many)
     }
 
     /// A request to the API, or to a guarded route: see [`guard`](Door::guard).
@@ -139,13 +137,9 @@ impl Door {
             Some(Some(role)) => role,
             failed => return door.failed(&client, failed.is_some()).await,
         };
-        // The right token is refused too while its address is blocked, and counts nothing.
-        if let Err(refused) = door
-            .limiter
-            .enforce_cost(&door.inner.failed, &client, 0)
-            .await
-        {
-            return too_many(refused);
+        // The right token is refused too while its address is blocked.
+        if let Some(refused) = door.blocked(&client).await {
+            return refused;
         }
         let changes = !matches!(
             *request.method(),
@@ -166,7 +160,7 @@ impl Door {
                 Some(Changed(what)) => what,
                 None => asked,
             };
-            door.inner.record.add(&door.limiter, &caller, &what).await;
+            record::add(&door.limiter, &caller, &what).await;
         }
         response
     }

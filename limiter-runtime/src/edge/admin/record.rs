@@ -1,15 +1,12 @@
-//! The record of changes made through the admin door: each one a `tracing` event at `info`, and an entry
-//! kept where every node lists it (in Redis, the newest [`KEPT`]; in memory, this node's own).
+//! The record of changes made through the admin door: each one a `tracing` event at `info`, and an entry the
+//! store keeps, the newest [`KEPT`] (in Redis, where every node lists them; in memory, this node's own).
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::Caller;
-use crate::backend::Backend;
 use crate::{Error, Limiter};
 
 /// How many changes the record keeps: the newest.
@@ -26,63 +23,38 @@ pub(super) fn changed(mut answer: Response, what: String) -> Response {
     answer
 }
 
-/// The record: in Redis when the limiter has one; else here.
-#[derive(Debug, Default)]
-pub(super) struct Record {
-    here: Mutex<VecDeque<Value>>,
+/// Records that `caller` changed `what` through `limiter`'s door: an event, and an entry every node lists.
+pub(super) async fn add(limiter: &Limiter, caller: &Caller, what: &str) {
+    let backend = &limiter.pipeline.backend;
+    tracing::info!(
+        role = caller.role.as_str(),
+        client = caller.client.as_str(),
+        change = what,
+        "limiter changed through the admin door"
+    );
+    let at_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64);
+    let entry = json!({
+        "at_ms": at_ms,
+        "node": backend.node(),
+        "role": caller.role.as_str(),
+        "client": caller.client,
+        "change": what,
+    });
+    if let Err(e) = backend.record(&entry.to_string(), KEPT).await {
+        tracing::warn!(
+            change = what,
+            "a change made through the admin door is in this log alone, not on the record: {e}"
+        );
+    }
 }
 
-impl Record {
-    /// Records that `caller` changed `what`: an event, and an entry every node lists.
-    pub(super) async fn add(&self, limiter: &Limiter, caller: &Caller, what: &str) {
-        let backend = &limiter.pipeline.backend;
-        tracing::info!(
-            role = caller.role.as_str(),
-            client = caller.client.as_str(),
-            change = what,
-            "limiter changed through the admin door"
-        );
-        let at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64);
-        let entry = json!({
-            "at_ms": at_ms,
-            "node": backend.node(),
-            "role": caller.role.as_str(),
-            "client": caller.client,
-            "change": what,
-        });
-        match backend {
-            Backend::Redis(redis) => {
-                if let Err(e) = redis.record(&entry.to_string(), KEPT).await {
-                    tracing::warn!(
-                        change = what,
-                        "a change made through the admin door is in this log alone, not on the record \
-                         in Redis: {e}"
-                    );
-                }
-            }
-            Backend::Memory(_) => {
-                let mut here = self.here.lock().unwrap_or_else(|e| e.into_inner());
-                here.push_front(entry);
-                here.truncate(KEPT);
-            }
-        }
-    }
-
-    /// The newest changes, newest first: `[{"at_ms", "node", "role", "client", "change"}]`.
-    pub(super) async fn list(&self, limiter: &Limiter) -> Result<Vec<Value>, Error> {
-        match &limiter.pipeline.backend {
-            Backend::Redis(redis) => Ok(redis
-                .recorded(KEPT)
-                .await?
-                .iter()
-                .filter_map(|entry| serde_json::from_str(entry).ok())
-                .collect()),
-            Backend::Memory(_) => {
-                let here = self.here.lock().unwrap_or_else(|e| e.into_inner());
-                Ok(here.iter().cloned().collect())
-            }
-        }
-    }
+/// The newest changes, newest first: `[{"at_ms", "node", "role", "client", "change"}]`.
+pub(super) async fn list(limiter: &Limiter) -> Result<Vec<Value>, Error> {
+    let recorded = limiter.pipeline.backend.recorded(KEPT).await?;
+    Ok(recorded
+        .iter()
+        .filter_map(|entry| serde_json::from_str(entry).ok())
+        .collect())
 }
