@@ -1,5 +1,5 @@
--- Renews the permits a node holds on one in-flight key (see in_flight.lua): each one still held expires `ttl`
--- from now again. A permit that expired (its node too late to renew it) or was given back is not taken again.
+-- Renews the permits a node holds on one in-flight key (see algorithms/in_flight.lua): each one still held
+-- expires `ttl` from now again. A permit that expired (its node too late to renew it) or was given back is not taken again.
 --
 --   KEYS[1]  the limit's key
 --   ARGV[1]  a permit's time to live, us; tests pass "<ttl us> <now us> <minimum TTL ms>"
@@ -7,6 +7,7 @@
 --
 -- Returns the permits renewed.
 
+--> part now
 local key = KEYS[1]
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now)

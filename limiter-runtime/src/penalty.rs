@@ -1,7 +1,7 @@
 //! Penalties and bans: a key that its limit refuses is blocked for a while, every call of it refused until the
 //! block ends; longer for a key that keeps coming back; and an operator's ban is a block of a length chosen by
 //! hand. [`Penalty`] is what a rule asks for; [`Block`] is the state each store keeps beside the limit's, and
-//! its arithmetic the one both stores run: in memory here, in Redis in `scripts/limiter.lua` (the same
+//! its arithmetic the one both stores run: in memory here, in Redis in `scripts/parts/offence.lua` (the same
 //! integers), so that the two decide alike.
 
 use std::fmt;
@@ -226,7 +226,7 @@ impl Block {
         self.until.saturating_add(penalty.cap)
     }
 
-    /// As Redis keeps it: `<until>:<offences>:<p|b>` (`limiter.lua` writes it).
+    /// As Redis keeps it: `<until>:<offences>:<p|b>` (`scripts/parts/offence.lua` and `scripts/ban.lua` write it).
     #[cfg(test)]
     pub(crate) fn text(&self) -> String {
         let kind = if self.banned { 'b' } else { 'p' };

@@ -314,9 +314,10 @@ pub fn store_key(prefix: &str, key: fmt::Arguments<'_>) -> String {
     StoreKey::new(prefix, key).into_string()
 }
 
-/// The source of `algorithm`'s own script as Redis runs it, assembled from `scripts/` (for the benchmarks).
-pub fn lean_script(algorithm: crate::Algorithm) -> &'static str {
-    crate::backend::redis::lean_source(algorithm)
+/// The source of `algorithm`'s script of one limit as Redis runs it, assembled from `scripts/` (for the
+/// benchmarks).
+pub fn one_limit_script(algorithm: crate::Algorithm) -> &'static str {
+    crate::backend::redis::one_limit_source(algorithm)
 }
 
 /// The zone of one call (`tz = <expr>`): a [`Zone`], or a reference to one.

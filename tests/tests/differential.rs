@@ -443,7 +443,7 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
 }
 
 /// A token bucket's reservations settled in random order while it drains: its records of give-backs out of
-/// order, in memory and in `limiter.lua`, leave the same bucket after every step.
+/// order, in memory and in Redis's scripts, leave the same bucket after every step.
 #[tokio::test]
 async fn a_bucket_settled_in_any_order_while_it_drains() {
     let server = RedisServer::start();

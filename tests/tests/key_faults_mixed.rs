@@ -131,7 +131,7 @@ async fn a_bad_key_in_a_batch_leaves_the_batchs_other_calls_exact() {
     let lines = monitor.take_lines();
     let batch: Vec<&String> = lines
         .iter()
-        .filter(|line| !line.contains(" lua]") && line.contains("\"batch\""))
+        .filter(|line| !line.contains(" lua]") && line.contains("\"good:b\""))
         .collect();
     assert_eq!(batch.len(), 1, "{lines:#?}");
     for key in [

@@ -1,7 +1,6 @@
--- The head of every script that decides the calls of one limit, assembled before it (see
--- src/backend/redis/script/mod.rs): the window (a permit's time to live, for calls in flight) from ARGV[1],
--- and now from Redis's clock (TIME); a test passes "<window us> <now us> <minimum TTL ms>" instead, as Redis
--- expires keys on its own clock, not the test's.
+-- The head of the scripts of one limit's calls (one_limit.lua, renew.lua): the window (a permit's time to
+-- live, for calls in flight) from ARGV[1], and now from Redis's clock (TIME); a test passes "<window us>
+-- <now us> <minimum TTL ms>" instead, as Redis expires keys on its own clock, not the test's.
 local window, now, min_ttl = tonumber(ARGV[1]), nil, 0
 if window then
   local t = redis.call('TIME')

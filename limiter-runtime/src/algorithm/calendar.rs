@@ -1,4 +1,4 @@
-//! Calendar quota: the twin of `scripts/calendar.lua` (and of its branch of `scripts/limiter.lua`).
+//! Calendar quota: the twin of `scripts/algorithms/calendar.lua`.
 //!
 //! A fixed window whose windows are the periods of the calendar, each named by when it ends: at most `max`
 //! units per period. The call says where the periods around its "now" end ([`Charge::ends`]); the store
@@ -29,7 +29,7 @@ impl Calendar {
 }
 
 /// The end of the period `now` is in: the first of the call's ends after it (the last, should the call's
-/// clock be a whole period behind: Redis refuses such a call, see `calendar.lua`).
+/// clock be a whole period behind: Redis refuses such a call, see `scripts/algorithms/calendar.lua`).
 pub(crate) fn end(now: u64, charge: &Charge) -> u64 {
     let [previous, current, next] = charge.ends;
     match now {

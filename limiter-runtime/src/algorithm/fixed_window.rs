@@ -1,4 +1,4 @@
-//! Fixed window: the twin of `scripts/fixed_window.lua` (and of its branch of `scripts/limiter.lua`).
+//! Fixed window: the twin of `scripts/algorithms/fixed_window.lua`.
 //!
 //! Guarantee: at most `max` units admitted per aligned window `[k·window, (k+1)·window)`.
 

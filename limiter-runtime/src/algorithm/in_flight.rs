@@ -1,4 +1,4 @@
-//! In flight: the twin of `scripts/in_flight.lua` (and of its branch of `scripts/limiter.lua`).
+//! In flight: the twin of `scripts/algorithms/in_flight.lua`.
 //!
 //! Guarantee: at most `max` permits of the key held at once. A call takes one permit, whatever its cost, and
 //! holds it until it is given back (the body ended). In Redis a permit also expires `window` after it was

@@ -1,4 +1,4 @@
-//! Leaky bucket, for shaping: the twin of `scripts/leaky_bucket.lua` (and of its branch of `scripts/limiter.lua`).
+//! Leaky bucket, for shaping: the twin of `scripts/algorithms/leaky_bucket.lua`.
 //!
 //! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
 //! admitted only if its slot starts within `max_wait`, and is told the delay until then.

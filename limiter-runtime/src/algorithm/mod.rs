@@ -1,7 +1,7 @@
-//! The counting algorithms. Each file here is the in-memory twin of one algorithm's script (`scripts/<algorithm>.lua`,
-//! and its branch of `scripts/limiter.lua`): the same arithmetic on the same integers (microseconds), so the
-//! memory and Redis stores decide identically. An algorithm's own script answers only the key's state before
-//! its calls, and its twin, as that state, replays them: one computation of each outcome, for both stores.
+//! The counting algorithms. Each file here is the in-memory twin of one algorithm's Redis side
+//! (`scripts/algorithms/<algorithm>.lua`): the same arithmetic on the same integers (microseconds), so the
+//! memory and Redis stores decide identically. Every decision script answers only the keys' state before its
+//! calls, and the twins, as that state, replay them: one computation of each outcome, for both stores.
 
 pub(crate) mod calendar;
 mod fixed_window;
@@ -239,7 +239,7 @@ impl State {
         }
     }
 
-    /// The state a lean script reports (see `scripts/<algorithm>.lua`) as the twin's, at `now`, so that the
+    /// The state a decision script reports (see `scripts/one_limit.lua`) as the twin's, at `now`, so that the
     /// twin replays the script's calls and tells each its outcome. `None` for a report of another algorithm's
     /// state (the sliding log reports only its count: see [`sliding_log::outcome`]).
     pub(crate) fn reported(
@@ -301,7 +301,7 @@ impl State {
     }
 }
 
-/// What a lean script reports of a key's state before its calls.
+/// What a decision script reports of a key's state before its calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reported {
     /// Fixed window, calendar: the current window's (period's) count.

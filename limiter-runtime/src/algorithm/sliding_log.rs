@@ -1,4 +1,4 @@
-//! Sliding-window log: the twin of `scripts/sliding_log.lua` (and of its branch of `scripts/limiter.lua`).
+//! Sliding-window log: the twin of `scripts/algorithms/sliding_log.lua`.
 //!
 //! Guarantee: at most `max` units admitted in any interval of length `window`. An admission at time `s`
 //! counts while `s > now - window`.

@@ -1,4 +1,4 @@
-//! Sliding window counter: the twin of `scripts/sliding_window.lua` (and of its branch of `scripts/limiter.lua`).
+//! Sliding window counter: the twin of `scripts/algorithms/sliding_window.lua`.
 //!
 //! Guarantee: the weighted estimate `previous · (window - elapsed) / window + current` never exceeds `max`
 //! after an admission; hence never more than `max` per aligned window.

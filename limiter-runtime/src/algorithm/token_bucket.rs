@@ -1,4 +1,4 @@
-//! Token bucket as GCRA: the twin of `scripts/token_bucket.lua` (and of its branch of `scripts/limiter.lua`).
+//! Token bucket as GCRA: the twin of `scripts/algorithms/token_bucket.lua`.
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 

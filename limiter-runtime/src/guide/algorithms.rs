@@ -87,13 +87,15 @@
 //!
 //! ## Memory and Redis decide the same
 //!
-//! Each algorithm has its own Lua script, `limiter-runtime/scripts/<algorithm>.lua`, for the calls of one
-//! limit (the common call); a branch of `limiter-runtime/scripts/limiter.lua`, which decides the limits of a
-//! stacked call as one and gives charges back; and an in-memory twin in `limiter-runtime/src/algorithm/`.
-//! They do the same integer arithmetic in microseconds. An algorithm's own script does only what the
-//! algorithm needs (decide, write the state and its expiry) and answers the key's state before the call; the
-//! twin, given that state, computes the call's `remaining`, `retry_after` and the rest. Memory and Redis thus
-//! share one computation of every outcome.
+//! Each algorithm's Redis side is written once, in `limiter-runtime/scripts/algorithms/<algorithm>.lua`: what
+//! only Redis can do (read the key's state, decide whether each call fits, write the state and its expiry;
+//! give a charge back), in sections. At build time they are assembled into the scripts Redis runs: one per
+//! algorithm for the calls of one limit (the common call, `scripts/one_limit.lua`), and one for every
+//! algorithm that decides batches of groups, stacked calls and penalties (`scripts/groups.lua`), so a batch
+//! runs the same lines as lone calls. Every decision script answers the keys' state before its calls; the
+//! algorithm's in-memory twin (`limiter-runtime/src/algorithm/`), given that state, replays the calls for
+//! their `remaining`, `retry_after` and the rest, by the same integer arithmetic in microseconds. Memory and
+//! Redis thus share one computation of every outcome.
 //!
 //! Two kinds of tests hold this together. `tests/tests/differential.rs` replays seeded random schedules
 //! (costs, stacked calls and give-backs among them) through the in-memory store and through Redis, and
@@ -102,11 +104,11 @@
 //! twins themselves: each algorithm's guarantee for any schedule, an exact `retry_after`, and exact
 //! give-backs. `tests/tests/guarantees_on_redis.rs` checks the guarantees once more on Redis's own clock.
 //!
-//! Each script's header documents its arguments, so a script can be run by hand. One call on a token bucket
-//! of 5 per 10 s:
+//! Each script's header documents its arguments, so a script can be run by hand, as cargo assembled it. One
+//! call on a token bucket of 5 per 10 s:
 //!
 //! ```sh
-//! redis-cli --eval limiter-runtime/scripts/token_bucket.lua rate_limit:demo , 10000000 5 5
+//! redis-cli --eval target/debug/build/limiter-runtime-*/out/scripts/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
 //! ```
 //!
 //! ## Memory in this process

@@ -55,7 +55,7 @@
 //! `{<key>}%block`, or `{<n>}<key>%block:s` (a key holding a lone `}`), never another limit's key. It holds
 //! `<until µs>:<offences>:<p|b>` with a time to live of the block plus the cap, so nothing outlives the
 //! block and the count's decay; decisions compare Redis's clock with `until`, never the TTL. The block is
-//! read and written by the same script call that counts (`scripts/limiter.lua`), so a penalty costs no
+//! read and written by the same script call that counts (`scripts/groups.lua`), so a penalty costs no
 //! extra round trip, and every node sees a block at its next call. In memory, the store keeps the same
 //! block in the key's shard (within [`max_keys`](crate::LimiterBuilder::max_keys); a block counts as a
 //! key), with the same arithmetic (`src/penalty.rs`).

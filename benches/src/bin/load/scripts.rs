@@ -1,5 +1,6 @@
-//! The Lua scripts the benchmark calls, and their arguments: the library's lean script of each algorithm
-//! (`limiter-runtime/scripts/<algorithm>.lua`, what a call of one limit runs), and the baseline's minimal one
+//! The Lua scripts the benchmark calls, and their arguments: the library's script of one limit of each
+//! algorithm (`limiter-runtime/scripts/one_limit.lua` with `scripts/algorithms/<algorithm>.lua`, assembled at
+//! build time: what a call of one limit runs), and the baseline's minimal one
 //! (`baseline/<algorithm>.lua`, what a user writes by hand: Redis `TIME`, the fewest arguments, `return 1` or
 //! `return 0`).
 
@@ -39,9 +40,9 @@ pub(crate) fn minimal_source(algorithm: Algorithm) -> &'static str {
     }
 }
 
-/// The library's lean script of `algorithm`, as Redis runs it.
+/// The library's script of one limit of `algorithm`, as Redis runs it.
 pub(crate) fn library_source(algorithm: Algorithm) -> &'static str {
-    limiter_runtime::__private::lean_script(algorithm)
+    limiter_runtime::__private::one_limit_script(algorithm)
 }
 
 /// The minimal script's arguments for `limit`, before the sliding log's member (which each call adds): window
@@ -71,17 +72,15 @@ pub(crate) fn minimal_ceiling_args(algorithm: Algorithm, limit: Limit) -> Vec<St
     args
 }
 
-/// The lean script's arguments for one call of cost 1, as the library sends them (see each script's header),
-/// for `redis-benchmark`: window, max, the bucket's depth (the token bucket's burst, the leaky bucket's max
-/// wait: 0, it rejects), and the sliding log's one member (its nonce, 16 digits, random here, and `:1`); a
-/// call of cost 1 sends no cost.
+/// The library's arguments for one call of cost 1, as it sends them (see `scripts/one_limit.lua`), for
+/// `redis-benchmark`: window, max, the depth (the token bucket's burst, the leaky bucket's max wait: 0, it
+/// rejects; else 0), and the sliding log's nonce (16 digits, random here); a call of cost 1 sends no cost.
 pub(crate) fn library_ceiling_args(algorithm: Algorithm, limit: Limit) -> Vec<String> {
     let mut args = vec![limit.window_us().to_string(), limit.max.to_string()];
     match algorithm {
         Algorithm::TokenBucket => args.push(limit.max.to_string()),
-        Algorithm::LeakyBucket => args.push("0".to_owned()),
-        Algorithm::SlidingLog => args.push(format!("0000{RANDOM}:1")),
-        _ => {}
+        Algorithm::SlidingLog => args.extend(["0".to_owned(), format!("0000{RANDOM}")]),
+        _ => args.push("0".to_owned()),
     }
     args
 }

@@ -1,4 +1,4 @@
-//! Operators' bans in Redis: written at a limit's block key ([`script::block_key`]) by `limiter.lua`'s "ban",
+//! Operators' bans in Redis: written at a limit's block key ([`script::block_key`]) by `scripts/ban.lua`,
 //! or lifted, each with an announcement on the overrides' channel (every node then forgets its denials, and
 //! asks Redis at its next call of the key); listed by scanning each master for block keys.
 
@@ -33,10 +33,10 @@ impl RedisBackend {
     ) -> Result<(), Error> {
         let mut connection = self.establish().await.map_err(read_failed)?;
         let block = script::block_key(&limit.key);
-        let mut cmd = script::LIMITER.command(&[&block], 1);
-        cmd.arg(&*script::operation("ban", self.test_now()));
+        let mut cmd = script::BAN.command(&[&block], 1);
+        cmd.arg(&*script::clock(self.test_now()));
         cmd.arg(length).arg(penalty.cap_micros());
-        let banned = script::LIMITER.run::<Vec<i64>>(&mut connection, &cmd);
+        let banned = script::BAN.run::<Vec<i64>>(&mut connection, &cmd);
         self.within_patience(banned).await?;
         self.announce_reask(&mut connection, &limit.key).await
     }

@@ -64,7 +64,7 @@ pub(crate) use self::instances::Instances;
 pub(crate) use self::lua_script::LuaScript;
 pub(crate) use self::overrides::publish;
 use self::round_trip::within;
-pub(crate) use self::script::lean_source;
+pub(crate) use self::script::one_limit_source;
 pub(crate) use self::tls::{redacted, Tls};
 
 /// The least time work off the decisions' path is given (see [`RedisBackend::patience`]).

@@ -1,4 +1,4 @@
-//! The permits in flight this node holds in Redis (see `scripts/in_flight.lua`): renewed while they are held,
+//! The permits in flight this node holds in Redis (see `scripts/algorithms/in_flight.lua`): renewed while they are held,
 //! and given back when they are released.
 //!
 //! A permit expires in Redis `in_flight_ttl` after it was taken unless renewed, so that a node that dies gives

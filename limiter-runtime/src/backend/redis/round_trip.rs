@@ -366,7 +366,7 @@ impl RedisBackend {
         let (script, command) = match &*groups {
             [one] => script::decide_command(one.limits, one.calls, self.test_now()),
             _ => (
-                &*script::LIMITER,
+                &*script::GROUPS,
                 script::batch_command(&groups, self.test_now()),
             ),
         };

@@ -1,15 +1,15 @@
-//! A batch's script call: many callers' calls, on any keys, in one `limiter.lua` "batch" (see the script's
-//! header): its command, and each group's answer read from its reply.
+//! A batch's script call: many callers' calls, on any keys, in one call of `scripts/groups.lua` (see the
+//! script's header): its command, and each group's calls replayed from the states its reply answers.
 
 use redis::{Cmd, Value};
 
+use super::replay::Replay;
 use super::reply::{fault, non_negative};
-use super::{
-    block_key, calls_args, limit_args, operation, read_group, shape, BatchCall, CallOutcome,
-    LIMITER,
-};
+use super::{block_key, calls_args, clock, limit_args, shape, BatchCall, CallOutcome, GROUPS};
+use crate::algorithm::Algorithm;
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
+use crate::penalty::Block;
 
 /// One group of a batch: calls on the same limits (one caller's call, or several on one key), decided in turn.
 #[derive(Debug, Clone, Copy)]
@@ -57,11 +57,8 @@ pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>)
             many => OneOrMany::Many(many.iter().map(|&limit| place(limit)).collect()),
         })
         .collect();
-    // Only a batch with limits under a penalty has the script read penalties and blocks.
-    let penalized = shapes.iter().any(|(_, limit)| limit.penalty.is_some());
-    let op = if penalized { "penalized" } else { "batch" };
-    let mut cmd = LIMITER.command(&keys, calls);
-    cmd.arg(&*operation(op, test_now)).arg(shapes.len());
+    let mut cmd = GROUPS.command(&keys, calls);
+    cmd.arg(&*clock(test_now)).arg(shapes.len());
     for (_, limit) in &shapes {
         limit_args(&mut cmd, limit);
     }
@@ -110,8 +107,7 @@ pub(crate) fn read_batch(
         .zip(groups)
         .map(|(answer, group)| match answer {
             Value::BulkString(text) if text.first() == Some(&b'!') => Err(fault(&text[1..])),
-            Value::BulkString(text) => fields(text)
-                .and_then(|answers| read_group(&answers, group.limits, group.calls, now))
+            Value::BulkString(text) => read_group(text, group, now)
                 .ok_or_else(|| BackendError::Reply(format!("{answer:?}"))),
             other => Err(BackendError::Reply(format!("{other:?}"))),
         })
@@ -119,19 +115,92 @@ pub(crate) fn read_batch(
     Ok((each, now))
 }
 
-/// A group's answers as the batch writes them, comma-separated: each an integer, or a bucket's receipt.
-fn fields(text: &[u8]) -> Option<Vec<Value>> {
-    if text.is_empty() {
-        return Some(Vec::new());
+/// Each of `group`'s calls' outcome, replayed from the states `text` answers (as `scripts/groups.lua` writes
+/// them); `None` if they are not.
+fn read_group(text: &[u8], group: &Group<'_, '_>, now: u64) -> Option<Vec<CallOutcome>> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut answers = text.split(';');
+    if let [limit] = group.limits {
+        // One limit: its state before the first call, and the calls replayed on it in turn.
+        let (block, state) = answered(limit, answers.next()?)?;
+        let mut replay = Replay::new(limit, now, first_and_rest(&state)?, block)?;
+        let mut decided = Vec::with_capacity(group.calls.len());
+        for call in group.calls {
+            let outcome = replay.call(*call.costs.first()?, call.nonce)?;
+            decided.push(CallOutcome {
+                admitted: outcome.allowed || !limit.vetoes,
+                outcomes: OneOrMany::One(outcome),
+            });
+        }
+        return answers.next().is_none().then_some(decided);
     }
-    let mut fields = Vec::with_capacity(8);
-    for field in text.split(|&byte| byte == b',') {
-        fields.push(match whole(field) {
-            Some(n) => Value::Int(n),
-            None => Value::BulkString(field.to_vec()),
+    // Several limits: each one's state before each call; the call admitted if every limit that vetoes admits
+    // it, else charged to none (each limit that would have admitted it reports its remaining as before).
+    let mut decided = Vec::with_capacity(group.calls.len());
+    for call in group.calls {
+        let mut outcomes = Vec::with_capacity(group.limits.len());
+        for (limit, cost) in group.limits.iter().zip(call.costs) {
+            let (block, state) = answered(limit, answers.next()?)?;
+            let mut replay = Replay::new(limit, now, first_and_rest(&state)?, block)?;
+            outcomes.push(replay.call(*cost, call.nonce)?);
+        }
+        let admitted = group
+            .limits
+            .iter()
+            .zip(&outcomes)
+            .all(|(limit, outcome)| outcome.allowed || !limit.vetoes);
+        if !admitted {
+            for ((limit, outcome), cost) in group.limits.iter().zip(&mut outcomes).zip(call.costs) {
+                if outcome.allowed {
+                    // A permit in flight is one, whatever the call weighs.
+                    outcome.remaining += match limit.algorithm {
+                        Algorithm::InFlight => 1,
+                        _ => *cost,
+                    };
+                }
+            }
+        }
+        decided.push(CallOutcome {
+            admitted,
+            outcomes: OneOrMany::Many(outcomes),
         });
     }
-    Some(fields)
+    answers.next().is_none().then_some(decided)
+}
+
+/// A limit's block under a penalty (`Some(None)` for none), as [`Replay`] takes it.
+type Blocked = Option<Option<Block>>;
+
+/// One limit's answer in a group: under a penalty, its key's block ("<until>:<offences>:<p|b>" or "")
+/// before "|"; then its state, as values.
+fn answered(limit: &CallLimit<'_>, answer: &str) -> Option<(Blocked, Vec<Value>)> {
+    let (block, state) = match limit.penalty {
+        Some(_) => {
+            let (block, state) = answer.split_once('|')?;
+            let block = match block {
+                "" => None,
+                text => Some(Block::parse(text)?),
+            };
+            (Some(block), state)
+        }
+        None => (None, answer),
+    };
+    let mut values = Vec::with_capacity(4);
+    for field in state.split(',') {
+        values.push(match whole(field.as_bytes()) {
+            Some(n) => Value::Int(n),
+            None => Value::BulkString(field.as_bytes().to_vec()),
+        });
+    }
+    Some((block, values))
+}
+
+/// A state's first number and the rest, as [`Replay`] takes them.
+fn first_and_rest(state: &[Value]) -> Option<(u64, &[Value])> {
+    match state.split_first()? {
+        (Value::Int(first), rest) => Some((non_negative(*first), rest)),
+        _ => None,
+    }
 }
 
 /// `field` read as a whole number written in decimal (as Lua's `%d` writes one), if it is one.

@@ -1,9 +1,9 @@
-//! Taking a lease (`limiter.lua`'s `lease`), giving back what is left of the last one.
+//! Taking a lease (`scripts/lease.lua`), giving back what is left of the last one.
 
 use redis::{Cmd, Value};
 
 use super::reply::{bucket, int};
-use super::{code, operation, GiveBack, LuaScript, LIMITER};
+use super::{clock, code, depth, ends_text, GiveBack, LuaScript, LEASE};
 use crate::algorithm::{Algorithm, Reported};
 use crate::call::CallLimit;
 use crate::error::BackendError;
@@ -18,18 +18,20 @@ pub(crate) fn lease_command(
     test_now: Option<u64>,
 ) -> (&'static LuaScript, Cmd) {
     let charge = &limit.charge;
-    let mut cmd = LIMITER.command(&[&limit.key], 1);
-    cmd.arg(&*operation("lease", test_now))
+    let mut cmd = LEASE.command(&[&limit.key], 1);
+    cmd.arg(&*clock(test_now))
         .arg(code(limit.algorithm))
         .arg(charge.window)
-        .arg(charge.max)
-        .arg(charge.burst)
-        .arg(charge.cost)
-        .arg(want.max(charge.cost));
+        .arg(charge.max);
+    match limit.algorithm {
+        Algorithm::Calendar => cmd.arg(ends_text(charge)),
+        _ => cmd.arg(depth(limit)),
+    };
+    cmd.arg(charge.cost).arg(want.max(charge.cost));
     if let Some(back) = back {
         back.args(&mut cmd);
     }
-    (&LIMITER, cmd)
+    (&LEASE, cmd)
 }
 
 /// What the script's `reply` to [`lease_command`] on a limit of `algorithm` says: when (Redis's clock), how

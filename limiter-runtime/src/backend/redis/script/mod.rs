@@ -14,6 +14,7 @@ mod inspect;
 mod lease;
 mod nonce;
 mod one_limit;
+mod replay;
 mod reply;
 
 pub(crate) use self::batch::{batch_command, groups_of, read_batch, Group};
@@ -23,7 +24,6 @@ pub(crate) use self::lease::{lease_command, read_lease};
 use self::nonce::NonceText;
 pub(crate) use self::nonce::{nonce, nonce_text};
 use self::one_limit::{one_limit_command, read_one_limit};
-use self::reply::{int, non_negative};
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -52,74 +52,90 @@ pub(crate) fn send(script: &'static LuaScript, mut connection: Connection, comma
     Box::pin(async move { connection.run(script, &command).await })
 }
 
-/// The limiter's script: every algorithm, deciding the calls of several limits and giving back
-/// (`scripts/limiter.lua`).
-pub(crate) static LIMITER: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/limiter.lua")));
-
-/// A script of one limit, assembled at build time from `scripts/`: the head that reads the window and the
-/// clock (`parts/now.lua`), then the named parts (an algorithm's own, between the read and the write it
-/// shares with its kin: `parts/queue_read.lua` and `parts/queue_write.lua` for the buckets, `parts/count.lua`
-/// for the fixed window and the calendar, whose head is its own).
-macro_rules! one_limit_script {
-    ($($part:literal),+) => {
-        concat!(
-            include_str!("../../../../scripts/parts/now.lua"),
-            $(include_str!(concat!("../../../../scripts/", $part, ".lua"))),+
-        )
+/// A script assembled at build time from `scripts/` (see `build.rs`), by its name there.
+macro_rules! assembled {
+    ($name:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/scripts/", $name, ".lua"))
     };
 }
 
-/// Each algorithm's own script, as Redis runs it, in the order of their [`code`]s: deciding the calls of
-/// one limit with only what it needs (the common call).
-pub(crate) const LEAN_SOURCES: [&str; 7] = [
-    one_limit_script!("sliding_log"),
-    one_limit_script!("fixed_window", "parts/count"),
-    one_limit_script!("sliding_window"),
-    one_limit_script!("parts/queue_read", "token_bucket", "parts/queue_write"),
-    one_limit_script!("parts/queue_read", "leaky_bucket", "parts/queue_write"),
-    one_limit_script!("in_flight"),
-    concat!(
-        include_str!("../../../../scripts/calendar.lua"),
-        include_str!("../../../../scripts/parts/count.lua")
-    ),
+/// Each algorithm's script of one limit (`scripts/one_limit.lua`, assembled with its file of
+/// `scripts/algorithms/`), as Redis runs it, in the order of their [`code`]s: deciding the calls of one
+/// limit with only what it needs (the common call).
+pub(crate) const ONE_LIMIT_SOURCES: [&str; 7] = [
+    assembled!("one_limit/sliding_log"),
+    assembled!("one_limit/fixed_window"),
+    assembled!("one_limit/sliding_window"),
+    assembled!("one_limit/token_bucket"),
+    assembled!("one_limit/leaky_bucket"),
+    assembled!("one_limit/in_flight"),
+    assembled!("one_limit/calendar"),
 ];
 
-/// The source of `algorithm`'s own script, as Redis runs it (what the benchmarks time against a minimal one).
-pub(crate) fn lean_source(algorithm: Algorithm) -> &'static str {
-    LEAN_SOURCES[code(algorithm) as usize - 1]
+/// The source of `algorithm`'s script of one limit, as Redis runs it (what the benchmarks time against a
+/// minimal one).
+pub(crate) fn one_limit_source(algorithm: Algorithm) -> &'static str {
+    ONE_LIMIT_SOURCES[code(algorithm) as usize - 1]
 }
 
-/// [`LEAN_SOURCES`], loaded.
-static LEAN: LazyLock<[LuaScript; 7]> = LazyLock::new(|| LEAN_SOURCES.map(LuaScript::new));
+/// [`ONE_LIMIT_SOURCES`], loaded.
+static ONE_LIMIT: LazyLock<[LuaScript; 7]> =
+    LazyLock::new(|| ONE_LIMIT_SOURCES.map(LuaScript::new));
 
-/// Renews the permits a node holds on one in-flight key (`scripts/renew.lua`, after its head).
-const RENEW_SOURCE: &str = one_limit_script!("renew");
+/// Decides a batch of groups: calls of one limit or of several, on any keys, under penalties
+/// (`scripts/groups.lua`, with every algorithm's file).
+pub(crate) static GROUPS: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(assembled!("groups")));
 
-/// [`RENEW_SOURCE`], loaded.
-pub(crate) static RENEW: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(RENEW_SOURCE));
+/// Gives charges back (`scripts/give_back.lua`).
+static GIVE_BACK: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(assembled!("give_back")));
 
-/// Every script assembled from parts, by the name of its own part, as Redis runs it (what the check of the
-/// scripts' commands reads, beside the files).
+/// Takes a lease (`scripts/lease.lua`).
+static LEASE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(assembled!("lease")));
+
+/// Bans a key (`scripts/ban.lua`).
+pub(crate) static BAN: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(assembled!("ban")));
+
+/// Renews the permits a node holds on one in-flight key (`scripts/renew.lua`).
+pub(crate) static RENEW: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(assembled!("renew")));
+
+/// Every script assembled at build time, by its name, as Redis runs it (what the check of the scripts'
+/// commands reads, beside the files).
 #[cfg(test)]
-pub(crate) fn assembled() -> Vec<(&'static str, &'static str)> {
-    let names = [
-        "sliding_log",
-        "fixed_window",
-        "sliding_window",
-        "token_bucket",
-        "leaky_bucket",
-    ];
-    let mut assembled: Vec<_> = names.into_iter().zip(LEAN_SOURCES).collect();
-    assembled.extend([("in_flight", LEAN_SOURCES[5]), ("renew", RENEW_SOURCE)]);
+pub(crate) fn assembled() -> Vec<(String, &'static str)> {
+    let mut assembled: Vec<_> = Algorithm::ALL
+        .into_iter()
+        .chain([Algorithm::InFlight, Algorithm::Calendar])
+        .map(|algorithm| {
+            (
+                format!("one_limit {algorithm}"),
+                one_limit_source(algorithm),
+            )
+        })
+        .collect();
+    assembled.extend([
+        ("groups".to_owned(), assembled!("groups")),
+        ("give_back".to_owned(), assembled!("give_back")),
+        ("lease".to_owned(), assembled!("lease")),
+        ("ban".to_owned(), assembled!("ban")),
+        ("renew".to_owned(), assembled!("renew")),
+    ]);
     assembled
 }
 
 /// Loads every decision script, and the inspection's (`SCRIPT LOAD`: on every node of a cluster), so that
 /// the first call finds it, and a server that refuses scripts says so at start-up.
 pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), BackendError> {
-    let inspect = &*inspect::INSPECT;
-    for script in [&*LIMITER, &*RENEW, inspect].into_iter().chain(LEAN.iter()) {
+    let scripts = [
+        &*GROUPS,
+        &*GIVE_BACK,
+        &*LEASE,
+        &*BAN,
+        &*RENEW,
+        &*inspect::INSPECT,
+    ];
+    for script in scripts.into_iter().chain(ONE_LIMIT.iter()) {
         let _: Value = script.load_command().query_async(connection).await?;
     }
     Ok(())
@@ -169,10 +185,11 @@ pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 9] {
     ]
 }
 
-/// `limit`'s four arguments to `limiter.lua`: its shape, a calendar's ends in place of the depth.
+/// `limit`'s four arguments to `scripts/groups.lua`: its shape, a calendar's ends in place of the depth.
 fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
     let [code, window, max, depth, _, _, _, first, cap] = shape(limit);
-    cmd.arg(code).arg(window).arg(max);
+    // The code as it was made: negative for a shadow limit.
+    cmd.arg(code as i64).arg(window).arg(max);
     match (limit.algorithm, limit.penalty) {
         (Algorithm::Calendar, None) => cmd.arg(ends_text(&limit.charge)),
         (_, None) => cmd.arg(depth),
@@ -193,71 +210,12 @@ fn ends_text(charge: &Charge) -> String {
     format!("{previous}:{current}:{next}")
 }
 
-/// How many values the script answers for `limit`: allowed, remaining, retry_after and reset_after, then the
-/// leaky bucket's delay, then the buckets' receipt.
-fn answer_len(limit: &CallLimit<'_>) -> usize {
-    match limit.algorithm {
-        Algorithm::TokenBucket => 5,
-        Algorithm::LeakyBucket => 6,
-        _ => 4,
-    }
-}
-
 /// `limit`'s charge for a call that weighs `cost` on it.
 fn weighing(limit: &CallLimit<'_>, cost: u64) -> Charge {
     Charge {
         cost,
         ..limit.charge
     }
-}
-
-/// The outcome the script's `answer` for `limit` says, for a call decided `now` and named by `nonce`, of
-/// `charge`; `None` if the answer is not one.
-fn outcome(
-    limit: &CallLimit<'_>,
-    charge: &Charge,
-    answer: &[Value],
-    now: u64,
-    nonce: u64,
-) -> Option<Outcome> {
-    // 1: admitted; 0: refused; 2: refused for the key's block.
-    let answered = int(answer, 0)?;
-    let allowed = answered == 1;
-    let receipt = match limit.algorithm {
-        Algorithm::SlidingLog | Algorithm::InFlight => Receipt {
-            mark: nonce,
-            ..Receipt::default()
-        },
-        Algorithm::TokenBucket | Algorithm::LeakyBucket => match answer.last() {
-            Some(Value::BulkString(queue)) if allowed => parse_queue(queue)?,
-            _ => Receipt::default(),
-        },
-        // The period's end, as the script picks it.
-        Algorithm::Calendar => Receipt {
-            mark: crate::algorithm::calendar::end(now, charge),
-            ..Receipt::default()
-        },
-        // The window's index, as the script computes it (in floating point, as Lua does).
-        _ => Receipt {
-            mark: (now as f64 / charge.window as f64).floor() as u64,
-            ..Receipt::default()
-        },
-    };
-    Some(Outcome {
-        allowed,
-        remaining: int(answer, 1)?,
-        retry_after: int(answer, 2)?,
-        reset_after: int(answer, 3)?,
-        delay: match limit.algorithm {
-            Algorithm::LeakyBucket => int(answer, 4)?,
-            _ => 0,
-        },
-        receipt: Receipt {
-            at: if allowed { now } else { 0 },
-            ..receipt
-        },
-        blocked: answered == 2,
-    })
 }
 
 /// The script's mark of what `receipt` charged on a limit of `algorithm`: the nonce, the window's index, or
@@ -273,44 +231,26 @@ fn mark(algorithm: Algorithm, receipt: &Receipt) -> String {
     }
 }
 
-/// A bucket's receipt: the queue as the script wrote it, `<end µs>:<fraction>:<since>:<given>`.
-fn parse_queue(queue: &[u8]) -> Option<Receipt> {
-    let text = std::str::from_utf8(queue).ok()?;
-    let mut parts = text.split(':').map(|part| part.parse::<u64>().ok());
-    let mut next = || parts.next().flatten();
-    let receipt = Receipt {
-        at: 0,
-        mark: next()?,
-        fraction: next()?,
-        since: next()?,
-        given: next()?,
-    };
-    parts.next().is_none().then_some(receipt)
-}
-
 /// A window (or a time to live) as a test passes it, with its "now" and the minimum TTL.
 pub(crate) fn test_window(window: u64, now: u64) -> String {
     format!("{window} {now} {TEST_MIN_TTL_MILLIS}")
 }
 
-/// A lean script's first argument for `limit`: its window, or a calendar's ends; with a test's "now" and the
-/// minimum TTL when a test passes them.
-fn window_arg(limit: &CallLimit<'_>, test_now: Option<u64>) -> String {
-    let window = match limit.algorithm {
-        Algorithm::Calendar => ends_text(&limit.charge),
-        _ => limit.charge.window.to_string(),
-    };
+/// A script of one limit's first argument: `window` µs; with a test's "now" and the minimum TTL when a test
+/// passes them.
+fn window_arg(window: u64, test_now: Option<u64>) -> String {
     match test_now {
-        Some(now) => format!("{window} {now} {TEST_MIN_TTL_MILLIS}"),
-        None => window,
+        Some(now) => test_window(window, now),
+        None => window.to_string(),
     }
 }
 
-/// The script's first argument: the operation, and, when a test passes "now" in, it and the minimum TTL.
-pub(crate) fn operation(op: &'static str, test_now: Option<u64>) -> Cow<'static, str> {
+/// The first argument of a script of several limits (`scripts/parts/clock.lua`): "" for Redis's clock, or a
+/// test's "now" and the minimum TTL.
+pub(crate) fn clock(test_now: Option<u64>) -> Cow<'static, str> {
     match test_now {
-        Some(now) => Cow::Owned(format!("{op} {now} {TEST_MIN_TTL_MILLIS}")),
-        None => Cow::Borrowed(op),
+        Some(now) => Cow::Owned(format!("{now} {TEST_MIN_TTL_MILLIS}")),
+        None => Cow::Borrowed(""),
     }
 }
 
@@ -338,33 +278,17 @@ pub(crate) fn decide_command(
     calls: &[BatchCall<'_>],
     test_now: Option<u64>,
 ) -> (&'static LuaScript, Cmd) {
-    if limits.iter().any(|limit| limit.penalty.is_some()) {
-        // Blocks are read and written by `limiter.lua`'s batch: a batch of this one group.
-        return (
-            &LIMITER,
-            batch_command(&[Group { limits, calls }], test_now),
-        );
-    }
     if let [limit] = limits {
-        let script = &LEAN[code(limit.algorithm) as usize - 1];
-        return (script, one_limit_command(script, limit, calls, test_now));
+        if limit.penalty.is_none() {
+            let script = &ONE_LIMIT[code(limit.algorithm) as usize - 1];
+            return (script, one_limit_command(script, limit, calls, test_now));
+        }
     }
-    let keys: Vec<&str> = limits.iter().map(|limit| &*limit.key).collect();
-    let mut cmd = LIMITER.command(&keys, calls.len());
-    cmd.arg(&*operation("decide", test_now));
-    group_args(&mut cmd, limits, calls);
-    (&LIMITER, cmd)
+    // Blocks, and calls of several limits, are decided by the script of groups: a batch of this one group.
+    (&GROUPS, batch_command(&[Group { limits, calls }], test_now))
 }
 
-/// The arguments `limiter.lua` decides `calls` on `limits` by: each limit's, then each call's.
-fn group_args(cmd: &mut Cmd, limits: &[&CallLimit<'_>], calls: &[BatchCall<'_>]) {
-    for limit in limits {
-        limit_args(cmd, limit);
-    }
-    calls_args(cmd, limits, calls);
-}
-
-/// Each of `calls`' nonce (when `limits` keep members) and costs, as `limiter.lua` takes them.
+/// Each of `calls`' nonce (when `limits` keep members) and costs, as `scripts/groups.lua` takes them.
 fn calls_args(cmd: &mut Cmd, limits: &[&CallLimit<'_>], calls: &[BatchCall<'_>]) {
     let logs = limits
         .iter()
@@ -385,60 +309,16 @@ pub(crate) fn read_decided(
     limits: &[&CallLimit<'_>],
     calls: &[BatchCall<'_>],
 ) -> Result<(OneOrMany<CallOutcome>, u64), BackendError> {
-    if limits.iter().any(|limit| limit.penalty.is_some()) {
-        let (mut each, now) = read_batch(reply, &[Group { limits, calls }])?;
-        let decided = each
-            .pop()
-            .unwrap_or_else(|| Err(BackendError::Reply(format!("{reply:?}"))))?;
-        return Ok((OneOrMany::Many(decided), now));
-    }
     if let [limit] = limits {
-        return read_one_limit(reply, limit, calls);
-    }
-    let unexpected = || BackendError::Reply(format!("{reply:?}"));
-    let Value::Array(reply) = reply else {
-        return Err(unexpected());
-    };
-    let Some((Value::Int(now), answers)) = reply.split_first() else {
-        return Err(unexpected());
-    };
-    let now = non_negative(*now);
-    let decided = read_group(answers, limits, calls, now).ok_or_else(unexpected)?;
-    Ok((OneOrMany::Many(decided), now))
-}
-
-/// Each of `calls`' outcome on `limits`, read from `answers` (as `limiter.lua` answers a group, without
-/// "now"); `None` if they are not.
-fn read_group(
-    answers: &[Value],
-    limits: &[&CallLimit<'_>],
-    calls: &[BatchCall<'_>],
-    now: u64,
-) -> Option<Vec<CallOutcome>> {
-    let per_call = limits.iter().map(|l| answer_len(l)).sum::<usize>();
-    if answers.len() != per_call * calls.len() {
-        return None;
-    }
-    let mut rest = answers;
-    let mut decided = Vec::with_capacity(calls.len());
-    for call in calls {
-        let mut outcomes = Vec::with_capacity(limits.len());
-        for (limit, cost) in limits.iter().zip(call.costs) {
-            let (answer, after) = rest.split_at(answer_len(limit));
-            rest = after;
-            let charge = weighing(limit, *cost);
-            outcomes.push(outcome(limit, &charge, answer, now, call.nonce)?);
+        if limit.penalty.is_none() {
+            return read_one_limit(reply, limit, calls);
         }
-        let admitted = limits
-            .iter()
-            .zip(&outcomes)
-            .all(|(l, o)| o.allowed || !l.vetoes);
-        decided.push(CallOutcome {
-            admitted,
-            outcomes: OneOrMany::Many(outcomes),
-        });
     }
-    Some(decided)
+    let (mut each, now) = read_batch(reply, &[Group { limits, calls }])?;
+    let decided = each
+        .pop()
+        .unwrap_or_else(|| Err(BackendError::Reply(format!("{reply:?}"))))?;
+    Ok((OneOrMany::Many(decided), now))
 }
 
 /// One charge to give back: where (its key, its algorithm), what the admission charged (its charge, whose
@@ -480,14 +360,14 @@ pub(crate) async fn give_back(
     test_now: Option<u64>,
 ) -> Result<(), BackendError> {
     let keys: Vec<&str> = charges.iter().map(|given| given.key).collect();
-    let mut cmd = LIMITER.command(&keys, 1);
-    cmd.arg(&*operation("give_back", test_now));
+    let mut cmd = GIVE_BACK.command(&keys, 1);
+    cmd.arg(&*clock(test_now));
     for given in charges {
         cmd.arg(code(given.algorithm))
             .arg(given.charge.window)
             .arg(given.charge.max);
         given.args(&mut cmd);
     }
-    let _: Vec<i64> = LIMITER.run(connection, &cmd).await?;
+    let _: Vec<i64> = GIVE_BACK.run(connection, &cmd).await?;
     Ok(())
 }

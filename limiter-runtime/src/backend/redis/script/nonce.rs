@@ -24,21 +24,17 @@ impl NonceText {
         self.member_text(16)
     }
 
-    /// The one member of a call of cost 1: its digits and `:1`.
-    pub(super) fn only_member(&self) -> MemberText {
-        self.member_text(18)
-    }
-
     fn member_text(&self, len: usize) -> MemberText {
-        let mut text = *b"0000000000000000:1";
-        text[..16].copy_from_slice(&self.digits);
-        MemberText { text, len }
+        MemberText {
+            text: self.digits,
+            len,
+        }
     }
 }
 
-/// A call's sliding-log member (its nonce and `:1`), or its nonce alone.
+/// A call's nonce as an argument, on the stack.
 pub(super) struct MemberText {
-    text: [u8; 18],
+    text: [u8; 16],
     len: usize,
 }
 

@@ -1,12 +1,13 @@
-//! A call of one limit (or calls on one key, coalesced): its algorithm's own script answers the key's state
-//! before the calls, and the algorithm's twin replays them.
+//! A call of one limit (or calls on one key, coalesced): its algorithm's script of one limit
+//! (`scripts/one_limit.lua`) answers the key's state before the calls, and the algorithm's twin replays them.
 
 use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
-use super::reply::{reported, score, state};
-use super::{depth, weighing, BatchCall, CallOutcome, LuaScript};
-use crate::algorithm::{sliding_log, Algorithm, Outcome, State};
+use super::replay::Replay;
+use super::reply::state;
+use super::{depth, ends_text, window_arg, BatchCall, CallOutcome, LuaScript};
+use crate::algorithm::Algorithm;
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
 
@@ -24,40 +25,31 @@ pub(super) fn one_limit_command(
 ) -> Cmd {
     let charge = &limit.charge;
     let mut cmd = script.command(&[&limit.key], calls.len());
-    match (test_now, limit.algorithm) {
-        // The common call's window goes as a number; a test's "now" and minimum TTL ride with it, and a
-        // calendar's ends take its place.
-        (None, algorithm) if algorithm != Algorithm::Calendar => cmd.arg(charge.window),
-        _ => cmd.arg(super::window_arg(limit, test_now)),
+    match test_now {
+        // The common call's window goes as a number; a test's "now" and minimum TTL ride with it.
+        None => cmd.arg(charge.window),
+        Some(_) => cmd.arg(window_arg(charge.window, test_now)),
     };
     cmd.arg(charge.max);
-    if matches!(
-        limit.algorithm,
-        Algorithm::TokenBucket | Algorithm::LeakyBucket
-    ) {
-        cmd.arg(depth(limit));
-    }
-    if limit.algorithm == Algorithm::InFlight {
-        // Each call's nonce names its permit.
-        for call in calls {
-            cmd.arg(nonce_text(call.nonce).digits());
-        }
-        return cmd;
-    }
-    let logs = limit.algorithm == Algorithm::SlidingLog;
+    match limit.algorithm {
+        Algorithm::Calendar => cmd.arg(ends_text(charge)),
+        _ => cmd.arg(depth(limit)),
+    };
+    let names = matches!(limit.algorithm, Algorithm::SlidingLog | Algorithm::InFlight);
     match calls {
-        // The common call, one of cost 1, goes without its cost (and the log's, as its one member).
+        // The common call, one of cost 1, goes without its cost: its nonce alone, when it names a member.
         [call] if cost(call) == 1 => {
-            if logs {
-                cmd.arg(nonce_text(call.nonce).only_member());
+            if names {
+                cmd.arg(nonce_text(call.nonce).digits());
             }
         }
         _ => {
             for call in calls {
                 cmd.arg(cost(call));
-                if logs {
-                    cmd.arg(nonce_text(call.nonce).digits());
-                }
+                match names {
+                    true => cmd.arg(nonce_text(call.nonce).digits()),
+                    false => cmd.arg(""),
+                };
             }
         }
     }
@@ -65,8 +57,7 @@ pub(super) fn one_limit_command(
 }
 
 /// What `limit`'s own script answered of `calls` (the key's state before the first call): the algorithm's
-/// twin, as that state, replays the calls for each one's outcome (the sliding log's, from its count and the
-/// times the script reports of each call refused).
+/// twin, as that state, replays the calls for each one's outcome.
 pub(super) fn read_one_limit(
     reply: &Value,
     limit: &CallLimit<'_>,
@@ -74,61 +65,20 @@ pub(super) fn read_one_limit(
 ) -> Result<(OneOrMany<CallOutcome>, u64), BackendError> {
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
     let (now, first, rest) = state(reply).ok_or_else(unexpected)?;
-    let decided = |outcome: Outcome| CallOutcome {
-        admitted: outcome.allowed || !limit.vetoes,
-        outcomes: OneOrMany::One(outcome),
+    let mut replay = Replay::new(limit, now, (first, rest), None).ok_or_else(unexpected)?;
+    let mut decide = |call: &BatchCall<'_>| -> Result<CallOutcome, BackendError> {
+        let outcome = replay.call(cost(call), call.nonce).ok_or_else(unexpected)?;
+        Ok(CallOutcome {
+            admitted: outcome.allowed || !limit.vetoes,
+            outcomes: OneOrMany::One(outcome),
+        })
     };
-    if limit.algorithm == Algorithm::SlidingLog {
-        // The count (units) goes up by each admitted call's cost; each call refused reads two times.
-        let (mut count, mut times) = (first, rest.chunks(2));
-        let each = each_of(calls, |call| {
-            let charge = weighing(limit, cost(call));
-            let fits = count + charge.cost <= charge.max;
-            let (blocking, newest) = match fits {
-                true => (None, None),
-                false => {
-                    let [blocking, newest] = times.next().ok_or_else(unexpected)? else {
-                        return Err(unexpected());
-                    };
-                    (score(blocking), score(newest))
-                }
-            };
-            let mut outcome =
-                sliding_log::outcome(now, &charge, count, |_| blocking.unwrap_or(now), newest);
-            if outcome.allowed {
-                count += charge.cost;
-                outcome.receipt.mark = call.nonce;
-            }
-            Ok(decided(outcome))
-        })?;
-        return Ok((each, now));
-    }
-    let reported = reported(limit.algorithm, first, rest).ok_or_else(unexpected)?;
-    let mut state =
-        State::reported(limit.algorithm, now, &limit.charge, reported).ok_or_else(unexpected)?;
-    let each = each_of(calls, |call| {
-        let mut outcome = state.decide(now, &weighing(limit, cost(call)));
-        if limit.algorithm == Algorithm::InFlight && outcome.allowed {
-            // The permit Redis holds is named by the call's nonce.
-            outcome.receipt.mark = call.nonce;
-        }
-        Ok(decided(outcome))
-    })?;
-    Ok((each, now))
-}
-
-/// `decide` of each of `calls`, in turn: one call's outcome held as it is, a batch's in a list sized for it.
-#[inline]
-fn each_of(
-    calls: &[BatchCall<'_>],
-    mut decide: impl FnMut(&BatchCall<'_>) -> Result<CallOutcome, BackendError>,
-) -> Result<OneOrMany<CallOutcome>, BackendError> {
     if let [call] = calls {
-        return Ok(OneOrMany::One(decide(call)?));
+        return Ok((OneOrMany::One(decide(call)?), now));
     }
     let mut each = Vec::with_capacity(calls.len());
     for call in calls {
         each.push(decide(call)?);
     }
-    Ok(OneOrMany::Many(each))
+    Ok((OneOrMany::Many(each), now))
 }

@@ -41,11 +41,13 @@ pub(super) fn non_negative(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// A member's score as Redis answers it (a decimal, possibly in floating-point notation), in µs; `None` for
-/// none ("").
+/// A member's score as Redis answers it (a decimal, possibly in floating-point notation, or read as a whole
+/// number from a group's answer), in µs; `None` for none ("").
 pub(super) fn score(value: &Value) -> Option<u64> {
-    let Value::BulkString(text) = value else {
-        return None;
+    let text = match value {
+        Value::BulkString(text) => text,
+        Value::Int(n) => return Some(non_negative(*n)),
+        _ => return None,
     };
     let text = std::str::from_utf8(text).ok()?;
     text.parse::<u64>()

@@ -1,0 +1,32 @@
+-- Calendar quota (twin: src/algorithm/calendar.rs): at most `max` units per period of the calendar (a day, a
+-- week, a month from its billing day, in the rule's time zone). The client says where the periods around its
+-- "now" end (`depth`, "<us>:<us>:<us>", computed in the zone); Redis decides which one now is in, on its own
+-- clock, so a client whose clock is off by less than a period changes nothing. Its state is the windows'
+-- count (count.lua), w the period's end; the expiry is set once, at the period's end.
+
+--@read
+local e0, e1, e2 = string.match(depth, '^(%d+):(%d+):(%d+)$')
+local period = e0
+if now >= tonumber(e0) then period = e1 end
+if now >= tonumber(e1) then period = e2 end
+if now >= tonumber(e2) then
+  error({err = 'ERR calendar: the periods sent all ended before now: the client clock is a period behind'})
+end
+local ends = tonumber(period)
+local state = redis.call('HMGET', key, 'w', 'n')
+--> count.read
+
+--@fits
+--> count.fits
+
+--@take
+--> count.take
+
+--@retry
+if cost <= max then retry = ends - now end
+
+--@write
+--> count.write
+
+--@give_back
+--> count.give_back

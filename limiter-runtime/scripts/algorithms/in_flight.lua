@@ -1,0 +1,33 @@
+-- In flight (twin: src/algorithm/in_flight.rs): at most `max` permits of the key held at once, one per call
+-- whatever its cost. Its state is a sorted set, one member per permit held, named by its call's nonce and
+-- scored by when it expires (us): `window` (a permit's time to live) after it was taken or last renewed
+-- (renew.lua), unless it is given back first, so that the permits of a node that dies come back.
+
+--@read
+-- `first`, the permits held (those that expired are not).
+local first = redis.call('ZCARD', key)
+if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+local held, second = first, nil
+
+--@fits
+local fits = held < max
+
+--@take
+redis.call('ZADD', key, now + window, nonce)
+held = held + 1
+
+--@retry
+-- When a permit comes back is its holder's to say.
+if max > 0 then retry = 0 end
+
+--@write
+if held > first then
+  -- The key lives as long as its latest permit.
+  local ms = math.ceil(window / 1000)
+  if ms < min_ttl then ms = min_ttl end
+  redis.call('PEXPIRE', key, ms)
+end
+
+--@give_back
+-- A permit goes back whole.
+redis.call('ZREM', key, mark)

@@ -1,0 +1,4 @@
+-- Charges one limit of a call of several, admitted: read again, as the check found it.
+--> read
+--> take
+--> write

@@ -1,0 +1,17 @@
+-- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
+-- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+-- refusal may start.
+local cost = tonumber(ARGV[c + cost_at])
+--> part block
+--> read
+local notes
+if not (block_ends and block_ends > now) then
+  --> fits
+  ok = fits
+  if not fits then
+    --> refused
+    --> part offence
+  end
+end
+--> write
+answered = answer(block, first, second, notes)

@@ -1,0 +1,22 @@
+-- The limit's own refusal of a call it could admit some day (`retry`, when it would) is an offence under a
+-- penalty: it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
+-- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
+-- cap since its last block ended; and at least until the limit would admit the call, so that a client that
+-- waits as long as it is told is never an offender for it.
+if block_key and cap > 0 and max > 0 then
+  local retry
+  --> retry
+  if retry then
+    if not block_ends or now >= block_ends + cap then offences = 0 end
+    offences = math.min(offences + 1, 64)
+    local length = block_first
+    for _ = 2, offences do
+      length = length * 2
+      if length >= cap then break end
+    end
+    length = math.max(math.min(length, cap), retry)
+    block_ends = now + length
+    redis.call('SET', block_key, string.format('%d:%d:p', block_ends, offences), 'PX',
+      math.max(math.ceil((length + cap) / 1000), min_ttl))
+  end
+end

@@ -1,0 +1,19 @@
+-- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+--> part block
+--> read
+local notes
+for _ = 1, calls do
+  local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
+  c = c + 2
+  if not (block_ends and block_ends > now) then
+    --> fits
+    if fits then
+      --> take
+    else
+      --> refused
+      --> part offence
+    end
+  end
+end
+--> write
+answered = answer(block, first, second, notes)
