@@ -180,10 +180,79 @@ mod in_redis {
         let mut redis = server.connection();
         let keys = server.limit_keys();
         assert_eq!(keys, ["rate_limit:emp:1001"]);
-        // One member per admitted call, and "#", the count.
+        // One member per admitted call (and no "#": every call cost 1).
         assert_eq!(tests::logged_calls(&mut redis, "rate_limit:emp:1001"), 5);
         let ttl: i64 = redis.pttl("rate_limit:emp:1001").unwrap();
         assert!(0 < ttl && ttl <= 10_000, "TTL {ttl} ms");
+    }
+
+    /// Keys the previous version wrote (members "<nonce>:1", and "#" always, marked with 2^52 while heavier
+    /// calls may be among them) read right while an upgrade has them in flight: their units count, heavier
+    /// members weigh their cost as they leave, a charge made on them is given back exactly, and "#" goes once
+    /// no heavier call is left, so that the key is the light log from then on.
+    #[tokio::test]
+    async fn keys_the_previous_version_wrote_read_right() {
+        const HEAVY: i64 = 1 << 52;
+        let server = RedisServer::start();
+        let clock = FakeClock::starting_at(Duration::from_secs(1_000_000));
+        let limiter = server.limiter_with_clock(&clock);
+        let mut redis = server.connection();
+        let now: i64 = 1_000_000 * 1_000_000;
+        let rule = rule(10, 10);
+        let score = |key: &str, member: &str, redis: &mut ::redis::Connection| -> Option<f64> {
+            redis.zscore(key, member).unwrap()
+        };
+
+        // A heavier call of 3 two seconds ago, one of cost 1 a second ago: 4 units, "#" marked.
+        let heavy = "rate_limit:heavy";
+        let _: () = ::redis::cmd("ZADD")
+            .arg(heavy)
+            .arg(now - 2_000_000)
+            .arg("00000000000000b1*3")
+            .arg(now - 1_000_000)
+            .arg("00000000000000a1:1")
+            .arg(-4 - HEAVY)
+            .arg("#")
+            .query(&mut redis)
+            .unwrap();
+        let decision = limiter.check(&rule, "heavy").await;
+        assert!(decision.allowed);
+        assert_eq!(decision.remaining, 10 - 4 - 1);
+        // Reserved and given back whole: as if it had never been charged.
+        let reservation = limiter.reserve(&rule, "heavy", 2).await.unwrap();
+        assert_eq!(reservation.decision().remaining, 10 - 5 - 2);
+        reservation.settle(0).await;
+        assert_eq!(score(heavy, "#", &mut redis), Some((-5 - HEAVY) as f64));
+        // Once the heavier call has left the window (its 3 units with it), "#" goes.
+        clock.advance(Duration::from_millis(8_500));
+        let decision = limiter.check(&rule, "heavy").await;
+        assert_eq!(decision.remaining, 10 - 2 - 1);
+        assert_eq!(score(heavy, "#", &mut redis), None);
+        assert_eq!(tests::logged_calls(&mut redis, heavy), 3);
+
+        // No heavier call: "#" is the count, and goes at the first call.
+        let light = "rate_limit:light";
+        let _: () = ::redis::cmd("ZADD")
+            .arg(light)
+            .arg(now - 1_000_000)
+            .arg("00000000000000c1:1")
+            .arg(now - 500_000)
+            .arg("00000000000000c2:1")
+            .arg(-2)
+            .arg("#")
+            .query(&mut redis)
+            .unwrap();
+        let decision = limiter.check(&rule, "light").await;
+        assert_eq!(decision.remaining, 10 - 2 - 1);
+        assert_eq!(score(light, "#", &mut redis), None);
+        assert_eq!(tests::logged_calls(&mut redis, light), 3);
+        for _ in 0..7 {
+            assert!(limiter.check(&rule, "light").await.allowed);
+        }
+        let refused = limiter.check(&rule, "light").await;
+        assert!(!refused.allowed);
+        // The oldest, the previous version's, leaves first.
+        assert_eq!(refused.retry_after, Duration::from_millis(500));
     }
 
     #[tokio::test]

@@ -1,32 +1,33 @@
 -- Sliding-window log (twin: src/algorithm/sliding_log.rs): at most `max` units in any interval of length
 -- `window`; an admission at time s counts while s > now - window. Its state is a sorted set, one member per
--- admitted call scored by its admission time (us): "<nonce>:1" for a call of cost 1, "<nonce>*<cost>" for a
--- heavier one (a cost is a weight, never a number of entries); and "#", scored minus the units in the
--- window, plus 2^52 while heavier calls may be among them (a key an older version wrote has no "#": each of
--- its members is one unit).
+-- admitted call scored by its admission time (us), named by its nonce (16 hex digits), or "<nonce>*<cost>"
+-- for a call of a greater cost (a cost is a weight, never a number of entries). While a heavier call may be
+-- in the window, "#" is there too, scored minus the units in the window, minus 2^52; without it, every member
+-- weighs one unit and ZCARD counts them (the common log, whose calls all cost 1, pays nothing more than a
+-- hand-written one). Keys an older version wrote read alike: their members "<nonce>:1" weigh one unit, and
+-- their "#" (always there, marked with 2^52 only while heavier calls may be among them) is read as it was
+-- written, then dropped once no heavier call is left.
 
 --@read
--- `first`, the units in the window, as "#" keeps them: the members that left take their units with them
--- (each one's, read, while heavier calls may be among them). `count`, as the calls leave it.
+-- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
+-- the weights of the members that left. `count`, as the calls leave it.
 local HEAVY = 4503599627370496
-local written = tonumber(redis.call('ZSCORE', key, '#'))
-local first, heavy, weighed = 0, false, false
-if written then
-  first = -written
-  if first >= HEAVY then first, heavy = first - HEAVY, true end
-  if heavy then
-    for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
-      first = first - (tonumber(string.match(member, '%*(%d+)$')) or 1)
-    end
-    redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
-  else
+local first, written, heavy, weighed = redis.call('ZCARD', key), nil, false, false
+if first > 0 then
+  written = tonumber(redis.call('ZSCORE', key, '#'))
+  if not written then
     first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
-  end
-else
-  first = redis.call('ZCARD', key)
-  if first > 0 then
-    redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
-    first = redis.call('ZCARD', key)
+  else
+    first = -written
+    if first >= HEAVY then first, heavy = first - HEAVY, true end
+    if heavy then
+      for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, 0, now - window)) do
+        first = first - (tonumber(string.match(member, '%*(%d+)$')) or 1)
+      end
+      redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+    else
+      first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
+    end
   end
 end
 local count, second = first, nil
@@ -35,15 +36,18 @@ local count, second = first, nil
 local fits = count + cost <= max
 
 --@take
--- The call's member, and "#" with the units it adds: one command. (Whether a call here was heavier: "#" then
--- keeps its mark for sure.)
+-- The call's member; and, while heavier calls may be in the window, "#" with the units it adds, in the same
+-- command.
 if cost > 0 then
-  local member = nonce .. ':1'
+  local member = nonce
   if cost > 1 then member, heavy, weighed = nonce .. '*' .. cost, true, true end
   count = count + cost
-  written = -count
-  if heavy then written = written - HEAVY end
-  redis.call('ZADD', key, now, member, written, '#')
+  if heavy then
+    written = -count - HEAVY
+    redis.call('ZADD', key, now, member, written, '#')
+  else
+    redis.call('ZADD', key, now, member)
+  end
 end
 
 --@refused
@@ -82,15 +86,16 @@ if cost <= max then
 end
 
 --@write
--- "#" as the calls left it: heavier calls no longer marked once none is left (every member one unit again),
--- and gone with the last unit. Every member leaves the window at most `window` from now: so does the key.
-if heavy and not weighed and redis.call('ZCARD', key) - 1 == count then heavy = false end
-local kept = -count
-if heavy then kept = kept - HEAVY end
-if count == 0 then
-  if written then redis.call('ZREM', key, '#') end
-elseif kept ~= written then
-  redis.call('ZADD', key, kept, '#')
+-- "#" as the calls left it, while heavier calls may be in the window; gone once none is left (every member
+-- one unit again), or with the last unit. Every member leaves the window at most `window` from now: so does the
+-- key.
+if written then
+  if heavy and not weighed and redis.call('ZCARD', key) - 1 == count then heavy = false end
+  if heavy and count > 0 then
+    if -count - HEAVY ~= written then redis.call('ZADD', key, -count - HEAVY, '#') end
+  else
+    redis.call('ZREM', key, '#')
+  end
 end
 if count > first then
   local ttl = math.ceil(window / 1000)
@@ -99,16 +104,21 @@ if count > first then
 end
 
 --@give_back
--- The call's one member, weighing its cost: it goes, or weighs what is left; "#" counts as much fewer.
+-- The call's one member, weighing its cost (an older version's "<nonce>:1" for a call of cost 1): it goes, or
+-- weighs what is left; "#", when there, counts as much fewer.
 if at <= now - window or units == 0 then break end
-local member = mark .. ':1'
+local member = mark
 if cost > 1 then member = mark .. '*' .. cost end
 local score = redis.call('ZSCORE', key, member)
+if not score and cost == 1 then
+  member = mark .. ':1'
+  score = redis.call('ZSCORE', key, member)
+end
 if not score then break end
 local left = math.max(cost - units, 0)
 redis.call('ZREM', key, member)
 if left == 1 then
-  redis.call('ZADD', key, score, mark .. ':1')
+  redis.call('ZADD', key, score, mark)
 elseif left > 1 then
   redis.call('ZADD', key, score, mark .. '*' .. left)
 end
@@ -117,10 +127,9 @@ if not written then break end
 local total, heavy = -written, false
 if total >= 4503599627370496 then total, heavy = total - 4503599627370496, true end
 total = total - (cost - left)
-if total <= 0 then
-  redis.call('ZREM', key, '#')
-  break
-end
 if heavy and redis.call('ZCARD', key) - 1 == total then heavy = false end
-if heavy then total = total + 4503599627370496 end
-redis.call('ZADD', key, -total, '#')
+if heavy and total > 0 then
+  redis.call('ZADD', key, -total - 4503599627370496, '#')
+else
+  redis.call('ZREM', key, '#')
+end
