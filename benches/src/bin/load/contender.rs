@@ -70,7 +70,7 @@ pub(crate) enum Contender {
     PlainLease,
     /// What a user writes without the library: `redis::Script` of the minimal script on a `ConnectionManager`.
     Baseline,
-    /// `redis-benchmark` calling the library's lean script (not a task-based contender: see `ceiling`).
+    /// `redis-benchmark` calling the library's script of one limit (not a task-based contender: see `ceiling`).
     Ceiling,
     /// `redis-benchmark` calling the minimal script.
     CeilingMinimal,
@@ -230,7 +230,7 @@ impl Caller {
             // So that INFO (and callgrind) count only the contender's calls: the heartbeat is an EVALSHA too.
             builder = builder.heartbeat_every(Duration::from_secs(3600));
             // Connected, and every decision script loaded (as `connect` does), so that no run meets a
-            // script the server has not seen yet (a batch's first call of `limiter.lua`, say).
+            // script the server has not seen yet (a batch's first call of `groups.lua`, say).
             async move {
                 builder
                     .connect()

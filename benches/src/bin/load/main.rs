@@ -5,7 +5,7 @@
 //! - spread (`spread`): for every algorithm and concurrency, the annotated function (`#[rate_limit]`), the
 //!   plain API (`Limiter::check`) and the baseline, a minimal hand-written script per algorithm called with
 //!   `redis::Script` on a `ConnectionManager`, alternate over 10 000 random keys, a fresh contender each run;
-//!   at 64 tasks `redis-benchmark` calls the library's lean script and the minimal one (Redis's own ceiling,
+//!   at 64 tasks `redis-benchmark` calls the library's script of one limit and the minimal one (Redis's own ceiling,
 //!   and its CPU per call of each);
 //! - abusive key (`abuse`): 64 tasks on one key with a low limit, to measure the deny cache;
 //! - hot key (`hot`): one key every call of which is admitted, from one process and more (this binary again,

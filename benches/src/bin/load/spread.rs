@@ -1,5 +1,5 @@
 //! The spread scenario: for every algorithm and concurrency, the contenders alternate over random keys, almost
-//! every call admitted; at the ceiling's concurrency `redis-benchmark` calls the library's lean script and the
+//! every call admitted; at the ceiling's concurrency `redis-benchmark` calls the library's script of one limit and the
 //! minimal one, for Redis's ceiling and its CPU per call of each.
 
 use std::path::Path;
@@ -116,7 +116,7 @@ async fn measure_run(
     Measured::from_run(cell, options.duration, &tally, &redis, client_cpu, degraded)
 }
 
-/// `redis-benchmark` calling the library's lean script of the cell's algorithm (`Contender::Ceiling`) or the
+/// `redis-benchmark` calling the library's script of one limit of the cell's algorithm (`Contender::Ceiling`) or the
 /// minimal one (`Contender::CeilingMinimal`).
 async fn measure_ceiling(
     cx: &Context<'_>,

@@ -251,8 +251,8 @@ impl Report {
             out,
             "- client: {} build; each contender run has its own limiter (so its own multiplexed connection and \
              deny cache) or its own `ConnectionManager`; the baseline calls a minimal hand-written script per \
-             algorithm (`benches/src/bin/load/baseline/`) with `redis::Script`, the library its lean script \
-             (`limiter-runtime/scripts/<algorithm>.lua`)",
+             algorithm (`benches/src/bin/load/baseline/`) with `redis::Script`, the library its script of one limit \
+             (`limiter-runtime/scripts/one_limit.lua` with `scripts/algorithms/<algorithm>.lua`)",
             m.build
         );
         let _ = writeln!(

@@ -96,7 +96,7 @@ fn ceiling(report: &Report, layout: usize, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "{} The library's row calls its lean script of the algorithm with the arguments it sends; the minimal \
+        "{} The library's row calls its script of one limit of the algorithm with the arguments it sends; the minimal \
          row, the baseline's script.\n",
         if place.is_pinned() {
             "No client runs on Redis's CPU, so the ceiling is what Redis can serve there, and a contender's \
@@ -185,7 +185,7 @@ fn cpu(report: &Report, layout: usize, out: &mut String) {
 }
 
 impl Report {
-    /// Redis's CPU per call of the library's lean script over the minimal script's, both under
+    /// Redis's CPU per call of the library's script of one limit over the minimal script's, both under
     /// `redis-benchmark` at the ceiling's concurrency: the median of per-round ratios.
     pub(super) fn script_cpu_ratio(&self, layout: usize, algorithm: Algorithm) -> f64 {
         self.ratio(
