@@ -1,7 +1,7 @@
 //! Assembles the scripts Redis runs from `scripts/`, at build time, into `$OUT_DIR/scripts/`.
 //!
 //! Each algorithm's Redis side is written once, in `scripts/algorithms/<name>.lua`, as sections: a line
-//! `--@<section>` opens one (`read`, `fits`, `take`, `refused`, `retry`, `write`, `give_back`, `room`), and
+//! `--@<section>` opens one (`read`, `fits`, `take`, `refused`, `retry`, `write`, `give_back`, `room`, `peek`), and
 //! it runs to the next. A template (`scripts/<name>.lua`, `scripts/parts/<name>.lua`) names what goes where
 //! with a line `--> <what>`, replaced by (each line keeping the marker's indentation):
 //! - `--> <section>`: that section of the algorithm being assembled (nothing if it has none);
@@ -29,7 +29,7 @@ const ALGORITHMS: [&str; 7] = [
 ];
 
 /// The templates assembled for every algorithm at once.
-const TEMPLATES: [&str; 5] = ["groups", "give_back", "lease", "ban", "renew"];
+const TEMPLATES: [&str; 6] = ["groups", "give_back", "lease", "ban", "renew", "inspect"];
 
 fn main() {
     let scripts = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("scripts");

@@ -30,3 +30,8 @@ if cost <= max then retry = ends - now end
 
 --@give_back
 --> count.give_back
+
+--@peek
+-- The count stored and its period's end: the client's twin counts it only if that is now's period.
+local state = redis.call('HMGET', key, 'w', 'n')
+if state[1] and tonumber(state[2]) > 0 then return {now, tonumber(state[2]), state[1]} end

@@ -24,3 +24,7 @@ if cost <= max then retry = ends - now end
 
 --@room
 --> count.room
+
+--@peek
+local state = redis.call('HMGET', key, 'w', 'n')
+if tonumber(state[1]) == math.floor(now / window) and tonumber(state[2]) > 0 then return {now, tonumber(state[2])} end

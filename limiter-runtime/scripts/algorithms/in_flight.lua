@@ -31,3 +31,7 @@ end
 --@give_back
 -- A permit goes back whole.
 redis.call('ZREM', key, mark)
+
+--@peek
+local held = redis.call('ZCOUNT', key, '(' .. now, '+inf')
+if held > 0 then return {now, held} end

@@ -20,3 +20,6 @@ if cost <= max then retry = math.floor((queued - limit + max - 1) / max) end
 
 --@give_back
 --> queue.give_back
+
+--@peek
+--> queue.peek

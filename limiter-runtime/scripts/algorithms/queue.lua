@@ -95,3 +95,11 @@ local ahead = math.floor(used / max)
 local ttl = math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl)
 redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(kept),
   'PX', ttl)
+
+--@peek
+local state = redis.call('GET', key)
+if state then
+  local t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)')
+  t = tonumber(t)
+  if run and t >= now then return {now, (t - now) * max + tonumber(f), run} end
+end

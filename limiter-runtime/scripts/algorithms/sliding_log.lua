@@ -133,3 +133,26 @@ if heavy and total > 0 then
 else
   redis.call('ZREM', key, '#')
 end
+
+--@peek
+-- Every member in the window, with its weight ("#", scored below every admission, is never in this range):
+-- an operator's read, not a decision's.
+local since, count, members, start = now - window, 0, {}, 0
+repeat
+  local page = redis.call('ZRANGEBYSCORE', key, '(' .. since, '+inf', 'WITHSCORES', 'LIMIT', start, 128)
+  for m = 1, #page, 2 do
+    local units = tonumber(string.match(page[m], '%*(%d+)$')) or 1
+    count = count + units
+    members[#members + 1] = {units, page[m + 1]}
+  end
+  start = start + 128
+until #page < 256
+if count > 0 then
+  local blocking, need = '', count + 1 - max
+  for _, member in ipairs(members) do
+    if need <= 0 then break end
+    need = need - member[1]
+    if need <= 0 then blocking = member[2] end
+  end
+  return {now, count, blocking, members[#members][2]}
+end

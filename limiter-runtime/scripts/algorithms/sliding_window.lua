@@ -61,3 +61,14 @@ else
   break
 end
 redis.call('SET', key, string.format('%d:%d:%d', stored, counted, before), 'KEEPTTL')
+
+--@peek
+local state = redis.call('GET', key)
+local stored, counted, before
+if state then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
+stored = tonumber(stored)
+local index = math.floor(now / window)
+if stored == index and (tonumber(counted) > 0 or tonumber(before) > 0) then
+  return {now, tonumber(counted), tonumber(before)}
+end
+if stored == index - 1 and tonumber(counted) > 0 then return {now, 0, tonumber(counted)} end

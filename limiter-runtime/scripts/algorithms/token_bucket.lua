@@ -26,3 +26,6 @@ end
 
 --@room
 room = math.floor((capacity - first) / window)
+
+--@peek
+--> queue.peek

@@ -1,5 +1,5 @@
-//! An operator's read of one limit's key (`scripts/inspect.lua`): no charge, no write, Redis's clock; its
-//! reply read by the algorithm's twin, as a decision's is.
+//! An operator's read of one limit's key (`scripts/inspect.lua`, with each algorithm's `peek`): no charge, no
+//! write, Redis's clock; its reply read by the algorithm's twin, as a decision's is.
 
 use std::sync::LazyLock;
 
@@ -11,9 +11,9 @@ use crate::algorithm::{calendar, peek, peek_log, Algorithm, Peek, Reported, Stat
 use crate::call::CallLimit;
 use crate::error::BackendError;
 
-/// The script (`scripts/inspect.lua`).
+/// The script (`scripts/inspect.lua`, assembled).
 pub(super) static INSPECT: LazyLock<LuaScript> =
-    LazyLock::new(|| LuaScript::new(include_str!("../../../../scripts/inspect.lua")));
+    LazyLock::new(|| LuaScript::new(assembled!("inspect")));
 
 /// The script, and its command reading `limit`'s key.
 pub(crate) fn inspect_command(
@@ -21,12 +21,11 @@ pub(crate) fn inspect_command(
     test_now: Option<u64>,
 ) -> (&'static LuaScript, Cmd) {
     let mut cmd = INSPECT.command(&[&limit.key], 1);
-    cmd.arg(super::code(limit.algorithm));
     match test_now {
         Some(now) => cmd.arg(super::test_window(limit.charge.window, now)),
         None => cmd.arg(limit.charge.window),
     };
-    cmd.arg(limit.charge.max);
+    cmd.arg(limit.charge.max).arg(super::code(limit.algorithm));
     (&INSPECT, cmd)
 }
 

@@ -6,6 +6,13 @@
 //! sent, owned, so that its answer can be awaited after the caller has gone ([`send`]); its reply, read
 //! against the call ([`read_decided`]).
 
+/// A script assembled at build time from `scripts/` (see `build.rs`), by its name there.
+macro_rules! assembled {
+    ($name:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/scripts/", $name, ".lua"))
+    };
+}
+
 mod batch;
 mod block;
 #[cfg(test)]
@@ -50,13 +57,6 @@ pub(crate) type Sent = Pin<Box<dyn Future<Output = RedisResult<Value>> + Send>>;
 /// Sends `command` of `script` on `connection`.
 pub(crate) fn send(script: &'static LuaScript, mut connection: Connection, command: Cmd) -> Sent {
     Box::pin(async move { connection.run(script, &command).await })
-}
-
-/// A script assembled at build time from `scripts/` (see `build.rs`), by its name there.
-macro_rules! assembled {
-    ($name:literal) => {
-        include_str!(concat!(env!("OUT_DIR"), "/scripts/", $name, ".lua"))
-    };
 }
 
 /// Each algorithm's script of one limit (`scripts/one_limit.lua`, assembled with its file of
@@ -120,6 +120,7 @@ pub(crate) fn assembled() -> Vec<(String, &'static str)> {
         ("lease".to_owned(), assembled!("lease")),
         ("ban".to_owned(), assembled!("ban")),
         ("renew".to_owned(), assembled!("renew")),
+        ("inspect".to_owned(), assembled!("inspect")),
     ]);
     assembled
 }
