@@ -363,15 +363,27 @@ pub mod http {
     }
 }
 
-/// The calls a sliding log in Redis holds at `key`: its members scored by their admission time (`#`, which keeps
-/// the count, is scored below zero).
+/// The units (calls of cost 1) a sliding log in Redis holds at `key`: the weight of each of its members scored
+/// by their admission time, `<nonce>*<units>` or one unit (`#`, which keeps the count while some weigh more, is
+/// scored below zero).
 pub fn logged_calls(connection: &mut redis::Connection, key: &str) -> usize {
-    redis::cmd("ZCOUNT")
+    logged_members(connection, key)
+        .iter()
+        .map(|member| match member.rsplit_once('*') {
+            Some((_, units)) => units.parse().expect("a member's units"),
+            None => 1,
+        })
+        .sum()
+}
+
+/// The members a sliding log in Redis holds at `key`, oldest first (not `#`).
+pub fn logged_members(connection: &mut redis::Connection, key: &str) -> Vec<String> {
+    redis::cmd("ZRANGEBYSCORE")
         .arg(key)
         .arg(0)
         .arg("+inf")
         .query(connection)
-        .expect("ZCOUNT answers")
+        .expect("ZRANGEBYSCORE answers")
 }
 
 /// Calls (key `probe`) until a decision comes from Redis again, and says how long that took; fails after 5 s.

@@ -83,7 +83,7 @@ async fn one_task_sends_each_call_alone_and_64_share_script_calls_across_keys() 
         "{calls} script calls for {} decisions on 10,000 keys",
         together.len()
     );
-    // Each admitted call is its own sliding-log member, in its own key.
+    // Each admitted call weighs in its own key's log.
     let mut redis = server.connection();
     let mut members = 0;
     for key in server

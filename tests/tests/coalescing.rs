@@ -1,7 +1,8 @@
 //! Coalescing against a real Redis: calls on one key that arrive while one of them is with Redis go together
 //! in one script call, and each is decided exactly as if sent alone: the same admissions for every
-//! algorithm, with costs and stacked limits, each admitted unit its own sliding-log member; fewer script calls
-//! than decisions; and a batch whose leader misses its deadline fails alone and leaves the line usable.
+//! algorithm, with costs and stacked limits, the sliding log's calls of one script call one member weighing
+//! them all, each given back exactly; fewer script calls than decisions; and a batch whose leader misses its
+//! deadline fails alone and leaves the line usable.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -103,15 +104,57 @@ async fn every_algorithm_admits_as_one_call_at_a_time_would_in_fewer_script_call
         );
     }
     let mut redis = server.connection();
-    let members: Vec<usize> = ["sliding_log:alone", "sliding_log:together"]
+    let units: Vec<usize> = ["sliding_log:alone", "sliding_log:together"]
         .iter()
         .map(|key| tests::logged_calls(&mut redis, key))
         .collect();
-    assert_eq!(
-        members,
-        [300, 300],
-        "one sliding-log member per admitted call"
-    );
+    assert_eq!(units, [300, 300], "every admitted call weighs in the log");
+    // Alone, a member a call; the calls of one script call together are one member, weighing them all.
+    let alone = tests::logged_members(&mut redis, "sliding_log:alone").len();
+    let together = tests::logged_members(&mut redis, "sliding_log:together").len();
+    assert_eq!(alone, 300);
+    assert!(together * 4 < 300, "{together} members for 300 calls");
+}
+
+/// Calls coalesced into one script call share one sliding-log member, and each gives back exactly its own
+/// part, in any order: whole, in part, or not at all; the log then holds exactly what was kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coalesced_calls_share_a_member_and_each_gives_back_its_own_part() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let limiter = limiter(&server, &clock, true);
+    let rule = Rule::new()
+        .prefix("shared:")
+        .max(1_000)
+        .window(Duration::from_secs(60));
+    let reservations: Vec<_> = futures::future::join_all((0..64u64).map(|i| {
+        let (limiter, rule) = (limiter.clone(), rule.clone());
+        tokio::spawn(async move { limiter.reserve(&rule, "k", 1 + i % 3).await.unwrap() })
+    }))
+    .await
+    .into_iter()
+    .map(Result::unwrap)
+    .collect();
+    let mut redis = server.connection();
+    let reserved: u64 = (0..64u64).map(|i| 1 + i % 3).sum();
+    assert_eq!(tests::logged_calls(&mut redis, "shared:k") as u64, reserved);
+    let members = tests::logged_members(&mut redis, "shared:k").len();
+    assert!(members < 64, "coalesced calls share members: {members}");
+    // Settled in an order of their own: every third given back whole, every third kept, the rest in part.
+    let mut kept = 0;
+    for (i, reservation) in reservations.into_iter().enumerate().rev() {
+        let cost = 1 + i as u64 % 3;
+        let settled = match i % 3 {
+            0 => 0,
+            1 => cost,
+            _ => cost - 1,
+        };
+        kept += settled;
+        reservation.settle(settled).await;
+    }
+    assert_eq!(tests::logged_calls(&mut redis, "shared:k") as u64, kept);
+    let decision = limiter.check_cost(&rule, "k", 0).await;
+    assert_eq!(decision.remaining, 1_000 - kept);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,8 @@
 -- Sliding-window log (twin: src/algorithm/sliding_log.rs): at most `max` units in any interval of length
 -- `window`; an admission at time s counts while s > now - window. Its state is a sorted set, one member per
--- admitted call scored by its admission time (us), named by its nonce (16 hex digits), or "<nonce>*<cost>"
--- for a call of a greater cost (a cost is a weight, never a number of entries). While a heavier call may be
+-- script call that admitted calls, scored by the admission time (us), named by the nonce (16 hex digits) of
+-- the first call it admitted, or "<nonce>*<units>" when they weigh more than one unit (a cost is a weight,
+-- never a number of entries: the calls on one key coalesced into one script call are one member). While a heavier call may be
 -- in the window, "#" is there too, scored minus the units in the window, minus 2^52; without it, every member
 -- weighs one unit and ZCARD counts them (the common log, whose calls all cost 1, pays nothing more than a
 -- hand-written one). Keys an older version wrote read alike: their members "<nonce>:1" weigh one unit, and
@@ -30,33 +31,27 @@ if first > 0 then
     end
   end
 end
-local count, second = first, nil
+-- `pending`, the units admitted here, written as one member named by `named`, the first call's nonce.
+local count, second, pending, named = first, nil, 0, nil
 
 --@fits
 local fits = count + cost <= max
 
 --@take
--- The call's member; and, while heavier calls may be in the window, "#" with the units it adds, in the same
--- command.
 if cost > 0 then
-  local member = nonce
-  if cost > 1 then member, heavy, weighed = nonce .. '*' .. cost, true, true end
-  count = count + cost
-  if heavy then
-    written = -count - HEAVY
-    redis.call('ZADD', key, now, member, written, '#')
-  else
-    redis.call('ZADD', key, now, member)
-  end
+  count, pending = count + cost, pending + cost
+  named = named or nonce
 end
 
 --@refused
 -- Admitted once the oldest members holding (count + cost - max) units have left the window ("#", when there,
--- is the lowest: past it): the score of the member whose leaving admits it ("" when its cost is above max),
--- and the newest member's score, for its twin.
+-- is the lowest: past it): the score of the member whose leaving admits it ("" when its cost is above max;
+-- now when it is the units admitted here, not yet written), and the newest member's score, for its twin.
 local blocking, skip = '', 0
 if written then skip = 1 end
-if cost <= max and not heavy then
+if cost <= max and count + cost - max > count - pending then
+  blocking = string.format('%d', now)
+elseif cost <= max and not heavy then
   local index = count + cost - max - 1 + skip
   blocking = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
 elseif cost <= max then
@@ -74,10 +69,14 @@ elseif cost <= max then
     start = start + 64
   until need <= 0 or #page < 128
 end
-local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 notes = notes or {}
 notes[#notes + 1] = blocking
-notes[#notes + 1] = (newest[1] ~= '#' and newest[2]) or ''
+if pending > 0 then
+  notes[#notes + 1] = string.format('%d', now)
+else
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  notes[#notes + 1] = (newest[1] ~= '#' and newest[2]) or ''
+end
 
 --@retry
 if cost <= max then
@@ -86,9 +85,19 @@ if cost <= max then
 end
 
 --@write
--- "#" as the calls left it, while heavier calls may be in the window; gone once none is left (every member
--- one unit again), or with the last unit. Every member leaves the window at most `window` from now: so does the
--- key.
+-- The units admitted here, one member; "#" as the calls left it, while heavier calls may be in the window
+-- (written with the member, one command), gone once none is left (every member one unit again), or with the
+-- last unit. Every member leaves the window at most `window` from now: so does the key.
+if pending > 0 then
+  local member = named
+  if pending > 1 then member, heavy, weighed = named .. '*' .. pending, true, true end
+  if heavy then
+    written = -count - HEAVY
+    redis.call('ZADD', key, now, member, written, '#')
+  else
+    redis.call('ZADD', key, now, member)
+  end
+end
 if written then
   if heavy and not weighed and redis.call('ZCARD', key) - 1 == count then heavy = false end
   if heavy and count > 0 then
@@ -104,29 +113,32 @@ if count > first then
 end
 
 --@give_back
--- The call's one member, weighing its cost (an older version's "<nonce>:1" for a call of cost 1): it goes, or
--- weighs what is left; "#", when there, counts as much fewer.
+-- The member the call was admitted in (`mark`, named by the first call of its script call, at the same
+-- instant; an older version's "<nonce>:1" for a call of cost 1): it weighs as much less as the call gives
+-- back of its own cost, or goes; "#", when there, counts as much fewer.
 if at <= now - window or units == 0 then break end
-local member = mark
-if cost > 1 then member = mark .. '*' .. cost end
-local score = redis.call('ZSCORE', key, member)
-if not score and cost == 1 then
-  member = mark .. ':1'
-  score = redis.call('ZSCORE', key, member)
+local member
+for _, admitted in ipairs(redis.call('ZRANGEBYSCORE', key, at, at)) do
+  if string.sub(admitted, 1, #mark) == mark then
+    member = admitted
+    break
+  end
 end
-if not score then break end
-local left = math.max(cost - units, 0)
+if not member then break end
+local weight = tonumber(string.match(member, '%*(%d+)$')) or 1
+local back = math.min(units, cost, weight)
+local left = weight - back
 redis.call('ZREM', key, member)
 if left == 1 then
-  redis.call('ZADD', key, score, mark)
+  redis.call('ZADD', key, at, mark)
 elseif left > 1 then
-  redis.call('ZADD', key, score, mark .. '*' .. left)
+  redis.call('ZADD', key, at, mark .. '*' .. left)
 end
 local written = tonumber(redis.call('ZSCORE', key, '#'))
 if not written then break end
 local total, heavy = -written, false
 if total >= 4503599627370496 then total, heavy = total - 4503599627370496, true end
-total = total - (cost - left)
+total = total - back
 if heavy and redis.call('ZCARD', key) - 1 == total then heavy = false end
 if heavy and total > 0 then
   redis.call('ZADD', key, -total - 4503599627370496, '#')

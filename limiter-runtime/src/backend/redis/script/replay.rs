@@ -19,12 +19,14 @@ pub(super) struct Replay<'v, 'l, 'r> {
     block: Option<Option<Block>>,
 }
 
-/// The twin of a limit's algorithm: the sliding log's, its count and, for each call it refuses, the two
-/// times the script reads (the log itself stays in Redis); any other's, its state.
+/// The twin of a limit's algorithm: the sliding log's, its count, for each call it refuses the two times
+/// the script reads (the log itself stays in Redis), and the nonce of the first call it admits, which names
+/// the one member the script writes for them all; any other's, its state.
 enum Twin<'v> {
     Log {
         count: u64,
         times: std::slice::Chunks<'v, Value>,
+        named: Option<u64>,
     },
     State(State),
 }
@@ -43,6 +45,7 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
             Algorithm::SlidingLog => Twin::Log {
                 count: first,
                 times: rest.chunks(2),
+                named: None,
             },
             algorithm => {
                 let reported = reported(algorithm, first, rest)?;
@@ -67,7 +70,11 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
         }
         let charge = weighing(limit, cost);
         let mut outcome = match &mut self.twin {
-            Twin::Log { count, times } => {
+            Twin::Log {
+                count,
+                times,
+                named,
+            } => {
                 let (blocking, newest) = match *count + cost <= charge.max {
                     true => (None, None),
                     false => match times.next()? {
@@ -75,18 +82,22 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
                         _ => return None,
                     },
                 };
-                let outcome =
+                let mut outcome =
                     sliding_log::outcome(now, &charge, *count, |_| blocking.unwrap_or(now), newest);
                 if outcome.allowed {
                     *count += cost;
+                    // The member Redis holds its units in is named by the first call admitted with it.
+                    outcome.receipt.mark = match cost {
+                        0 => nonce,
+                        _ => *named.get_or_insert(nonce),
+                    };
                 }
                 outcome
             }
             Twin::State(state) => state.decide(now, &charge),
         };
-        if outcome.allowed && matches!(limit.algorithm, Algorithm::SlidingLog | Algorithm::InFlight)
-        {
-            // Its member (or permit) in Redis is named by the call's nonce.
+        if outcome.allowed && limit.algorithm == Algorithm::InFlight {
+            // Its permit in Redis is named by the call's nonce.
             outcome.receipt.mark = nonce;
         }
         let (Some(penalty), Some(kept)) = (limit.penalty, &mut self.block) else {
