@@ -16,8 +16,13 @@ use crate::{cli, run, Context};
 
 use self::worker::{Job, Workers};
 
-/// The algorithms a lease serves: the hot key runs on them.
-pub(crate) const ALGORITHMS: [Algorithm; 2] = [Algorithm::TokenBucket, Algorithm::FixedWindow];
+/// The algorithms the hot key runs on: those a lease serves, and the sliding log (its coalesced calls one
+/// member; no lease).
+pub(crate) const ALGORITHMS: [Algorithm; 3] = [
+    Algorithm::TokenBucket,
+    Algorithm::FixedWindow,
+    Algorithm::SlidingLog,
+];
 /// The contenders, in the report's order.
 pub(crate) const CONTENDERS: [Contender; 5] = [
     Contender::Baseline,
@@ -125,6 +130,10 @@ pub(crate) async fn measure(
                     let mut order = CONTENDERS;
                     order.rotate_left(round % CONTENDERS.len());
                     for contender in order {
+                        if contender == Contender::PlainLease && algorithm == Algorithm::SlidingLog
+                        {
+                            continue;
+                        }
                         *seed += 1;
                         let job = Job {
                             url: cx.url.to_owned(),
