@@ -1,6 +1,6 @@
 //! Batches across keys against a real Redis ([`batch_across_keys`](limiter_runtime::LimiterBuilder::batch_across_keys)):
 //! calls that arrive while their line is full go to Redis together, whatever their keys, as one script call
-//! (by default, only calls on the same keys do); at one task every decision is its own script call (nothing waits
+//! (by default; with it off, only calls on the same keys do); at one task every decision is its own script call (nothing waits
 //! when idle). Faults mid-batch stay per call: Redis paused (`SIGSTOP`) or killed under a flood decides each
 //! call by its own `on_error` within its deadline, and what Redis ran of a refused call is given back, so
 //! nothing is over-admitted after; `SCRIPT FLUSH` under a flood fails no decision and reloads the script once
@@ -52,9 +52,9 @@ fn scripts(server: &RedisServer) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_task_sends_each_call_alone_and_64_share_script_calls_across_keys() {
     let server = RedisServer::start();
+    // Batches across keys by default.
     let limiter = Limiter::builder()
         .redis(server.url())
-        .batch_across_keys(true)
         .deadline(tests::PATIENT)
         .build()
         .unwrap();
@@ -95,10 +95,10 @@ async fn one_task_sends_each_call_alone_and_64_share_script_calls_across_keys() 
     }
     assert_eq!(members, 1 + 300 + together.len());
 
-    // By default, calls on different keys each go in a script call of their own (same-key calls still
-    // share one).
+    // Off, calls on different keys each go in a script call of their own (same-key calls still share one).
     let apart = Limiter::builder()
         .redis(server.url())
+        .batch_across_keys(false)
         .deadline(tests::PATIENT)
         .build()
         .unwrap();

@@ -26,18 +26,18 @@
 //!
 //! ### Batches across keys
 //!
-//! [`LimiterBuilder::batch_across_keys(true)`](crate::LimiterBuilder::batch_across_keys) lets one batch
-//! carry calls on *any* keys, algorithms, costs and limits: a call that finds four script calls in flight on
+//! By default (on a server; [`LimiterBuilder::batch_across_keys(false)`](crate::LimiterBuilder::batch_across_keys)
+//! turns it off) one batch carries calls on *any* keys, algorithms, costs and limits: a call that finds four script calls in flight on
 //! the connection goes in the next, with every call that arrived meanwhile. Each call is still decided
 //! exactly as if alone, in its own keys' atomicity, all or nothing for a stacked call. A key of the wrong
 //! type, or any fault of one call's keys, is that call's alone: the others of its batch are decided by Redis.
 //!
-//! It is off by default, because what it saves is not what Redis is short of. On one Redis on loopback, at
-//! 64 tasks on 10,000 keys, it makes an eleventh as many script calls and costs this process about a quarter
-//! fewer CPU cycles a decision; but a decision's Redis CPU is mostly the script's own work (the sorted set's
-//! reads and writes), which a batch does not share, and a call that finds the connection busy waits a round
-//! trip to go. Redis then decides fewer calls a second (see `BENCHMARKS.md`). Turn it on when this process's
-//! CPU is scarcer than Redis's.
+//! A batch runs each call with the same lines as a call sent alone (each algorithm's Redis side is written
+//! once, in `limiter-runtime/scripts/algorithms/`), so what it saves is the command around each script: on one
+//! Redis on loopback, at 64 tasks on 10,000 keys, an eleventh as many script calls, 0.92× the Redis CPU and
+//! 0.62× this process's CPU a decision, and 1-11% more decisions a second, at a p99 about a tenth higher; a
+//! decision's Redis CPU is still mostly the script's own commands (see `BENCHMARKS.md`). Turn it off for the
+//! last tenth of p99 at high concurrency.
 //!
 //! On a Redis Cluster it has no effect: a batch carries calls on the same keys only. A slot being migrated
 //! answers `TRYAGAIN` to a script call whose keys it holds only some of, and the cluster client waits over a

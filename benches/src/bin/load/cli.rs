@@ -42,7 +42,7 @@ redis-benchmark's ceiling), abuse (one key, almost every call denied), hot (one 
   --workers <n>         Tokio worker threads (default: the CPUs the clients run on: all of them unpinned,
                         all but Redis's pinned; 1 when pinned on 2 cores)
   --no-ceiling          skip redis-benchmark
-  --across-keys         add the plain API with batch_across_keys(true) to the spread load
+  --per-key             add the plain API with batch_across_keys(false) to the spread load
   --ablation            add two variants of the baseline, each with one thing the library does per call
                         (a tokio timeout; a connection clone), to see what the library's overhead is made of
   --out <file>          also write the report to this file
@@ -80,8 +80,9 @@ pub(crate) struct Options {
     pub(crate) abuse: bool,
     pub(crate) hot: bool,
     pub(crate) ablation: bool,
-    /// Add the plain API batching calls of different keys together (`--across-keys`) to the spread load.
-    pub(crate) across_keys: bool,
+    /// Add the plain API sending each key's calls in script calls of their own (`--per-key`) to the spread
+    /// load.
+    pub(crate) per_key: bool,
     pub(crate) out: Option<PathBuf>,
     /// Where to draw the plot (PNG).
     pub(crate) plot: Option<PathBuf>,
@@ -119,7 +120,7 @@ impl Default for Options {
             abuse: true,
             hot: true,
             ablation: false,
-            across_keys: false,
+            per_key: false,
             out: None,
             plot: None,
             smoke: false,
@@ -198,7 +199,7 @@ impl Options {
                 "--no-abuse" => options.abuse = false,
                 "--no-hot" => options.hot = false,
                 "--ablation" => options.ablation = true,
-                "--across-keys" => options.across_keys = true,
+                "--per-key" => options.per_key = true,
                 "--out" => options.out = Some(PathBuf::from(value("a file")?)),
                 "--plot" => options.plot = Some(PathBuf::from(value("a file")?)),
                 "--smoke" => options.smoke = true,

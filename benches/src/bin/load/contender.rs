@@ -64,8 +64,9 @@ pub(crate) enum Contender {
     PlainNoCache,
     /// `Limiter::check` with coalescing switched off (hot key).
     PlainNoCoalesce,
-    /// `Limiter::check` with calls on different keys batched together (`--across-keys`).
-    PlainAcrossKeys,
+    /// `Limiter::check` with each key's calls in script calls of their own (`batch_across_keys(false)`,
+    /// `--per-key`).
+    PlainPerKey,
     /// `Limiter::check` on a rule with a lease (hot key).
     PlainLease,
     /// What a user writes without the library: `redis::Script` of the minimal script on a `ConnectionManager`.
@@ -87,7 +88,7 @@ impl Contender {
         Contender::Plain,
         Contender::PlainNoCache,
         Contender::PlainNoCoalesce,
-        Contender::PlainAcrossKeys,
+        Contender::PlainPerKey,
         Contender::PlainLease,
         Contender::Baseline,
         Contender::BaselineTimeout,
@@ -100,7 +101,7 @@ impl Contender {
             Contender::Plain => "plain API",
             Contender::PlainNoCache => "plain API, deny cache off",
             Contender::PlainNoCoalesce => "plain API, coalescing off",
-            Contender::PlainAcrossKeys => "plain API, batched across keys",
+            Contender::PlainPerKey => "plain API, a script call per key",
             Contender::PlainLease => "plain API, lease 10 000 / 100 ms",
             Contender::Baseline => "baseline (minimal script)",
             Contender::Ceiling => "redis-benchmark -P 16, library script",
@@ -117,7 +118,7 @@ impl Contender {
             Contender::Plain => "plain",
             Contender::PlainNoCache => "plain-no-cache",
             Contender::PlainNoCoalesce => "plain-no-coalesce",
-            Contender::PlainAcrossKeys => "plain-across-keys",
+            Contender::PlainPerKey => "plain-per-key",
             Contender::PlainLease => "plain-lease",
             Contender::Baseline => "baseline",
             Contender::Ceiling => "ceiling",
@@ -226,7 +227,7 @@ impl Caller {
                 .deadline(Duration::from_secs(1))
                 .deny_cache(contender != Contender::PlainNoCache)
                 .coalesce(contender != Contender::PlainNoCoalesce)
-                .batch_across_keys(contender == Contender::PlainAcrossKeys);
+                .batch_across_keys(contender != Contender::PlainPerKey);
             // So that INFO (and callgrind) count only the contender's calls: the heartbeat is an EVALSHA too.
             builder = builder.heartbeat_every(Duration::from_secs(3600));
             // Connected, and every decision script loaded (as `connect` does), so that no run meets a
@@ -257,7 +258,7 @@ impl Caller {
             Contender::Plain
             | Contender::PlainNoCache
             | Contender::PlainNoCoalesce
-            | Contender::PlainAcrossKeys
+            | Contender::PlainPerKey
             | Contender::PlainLease => {
                 let mut rule = Rule::new()
                     .prefix(scenario.prefix(contender.name()))

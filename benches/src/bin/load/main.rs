@@ -251,7 +251,7 @@ fn stop_on_ctrl_c(server: Arc<Mutex<Option<RedisServer>>>) {
 /// Ends the process (and its redis-server) if the run takes far longer than its options say it should.
 fn watchdog(options: &Options, layouts: usize, server: Arc<Mutex<Option<RedisServer>>>) {
     let slack = Duration::from_secs(3);
-    let contenders = if options.ablation { 7 } else { 5 } + usize::from(options.across_keys);
+    let contenders = if options.ablation { 7 } else { 5 } + usize::from(options.per_key);
     let spread = if options.spread {
         let runs =
             options.algorithms.len() * options.concurrency.len() * options.rounds * contenders;

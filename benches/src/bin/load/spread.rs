@@ -28,8 +28,8 @@ pub(crate) async fn measure(
             if options.ablation {
                 contenders.extend([Contender::BaselineTimeout, Contender::BaselineClone]);
             }
-            if options.across_keys {
-                contenders.push(Contender::PlainAcrossKeys);
+            if options.per_key {
+                contenders.push(Contender::PlainPerKey);
             }
             if concurrency == ceiling_at && ceiling.is_some() {
                 contenders.extend([Contender::Ceiling, Contender::CeilingMinimal]);

@@ -257,7 +257,7 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
     let many = [
         Contender::Baseline,
         Contender::Plain,
-        Contender::PlainAcrossKeys,
+        Contender::PlainPerKey,
         Contender::Annotated,
     ];
     let mut per_decision = Vec::new();

@@ -36,7 +36,7 @@ fn throughput(report: &Report, layout: usize, out: &mut String) {
             for contender in [
                 Contender::Annotated,
                 Contender::Plain,
-                Contender::PlainAcrossKeys,
+                Contender::PlainPerKey,
                 Contender::Baseline,
                 Contender::BaselineTimeout,
                 Contender::BaselineClone,

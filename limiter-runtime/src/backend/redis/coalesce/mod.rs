@@ -5,10 +5,10 @@
 //! receipt), so every guarantee holds unchanged; Redis then pays one command per batch instead of one per
 //! call, and the client one redis-rs command.
 //!
-//! A line is what one script call may carry ([`Line`]). By default, calls on the same keys: one hot key
-//! costs Redis one script call per round trip instead of one per call. With
-//! [`batch_across_keys`](crate::LimiterBuilder::batch_across_keys), on a server (standalone, or the master
-//! Sentinel names), any calls. On a cluster, always calls on the same keys: a slot being migrated answers
+//! A line is what one script call may carry ([`Line`]). By default, on a server (standalone, or the master
+//! Sentinel names), any calls; with [`batch_across_keys(false)`](crate::LimiterBuilder::batch_across_keys),
+//! calls on the same keys: one hot key then still costs Redis one script call per round trip instead of one
+//! per call. On a cluster, always calls on the same keys: a slot being migrated answers
 //! `TRYAGAIN` to a script call whose keys it holds only some of, and the cluster client waits over a second
 //! before it tries again, so a batch of a slot's many keys would miss its deadline for as long as a migration
 //! lasts.
