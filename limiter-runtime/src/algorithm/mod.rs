@@ -54,8 +54,9 @@ use crate::parse::ParseError;
 pub enum Algorithm {
     /// Sliding-window log, exact: at most `max` admissions in **any** interval of length `window`.
     ///
-    /// One sorted set per key holding one member per admitted call, weighing its cost (a cost is a weight,
-    /// never a number of entries), so memory grows with the calls in the window (never beyond `max` of them).
+    /// One sorted set per key holding one member per admitted call (or per script call, for calls on one key
+    /// sent together), weighing its cost (a cost is a weight, never a number of entries), so memory grows with
+    /// the calls in the window (never beyond `max` members).
     /// `retry_after` is when the oldest admission that blocks this call leaves the window.
     #[default]
     SlidingLog,

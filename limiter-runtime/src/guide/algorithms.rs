@@ -61,11 +61,12 @@
 //!
 //! ## How Redis holds each one
 //!
-//! - **Sliding log**: one sorted set. Each admitted call is one member, scored by its admission time on
-//!   Redis's clock in microseconds and named after the call (`<nonce>:1` for a call of cost 1,
-//!   `<nonce>*<cost>` for a heavier one), so that giving a call back removes exactly its own member. One
-//!   more member, `#`, keeps the units in the window, so a decision does not count the members. At most
-//!   `max` calls are kept, since each weighs at least one unit.
+//! - **Sliding log**: one sorted set. The calls one script call admits are one member, scored by their
+//!   admission time on Redis's clock in microseconds and named after the first of them (its nonce, 16 hex
+//!   digits, for one unit; `<nonce>*<units>` for more), so that giving a call back takes exactly its own
+//!   units out of it. While some member weighs more than one unit, one more member, `#`, keeps the units in
+//!   the window; without it, the members are the units, and `ZCARD` counts them. At most `max` members are
+//!   kept, since each weighs at least one unit.
 //! - **Fixed window**: a small hash holding the aligned window's index (`w`) and its count (`n`). Its expiry
 //!   is set once, when the window opens, and never pushed forward by later calls.
 //! - **Sliding window**: one string, `<index>:<count>:<previous count>`.

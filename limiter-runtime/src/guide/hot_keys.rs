@@ -10,9 +10,10 @@
 //! Coalescing is on by default; [`LimiterBuilder::coalesce(false)`](crate::LimiterBuilder::coalesce) turns it
 //! off. Calls on the same keys that arrive while four script calls for those keys are already with Redis
 //! wait for one of those round trips to end, then go together as one script call. The script decides them in
-//! arrival order, each exactly as if it had been sent alone: its own admission, its own sliding-log member,
-//! its own receipt for giving back. Every guarantee of the [algorithms](super::algorithms) holds unchanged,
-//! for every algorithm, with costs, stacked limits and `mode = wait`.
+//! arrival order, each exactly as if it had been sent alone: its own admission, its own units in the sliding
+//! log (the calls of one script call are one member, weighing them all), its own receipt for giving back.
+//! Every guarantee of the [algorithms](super::algorithms) holds unchanged, for every algorithm, with costs,
+//! stacked limits and `mode = wait`.
 //!
 //! - There is no timer: a call that finds fewer than four script calls of its keys in flight is sent at
 //!   once. (Four in flight, rather than one, keep Redis busy while a batch travels: with one, sixteen tasks on
@@ -26,11 +27,13 @@
 //!
 //! ### Batches across keys
 //!
-//! By default (on a server; [`LimiterBuilder::batch_across_keys(false)`](crate::LimiterBuilder::batch_across_keys)
-//! turns it off) one batch carries calls on *any* keys, algorithms, costs and limits: a call that finds four script calls in flight on
-//! the connection goes in the next, with every call that arrived meanwhile. Each call is still decided
-//! exactly as if alone, in its own keys' atomicity, all or nothing for a stacked call. A key of the wrong
-//! type, or any fault of one call's keys, is that call's alone: the others of its batch are decided by Redis.
+//! By default (on a server;
+//! [`LimiterBuilder::batch_across_keys(false)`](crate::LimiterBuilder::batch_across_keys) turns it off) one
+//! batch carries calls on *any* keys, algorithms, costs and limits: a call that finds four script calls in
+//! flight on the connection goes in the next, with every call that arrived meanwhile. Each call is still
+//! decided exactly as if alone, in its own keys' atomicity, all or nothing for a stacked call. A key of the
+//! wrong type, or any fault of one call's keys, is that call's alone: the others of its batch are decided by
+//! Redis.
 //!
 //! A batch runs each call with the same lines as a call sent alone (each algorithm's Redis side is written
 //! once, in `limiter-runtime/scripts/algorithms/`), so what it saves is the command around each script: on one

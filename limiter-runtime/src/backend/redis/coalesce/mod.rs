@@ -1,8 +1,8 @@
 //! Batching: calls that arrive while [`IN_FLIGHT`] script calls are in flight on their line wait for one of
 //! those round trips to end, then go to Redis together, as one script call carrying them all, whatever their
 //! keys, algorithms, costs and limits. The script decides them in arrival order, each exactly as it would have
-//! been alone (its own key's atomicity, all or nothing for a stacked call, its own sliding-log members, its own
-//! receipt), so every guarantee holds unchanged; Redis then pays one command per batch instead of one per
+//! been alone (its own key's atomicity, all or nothing for a stacked call, its own units in a sliding log, its
+//! own receipt), so every guarantee holds unchanged; Redis then pays one command per batch instead of one per
 //! call, and the client one redis-rs command.
 //!
 //! A line is what one script call may carry ([`Line`]). By default, on a server (standalone, or the master
