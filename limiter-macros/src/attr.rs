@@ -3,15 +3,18 @@
 //! Each argument is a line of [`ARGUMENTS`] (its name and an example value) and an arm of [`Args::read`],
 //! which reads its value with a small parser of its kind: a string, an expression, a positive integer, a
 //! duration, or one of a few names. A positive integer or a duration is a literal, checked here, or a constant
-//! expression, checked by the code `constant.rs` generates.
+//! expression, checked by the code `constant.rs` generates. The wording the two checks share is in
+//! `messages.rs`, and a zone's name is looked up in `zone.rs`.
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{discouraged::Speculative, Parse, ParseStream};
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
 
-use crate::duration::{self, Refused};
+use crate::duration;
+use crate::messages::{self, ARGUMENTS};
 use crate::penalty::{self, Penalty};
+use crate::zone;
 
 /// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
 /// see (it generates code for the runtime, and cannot depend on it). A test holds the two lists together.
@@ -118,53 +121,6 @@ pub(crate) struct Spanned<T> {
     pub(crate) span: Span,
 }
 
-/// Every argument, in the order error messages list them, with an example value for the error that says one
-/// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in [`Args`], a line
-/// here, an arm in [`Args::read`], and its validation.
-const ARGUMENTS: [(&str, &str); 24] = [
-    ("prefix", "\"rate_limit:emp:\""),
-    ("key", "id"),
-    ("window", "10"),
-    ("max", "100"),
-    ("message", "\"slow down\""),
-    ("name", "\"employees\""),
-    ("algorithm", "token_bucket"),
-    ("burst", "20"),
-    ("cost", "items.len()"),
-    ("mode", "wait"),
-    ("max_wait", "\"2s\""),
-    ("lease", "50"),
-    ("lease_ttl", "\"100ms\""),
-    ("on_error", "closed"),
-    ("skip_if", "user.is_admin()"),
-    ("shadow", "true"),
-    ("count", "failures"),
-    ("in_flight", "4"),
-    ("in_flight_ttl", "\"30s\""),
-    ("period", "month"),
-    ("tz", "\"Europe/Berlin\""),
-    ("anchor", "15"),
-    ("penalty", "\"10m\""),
-    ("crate", "\"my_app::limiter\""),
-];
-
-/// The example value of the argument `name`.
-pub(crate) fn example(name: &str) -> &'static str {
-    ARGUMENTS
-        .iter()
-        .find(|(known, _)| *known == name)
-        .map_or("", |(_, example)| example)
-}
-
-/// "expected one of: `prefix`, `key`, ...": every argument's name.
-fn expected_arguments() -> String {
-    let names: Vec<String> = ARGUMENTS
-        .iter()
-        .map(|(name, _)| format!("`{name}`"))
-        .collect();
-    format!("expected one of: {}", names.join(", "))
-}
-
 impl Args {
     /// Reads one argument's value into its field, with the parser of its kind.
     fn read(&mut self, value: &Value<'_>) -> syn::Result<()> {
@@ -210,13 +166,16 @@ impl Parse for Args {
         let mut args = Args::default();
         while !input.is_empty() {
             if !input.peek(Ident::peek_any) {
-                return Err(input.error(expected_arguments()));
+                return Err(input.error(messages::expected_arguments()));
             }
             let name = input.call(Ident::parse_any)?;
             let Some(argument) = ARGUMENTS.iter().find(|(known, _)| name == known) else {
                 return Err(syn::Error::new(
                     name.span(),
-                    format!("unknown argument `{name}`; {}", expected_arguments()),
+                    format!(
+                        "unknown argument `{name}`; {}",
+                        messages::expected_arguments()
+                    ),
                 ));
             };
             args.read(&Value::after_equals(input, *argument, name.span())?)?;
@@ -279,7 +238,7 @@ impl<'a> Value<'a> {
         Ok(())
     }
 
-    /// A value, spanned at the argument's name (for validation errors about the argument).
+    /// Spans a value at the argument's name (for validation errors about the argument).
     fn spanned<T>(&self, value: syn::Result<T>) -> syn::Result<Spanned<T>> {
         Ok(Spanned {
             value: value?,
@@ -288,8 +247,9 @@ impl<'a> Value<'a> {
     }
 }
 
-/// An expression argument's value. One cut short by the end of the arguments is reported at the argument's
-/// name (syn would point at the whole attribute): `key = user.` says "`key`'s expression is incomplete".
+/// Parses an expression argument's value. One cut short by the end of the arguments is reported at the
+/// argument's name (syn would point at the whole attribute): `key = user.` says "`key`'s expression is
+/// incomplete".
 fn expression(value: &Value<'_>) -> syn::Result<Expr> {
     let fork = value.input.fork();
     match fork.parse::<Expr>() {
@@ -343,14 +303,15 @@ fn max(value: &Value<'_>) -> syn::Result<Integer> {
     positive(value, "the admissions per window, e.g. `max = 100`")
 }
 
-/// Whether the value is a literal alone, which is checked as it is parsed; any other value is an expression,
-/// which must be constant (the rules are in a `static`) and is checked when the compiler evaluates it.
+/// Tells whether the value is a literal alone, which is checked as it is parsed; any other value is an
+/// expression, which must be constant (the rules are in a `static`) and is checked when the compiler evaluates
+/// it.
 fn is_literal(value: &Value<'_>) -> bool {
     let fork = value.input.fork();
     fork.parse::<Lit>().is_ok() && (fork.is_empty() || fork.peek(Token![,]))
 }
 
-/// A positive integer: `max`, `burst`, `lease`.
+/// Parses a positive integer: `max`, `burst`, `lease`.
 fn positive(value: &Value<'_>, example: &str) -> syn::Result<Integer> {
     let name = value.name;
     if !is_literal(value) {
@@ -376,43 +337,12 @@ fn positive(value: &Value<'_>, example: &str) -> syn::Result<Integer> {
     };
     let number = unsigned(&lit, name)?;
     if number == 0 {
-        return Err(syn::Error::new(lit.span(), zero(name)));
+        return Err(syn::Error::new(lit.span(), messages::zero(name)));
     }
     Ok(Integer::Literal(number))
 }
 
-/// Why a positive integer argument cannot be zero (a literal's error, and a constant's).
-pub(crate) fn zero(name: &str) -> String {
-    match name {
-        "lease" => "`lease` must be at least 1: a lease of zero units spares no call".to_owned(),
-        "in_flight" => {
-            "`in_flight` must be at least 1: a limit of zero would refuse every call".to_owned()
-        }
-        _ => format!("`{name}` must be at least 1: a limit of zero would reject every call"),
-    }
-}
-
-/// Why an integer argument cannot be negative (a literal's error, and a constant's).
-pub(crate) fn negative(name: &str) -> String {
-    format!("`{name}` cannot be negative")
-}
-
-/// Why an integer argument cannot be over `u64::MAX` (a literal's error, and a constant's).
-pub(crate) fn too_large(name: &str) -> String {
-    format!("`{name}` is too large: at most {}", u64::MAX)
-}
-
-/// Why a duration argument cannot be zero (a literal's error, and a constant's).
-pub(crate) fn not_longer_than_zero(name: &str) -> String {
-    format!("`{name}` must be longer than zero")
-}
-
-/// Why a duration argument cannot be over `u64::MAX` milliseconds (a literal's error, and a constant's).
-pub(crate) fn too_long(name: &str) -> String {
-    format!("`{name}` is too long")
-}
-
-/// One of the names `choices` pairs with what they mean. A value that is not a name is refused with
+/// Parses one of the names `choices` pairs with what they mean. A value that is not a name is refused with
 /// `expected`, another name with `unknown(name)`; both at the value.
 fn one_of<T: Copy>(
     value: &Value<'_>,
@@ -439,7 +369,7 @@ fn algorithm(value: &Value<'_>) -> syn::Result<Ident> {
     Ok(one_of(value, &choices, &expected, unknown)?.0)
 }
 
-/// `wait` (true) or `reject` (false), spanned at the value.
+/// Parses `wait` (true) or `reject` (false), spanned at the value.
 fn mode(value: &Value<'_>) -> syn::Result<Spanned<bool>> {
     let expected = "`mode` is `wait` (sleep until the call's slot) or `reject` (the default)";
     let unknown = |mode: &Ident| format!("unknown mode `{mode}`: {expected}");
@@ -455,7 +385,7 @@ fn mode(value: &Value<'_>) -> syn::Result<Spanned<bool>> {
     })
 }
 
-/// `all`, `failures` or `successes`, as the runtime's `Count` variant (spanned at the value).
+/// Parses `all`, `failures` or `successes`, as the runtime's `Count` variant (spanned at the value).
 fn counting(value: &Value<'_>) -> syn::Result<Ident> {
     let expected = "`count` is `failures` (charge only calls whose body returns `Err`), `successes` (only `Ok` \
                     ones) or `all` (the default)";
@@ -469,7 +399,7 @@ fn counting(value: &Value<'_>) -> syn::Result<Ident> {
     Ok(Ident::new(variant, count.span()))
 }
 
-/// `open`, `closed` or `local`, as the runtime's `OnError` variant (spanned at the value).
+/// Parses `open`, `closed` or `local`, as the runtime's `OnError` variant (spanned at the value).
 fn on_error(value: &Value<'_>) -> syn::Result<Ident> {
     let expected = "`on_error` is `open` (let the call through), `closed` (reject it) or `local` (decide in this \
                     process) when Redis fails";
@@ -479,7 +409,7 @@ fn on_error(value: &Value<'_>) -> syn::Result<Ident> {
     Ok(Ident::new(variant, on_error.span()))
 }
 
-/// `day`, `week` or `month`, as the runtime's `Period` variant (spanned at the value).
+/// Parses `day`, `week` or `month`, as the runtime's `Period` variant (spanned at the value).
 fn period(value: &Value<'_>) -> syn::Result<Ident> {
     let names: Vec<String> = PERIODS
         .iter()
@@ -492,8 +422,8 @@ fn period(value: &Value<'_>) -> syn::Result<Ident> {
     Ok(Ident::new(variant, period.span()))
 }
 
-/// A zone's name, checked against the zone data the runtime bundles, or any other expression: each call's
-/// zone.
+/// Parses a zone's name, checked against the zone data the runtime bundles, or any other expression: each
+/// call's zone.
 fn tz(value: &Value<'_>) -> syn::Result<Tz> {
     if !is_literal(value) {
         return Ok(Tz::Call(expression(value)?));
@@ -508,79 +438,10 @@ fn tz(value: &Value<'_>) -> syn::Result<Tz> {
             ))
         }
     };
-    let name = lit.value();
-    match jiff::tz::db().get(&name) {
-        // The name as the zone data spells it: `"europe/berlin"` is found, and is `"Europe/Berlin"`.
-        Ok(zone) => Ok(Tz::Named(LitStr::new(
-            zone.iana_name().unwrap_or(&name),
-            lit.span(),
-        ))),
-        Err(_) => Err(syn::Error::new(lit.span(), unknown_zone(&name))),
-    }
+    zone::resolve(&lit).map(Tz::Named)
 }
 
-/// Why `name` is no time zone, with the closest known name when one is close.
-fn unknown_zone(name: &str) -> String {
-    if name.trim().is_empty() {
-        return "`tz = \"\"` names no time zone: write an IANA name, e.g. `tz = \"Europe/Berlin\"`, or leave \
-                `tz` out to count in UTC"
-            .to_owned();
-    }
-    match closest_zone(name) {
-        Some(known) => format!("unknown time zone `{name}`; did you mean `{known}`?"),
-        None => format!(
-            "unknown time zone `{name}`: `tz` takes an IANA time zone name, e.g. `\"Europe/Berlin\"`, \
-             `\"America/New_York\"` or `\"UTC\"`"
-        ),
-    }
-}
-
-/// The known zone whose name is closest to `name` (case aside), if it is a slip away: a few letters of the
-/// whole name, or of its city alone (`"Berlin"` is `"Europe/Berlin"`'s).
-fn closest_zone(name: &str) -> Option<String> {
-    let wanted = name.to_ascii_lowercase().replace(' ', "_");
-    // A slip: a letter in four, at most three.
-    let close = |length: usize| (length / 4).clamp(1, 3);
-    let mut best: Option<(usize, String)> = None;
-    for known in jiff::tz::db().available() {
-        let known = known.as_str();
-        let lower = known.to_ascii_lowercase();
-        let mut distance = edit_distance(&wanted, &lower);
-        if !wanted.contains('/') {
-            let city = lower.rsplit('/').next().unwrap_or(&lower);
-            distance = distance.min(edit_distance(&wanted, city));
-        }
-        if distance <= close(wanted.chars().count())
-            && best
-                .as_ref()
-                .is_none_or(|(shortest, _)| distance < *shortest)
-        {
-            best = Some((distance, known.to_owned()));
-        }
-    }
-    best.map(|(_, known)| known)
-}
-
-/// The Levenshtein distance between `a` and `b`: the letters inserted, removed or replaced to turn one into
-/// the other.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, x) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, y) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(x != *y))
-                .min(above + 1)
-                .min(row[j] + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
-/// The billing day of a month: an integer literal, 1 to 31, or any other expression: each call's.
+/// Parses the billing day of a month: an integer literal, 1 to 31, or any other expression: each call's.
 fn anchor(value: &Value<'_>) -> syn::Result<Anchor> {
     if !is_literal(value) {
         return Ok(Anchor::Call(expression(value)?));
@@ -618,7 +479,7 @@ fn shadow(value: &Value<'_>) -> syn::Result<bool> {
     }
 }
 
-/// Whole seconds or a duration string, longer than zero: `window`, `max_wait`, `lease_ttl`.
+/// Parses whole seconds or a duration string, longer than zero: `window`, `max_wait`, `lease_ttl`.
 fn duration(value: &Value<'_>) -> syn::Result<Duration> {
     let name = value.name;
     if !is_literal(value) {
@@ -649,7 +510,7 @@ fn duration(value: &Value<'_>) -> syn::Result<Duration> {
         }
     };
     if millis == 0 {
-        return Err(syn::Error::new(span, not_longer_than_zero(name)));
+        return Err(syn::Error::new(span, messages::not_longer_than_zero(name)));
     }
     Ok(Duration::Millis(millis))
 }
@@ -657,57 +518,27 @@ fn duration(value: &Value<'_>) -> syn::Result<Duration> {
 fn seconds(lit: &LitInt, name: &str) -> syn::Result<u64> {
     unsigned(lit, name)?
         .checked_mul(1000)
-        .ok_or_else(|| syn::Error::new(lit.span(), too_long(name)))
+        .ok_or_else(|| syn::Error::new(lit.span(), messages::too_long(name)))
 }
 
-/// An integer literal's value as a `u64`, with an error that names the argument.
+/// Reads an integer literal's value as a `u64`, with an error that names the argument.
 fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
     if lit.base10_digits().starts_with('-') {
-        return Err(syn::Error::new(lit.span(), negative(name)));
+        return Err(syn::Error::new(lit.span(), messages::negative(name)));
     }
     lit.base10_parse()
-        .map_err(|_| syn::Error::new(lit.span(), too_large(name)))
+        .map_err(|_| syn::Error::new(lit.span(), messages::too_large(name)))
 }
 
-/// A duration string's length in milliseconds (see [`duration`](mod@crate::duration) for its grammar).
+/// Reads a duration string's length in milliseconds (see [`duration`](mod@crate::duration) for its grammar).
 fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     let text = lit.value();
-    duration::millis(&text)
-        .map_err(|refused| syn::Error::new(lit.span(), refused_duration(&text, name, refused)))
+    duration::millis(&text).map_err(|refused| {
+        syn::Error::new(lit.span(), messages::refused_duration(&text, name, refused))
+    })
 }
 
-/// Why the text of a duration argument is refused.
-pub(crate) fn refused_duration(text: &str, name: &str, refused: Refused) -> String {
-    match refused {
-        Refused::Malformed => format!(
-            "invalid duration {text:?}: expected whole numbers, each followed by a unit, `d`, `h`, `m`, `s` or \
-             `ms`, the largest first (e.g. \"500ms\", \"10s\", \"1m30s\", \"1h\", \"1d12h\")"
-        ),
-        Refused::NoUnit(number) => format!(
-            "duration {text:?} has no unit: write `{name} = \"{number}s\"` (or `{name} = {number}`) for seconds, \
-             or use `ms`, `m`, `h` or `d`"
-        ),
-        Refused::OutOfOrder { unit, after } => {
-            let problem = if unit == after {
-                format!("`{unit}` is written twice")
-            } else {
-                format!("`{unit}` comes after the smaller `{after}`")
-            };
-            match duration::reordered(text) {
-                Some(reordered) => format!(
-                    "invalid duration {text:?}: {problem}; write the units largest first: \"{reordered}\""
-                ),
-                None => format!(
-                    "invalid duration {text:?}: {problem}; write each unit once, the largest first (e.g. \
-                     \"1h30m\")"
-                ),
-            }
-        }
-        Refused::TooLong => too_long(name),
-    }
-}
-
-/// The string literal of `penalty = "..."`; any other value is refused, spanning it whole.
+/// Parses the string literal of `penalty = "..."`; any other value is refused, spanning it whole.
 fn penalty_literal(value: &Value<'_>) -> syn::Result<LitStr> {
     let input = value.input;
     if input.peek(LitStr) {
@@ -733,9 +564,10 @@ fn krate(value: &Value<'_>) -> syn::Result<Path> {
 
 #[cfg(test)]
 mod tests {
-    use super::{closest_zone, edit_distance, Args, ARGUMENTS};
+    use super::{Args, Penalty, ARGUMENTS};
 
-    /// Each argument has a parser, and the example its "needs a value" error shows is a value it takes.
+    /// Checks that each argument has a parser, and that the example its "needs a value" error shows is a value
+    /// it takes.
     #[test]
     fn every_argument_takes_its_example() {
         for (name, example) in ARGUMENTS {
@@ -746,7 +578,7 @@ mod tests {
         }
     }
 
-    /// The periods this crate names are the runtime's, in the same order.
+    /// Checks that the periods this crate names are the runtime's, in the same order.
     #[test]
     fn the_periods_are_the_runtimes() {
         let runtime = limiter_runtime::Period::ALL.map(|period| period.name());
@@ -755,29 +587,32 @@ mod tests {
         assert_eq!(super::PERIODS.map(|(_, variant)| variant), variants);
     }
 
+    /// Checks that `penalty` takes a string literal, read as `penalty.rs` reads it, and that any other value
+    /// is refused with what a penalty is.
     #[test]
-    fn edit_distances() {
-        assert_eq!(edit_distance("", ""), 0);
-        assert_eq!(edit_distance("berln", "berlin"), 1);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("abc", ""), 3);
+    fn a_penalty_is_a_string() {
+        let penalty = |value: &str| {
+            syn::parse_str::<Args>(&format!("penalty = {value}"))
+                .map(|args| args.penalty.map(|penalty| penalty.value))
+                .map_err(|error| error.to_string())
+        };
+        assert!(matches!(
+            penalty("\"1m..1h\""),
+            Ok(Some(Penalty::Escalating {
+                first: 60_000,
+                cap: 3_600_000
+            }))
+        ));
+        for value in ["600", "TEN_MINUTES"] {
+            match penalty(value) {
+                Err(error) => assert!(error.contains("`penalty` is how long"), "{value}: {error}"),
+                Ok(_) => panic!("{value} is not a penalty"),
+            }
+        }
     }
 
-    /// A slip is given the zone it meant; a name like no zone's, nothing.
-    #[test]
-    fn close_zones_are_suggested() {
-        let suggested = |name: &str| closest_zone(name);
-        assert_eq!(suggested("Europe/Berln").as_deref(), Some("Europe/Berlin"));
-        assert_eq!(
-            suggested("America/New York").as_deref(),
-            Some("America/New_York")
-        );
-        assert_eq!(suggested("Berlin").as_deref(), Some("Europe/Berlin"));
-        assert_eq!(suggested("Mars/Olympus_Mons"), None);
-        assert_eq!(suggested("x"), None);
-    }
-
-    /// The names this crate accepts are the runtime's, in the same order (its error messages list them).
+    /// Checks that the names this crate accepts are the runtime's, in the same order (its error messages list
+    /// them).
     #[test]
     fn the_algorithms_are_the_runtimes() {
         let runtime = limiter_runtime::Algorithm::ALL.map(|algorithm| algorithm.name());

@@ -9,9 +9,10 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::{Expr, Ident};
 
-use crate::attr::{self, Duration, Integer};
+use crate::attr::{Duration, Integer};
+use crate::messages;
 
-/// A positive integer argument, as the `u64` its setter takes.
+/// Expands a positive integer argument into the `u64` its setter takes.
 pub(crate) fn integer(name: &'static str, value: &Integer) -> TokenStream {
     let expr = match value {
         Integer::Literal(number) => return quote!(#number),
@@ -21,7 +22,7 @@ pub(crate) fn integer(name: &'static str, value: &Integer) -> TokenStream {
         "max" => "the admissions per window, e.g. `max = 100` or `max = MAX`".to_owned(),
         _ => format!(
             "e.g. `{name} = {}` or `{name} = {}`",
-            attr::example(name),
+            messages::example(name),
             name.to_uppercase()
         ),
     };
@@ -31,14 +32,14 @@ pub(crate) fn integer(name: &'static str, value: &Integer) -> TokenStream {
             name,
             not_integer: format!("`{name}` takes an integer, not `{{Self}}`"),
             label,
-            zero: attr::zero(name),
-            too_large: attr::too_large(name),
+            zero: messages::zero(name),
+            too_large: messages::too_large(name),
             largest: u64::MAX,
         },
     )
 }
 
-/// A duration argument, as the `Duration` its setter takes.
+/// Expands a duration argument into the `Duration` its setter takes.
 pub(crate) fn duration(name: &'static str, value: &Duration) -> TokenStream {
     let expr = match value {
         Duration::Millis(millis) => return quote!(::core::time::Duration::from_millis(#millis)),
@@ -53,8 +54,8 @@ pub(crate) fn duration(name: &'static str, value: &Duration) -> TokenStream {
                 "whole seconds (`{name} = 10` or `{name} = SECONDS`) or a duration string literal \
                  (`{name} = \"1m30s\"`)"
             ),
-            zero: attr::not_longer_than_zero(name),
-            too_large: attr::too_long(name),
+            zero: messages::not_longer_than_zero(name),
+            too_large: messages::too_long(name),
             // At most `u64::MAX` milliseconds, as a literal's check has it.
             largest: u64::MAX / 1000,
         },
@@ -77,9 +78,10 @@ struct Check {
     largest: u64,
 }
 
-/// A constant expression of any integer type, as a `u64` checked where the compiler evaluates it: an error at
-/// the expression says that it is not an integer, or why its value is refused, in the words a literal's error
-/// uses. Of every integer type, because a limit is often a `usize` or an `i64` elsewhere in a program.
+/// Expands a constant expression of any integer type into a `u64` checked where the compiler evaluates it: an
+/// error at the expression says that it is not an integer, or why its value is refused, in the words a
+/// literal's error uses. Of every integer type, because a limit is often a `usize` or an `i64` elsewhere in a
+/// program.
 fn checked(expr: &Expr, check: &Check) -> TokenStream {
     let Check {
         name,
@@ -105,7 +107,7 @@ fn checked(expr: &Expr, check: &Check) -> TokenStream {
     };
     let integer = spanning(quote_spanned!(first=> __limiter_integer), quote!(#expr));
     let panic = |message: &str| spanning(quote_spanned!(first=> ::core::panic!), quote!(#message));
-    let negative = panic(&attr::negative(name));
+    let negative = panic(&messages::negative(name));
     let (zero, too_large) = (panic(zero), panic(too_large));
     let largest = proc_macro2::Literal::u128_suffixed(u128::from(*largest));
     let types = |names: [&str; 6]| names.map(|name| Ident::new(name, Span::call_site()));

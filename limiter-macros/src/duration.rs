@@ -31,7 +31,7 @@ pub(crate) enum Refused {
     TooLong,
 }
 
-/// The length of a duration's text, in milliseconds.
+/// Parses a duration's text into its length in milliseconds.
 pub(crate) fn millis(text: &str) -> Result<u64, Refused> {
     if text.is_empty() {
         return Err(Refused::Malformed);
@@ -70,7 +70,8 @@ pub(crate) fn millis(text: &str) -> Result<u64, Refused> {
     Ok(total)
 }
 
-/// The first part of a duration's text: its digits, the letters that follow them, and the rest of the text.
+/// Splits off the first part of a duration's text: its digits, the letters that follow them, and the rest of
+/// the text.
 fn part(text: &str) -> (&str, &str, &str) {
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
     let letters = text[digits..]
@@ -82,8 +83,8 @@ fn part(text: &str) -> (&str, &str, &str) {
     (number, unit, rest)
 }
 
-/// The text with its parts put largest unit first (`"30s1m"` as `"1m30s"`), when every part is a number and a
-/// unit, and no unit is written twice.
+/// Returns the text with its parts put largest unit first (`"30s1m"` as `"1m30s"`), when every part is a number
+/// and a unit, and no unit is written twice.
 pub(crate) fn reordered(text: &str) -> Option<String> {
     let mut parts = Vec::new();
     let mut rest = text;
@@ -159,8 +160,9 @@ mod tests {
         "1ms5",
     ];
 
-    /// What the attribute's `window` reads, as the environment would: a bare number is whole seconds there (the
-    /// attribute asks for an integer literal instead, as its only difference). Both refuse a window of zero.
+    /// Returns what the attribute's `window` reads, as the environment would: a bare number is whole seconds
+    /// there (the attribute asks for an integer literal instead, as its only difference). Both refuse a window
+    /// of zero.
     fn attribute(text: &str) -> Option<u64> {
         let millis = match millis(text) {
             Ok(millis) => Some(millis),
@@ -170,8 +172,8 @@ mod tests {
         millis.filter(|&millis| millis > 0)
     }
 
-    /// Whether the runtime reads `LIMITER_WINDOW=text` as `expected` milliseconds (or refuses it, for none):
-    /// the limit it then resolves is the limit of a limiter given that window.
+    /// Checks whether the runtime reads `LIMITER_WINDOW=text` as `expected` milliseconds (or refuses it, for
+    /// none): the limit it then resolves is the limit of a limiter given that window.
     fn runtime_reads(text: &str, expected: Option<u64>) -> bool {
         std::env::set_var("LIMITER_WINDOW", text);
         let read = Limiter::builder().env();
@@ -190,7 +192,8 @@ mod tests {
         build(read) == build(given)
     }
 
-    /// The attribute's durations are the environment's: the same texts are refused, the same read alike.
+    /// Checks that the attribute's durations are the environment's: the same texts are refused, the same read
+    /// alike.
     #[test]
     fn the_grammar_is_the_runtimes() {
         for text in TEXTS {

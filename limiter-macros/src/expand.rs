@@ -63,7 +63,7 @@ pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<Tok
     ))
 }
 
-/// The limits of the attributes, top first: each attribute's one limit, or, for `in_flight = ..` beside a
+/// Lists the limits of the attributes, top first: each attribute's one limit, or, for `in_flight = ..` beside a
 /// rate (`max`, `window`), the rate and then the limit of calls in flight on the same key (under the rate's
 /// prefix followed by `in_flight:`, named after the rate's name).
 fn limits_of(attributes: Vec<Args>) -> Vec<Args> {
@@ -99,7 +99,7 @@ fn limits_of(attributes: Vec<Args>) -> Vec<Args> {
     limits
 }
 
-/// The declared return type: the check returns the rejection through it.
+/// Reads the declared return type: the check returns the rejection through it.
 fn result_type(item: &ItemFn) -> syn::Result<Type> {
     match &item.sig.output {
         ReturnType::Type(_, ty) => Ok((**ty).clone()),
@@ -107,7 +107,8 @@ fn result_type(item: &ItemFn) -> syn::Result<Type> {
     }
 }
 
-/// A function that declares no return type, reported after its parameters, where `-> Result<..>` belongs.
+/// Builds the error of a function that declares no return type, reported after its parameters, where
+/// `-> Result<..>` belongs.
 fn no_result_type(sig: &Signature) -> syn::Error {
     syn::Error::new(
         sig.paren_token.span.close(),
@@ -116,9 +117,9 @@ fn no_result_type(sig: &Signature) -> syn::Error {
     )
 }
 
-/// The body, guarded: each limit's key and cost computed from the borrowed arguments, the runtime asked, and
-/// the rejection returned when the call is limited; then the body. When a limit counts by outcome, the body
-/// runs as a future of its own, and what its outcome does not count is given back once it has returned.
+/// Guards the body: each limit's key and cost computed from the borrowed arguments, the runtime asked, and the
+/// rejection returned when the call is limited; then the body. When a limit counts by outcome, the body runs as
+/// a future of its own, and what its outcome does not count is given back once it has returned.
 fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
     let krate = match limits.iter().find_map(|args| args.krate.as_ref()) {
         Some(path) => path.to_token_stream(),
@@ -296,8 +297,8 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
     }
 }
 
-/// Whether the written return type is an HTTP response, whose body holds the permits in flight: a path ending
-/// in `Response` (`Response`, `axum::response::Response`, `http::Response<Body>`), or a `Result` of one
+/// Checks whether the written return type is an HTTP response, whose body holds the permits in flight: a path
+/// ending in `Response` (`Response`, `axum::response::Response`, `http::Response<Body>`), or a `Result` of one
 /// (`Result<Response, E>`, `axum::response::Result<Response>`). Read from the tokens, as written: an alias
 /// named otherwise is not one.
 fn answers_http(ret: &Type) -> bool {
@@ -329,10 +330,10 @@ fn answers_http(ret: &Type) -> bool {
         .is_some_and(|segment| segment.ident == "Response")
 }
 
-/// The body as the guarded block ends with it. A body of one expression is that expression: left in braces of
-/// its own, `{ Ok(()) }` on one line would warn of unnecessary braces (`unused_braces`) in the user's crate.
-/// Any other body keeps its block, so that its items and `let`s stay scoped as written (the lint only looks at
-/// blocks of one expression).
+/// Returns the body as the guarded block ends with it. A body of one expression is that expression: left in
+/// braces of its own, `{ Ok(()) }` on one line would warn of unnecessary braces (`unused_braces`) in the user's
+/// crate. Any other body keeps its block, so that its items and `let`s stay scoped as written (the lint only
+/// looks at blocks of one expression).
 fn spliced(body: &Block) -> TokenStream {
     match body.stmts.as_slice() {
         [Stmt::Expr(tail, None)] => tail.to_token_stream(),
@@ -340,7 +341,8 @@ fn spliced(body: &Block) -> TokenStream {
     }
 }
 
-/// One attribute's arguments as a rule: its text, then a chain of constant setters, one per argument written.
+/// Expands one attribute's arguments into a rule: its text, then a chain of constant setters, one per argument
+/// written.
 fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     let text = |text: &Option<LitStr>| match text {
         Some(text) => quote!(::core::option::Option::Some(#text)),
@@ -426,7 +428,7 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     rule
 }
 
-/// `sliding_log` as the runtime's variant, `SlidingLog`.
+/// Spells a name as the runtime's variant: `sliding_log` as `SlidingLog`.
 fn camel_case(name: &str) -> String {
     name.split('_')
         .flat_map(|word| {
@@ -440,7 +442,7 @@ fn camel_case(name: &str) -> String {
         .collect()
 }
 
-/// The `async move` block of an `#[async_trait]` method: its body is `Box::pin(async move { ... })`.
+/// Finds the `async move` block of an `#[async_trait]` method: its body is `Box::pin(async move { ... })`.
 fn async_trait_block(block: &mut Block) -> Option<&mut Block> {
     let Some(Stmt::Expr(Expr::Call(ExprCall { func, args, .. }), None)) = block.stmts.last_mut()
     else {
@@ -480,8 +482,8 @@ fn async_trait_body(inner: &mut Block) -> Option<(Type, &mut Block)> {
     })
 }
 
-/// Whether an `#[async_trait]` method's `async move` block is `let _: () = { body };`, as async-trait writes it
-/// for a method without a return type.
+/// Checks whether an `#[async_trait]` method's `async move` block is `let _: () = { body };`, as async-trait
+/// writes it for a method without a return type.
 fn returns_unit(inner: &Block) -> bool {
     inner.stmts.iter().any(|stmt| {
         matches!(stmt, Stmt::Local(Local { pat: Pat::Type(typed), init: Some(_), .. })
@@ -510,7 +512,8 @@ mod tests {
         answers_http(&syn::parse_str(ty).unwrap())
     }
 
-    /// A response as written, or a `Result` of one, is an HTTP response; nothing else is, whatever it names.
+    /// Checks that a response as written, or a `Result` of one, is an HTTP response, and that nothing else is,
+    /// whatever it names.
     #[test]
     fn a_response_or_a_result_of_one_is_an_http_response() {
         for ty in [

@@ -7,8 +7,10 @@ mod attr;
 mod constant;
 mod duration;
 mod expand;
+mod messages;
 mod penalty;
 mod valid;
+mod zone;
 
 /// Rate-limits an `async fn`: when its limit is reached the body does not run and the function returns
 /// `Err(RateLimited.into())`.
@@ -233,8 +235,8 @@ pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// This attribute's limit and those of the `#[rate_limit]` attributes written below it, top first: they are
-/// one decision, so the first expands them all (and takes them off the function).
+/// Collects this attribute's limit and those of the `#[rate_limit]` attributes written below it, top first:
+/// they are one decision, so the first expands them all (and takes them off the function).
 fn stacked(first: attr::Args, function: &mut syn::ItemFn) -> syn::Result<Vec<attr::Args>> {
     let mut limits = vec![first];
     let mut kept = Vec::with_capacity(function.attrs.len());
@@ -257,8 +259,9 @@ fn stacked(first: attr::Args, function: &mut syn::ItemFn) -> syn::Result<Vec<att
     Ok(limits)
 }
 
-/// The annotated item, which must be a function with a body. Anything else is refused at its first token, a
-/// method declared in a trait at its `;`, instead of with syn's "expected `fn`" or "expected curly braces".
+/// Parses the annotated item, which must be a function with a body. Anything else is refused at its first
+/// token, a method declared in a trait at its `;`, instead of with syn's "expected `fn`" or "expected curly
+/// braces".
 fn parse_function(item: TokenStream) -> syn::Result<syn::ItemFn> {
     use syn::parse::{ParseStream, Parser};
 
@@ -291,7 +294,7 @@ fn parse_function(item: TokenStream) -> syn::Result<syn::ItemFn> {
     parser.parse(item)
 }
 
-/// On error, the user's function unchanged plus the one error, so the rest of the crate (and the IDE)
+/// Returns, on error, the user's function unchanged plus the one error, so the rest of the crate (and the IDE)
 /// keeps working and the user sees no cascade of secondary errors. Nor a warning: an argument only the
 /// rejected attribute read (in `key`, `cost` or `skip_if`) is not unused, so `unused_variables` is allowed on
 /// the function.

@@ -3,8 +3,8 @@
 
 use syn::LitStr;
 
-use crate::attr::refused_duration;
 use crate::duration::{self, Refused};
+use crate::messages::refused_duration;
 
 /// How long a call the limit refuses blocks its key (`penalty = ...`), in milliseconds, each longer than zero.
 #[derive(Clone, Copy)]
@@ -20,8 +20,8 @@ pub(crate) const WHAT_IT_IS: &str =
     "`penalty` is how long a key that goes over the limit is blocked: a duration (`\"10m\"`) or the first and \
      the longest block (`\"1m..1h\"`)";
 
-/// `lit`: `"10m"`, a fixed penalty, or `"1m..1h"`, an escalating one: each length a duration string, as `window`
-/// takes it, longer than zero, and the first no longer than the longest.
+/// Parses `lit`: `"10m"`, a fixed penalty, or `"1m..1h"`, an escalating one: each length a duration string, as
+/// `window` takes it, longer than zero, and the first no longer than the longest.
 pub(crate) fn parse(lit: &LitStr) -> syn::Result<Penalty> {
     let text = lit.value();
     let error = |message: String| syn::Error::new(lit.span(), message);
@@ -90,44 +90,43 @@ pub(crate) fn parse(lit: &LitStr) -> syn::Result<Penalty> {
 
 #[cfg(test)]
 mod tests {
-    use super::Penalty;
-    use crate::attr::Args;
+    use proc_macro2::Span;
+    use syn::LitStr;
 
-    /// A penalty is one length or the first and the longest, as the runtime reads the same text; what is
-    /// not one is refused, saying why.
+    use super::{parse, Penalty};
+
+    /// Checks that a penalty is one length or the first and the longest, as the runtime reads the same text,
+    /// and that text that is not one is refused, saying why. (That `penalty` takes a string literal alone is
+    /// `attr.rs`'s to check.)
     #[test]
     fn penalties() {
-        let penalty = |value: &str| {
-            syn::parse_str::<Args>(&format!("penalty = {value}"))
-                .map(|args| args.penalty.map(|penalty| penalty.value))
-                .map_err(|error| error.to_string())
+        let penalty = |text: &str| {
+            parse(&LitStr::new(text, Span::call_site())).map_err(|error| error.to_string())
         };
-        let lengths = |value: &str| match penalty(value) {
-            Ok(Some(Penalty::Fixed(length))) => (length, length),
-            Ok(Some(Penalty::Escalating { first, cap })) => (first, cap),
-            other => panic!("{value}: {:?}", other.map(|_| ())),
+        let lengths = |text: &str| match penalty(text) {
+            Ok(Penalty::Fixed(length)) => (length, length),
+            Ok(Penalty::Escalating { first, cap }) => (first, cap),
+            Err(error) => panic!("{text}: {error}"),
         };
-        assert_eq!(lengths("\"10m\""), (600_000, 600_000));
-        assert_eq!(lengths("\"1m..1h\""), (60_000, 3_600_000));
-        assert_eq!(lengths("\"500ms .. 1h30m\""), (500, 5_400_000));
-        assert_eq!(lengths("\"1s..1s\""), (1_000, 1_000));
-        for (value, refused) in [
-            ("600", "`penalty` is how long"),
-            ("TEN_MINUTES", "`penalty` is how long"),
-            ("\"ten minutes\"", "invalid penalty"),
-            ("\"1m..\"", "invalid penalty"),
-            ("\"1m..1h..2h\"", "invalid penalty"),
-            ("\"10\"", "write `penalty = \"10s\"`"),
-            ("\"1..60\"", "write `penalty = \"1s..60s\"`"),
-            ("\"30m1h\"", "write the units largest first: \"1h30m\""),
-            ("\"0s\"", "`penalty` must be longer than zero"),
-            ("\"0s..1h\"", "the first block"),
-            ("\"1h..0s\"", "the longest block"),
-            ("\"1h..1m\"", "e.g. `penalty = \"1m..1h\"`"),
+        assert_eq!(lengths("10m"), (600_000, 600_000));
+        assert_eq!(lengths("1m..1h"), (60_000, 3_600_000));
+        assert_eq!(lengths("500ms .. 1h30m"), (500, 5_400_000));
+        assert_eq!(lengths("1s..1s"), (1_000, 1_000));
+        for (text, refused) in [
+            ("ten minutes", "invalid penalty"),
+            ("1m..", "invalid penalty"),
+            ("1m..1h..2h", "invalid penalty"),
+            ("10", "write `penalty = \"10s\"`"),
+            ("1..60", "write `penalty = \"1s..60s\"`"),
+            ("30m1h", "write the units largest first: \"1h30m\""),
+            ("0s", "`penalty` must be longer than zero"),
+            ("0s..1h", "the first block"),
+            ("1h..0s", "the longest block"),
+            ("1h..1m", "e.g. `penalty = \"1m..1h\"`"),
         ] {
-            match penalty(value) {
-                Err(error) => assert!(error.contains(refused), "{value}: {error}"),
-                Ok(_) => panic!("{value} is not a penalty"),
+            match penalty(text) {
+                Err(error) => assert!(error.contains(refused), "{text}: {error}"),
+                Ok(_) => panic!("{text} is not a penalty"),
             }
         }
         // The runtime reads the text the attribute takes as the same penalty.
@@ -135,7 +134,7 @@ mod tests {
             let runtime: limiter_runtime::Penalty = text.parse().unwrap();
             assert_eq!(runtime.first().as_secs(), first);
             assert_eq!(runtime.cap().as_secs(), cap);
-            assert_eq!(lengths(&format!("{text:?}")), (first * 1000, cap * 1000));
+            assert_eq!(lengths(text), (first * 1000, cap * 1000));
         }
     }
 }

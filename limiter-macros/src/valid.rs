@@ -2,7 +2,7 @@
 
 use crate::attr::Args;
 
-/// Each limit's arguments fit together, and stacked limits count in buckets of their own.
+/// Checks that each limit's arguments fit together, and that stacked limits count in buckets of their own.
 pub(crate) fn validate(limits: &[Args]) -> syn::Result<()> {
     for (i, args) in limits.iter().enumerate() {
         validate_one(args)?;
@@ -96,7 +96,8 @@ fn validate_one(args: &Args) -> syn::Result<()> {
     validate_penalty(args)
 }
 
-/// A penalty blocks a key that abused a rate, and each call must read the block in the store.
+/// Checks what a penalty goes with: it blocks a key that abused a rate, and each call must read the block in
+/// the store.
 fn validate_penalty(args: &Args) -> syn::Result<()> {
     let Some(penalty) = &args.penalty else {
         return Ok(());
@@ -126,7 +127,7 @@ fn validate_penalty(args: &Args) -> syn::Result<()> {
     Ok(())
 }
 
-/// `in_flight` (calls running at once) beside a rate, or alone: what applies only to a rate needs one.
+/// Checks `in_flight` (calls running at once) beside a rate, or alone: what applies only to a rate needs one.
 fn validate_in_flight(args: &Args) -> syn::Result<()> {
     if args.in_flight.is_none() {
         if let Some(ttl) = &args.in_flight_ttl {
@@ -174,8 +175,9 @@ fn validate_in_flight(args: &Args) -> syn::Result<()> {
     Ok(())
 }
 
-/// A calendar quota (`period`) counts like a fixed window whose windows are the calendar's periods: what shapes
-/// another algorithm's rate has nothing to apply to, and `tz` and `anchor` apply only to a period.
+/// Checks a calendar quota (`period`), which counts like a fixed window whose windows are the calendar's
+/// periods: what shapes another algorithm's rate has nothing to apply to, and `tz` and `anchor` apply only to a
+/// period.
 fn validate_calendar(args: &Args) -> syn::Result<()> {
     let Some(period) = &args.period else {
         if let Some(anchor) = &args.anchor {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::algorithm::{Charge, Outcome};
+use crate::algorithm::{Outcome, Terms};
 
 /// What the limiter decided for one call.
 ///
@@ -136,7 +136,7 @@ impl std::fmt::Display for Verdict {
 impl Decision {
     /// What `outcome` says of a call charged `charge`, decided at `decided_at` µs on the store's clock.
     #[inline]
-    pub(crate) fn new(charge: &Charge, outcome: Outcome, decided_at: u64, degraded: bool) -> Self {
+    pub(crate) fn new(charge: &Terms, outcome: Outcome, decided_at: u64, degraded: bool) -> Self {
         Decision {
             allowed: outcome.allowed,
             limit: charge.max,

@@ -22,7 +22,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::call::{Call, Decided};
+use crate::call::{Call, Ruling};
 use crate::watch::Watch;
 use crate::Decision;
 
@@ -31,7 +31,7 @@ use crate::Decision;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Edge {
     /// A call was decided.
-    pub(crate) decided: fn(&Call<'_>, &Decided),
+    pub(crate) decided: fn(&Call<'_>, &Ruling),
     /// Units of an admitted call's charges were given back, limit by limit.
     pub(crate) given_back: fn(&Call<'_>, &[u64]),
     /// Whether a call decided in the request this task serves was decided without Redis (degraded).
@@ -66,8 +66,8 @@ impl Observers {
     /// `call` was decided `decided`; `counted`: limiting was on (switched off, no limit applies, and nothing
     /// is advertised).
     #[inline]
-    pub(crate) fn decided(&self, call: &Call<'_>, decided: &Decided, counted: bool) {
-        for (limit, answer) in call.limits().iter().zip(decided.answers.iter()) {
+    pub(crate) fn decided(&self, call: &Call<'_>, decided: &Ruling, counted: bool) {
+        for (limit, answer) in call.limits().iter().zip(decided.limits.iter()) {
             let decision = &answer.decision;
             self.metrics.decision(limit.key.parts().prefix, decision);
             tracing::trace!(

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use futures_util::future::{BoxFuture, Either};
 
-use crate::backend::{Backend, Batched, GivingBack, Later};
+use crate::backend::{Backend, GivingBack, Pending, Settling};
 use crate::budget::{now, Now};
-use crate::call::{Answer, Ask, Call, Decided, OneOrMany};
+use crate::call::{AsCall, Ask, Call, LimitRuling, OneOrMany, Ruling};
 use crate::clock::Clock;
 use crate::error::LimitState;
 use crate::observe::{Observers, Timer};
@@ -57,13 +57,13 @@ pub(crate) struct Pipeline {
     pub(crate) observers: Observers,
 }
 
-/// A decision ready at once; or a call waiting in a batch, polled in place (nothing boxed: see [`Waited`]); or
-/// the rest of a round trip to await, boxed (its future is large, and should not weigh on every call's
-/// future). `C` is the call, owned or borrowed; `T` what the caller makes of the decision.
+/// A ruling ready at once; or a ruling to await, its call and then `then` of it, polled in place ([`Waited`]:
+/// the store's [`Settling`] boxes only a round trip of its own); or, boxed, an admitted call's slot to wait
+/// for. `C` is the call, owned or borrowed; `T` what the caller makes of the ruling.
 pub(crate) enum Deciding<'a, C, T> {
     Now(Now<T>),
     Waits(Waited<'a, C, T>),
-    Later(BoxFuture<'a, T>),
+    Boxed(BoxFuture<'a, T>),
 }
 
 impl<C: AsCall, T> Future for Deciding<'_, C, T> {
@@ -74,40 +74,18 @@ impl<C: AsCall, T> Future for Deciding<'_, C, T> {
         match self.get_mut() {
             Deciding::Now(now) => Pin::new(now).poll(cx),
             Deciding::Waits(waited) => Pin::new(waited).poll(cx),
-            Deciding::Later(later) => later.as_mut().poll(cx),
+            Deciding::Boxed(boxed) => boxed.as_mut().poll(cx),
         }
     }
 }
 
-/// A call, owned or borrowed, as its future holds it.
-pub(crate) trait AsCall: Unpin {
-    fn as_call(&self) -> &Call<'_>;
-}
+/// What the caller makes of a call and its ruling (the pipeline at hand).
+type Then<C, T> = fn(&Pipeline, C, Ruling) -> T;
 
-impl AsCall for Call<'_> {
-    #[inline]
-    fn as_call(&self) -> &Call<'_> {
-        self
-    }
-}
-
-impl AsCall for &Call<'_> {
-    #[inline]
-    fn as_call(&self) -> &Call<'_> {
-        self
-    }
-}
-
-/// What the caller makes of a call and its decision (the pipeline at hand).
-type Then<C, T> = fn(&Pipeline, C, Decided) -> T;
-
-/// A call waiting in a batch: what the batch says of it, reported, and then `then` of it. Polled in place, by
-/// the caller's future: no box, no timer and no channel of its own.
+/// A call whose ruling the store left pending: awaited, reported, and then `then` of it.
 pub(crate) struct Waited<'a, C, T> {
     pipeline: &'a Pipeline,
-    /// Taken once decided.
-    call: Option<C>,
-    batched: Batched,
+    settling: Settling<'a, C>,
     timer: Timer,
     then: Then<C, T>,
 }
@@ -117,28 +95,20 @@ impl<C: AsCall, T> Future for Waited<'_, C, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
-        let call = this
-            .call
-            .as_ref()
-            .expect("a decision polled after it completed");
-        let mut decided = ready!(this.batched.poll_decided(call.as_call(), cx));
+        let (call, mut ruling) = ready!(Pin::new(&mut this.settling).poll(cx));
         this.pipeline
-            .report(call.as_call(), &mut decided, this.timer);
-        let call = this
-            .call
-            .take()
-            .expect("a decision polled after it completed");
-        Poll::Ready((this.then)(this.pipeline, call, decided))
+            .report(call.as_call(), &mut ruling, this.timer);
+        Poll::Ready((this.then)(this.pipeline, call, ruling))
     }
 }
 
 /// What an enforced call comes to: admitted (after its slot), with the call and what was decided of it, or
 /// refused.
-pub(crate) type Enforced<'r> = Result<(Call<'r>, Decided), RateLimited>;
+pub(crate) type Admitted<'r> = Result<(Call<'r>, Ruling), RateLimited>;
 
 /// What a caller keeps of an enforced call ([`Pipeline::enforce_owned`]), or its refusal: at once, or boxed
 /// with the rest to await.
-pub(crate) type Ruled<T> =
+pub(crate) type Enforcing<T> =
     Either<Now<Result<T, RateLimited>>, BoxFuture<'static, Result<T, RateLimited>>>;
 
 /// What a future that outlives its caller owns to reach a pipeline: a [`Limiter`](crate::Limiter).
@@ -175,7 +145,7 @@ impl Pipeline {
 
     /// Decides `call` as far as this process can: what was decided (reported), or what Redis must answer.
     #[inline(always)]
-    pub(crate) fn decide_now(&self, call: &Call<'_>) -> Result<Decided, Later> {
+    pub(crate) fn decide_now(&self, call: &Call<'_>) -> Result<Ruling, Pending> {
         let inner = self;
         // The switch opens every limit but the admin door's own.
         let enabled = inner.overrides.is_enabled()
@@ -188,74 +158,58 @@ impl Pipeline {
                 .iter()
                 .map(|limit| {
                     let outcome = match limit.preset.filter(|_| enabled) {
-                        Some(preset) => preset.outcome(&limit.charge),
-                        None => crate::algorithm::Outcome::admit(limit.charge.max),
+                        Some(preset) => preset.outcome(&limit.terms),
+                        None => crate::algorithm::Outcome::admit(limit.terms.max),
                     };
-                    Answer::uncharged(limit.decision(&limit.charge, outcome, now, false))
+                    LimitRuling::uncharged(limit.decision(&limit.terms, outcome, now, false))
                 })
-                .collect::<OneOrMany<Answer>>();
+                .collect::<OneOrMany<LimitRuling>>();
             let admitted = call.admits(|i| answers[i].decision.allowed);
-            Decided { answers, admitted }
+            Ruling {
+                limits: answers,
+                admitted,
+            }
         } else {
-            inner.backend.decide_now(call)?
+            inner.backend.decide(call)?
         };
         decided.judge(call, enabled);
         inner.observers.decided(call, &decided, enabled);
         Ok(decided)
     }
 
-    /// The rest of `call`'s decision (what `later` left to Redis), and then `then` of the call and what was
-    /// decided: a call that waits in a batch is polled in place ([`Waited`]), a call that asks Redis is boxed
-    /// (the round trip's future is large).
+    /// Returns the future of `call`'s pending ruling, and then `then` of the call and its ruling.
     #[inline(always)]
-    fn later<'a, C, T>(&'a self, call: C, later: Later, then: Then<C, T>) -> Deciding<'a, C, T>
+    fn deciding<'a, C, T>(
+        &'a self,
+        call: C,
+        pending: Pending,
+        then: Then<C, T>,
+    ) -> Deciding<'a, C, T>
     where
         C: AsCall + Send + 'a,
         T: Send + 'a,
     {
-        match later.batched() {
-            Ok(batched) => Deciding::Waits(self.waited(call, batched, then)),
-            Err(later) => Deciding::Later(Box::pin(self.asked(call, later, then))),
-        }
-    }
-
-    /// `call`, waiting in a batch, and then `then` of it.
-    #[inline(always)]
-    fn waited<C, T>(&self, call: C, batched: Batched, then: Then<C, T>) -> Waited<'_, C, T> {
-        Waited {
+        self.start_background();
+        Deciding::Waits(Waited {
             pipeline: self,
-            call: Some(call),
-            batched,
+            settling: pending.settle(call),
             timer: Timer::start(),
             then,
-        }
+        })
     }
 
-    /// What Redis answers of `call` (degraded when it cannot), reported.
-    pub(crate) async fn decide_later(&self, call: &Call<'_>, later: Later) -> Decided {
-        match later.batched() {
-            Ok(batched) => self.waited(call, batched, |_, _, decided| decided).await,
-            Err(later) => self.asked(call, later, |_, _, decided| decided).await,
-        }
-    }
-
-    /// What Redis answers of `call` after a round trip of its own (degraded when it cannot), reported, and then
-    /// `then` of it.
-    async fn asked<C: AsCall, T>(
-        &self,
-        call: C,
-        later: Later,
-        then: impl FnOnce(&Pipeline, C, Decided) -> T,
-    ) -> T {
+    /// Returns what the store rules of `call` once `pending` is settled (degraded when Redis cannot),
+    /// reported: unboxed, for a caller whose future is boxed already.
+    pub(crate) async fn ruling_later(&self, call: &Call<'_>, pending: Pending) -> Ruling {
         self.start_background();
         let timer = Timer::start();
-        let mut decided = Backend::decide_later(call.as_call(), later).await;
-        self.report(call.as_call(), &mut decided, timer);
-        then(self, call, decided)
+        let mut ruling = pending.ruling(call).await;
+        self.report(call, &mut ruling, timer);
+        ruling
     }
 
     /// Reports what Redis decided of `call` (or its failure policy did, in time): once, to the observers.
-    fn report(&self, call: &Call<'_>, decided: &mut Decided, timer: Timer) {
+    fn report(&self, call: &Call<'_>, decided: &mut Ruling, timer: Timer) {
         decided.judge(call, true);
         self.observers.redis(call, timer);
         self.observers.decided(call, decided, true);
@@ -264,13 +218,13 @@ impl Pipeline {
     /// Decides `call`, borrowed: at once (handed over through Tokio's budget), in the batch it waits in, or
     /// after the round trip, boxed (its future is large: the caller's stays small).
     #[inline(always)]
-    pub(crate) fn decided<'a, 'r>(
+    pub(crate) fn ruling<'a, 'r>(
         &'a self,
         call: &'a Call<'r>,
-    ) -> Deciding<'a, &'a Call<'r>, Decided> {
+    ) -> Deciding<'a, &'a Call<'r>, Ruling> {
         match self.decide_now(call) {
             Ok(decided) => Deciding::Now(now(decided)),
-            Err(later) => self.later(call, later, |_, _, decided| decided),
+            Err(pending) => self.deciding(call, pending, |_, _, decided| decided),
         }
     }
 
@@ -278,17 +232,17 @@ impl Pipeline {
     /// its decision ([`Limit`](crate::Limit)): the call is moved into the future only when Redis must be
     /// asked; decided at once, nothing large is moved.
     #[inline(always)]
-    pub(crate) fn decision_of<'a, 'r: 'a>(
+    pub(crate) fn decision_owned<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
     ) -> Deciding<'a, Call<'r>, Decision> {
         match self.decide_now(&call) {
             Ok(decided) => Deciding::Now(now(decided.decision())),
-            Err(later) => self.later(call, later, |_, _, decided| decided.decision()),
+            Err(pending) => self.deciding(call, pending, |_, _, decided| decided.decision()),
         }
     }
 
-    /// [`decided`](Pipeline::decided) for a call of one limit: its decision alone, so that what is kept across
+    /// [`decided`](Pipeline::ruling) for a call of one limit: its decision alone, so that what is kept across
     /// the await stays small.
     #[inline(always)]
     pub(crate) fn decision<'a, 'r>(
@@ -297,84 +251,86 @@ impl Pipeline {
     ) -> Deciding<'a, &'a Call<'r>, Decision> {
         match self.decide_now(call) {
             Ok(decided) => Deciding::Now(now(decided.decision())),
-            Err(later) => self.later(call, later, |_, _, decided| decided.decision()),
+            Err(pending) => self.deciding(call, pending, |_, _, decided| decided.decision()),
         }
     }
 
     /// Decides `call`: at once, or with the round trip left to await. The call comes back beside its answer.
     #[inline(always)]
-    pub(crate) fn decide<'a, 'r: 'a>(
+    pub(crate) fn ruling_owned<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
-    ) -> Deciding<'a, Call<'r>, (Call<'r>, Decided)> {
+    ) -> Deciding<'a, Call<'r>, (Call<'r>, Ruling)> {
         match self.decide_now(&call) {
             Ok(decided) => Deciding::Now(now((call, decided))),
-            Err(later) => self.later(call, later, |_, call, decided| (call, decided)),
+            Err(pending) => self.deciding(call, pending, |_, call, decided| (call, decided)),
         }
     }
 
-    /// Decides `call` for an enforced call: its [verdict](Pipeline::verdict) (a rejection, or, admitted, the
+    /// Decides `call` for an enforced call: its [verdict](Pipeline::slot_or_refusal) (a rejection, or, admitted, the
     /// call and its answer once its slot has come), at once or with the round trip (and the slot) left to
     /// await.
     #[inline(always)]
     pub(crate) fn enforce<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
-    ) -> Deciding<'a, Call<'r>, Enforced<'r>> {
+    ) -> Deciding<'a, Call<'r>, Admitted<'r>> {
         match self.decide_now(&call) {
-            Ok(decided) => match self.verdict(&call, &decided) {
+            Ok(decided) => match self.slot_or_refusal(&call, &decided) {
                 Ok(wait) if !wait.is_zero() => {
-                    Deciding::Later(Box::pin(after(wait, Ok((call, decided)))))
+                    Deciding::Boxed(Box::pin(after_slot(wait, Ok((call, decided)))))
                 }
                 verdict => Deciding::Now(now(verdict.map(|_| (call, decided)))),
             },
             // No slot to wait for once admitted: the verdict is all that follows the decision.
-            Err(later) if !call.may_wait_for_slot() => {
-                self.later(call, later, |pipeline, call, decided| {
-                    pipeline.verdict(&call, &decided).map(|_| (call, decided))
+            Err(pending) if !call.may_wait_for_slot() => {
+                self.deciding(call, pending, |pipeline, call, decided| {
+                    pipeline
+                        .slot_or_refusal(&call, &decided)
+                        .map(|_| (call, decided))
                 })
             }
-            Err(later) => Deciding::Later(Box::pin(self.enforce_later(call, later))),
+            Err(pending) => Deciding::Boxed(Box::pin(self.enforce_later(call, pending))),
         }
     }
 
     /// The rest of an enforced call's decision that Redis is to make: its verdict, and, admitted, the call and
     /// its answer once its slot has come.
-    async fn enforce_later<'r>(&self, call: Call<'r>, later: Later) -> Enforced<'r> {
-        let decided = self.decide_later(&call, later).await;
-        let wait = self.verdict(&call, &decided)?;
-        Ok(after(wait, (call, decided)).await)
+    async fn enforce_later<'r>(&self, call: Call<'r>, pending: Pending) -> Admitted<'r> {
+        let decided = self.ruling_later(&call, pending).await;
+        let wait = self.slot_or_refusal(&call, &decided)?;
+        Ok(after_slot(wait, (call, decided)).await)
     }
 
     /// [`enforce`](Pipeline::enforce) for a caller whose future must own what it keeps (the attribute's, which
     /// outlives the borrow it finds its limiter by): the rest, when there is one, holds `owner`, and is boxed.
     /// `then` makes what the caller keeps of an admitted call, given its owner.
     #[inline(always)]
-    pub(crate) fn enforce_owned<O, T, F>(owner: &O, call: Call<'static>, then: F) -> Ruled<T>
+    pub(crate) fn enforce_owned<O, T, F>(owner: &O, call: Call<'static>, then: F) -> Enforcing<T>
     where
         O: Owner,
         T: Send + 'static,
-        F: FnOnce(&O, Call<'static>, Decided) -> T + Send + 'static,
+        F: FnOnce(&O, Call<'static>, Ruling) -> T + Send + 'static,
     {
         let pipeline = owner.pipeline();
         match pipeline.decide_now(&call) {
-            Ok(decided) => match pipeline.verdict(&call, &decided) {
+            Ok(decided) => match pipeline.slot_or_refusal(&call, &decided) {
                 Ok(wait) if !wait.is_zero() => {
                     let kept = then(owner, call, decided);
-                    Either::Right(Box::pin(after(wait, Ok(kept))))
+                    Either::Right(Box::pin(after_slot(wait, Ok(kept))))
                 }
                 verdict => Either::Left(now(verdict.map(|_| then(owner, call, decided)))),
             },
             // As `enforce_later`, with what the caller keeps made before the slot is waited for: one future
             // fewer around the round trip's (the attribute's Redis path counts about 800 instructions less).
-            Err(later) => {
+            Err(pending) => {
                 let owner = owner.clone();
                 Either::Right(Box::pin(async move {
                     let pipeline = owner.pipeline();
-                    let decided = pipeline.decide_later(&call, later).await;
-                    let wait = pipeline.verdict(&call, &decided)?;
+                    let decided = pipeline.ruling_later(&call, pending).await;
+                    let wait = pipeline.slot_or_refusal(&call, &decided)?;
                     let kept = then(&owner, call, decided);
-                    Ok(after(wait, kept).await)
+                    Ok(after_slot(wait, kept).await)
                 }))
             }
         }
@@ -383,15 +339,15 @@ impl Pipeline {
     /// What `decided` means for `call`: a rejection ([`RateLimited`], naming the first limit that refused; the
     /// others' states beside it), or how long an admitted call waits for its slot first. A shadow limit never
     /// rejects or holds a call: what it would have rejected is reported.
-    pub(crate) fn verdict(
+    pub(crate) fn slot_or_refusal(
         &self,
         call: &Call<'_>,
-        decided: &Decided,
+        decided: &Ruling,
     ) -> Result<Duration, RateLimited> {
         let mut wait = Duration::ZERO;
         let mut refused = None;
         let limits = call.limits();
-        for (i, (limit, answer)) in limits.iter().zip(decided.answers.iter()).enumerate() {
+        for (i, (limit, answer)) in limits.iter().zip(decided.limits.iter()).enumerate() {
             let (decision, shadow) = (&answer.decision, !limit.vetoes);
             if decision.allowed && !shadow {
                 wait = wait.max(decision.delay);
@@ -412,7 +368,7 @@ impl Pipeline {
         let Some(refused) = refused.filter(|_| !decided.admitted) else {
             return Ok(wait);
         };
-        let (limit, decision) = (&limits[refused], decided.answers[refused].decision);
+        let (limit, decision) = (&limits[refused], decided.limits[refused].decision);
         if !decision.degraded {
             tracing::debug!(key = %limit.key.parts(), limit = decision.limit, retry_after = ?decision.retry_after, reason = decision.verdict.as_str(), "rate limiter: limited");
         }
@@ -457,7 +413,7 @@ impl Pipeline {
     pub(crate) fn give_back<'a>(
         &'a self,
         call: &'a Call<'a>,
-        decided: &'a Decided,
+        decided: &'a Ruling,
         units: &'a [u64],
     ) -> GivingBack<'a> {
         self.observers.given_back(call, units);
@@ -474,7 +430,7 @@ pub(crate) fn advertised(limit: &crate::call::CallLimit<'_>, decision: &Decision
 }
 
 /// `value`, once `wait` (an admitted call's slot, leaky bucket) has passed.
-pub(crate) async fn after<T>(wait: Duration, value: T) -> T {
+pub(crate) async fn after_slot<T>(wait: Duration, value: T) -> T {
     if !wait.is_zero() {
         // Boxed, as the Redis round trip is: a timer is large, and rarely needed.
         Box::pin(tokio::time::sleep(wait)).await;

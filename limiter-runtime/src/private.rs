@@ -12,7 +12,7 @@ use crate::call::{Ask, Call, RuleRef};
 use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::limiter::HeldCall;
-use crate::pipeline::{Pipeline, Ruled};
+use crate::pipeline::{Enforcing, Pipeline};
 use crate::{Limiter, Permit, RateLimited, Rule, Zone};
 
 /// One annotated function: its limits as written on its attributes (top first), and its path (the default
@@ -34,10 +34,10 @@ pub struct Site<const N: usize> {
 pub type KeyArgs<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>, Option<u8>);
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
-pub type Checked = Ruled<()>;
+pub type Checked = Enforcing<()>;
 
 /// [`Site::charge`]'s future.
-pub type Charging<const N: usize> = Ruled<Admission<N>>;
+pub type Charging<const N: usize> = Enforcing<Admission<N>>;
 
 /// What a call of a function with `count = failures | successes`, or with a limit in flight, was charged,
 /// held while its body runs.
@@ -104,7 +104,7 @@ impl<const N: usize> Site<N> {
     }
 
     /// The call's verdict, and, admitted, what `T` keeps of it.
-    fn enforce<T: Kept<N>>(&'static self, keys: [KeyArgs<'_>; N]) -> Ruled<T> {
+    fn enforce<T: Kept<N>>(&'static self, keys: [KeyArgs<'_>; N]) -> Enforcing<T> {
         if keys.iter().all(|(skip, ..)| *skip) {
             return Either::Left(now(Ok(T::nothing())));
         }
@@ -121,7 +121,11 @@ impl<const N: usize> Site<N> {
     /// enough to be inlined itself: a switched-off call's verdict is then written once, where the caller
     /// reads it, instead of being returned through the closure and copied.
     #[inline(never)]
-    fn decide_on<T: Kept<N>>(&'static self, limiter: &Limiter, keys: [KeyArgs<'_>; N]) -> Ruled<T> {
+    fn decide_on<T: Kept<N>>(
+        &'static self,
+        limiter: &Limiter,
+        keys: [KeyArgs<'_>; N],
+    ) -> Enforcing<T> {
         let rules = self.rules_for(limiter);
         let asks = keys
             .into_iter()
@@ -317,7 +321,7 @@ pub fn store_key(prefix: &str, key: fmt::Arguments<'_>) -> String {
 /// The source of `algorithm`'s script of one limit as Redis runs it, assembled from `scripts/` (for the
 /// benchmarks).
 pub fn one_limit_script(algorithm: crate::Algorithm) -> &'static str {
-    crate::backend::redis::one_limit_source(algorithm)
+    crate::backend::one_limit_source(algorithm)
 }
 
 /// The zone of one call (`tz = <expr>`): a [`Zone`], or a reference to one.

@@ -68,7 +68,7 @@ async fn serve(limiter: &Limiter, door: admin::Builder, addresses: bool) -> Sock
 
 /// An answer, read: its status, `Retry-After` and body (JSON when it is).
 #[derive(Debug)]
-struct Answer {
+struct LimitRuling {
     status: u16,
     retry_after: Option<u64>,
     json: Value,
@@ -83,7 +83,7 @@ async fn ask(
     token: Option<&str>,
     headers: &[(&str, &str)],
     body: Option<Value>,
-) -> Answer {
+) -> LimitRuling {
     let bearer = token.map(|token| format!("Bearer {token}"));
     let mut all: Vec<(&str, &str)> = headers.to_vec();
     if let Some(bearer) = &bearer {
@@ -94,7 +94,7 @@ async fn ask(
         all.push(("content-type", "application/json"));
     }
     let response = request_from(from, at, method, path, &all, body.as_deref()).await;
-    Answer {
+    LimitRuling {
         status: response.status,
         retry_after: response.header("retry-after").map(|r| r.parse().unwrap()),
         json: serde_json::from_str(&response.body).unwrap_or(Value::Null),
@@ -102,7 +102,7 @@ async fn ask(
 }
 
 /// `GET path` from `from` with `token`.
-async fn get(from: Ipv4Addr, at: SocketAddr, path: &str, token: Option<&str>) -> Answer {
+async fn get(from: Ipv4Addr, at: SocketAddr, path: &str, token: Option<&str>) -> LimitRuling {
     ask(from, at, "GET", path, token, &[], None).await
 }
 

@@ -32,7 +32,7 @@ async fn serve_admin(limiter: Limiter) -> SocketAddr {
 }
 
 /// An answer, read: its status and headers as the `http` types take them, and its body as JSON.
-struct Answer {
+struct LimitRuling {
     status: StatusCode,
     headers: HeaderMap,
     json: Value,
@@ -45,7 +45,7 @@ async fn ask(
     path: &str,
     authorization: Option<&str>,
     body: Option<Value>,
-) -> Answer {
+) -> LimitRuling {
     let body = body.map(|b| b.to_string());
     let mut headers: Vec<(&str, &str)> = authorization
         .map(|a| ("authorization", a))
@@ -64,7 +64,7 @@ async fn ask(
         true => Value::Null,
         false => serde_json::from_str(&response.body).expect("a JSON body"),
     };
-    Answer {
+    LimitRuling {
         status: StatusCode::from_u16(response.status).expect("a status code"),
         headers: map,
         json,
@@ -72,13 +72,13 @@ async fn ask(
 }
 
 /// [`ask`] with the token.
-async fn api(at: SocketAddr, method: &str, path: &str, body: Option<Value>) -> Answer {
+async fn api(at: SocketAddr, method: &str, path: &str, body: Option<Value>) -> LimitRuling {
     let bearer = format!("Bearer {TOKEN}");
     ask(at, method, path, Some(&bearer), body).await
 }
 
 /// The text of an error answer, which reads like a sentence: words, not a code or a dump.
-fn sentence(answer: &Answer) -> &str {
+fn sentence(answer: &LimitRuling) -> &str {
     let fields: Vec<&String> = answer.json.as_object().expect("an object").keys().collect();
     assert_eq!(fields, ["error"], "{}", answer.json);
     let text = answer.json["error"].as_str().expect("a string");

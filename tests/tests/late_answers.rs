@@ -104,7 +104,7 @@ async fn a_late_batch_is_given_back_call_by_call() {
     assert_eq!(decision.remaining, 999);
 }
 
-/// A lease taken past its deadline goes back whole once Redis answers: the bucket is full again.
+/// A lease taken past its deadline goes back whole once Redis limits: the bucket is full again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_taken_late_goes_back_whole() {
     let server = RedisServer::start();

@@ -204,112 +204,166 @@ fn imports_are_read_from_use_groups_too() {
     assert_eq!(used, ["algorithm", "key", "limiter", "rule"]);
 }
 
-/// The pipeline asks a backend through its interface (`backend/mod.rs`) alone: nothing from inside one.
+/// The pipeline asks a backend through its interface (`backend/mod.rs`) alone, and nothing above `backend/`
+/// names a type of one store: only the builder, which assembles one, names Redis's or memory's.
 #[test]
-fn the_pipeline_imports_nothing_from_inside_a_backend() {
+fn nothing_above_the_backend_names_a_store() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src");
-    for file in [
-        "pipeline.rs",
-        "call/mod.rs",
-        "call/decided.rs",
-        "observe.rs",
-    ] {
-        let text = std::fs::read_to_string(src.join(file)).unwrap();
-        for (i, _) in text.match_indices("crate::backend::") {
-            let next = &text[i + "crate::backend::".len()..];
-            let inside = next.starts_with("redis") || next.starts_with("memory");
-            assert!(
-                !inside,
-                "{file} reaches inside a backend: {}",
-                &next[..30.min(next.len())]
-            );
-        }
-    }
-}
-
-/// The Redis backend's parts (`backend/redis/<part>.rs` or `<part>/`) import one another without a circle:
-/// the wire at the bottom (a script's command, the connection, the server) never reaches back up. Read from
-/// their `super::` paths (`super::super::` below a part's own folder) and `crate::backend::redis::` paths,
-/// the names `backend/redis/mod.rs` re-exports resolved to their parts; what `mod.rs` defines itself, and the
-/// parts' tests, are left out.
-#[test]
-fn the_redis_backends_parts_import_without_a_circle() {
-    let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
-    let parts: BTreeSet<String> = std::fs::read_dir(&redis)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.file_name().is_some_and(|name| name != "mod.rs"))
-        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
-        .collect();
-    // What mod.rs re-exports: a name's part.
-    let hub = std::fs::read_to_string(redis.join("mod.rs")).unwrap();
-    let mut exports = BTreeMap::new();
-    for line in hub.lines() {
-        let Some(used) = line.split("use self::").nth(1) else {
+    let mut files = Vec::new();
+    source_files(&src, &mut files);
+    let stores = [
+        "RedisBackend",
+        "MemoryStore",
+        "ToAsk",
+        "InLine",
+        "backend::redis::",
+        "backend::memory::",
+    ];
+    let mut naming = Vec::new();
+    for file in &files {
+        let relative = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if relative.starts_with("backend/") || relative.starts_with("limiter/builder/") {
             continue;
-        };
-        let part = first_word(used);
-        let names = used.split_once("::").map_or("", |(_, names)| names);
-        for name in names.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if !name.is_empty() && name != "as" {
-                exports.insert(name.to_owned(), part.clone());
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for store in stores {
+            if text.contains(store) {
+                naming.push(format!("{relative} names {store}"));
             }
         }
     }
+    assert!(naming.is_empty(), "{}", naming.join("\n"));
+}
+
+/// The Redis backend's rooms (`backend/redis/<room>/`), bottom up: a room may use its own layer's rooms and
+/// those below, never one above. The one table of them (each room's `//!` says the same).
+const ROOMS: [&[&str]; 4] = [
+    // The wire: scripts, the connection, the server, the cluster, TLS. Sends and parses; decides nothing.
+    &["wire"],
+    // What spares Redis a call (the deny cache, coalescing, leases), and what decides when Redis cannot (the
+    // breaker, the fallback, the count of live nodes).
+    &["sparing", "failure"],
+    // A decision's steps: the order, the round trip, across slots, late answers, giving back, permits.
+    &["decision"],
+    // What a node shares with the others for operators: overrides, bans, the record, the background tasks.
+    &["fleet"],
+];
+
+/// The rooms of `backend/redis/` (its folders), each of its files with the rooms it names, as
+/// `crate::backend::redis::<room>` paths or a sibling room through `super::super::<room>`.
+fn redis_rooms() -> (BTreeSet<String>, Vec<(String, String, BTreeSet<String>)>) {
+    let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
+    let rooms: BTreeSet<String> = std::fs::read_dir(&redis)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     let mut files = Vec::new();
     source_files(&redis, &mut files);
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut read = Vec::new();
     for file in &files {
         let relative = file.strip_prefix(&redis).unwrap();
-        let part = relative
+        if relative.components().count() < 2 {
+            continue;
+        }
+        let room = relative
             .components()
             .next()
             .unwrap()
             .as_os_str()
-            .to_string_lossy();
-        let part = part.trim_end_matches(".rs").to_owned();
-        if part == "mod" || relative.ends_with("tests.rs") {
-            continue;
-        }
+            .to_string_lossy()
+            .into_owned();
         let text = std::fs::read_to_string(file).unwrap();
-        let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
-        // Siblings are named `crate::` below, every other path `root::`. A part's own folder puts its files
-        // one `super::` further from their siblings.
-        let nested = relative.components().count() > 1 && !relative.ends_with("mod.rs");
-        let text = text
-            .replace("crate::", "root::")
-            .replace("root::backend::redis::", "crate::");
-        let text = match nested {
-            true => text.replace("super::super::", "crate::"),
-            false => text
-                .replace("super::super::", "root::backend::")
-                .replace("super::", "crate::"),
-        };
-        let names = uses(&text, &BTreeMap::new());
-        for name in names {
-            let to = exports.get(&name).cloned().unwrap_or(name);
-            if to != part && parts.contains(&to) {
-                graph.entry(part.clone()).or_default().insert(to);
+        let code: String = text
+            .lines()
+            .map(|line| line.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut used = BTreeSet::new();
+        for prefix in ["crate::backend::redis::", "super::super::"] {
+            for (i, _) in code.match_indices(prefix) {
+                let name = first_word(&code[i + prefix.len()..]);
+                if rooms.contains(&name) && name != room {
+                    used.insert(name);
+                }
             }
         }
+        read.push((relative.to_string_lossy().into_owned(), room, used));
     }
-    assert!(graph.contains_key("connection"), "{graph:?}");
+    (rooms, read)
+}
+
+/// The Redis backend reads as its rooms say: every folder is a room of [`ROOMS`] with a `//!` saying what it
+/// holds, every file but the hub (`mod.rs`) lives in one, and no room uses a room above its own.
+#[test]
+fn the_redis_backends_rooms_follow_their_layers() {
+    let (rooms, files) = redis_rooms();
+    let listed: BTreeSet<String> = ROOMS
+        .iter()
+        .flat_map(|layer| layer.iter().map(|r| r.to_string()))
+        .collect();
+    assert_eq!(
+        rooms, listed,
+        "the folders of backend/redis are the rooms ROOMS lists"
+    );
+    let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
+    for room in &rooms {
+        let text = std::fs::read_to_string(redis.join(room).join("mod.rs")).unwrap();
+        assert!(
+            text.starts_with("//! "),
+            "backend/redis/{room}/mod.rs says what it holds"
+        );
+    }
+    let loose: Vec<_> = std::fs::read_dir(&redis)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs") && name != "mod.rs")
+        .collect();
+    assert!(loose.is_empty(), "files outside a room: {loose:?}");
+    let layer = |room: &str| {
+        ROOMS
+            .iter()
+            .position(|layer| layer.contains(&room))
+            .unwrap()
+    };
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut upward = Vec::new();
+    for (file, room, used) in &files {
+        for other in used {
+            if layer(other) > layer(room) {
+                upward.push(format!("{file} ({room}) uses {other}"));
+            }
+            graph.entry(room.clone()).or_default().insert(other.clone());
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "uses of a higher room:\n{}",
+        upward.join("\n")
+    );
+    assert!(graph["decision"].contains("wire"), "{graph:?}");
     assert_no_circle(&graph);
 }
 
-/// The parts below a decision's order (the batcher, leases, the deny cache, the breaker, permits, instances,
-/// and the wire: scripts, connections, the server, the cluster, TLS) know a call, never the backend that
-/// puts them together: only the files that run a decision's steps or a background task name `RedisBackend`.
+/// The rooms below a decision's steps (the wire, what spares Redis a call, what decides when it fails) know a
+/// call, never the store that puts them together: only a decision's steps and the fleet's features name
+/// `RedisBackend`.
 #[test]
-fn the_redis_backends_lower_parts_never_name_the_backend() {
+fn the_redis_backends_lower_rooms_never_name_the_store() {
     let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
     let mut files = Vec::new();
     source_files(&redis, &mut files);
-    let mut naming: Vec<String> = files
+    let naming: Vec<String> = files
         .iter()
         .filter(|file| {
-            let text = std::fs::read_to_string(file).unwrap();
-            text.contains("RedisBackend")
+            std::fs::read_to_string(file)
+                .unwrap()
+                .contains("RedisBackend")
         })
         .map(|file| {
             file.strip_prefix(&redis)
@@ -317,24 +371,46 @@ fn the_redis_backends_lower_parts_never_name_the_backend() {
                 .to_string_lossy()
                 .into_owned()
         })
+        .filter(|file| {
+            !(file == "mod.rs" || file.starts_with("decision/") || file.starts_with("fleet/"))
+        })
         .collect();
-    naming.sort();
-    assert_eq!(
-        naming,
-        [
-            // A decision's steps (now, the round trip, across a cluster's slots, late answers, giving
-            // back), the background tasks, the operators' overrides, bans and record of changes, and the
-            // hub.
-            "across_slots.rs",
-            "background.rs",
-            "bans.rs",
-            "decision.rs",
-            "giving_back.rs",
-            "late.rs",
-            "mod.rs",
-            "overrides.rs",
-            "record.rs",
-            "round_trip.rs",
-        ]
-    );
+    assert!(naming.is_empty(), "{naming:?}");
+}
+
+/// One file knows the order of a decision on Redis: only `decision/order.rs` tells the breaker what Redis
+/// answered, decides by the fallback, or reconciles a late answer.
+#[test]
+fn one_file_knows_the_order_of_a_decision() {
+    let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
+    let mut files = Vec::new();
+    source_files(&redis, &mut files);
+    let steps = [
+        "breaker.succeeded(",
+        "breaker.failed(",
+        "fallback.decide(",
+        ".reconcile(",
+    ];
+    let mut where_: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let relative = file
+            .strip_prefix(&redis)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if relative.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+        for step in steps {
+            if text.contains(step) {
+                where_.entry(step).or_default().insert(relative.clone());
+            }
+        }
+    }
+    for step in steps {
+        let files: Vec<_> = where_.get(step).into_iter().flatten().collect();
+        assert_eq!(files, ["decision/order.rs"], "{step} is taken in {files:?}");
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! Guarantee: at most `max` units admitted per aligned window `[k·window, (k+1)·window)`.
 
-use super::{Charge, Outcome, Receipt};
+use super::{Outcome, Receipt, Terms};
 
 /// The current window's index and the units admitted in it.
 #[derive(Debug, Clone)]
@@ -26,7 +26,7 @@ impl FixedWindow {
         FixedWindow { index, count }
     }
 
-    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {
         let index = now / req.window;
         self.decide_in(index, now, (index + 1) * req.window - now, req)
     }
@@ -38,7 +38,7 @@ impl FixedWindow {
         index: u64,
         now: u64,
         reset_after: u64,
-        req: &Charge,
+        req: &Terms,
     ) -> Outcome {
         let count = if self.index == index { self.count } else { 0 };
 

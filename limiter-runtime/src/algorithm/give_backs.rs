@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use super::{Algorithm, Charge, Outcome, State};
+use super::{Algorithm, Outcome, State, Terms};
 
 /// A call: how long after the previous one (µs), its cost, and how much of it to give back (when admitted)
 /// and after how many further calls (0: at once).
@@ -26,8 +26,8 @@ fn limits() -> impl Strategy<Value = (Algorithm, u64, u64, u64, u64)> {
     )
 }
 
-fn charge(window: u64, max: u64, burst: u64, wait_windows: u64, cost: u64) -> Charge {
-    Charge {
+fn charge(window: u64, max: u64, burst: u64, wait_windows: u64, cost: u64) -> Terms {
+    Terms {
         window,
         max,
         cost,

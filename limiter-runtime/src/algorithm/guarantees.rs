@@ -7,7 +7,7 @@ use super::leaky_bucket::LeakyBucket;
 use super::sliding_log::SlidingLog;
 use super::sliding_window::SlidingWindow;
 use super::token_bucket::TokenBucket;
-use super::{Algorithm, Charge, Outcome, State};
+use super::{Algorithm, Outcome, State, Terms};
 
 /// A call: how long after the previous one (µs), and its cost.
 type Call = (u64, u64);
@@ -48,8 +48,8 @@ fn run(calls: &[Call], mut decide: impl FnMut(u64, u64) -> Outcome) -> Vec<(u64,
     admitted
 }
 
-fn charge(window: u64, max: u64, cost: u64) -> Charge {
-    Charge {
+fn charge(window: u64, max: u64, cost: u64) -> Terms {
+    Terms {
         window,
         max,
         cost,
@@ -98,7 +98,7 @@ proptest! {
         calls in schedule(5_000_000),
     ) {
         let mut bucket = TokenBucket::default();
-        let admitted = run(&calls, |now, cost| bucket.decide(now, &Charge { burst, ..charge(window, max, cost) }));
+        let admitted = run(&calls, |now, cost| bucket.decide(now, &Terms { burst, ..charge(window, max, cost) }));
         for (i, &(start, _, _)) in admitted.iter().enumerate() {
             let mut units = 0u128;
             for &(end, cost, _) in &admitted[i..] {
@@ -120,7 +120,7 @@ proptest! {
     ) {
         let mut bucket = LeakyBucket::default();
         let max_wait = wait_windows * window;
-        let admitted = run(&calls, |now, cost| bucket.decide(now, &Charge { max_wait, ..charge(window, max, cost) }));
+        let admitted = run(&calls, |now, cost| bucket.decide(now, &Terms { max_wait, ..charge(window, max, cost) }));
         for pair in admitted.windows(2) {
             let ((a, cost, first), (b, _, second)) = (pair[0], pair[1]);
             let (slot_a, slot_b) = (a + first.delay, b + second.delay);

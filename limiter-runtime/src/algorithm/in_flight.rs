@@ -5,7 +5,7 @@
 //! taken or last renewed, so that a node that dies gives its permits back; in memory a permit lives until it
 //! is given back (a process that dies takes its permits with it).
 
-use super::{Charge, Outcome, Receipt};
+use super::{Outcome, Receipt, Terms};
 
 /// The permits held: each one's mark (naming it, to give it back) and when it expires (µs).
 #[derive(Debug, Clone, Default)]
@@ -29,7 +29,7 @@ impl InFlight {
     }
 
     /// Takes a permit at `now` if fewer than `max` are held.
-    pub(crate) fn decide(&mut self, now: u64, charge: &Charge) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, charge: &Terms) -> Outcome {
         self.permits.retain(|&(_, expires)| expires > now);
         let held = self.permits.len() as u64;
         if held < charge.max {
@@ -74,8 +74,8 @@ impl InFlight {
 mod tests {
     use super::*;
 
-    fn charge(max: u64) -> Charge {
-        Charge {
+    fn charge(max: u64) -> Terms {
+        Terms {
             window: 30_000_000,
             max,
             cost: 1,
@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn a_cost_takes_one_permit() {
         let mut state = InFlight::default();
-        let heavy = Charge {
+        let heavy = Terms {
             cost: 7,
             ..charge(2)
         };

@@ -3,7 +3,7 @@
 //! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
 //! admitted only if its slot starts within `max_wait`, and is told the delay until then.
 
-use super::{ceil_div, div, narrow, Charge, Outcome, Queue, Receipt};
+use super::{ceil_div, div, narrow, Outcome, Queue, Receipt, Terms};
 
 /// When the next slot is free.
 #[derive(Debug, Clone, Default)]
@@ -17,7 +17,7 @@ impl LeakyBucket {
         LeakyBucket { free_at: queue }
     }
 
-    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // How far ahead the next free slot starts, in µs × max: one slot weighs `window`.
         let queued = self.free_at.used(now, req.max);
@@ -50,7 +50,7 @@ impl LeakyBucket {
     }
 
     /// Gives back `units` of what a charge left in the queue (see [`Queue::give_back`]).
-    pub(crate) fn give_back(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, req: &Terms, units: u64, receipt: &Receipt) {
         self.free_at.give_back(now, req, units, receipt);
     }
 }

@@ -157,7 +157,7 @@ impl FromStr for Algorithm {
 
 /// What one call asks of a limit, in the integers every algorithm computes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Charge {
+pub(crate) struct Terms {
     /// Window length, µs (at least 1).
     pub(crate) window: u64,
     /// Admissions (units of cost) per window (at least 1).
@@ -173,7 +173,7 @@ pub(crate) struct Charge {
     pub(crate) ends: [u64; 3],
 }
 
-impl Charge {
+impl Terms {
     /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
     /// capacity, never is, nor any call of a limit of zero: its `retry_after` is only nominal).
     pub(crate) fn can_fit(&self, algorithm: Algorithm) -> bool {
@@ -228,7 +228,7 @@ impl State {
     }
 
     /// Decides a call at `now` (µs), charging it if admitted.
-    pub(crate) fn decide(&mut self, now: u64, charge: &Charge) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, charge: &Terms) -> Outcome {
         match self {
             State::SlidingLog(s) => s.decide(now, charge),
             State::FixedWindow(s) => s.decide(now, charge),
@@ -246,7 +246,7 @@ impl State {
     pub(crate) fn reported(
         algorithm: Algorithm,
         now: u64,
-        charge: &Charge,
+        charge: &Terms,
         reported: Reported,
     ) -> Option<State> {
         let index = now / charge.window;
@@ -284,7 +284,7 @@ impl State {
 
     /// Gives back, at `now`, `units` of what an admission of `charge` charged (`receipt`): exactly what it
     /// added, unless that has already left the limit (then nothing); never more.
-    pub(crate) fn give_back(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, charge: &Terms, units: u64, receipt: &Receipt) {
         match self {
             State::SlidingLog(s) => s.give_back(now, charge, units, receipt),
             State::FixedWindow(s) => s.give_back(units, receipt),

@@ -2,7 +2,7 @@
 //! to its full quota. The same twin arithmetic as a decision, on a copy of the state, so that an inspected key
 //! reads exactly as the next call would find it (and nothing is charged).
 
-use super::{sliding_log, Charge, Outcome, State};
+use super::{sliding_log, Outcome, State, Terms};
 
 /// A key's state, read without charging it (µs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,13 +19,13 @@ pub(crate) struct Peek {
 }
 
 /// `state` (a key's, or a fresh one's), read at `now` for a limit of `charge`.
-pub(crate) fn peek(state: &State, now: u64, charge: &Charge) -> Peek {
+pub(crate) fn peek(state: &State, now: u64, charge: &Terms) -> Peek {
     if let State::SlidingLog(log) = state {
         let mut log = log.clone();
         let (count, newest) = log.read(now, charge.window);
         return peek_log(now, charge, count, |need| log.leaving(need), newest);
     }
-    let one = Charge { cost: 1, ..*charge };
+    let one = Terms { cost: 1, ..*charge };
     let room = |next: Outcome| match next.allowed {
         true => next.remaining + 1,
         false => next.remaining,
@@ -41,7 +41,7 @@ pub(crate) fn peek(state: &State, now: u64, charge: &Charge) -> Peek {
         _ => {
             state
                 .clone()
-                .decide(now, &Charge { cost: 0, ..*charge })
+                .decide(now, &Terms { cost: 0, ..*charge })
                 .reset_after
         }
     };
@@ -57,12 +57,12 @@ pub(crate) fn peek(state: &State, now: u64, charge: &Charge) -> Peek {
 /// takes the oldest `need` units out of the window was made, `newest` when its newest was.
 pub(crate) fn peek_log(
     now: u64,
-    charge: &Charge,
+    charge: &Terms,
     count: u64,
     blocking: impl FnOnce(u64) -> u64,
     newest: Option<u64>,
 ) -> Peek {
-    let one = Charge { cost: 1, ..*charge };
+    let one = Terms { cost: 1, ..*charge };
     let next = sliding_log::outcome(now, &one, count, blocking, newest);
     Peek {
         used: count,

@@ -1,7 +1,7 @@
 //! A bucket's queue of charges: the state the token and leaky buckets share, and how a charge is given back
 //! to it.
 
-use super::{div, narrow, Charge, Receipt};
+use super::{div, narrow, Receipt, Terms};
 
 /// A point in time kept as whole µs plus a fraction in 1/max µs, so that a slot of `window / max` µs stays
 /// exact: the state of the token and leaky buckets (`t` and `f` in their scripts).
@@ -100,7 +100,7 @@ impl Queue {
     }
 
     /// Gives back, at `now`, `units` of the charge of `charge` that `receipt` names (see [`Queue`]).
-    pub(crate) fn give_back(&mut self, now: u64, charge: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, charge: &Terms, units: u64, receipt: &Receipt) {
         let max = charge.max;
         let used = self.used(now, max);
         if used == 0 || receipt.since != self.since {

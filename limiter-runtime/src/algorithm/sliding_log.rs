@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Charge, Outcome, Receipt};
+use super::{Outcome, Receipt, Terms};
 
 /// The admissions of one key, oldest first: one entry per microsecond that admitted anything, weighing the
 /// units admitted then (a call's cost is a weight, never a number of entries), and their sum.
@@ -23,7 +23,7 @@ struct Admitted {
 }
 
 impl SlidingLog {
-    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {
         self.forget_before(now, req.window);
         let admitted = &self.admitted;
         let outcome = outcome(
@@ -78,7 +78,7 @@ impl SlidingLog {
 
     /// Removes `units` of the admissions made at the receipt's time, while they are in the window (those of
     /// one microsecond count alike, whichever call made them).
-    pub(crate) fn give_back(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, req: &Terms, units: u64, receipt: &Receipt) {
         if receipt.at.saturating_add(req.window) <= now {
             return;
         }
@@ -118,7 +118,7 @@ fn blocking(admitted: &VecDeque<Admitted>, need: u64) -> u64 {
 /// at hand; from Redis, the script reports these times.
 pub(crate) fn outcome(
     now: u64,
-    req: &Charge,
+    req: &Terms,
     count: u64,
     blocking: impl FnOnce(u64) -> u64,
     newest: Option<u64>,
@@ -153,8 +153,8 @@ mod tests {
 
     const SECOND: u64 = 1_000_000;
 
-    fn req(max: u64) -> Charge {
-        Charge {
+    fn req(max: u64) -> Terms {
+        Terms {
             window: 10 * SECOND,
             max,
             cost: 1,
@@ -183,7 +183,7 @@ mod tests {
     #[test]
     fn a_cost_above_the_limit_is_rejected_with_the_whole_window() {
         let mut log = SlidingLog::default();
-        let o = log.decide(0, &Charge { cost: 6, ..req(5) });
+        let o = log.decide(0, &Terms { cost: 6, ..req(5) });
         assert!(!o.allowed);
         assert_eq!(o.retry_after, 10 * SECOND);
         assert_eq!(o.remaining, 5);
@@ -193,7 +193,7 @@ mod tests {
     #[test]
     fn a_cost_is_a_weight_exact_at_the_edge() {
         let mut log = SlidingLog::default();
-        let limit = |cost| Charge {
+        let limit = |cost| Terms {
             cost,
             ..req(10_000_000)
         };
@@ -215,7 +215,7 @@ mod tests {
     #[test]
     fn a_give_back_takes_part_of_a_call() {
         let mut log = SlidingLog::default();
-        let limit = |cost| Charge { cost, ..req(100) };
+        let limit = |cost| Terms { cost, ..req(100) };
         let heavy = log.decide(0, &limit(60));
         log.give_back(SECOND, &limit(60), 25, &heavy.receipt);
         assert_eq!(log.decide(SECOND, &limit(65)).remaining, 0);

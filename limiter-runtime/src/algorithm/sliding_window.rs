@@ -3,7 +3,7 @@
 //! Guarantee: the weighted estimate `previous · (window - elapsed) / window + current` never exceeds `max`
 //! after an admission; hence never more than `max` per aligned window.
 
-use super::{div, narrow, Charge, Outcome, Receipt};
+use super::{div, narrow, Outcome, Receipt, Terms};
 
 /// The current aligned window's index, its count and the previous window's count.
 #[derive(Debug, Clone)]
@@ -33,7 +33,7 @@ impl SlidingWindow {
         }
     }
 
-    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {
         let w = u128::from(req.window);
         let index = now / req.window;
         let elapsed = u128::from(now - index * req.window);

@@ -2,7 +2,7 @@
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 
-use super::{ceil_div, div, narrow, Charge, Outcome, Queue, Receipt};
+use super::{ceil_div, div, narrow, Outcome, Queue, Receipt, Terms};
 
 /// When the bucket is full again (the theoretical arrival time).
 #[derive(Debug, Clone, Default)]
@@ -16,7 +16,7 @@ impl TokenBucket {
         TokenBucket { full_at: queue }
     }
 
-    pub(crate) fn decide(&mut self, now: u64, req: &Charge) -> Outcome {
+    pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {
         let (max, w) = (u128::from(req.max), u128::from(req.window));
         // The part of the bucket in use, in µs × max: one token weighs `window`.
         let used = self.full_at.used(now, req.max);
@@ -49,7 +49,7 @@ impl TokenBucket {
     }
 
     /// Gives back `units` of what a charge left in the queue (see [`Queue::give_back`]).
-    pub(crate) fn give_back(&mut self, now: u64, req: &Charge, units: u64, receipt: &Receipt) {
+    pub(crate) fn give_back(&mut self, now: u64, req: &Terms, units: u64, receipt: &Receipt) {
         self.full_at.give_back(now, req, units, receipt);
     }
 }

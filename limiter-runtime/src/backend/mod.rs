@@ -1,31 +1,28 @@
 //! Where counts live, each backend owning what it needs: this process's memory, or Redis (one global count for
 //! every node) with what decides when Redis cannot.
 //!
-//! Both run the same algorithms on the same integers (see [`crate::algorithm`]) and answer the pipeline the
-//! same few questions about a [`Call`]: decide it now if this process can ([`Backend::decide_now`]: always
-//! in memory), else later ([`Backend::decide_later`]: a Redis round trip), and give back what an admitted
-//! call charged ([`Backend::give_back`]). A backend knows the call, not the rules' defaults, the overrides or
-//! HTTP.
+//! Both run the same algorithms on the same integers (see [`crate::algorithm`]). What the pipeline asks of a
+//! store is small, as governor's `StateStore` is: [`decide`](Backend::decide) a [`Call`] (a [`Ruling`] now,
+//! or a [`Pending`] one to await), and [`give_back`](Backend::give_back) what an admitted call charged. The
+//! rest ([`operations`]) serves operators, off the decisions' path. A backend knows the call, not the rules'
+//! defaults, the overrides or HTTP; nothing above it names a type of one store.
 
 pub(crate) mod memory;
+mod operations;
 pub(crate) mod redis;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
-use crate::algorithm::Peek;
-use crate::call::{Answer, Call, CallLimit, Decided};
-use crate::error::Error;
-use crate::overrides::{Change, Overrides};
-use crate::penalty::Block;
-use crate::watch::{NodeReport, Watch};
-use crate::Penalty;
+use futures_util::future::BoxFuture;
+
+use crate::call::{AsCall, Call, Charged, Ruling};
 
 pub(crate) use self::memory::{MemoryStore, DEFAULT_MAX_KEYS};
-pub(crate) use self::redis::{Batched, Later, RedisBackend};
+pub(crate) use self::redis::{one_limit_source, RedisBackend};
+use self::redis::{InLine, ToAsk};
 
 /// The backend of one limiter.
 #[derive(Debug)]
@@ -36,241 +33,98 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
+    /// Creates a backend counting in this process's memory, which keeps at most `max_keys` keys.
+    pub(crate) fn memory(clock: Arc<dyn crate::Clock>, max_keys: usize) -> Backend {
+        Backend::Memory(MemoryStore::new(clock, max_keys))
+    }
+
     /// Decides `call` now if this process can: in memory, always; with Redis, from a lease, a denial Redis
-    /// already gave, or the breaker open. Else what Redis is to decide ([`decide_later`](Backend::decide_later)).
+    /// already gave, or the breaker open. Else returns what is left to await ([`Pending`]).
     #[inline(always)]
-    pub(crate) fn decide_now(&self, call: &Call<'_>) -> Result<Decided, Later> {
+    pub(crate) fn decide(&self, call: &Call<'_>) -> Result<Ruling, Pending> {
         match self {
-            Backend::Memory(memory) => {
-                let (outcomes, at) = memory.decide(call, |limit| limit.charge);
-                let admitted = call.admits(|i| outcomes[i].allowed);
-                let answers = call
-                    .limits()
-                    .iter()
-                    .zip(outcomes.iter())
-                    .map(|(limit, outcome)| Answer::of(limit, *outcome, at, admitted))
-                    .collect();
-                Ok(Decided { answers, admitted })
-            }
-            Backend::Redis(redis) => redis.decide_now(call),
+            Backend::Memory(memory) => Ok(memory.rule(call)),
+            Backend::Redis(redis) => redis.decide_now(call).map_err(Pending),
         }
     }
 
-    /// Decides what [`decide_now`](Backend::decide_now) left to Redis: within the deadline, else by each
-    /// limit's failure policy.
-    #[inline(always)]
-    pub(crate) fn decide_later<'a>(
-        call: &'a Call<'_>,
-        later: Later,
-    ) -> impl Future<Output = Decided> + Send + 'a {
-        RedisBackend::decide_later(call, later)
-    }
-
-    /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `decided` says): exactly,
+    /// Gives back `units[i]` of what each limit `i` of an admitted `call` charged (as `ruling` says): exactly,
     /// in any order, unless a charge has left its limit already (then nothing), never more. In memory at once;
     /// with Redis, one script call to await.
     pub(crate) fn give_back<'a>(
         &'a self,
         call: &'a Call<'a>,
-        decided: &'a Decided,
+        ruling: &'a Ruling,
         units: &'a [u64],
     ) -> GivingBack<'a> {
         match self {
             Backend::Memory(memory) => {
-                let given = call.limits().iter().zip(decided.answers.iter()).zip(units);
-                for ((limit, answer), &units) in given {
+                let given = call.limits().iter().zip(ruling.limits.iter()).zip(units);
+                for ((limit, part), &units) in given {
                     // Nothing to give back (a permit in flight given back is one of any units).
-                    if answer.charged != crate::call::Charged::Nothing && units > 0 {
-                        let units = units.min(limit.charge.cost);
-                        memory.give_back(limit, &limit.charge, units, &answer.receipt);
+                    if part.charged != Charged::Nothing && units > 0 {
+                        let units = units.min(limit.terms.cost);
+                        memory.give_back(limit, &limit.terms, units, &part.receipt);
                     }
                 }
                 GivingBack(None)
             }
             Backend::Redis(redis) => {
-                GivingBack(Some(Box::pin(redis.give_back(call, decided, units))))
+                GivingBack(Some(Box::pin(redis.give_back(call, ruling, units))))
             }
         }
     }
 }
 
-/// What a backend tells of itself: [`Limiter::stats`](crate::Limiter::stats) adds what the pipeline counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BackendStats {
-    /// Decisions made in degraded mode since start (none in memory).
-    pub(crate) degraded: u64,
-    /// Whether the breaker is open (never in memory).
-    pub(crate) breaker_open: bool,
-    /// Runtimes last seen sharing this Redis, this one included (1 in memory).
-    pub(crate) instances: u64,
-    /// Keys held in this process's memory: the store's, or the `local` fallback's.
-    pub(crate) keys: u64,
-    /// Keys this process's memory forgot before their expiry.
-    pub(crate) evicted: u64,
-    /// Permits in flight this process holds in Redis (none in memory).
-    pub(crate) permits: u64,
-}
+/// A call a store could not decide at once: with Redis, the batch it waits in, or its own round trip. Either
+/// way within the deadline, else decided by each limit's failure policy.
+pub(crate) struct Pending(ToAsk);
 
-impl Backend {
-    /// What this backend tells of itself.
-    pub(crate) fn stats(&self) -> BackendStats {
-        match self {
-            Backend::Memory(memory) => BackendStats {
-                degraded: 0,
-                breaker_open: false,
-                instances: 1,
-                keys: memory.keys(),
-                evicted: memory.evicted(),
-                permits: 0,
-            },
-            Backend::Redis(redis) => BackendStats {
-                degraded: redis.degraded_count(),
-                breaker_open: redis.breaker_open(),
-                instances: redis.fallback.instances.live(),
-                keys: redis.fallback.local.keys(),
-                evicted: redis.fallback.local.evicted(),
-                permits: redis.permits_held(),
-            },
+impl Pending {
+    /// Returns the future of `call`'s ruling, which holds the call (owned or borrowed) and hands it back beside
+    /// the ruling: polled in place while the call waits in a batch (no box, no timer, no channel), its own
+    /// round trip boxed (that future is large, and should not weigh on every call's).
+    #[inline(always)]
+    pub(crate) fn settle<'a, C: AsCall + Send + 'a>(self, call: C) -> Settling<'a, C> {
+        match self.0.in_line() {
+            Ok(in_line) => Settling::InLine(in_line, Some(call)),
+            Err(to_ask) => Settling::Trip(Box::pin(async move {
+                let ruling = RedisBackend::decide_later(call.as_call(), to_ask).await;
+                (call, ruling)
+            })),
         }
     }
 
-    /// Whether this backend can be used as set up: always in memory; Redis connected, authenticated, its
-    /// database selected and every decision script loaded, else what failed.
-    pub(crate) async fn ready(&self) -> Result<(), Error> {
-        match self {
-            Backend::Memory(_) => Ok(()),
-            Backend::Redis(redis) => redis.ready().await,
-        }
-    }
-
-    /// Whether the counts are shared by every node (Redis), not this process's alone.
-    pub(crate) fn is_shared(&self) -> bool {
-        matches!(self, Backend::Redis(_))
-    }
-
-    /// Where the counts live, in a few words: "in memory", "Redis at redis://10.0.0.5:6379".
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            Backend::Memory(_) => "in memory".to_owned(),
-            Backend::Redis(redis) => format!("Redis at {}", redis.describe()),
+    /// Returns `call`'s ruling, unboxed: for a caller whose own future is boxed already.
+    pub(crate) async fn ruling(self, call: &Call<'_>) -> Ruling {
+        match self.0.in_line() {
+            Ok(mut in_line) => std::future::poll_fn(|cx| in_line.poll_ruling(call, cx)).await,
+            Err(to_ask) => RedisBackend::decide_later(call, to_ask).await,
         }
     }
 }
 
-impl Backend {
-    /// Starts what keeps a Redis backend's view current while it lives: its heartbeat (and with it this
-    /// node's report of what `watch` saw), the sync of `overrides`, and the sweep of idle leases. Nothing in
-    /// memory.
-    pub(crate) fn start(&self, overrides: &Arc<Overrides>, watch: &Arc<Watch>) {
-        if let Backend::Redis(redis) = self {
-            redis::start_background(redis, Arc::downgrade(overrides), Arc::downgrade(watch));
-        }
-    }
+/// The future of a [`Pending`] call's ruling ([`Pending::settle`]): the call back, beside its ruling.
+pub(crate) enum Settling<'a, C> {
+    /// Waiting in a batch, with the call, taken once its ruling is in.
+    InLine(InLine, Option<C>),
+    /// Its own round trip, boxed.
+    Trip(BoxFuture<'a, (C, Ruling)>),
+}
 
-    /// Reads `limit`'s key without charging it (what an operator inspects): its state, when (µs, on the
-    /// store's clock), and whether this node holds a denial of it (never in memory).
-    pub(crate) async fn inspect(&self, limit: &CallLimit<'_>) -> Result<(Peek, u64, bool), Error> {
-        match self {
-            Backend::Memory(memory) => {
-                let (peek, at) = memory.peek(limit);
-                Ok((peek, at, false))
+impl<C: AsCall> Future for Settling<'_, C> {
+    type Output = (C, Ruling);
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(C, Ruling)> {
+        match self.get_mut() {
+            Settling::InLine(in_line, call) => {
+                let held = call.as_ref().expect("a ruling polled after it completed");
+                let ruling = std::task::ready!(in_line.poll_ruling(held.as_call(), cx));
+                let call = call.take().expect("a ruling polled after it completed");
+                Poll::Ready((call, ruling))
             }
-            Backend::Redis(redis) => redis.inspect(limit).await,
-        }
-    }
-
-    /// Bans `limit`'s key for `length` µs (keeping the offences `penalty` counts): in memory at once; with
-    /// Redis, one script call.
-    pub(crate) async fn ban(
-        &self,
-        limit: &CallLimit<'_>,
-        length: u64,
-        penalty: &Penalty,
-    ) -> Result<(), Error> {
-        match self {
-            Backend::Memory(memory) => {
-                memory.ban(limit, length, penalty);
-                Ok(())
-            }
-            Backend::Redis(redis) => redis.ban(limit, length, penalty).await,
-        }
-    }
-
-    /// Lifts `limit`'s key's block, telling every node; whether it had one.
-    pub(crate) async fn unban(&self, limit: &CallLimit<'_>) -> Result<bool, Error> {
-        match self {
-            Backend::Memory(memory) => Ok(memory.unban(limit)),
-            Backend::Redis(redis) => redis.unban(limit).await,
-        }
-    }
-
-    /// Every block the store holds (the store key it blocks, and the block), and when (µs, on its clock).
-    pub(crate) async fn blocks(&self) -> Result<(Vec<(String, Block)>, u64), Error> {
-        match self {
-            Backend::Memory(memory) => Ok(memory.blocks()),
-            Backend::Redis(redis) => redis.blocks().await,
-        }
-    }
-
-    /// `limit`'s key's block, if the store remembers one, read at `now` (µs, on the store's clock).
-    pub(crate) async fn block(&self, limit: &CallLimit<'_>) -> Result<Option<Block>, Error> {
-        match self {
-            Backend::Memory(memory) => Ok(memory.block(limit).0),
-            Backend::Redis(redis) => redis.block(limit).await,
-        }
-    }
-
-    /// This node's id among the nodes that report: its process id in memory (where it is alone).
-    pub(crate) fn node(&self) -> String {
-        match self {
-            Backend::Memory(_) => std::process::id().to_string(),
-            Backend::Redis(redis) => redis.fallback.instances.id().to_owned(),
-        }
-    }
-
-    /// Every node's latest report through Redis (this one's too), and how long ago each was written; none in
-    /// memory.
-    pub(crate) async fn reports(&self) -> Result<Vec<(NodeReport, Duration)>, Error> {
-        match self {
-            Backend::Memory(_) => Ok(Vec::new()),
-            Backend::Redis(redis) => redis.reports().await,
-        }
-    }
-
-    /// Adds `entry` to the admin door's record of changes, keeping the newest `kept`: in Redis, where every
-    /// node lists it; in memory, here.
-    #[cfg(feature = "admin")]
-    pub(crate) async fn record(&self, entry: &str, kept: usize) -> Result<(), Error> {
-        match self {
-            Backend::Memory(memory) => {
-                memory.record(entry, kept);
-                Ok(())
-            }
-            Backend::Redis(redis) => redis.record(entry, kept).await,
-        }
-    }
-
-    /// The newest `kept` entries of the admin door's record of changes, newest first.
-    #[cfg(feature = "admin")]
-    pub(crate) async fn recorded(&self, kept: usize) -> Result<Vec<String>, Error> {
-        match self {
-            Backend::Memory(memory) => Ok(memory.recorded(kept)),
-            Backend::Redis(redis) => redis.recorded(kept).await,
-        }
-    }
-
-    /// Makes an operator's `change` where every runtime sees it: in Redis, announced, with the version Redis
-    /// gave it; in memory, nowhere but here (`None`).
-    pub(crate) async fn publish(&self, change: &Change) -> Result<Option<u64>, Error> {
-        match self {
-            Backend::Memory(_) => Ok(None),
-            Backend::Redis(redis) => {
-                let version = redis::publish(redis, change).await?;
-                if let Change::Set(o) | Change::Clear(o) = change {
-                    redis.forget_denials_of(o.target_prefix(), o.target_key());
-                }
-                Ok(Some(version))
-            }
+            Settling::Trip(trip) => trip.as_mut().poll(cx),
         }
     }
 }

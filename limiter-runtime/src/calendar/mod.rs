@@ -2,7 +2,7 @@
 //!
 //! A calendar limit counts like a fixed window whose windows are the periods: at most `max` units per
 //! period, reset at the period's start. The client computes where the periods around "now" end, in the
-//! rule's zone ([`Terms::ends`]); the store decides which of them "now" is in on its own clock (Redis's
+//! rule's zone ([`CalendarTerms::ends`]); the store decides which of them "now" is in on its own clock (Redis's
 //! `TIME`), so that a client whose clock is off by less than a period changes nothing.
 
 mod period;
@@ -19,23 +19,23 @@ use jiff::Timestamp;
 
 /// What a rule says of its calendar, every part optional (resolved as the rule's other parts are).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Terms {
+pub(crate) struct CalendarTerms {
     pub(crate) period: Option<Period>,
     pub(crate) zone: Option<Zone>,
     pub(crate) anchor: Option<u8>,
 }
 
-impl Terms {
+impl CalendarTerms {
     /// Whether `self` sets every part `fallback` sets.
-    pub(crate) fn covers(&self, fallback: &Terms) -> bool {
+    pub(crate) fn covers(&self, fallback: &CalendarTerms) -> bool {
         (self.period.is_some() || fallback.period.is_none())
             && (self.zone.is_some() || fallback.zone.is_none())
             && (self.anchor.is_some() || fallback.anchor.is_none())
     }
 
     /// `self`, with every part it leaves out taken from `fallback`.
-    pub(crate) fn or(self, fallback: &Terms) -> Terms {
-        Terms {
+    pub(crate) fn or(self, fallback: &CalendarTerms) -> CalendarTerms {
+        CalendarTerms {
             period: self.period.or(fallback.period),
             zone: self.zone.or_else(|| fallback.zone.clone()),
             anchor: self.anchor.or(fallback.anchor),
@@ -59,7 +59,7 @@ impl Terms {
     }
 }
 
-/// [`Terms::ends`], of `period` (billing months starting on `anchor`) in `tz`.
+/// [`CalendarTerms::ends`], of `period` (billing months starting on `anchor`) in `tz`.
 pub(crate) fn ends(now: u64, period: Period, anchor: u8, tz: &TimeZone) -> [u64; 3] {
     let now_ts = timestamp(now);
     let today = now_ts.to_zoned_datetime(tz.clone()).date();
@@ -185,7 +185,7 @@ mod tests {
             for name in zones {
                 let zone = Zone::get(name).unwrap();
                 for (period, anchor) in [(Period::Day, 1), (Period::Week, 1), (Period::Month, 31)] {
-                    let terms = Terms {
+                    let terms = CalendarTerms {
                         period: Some(period),
                         zone: Some(zone.clone()),
                         anchor: Some(anchor),

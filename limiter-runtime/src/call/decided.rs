@@ -1,15 +1,15 @@
-//! What was decided of a call ([`Decided`]): each limit's [`Answer`] (its decision, what it charged and where),
+//! What was decided of a call ([`Ruling`]): each limit's [`LimitRuling`] (its decision, what it charged and where),
 //! in the order of the call's limits, and whether the call goes ahead.
 
 use std::time::Duration;
 
 use super::{Call, CallLimit, OneOrMany, Preset};
-use crate::algorithm::{Charge, Outcome, Receipt};
+use crate::algorithm::{Outcome, Receipt, Terms};
 use crate::{Decision, OnError, Verdict};
 
 /// What was decided of one limit of a call.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Answer {
+pub(crate) struct LimitRuling {
     pub(crate) decision: Decision,
     /// What an admission charged, for giving it back.
     pub(crate) receipt: Receipt,
@@ -30,7 +30,7 @@ pub(crate) enum Charged {
     Lease,
 }
 
-impl Answer {
+impl LimitRuling {
     /// What `outcome`, decided at `at` (µs), says of `limit` in a call that was (`call_admitted`) or was not
     /// admitted: charged to the store when the call was admitted and this limit counted it.
     #[inline(always)]
@@ -39,31 +39,31 @@ impl Answer {
         outcome: Outcome,
         at: u64,
         call_admitted: bool,
-    ) -> Answer {
-        Answer::weighing(limit, limit.charge.cost, outcome, at, call_admitted)
+    ) -> LimitRuling {
+        LimitRuling::costing(limit, limit.terms.cost, outcome, at, call_admitted)
     }
 
-    /// [`of`](Answer::of) for a call that weighs `cost` on `limit` (a call of a batch, sharing another's
+    /// [`of`](LimitRuling::of) for a call that weighs `cost` on `limit` (a call of a batch, sharing another's
     /// limits).
     #[inline(always)]
-    pub(crate) fn weighing(
+    pub(crate) fn costing(
         limit: &CallLimit<'_>,
         cost: u64,
         outcome: Outcome,
         at: u64,
         call_admitted: bool,
-    ) -> Answer {
+    ) -> LimitRuling {
         let charged = call_admitted && outcome.allowed && limit.preset.is_none();
-        let mut decision = limit.decision(&limit.charge, outcome, at, false);
-        let charge = Charge {
+        let mut decision = limit.decision(&limit.terms, outcome, at, false);
+        let charge = Terms {
             cost,
-            ..limit.charge
+            ..limit.terms
         };
         if !decision.allowed && !charge.can_fit(limit.algorithm) {
             // No wait admits it: no time to retry after.
             decision.retry_after = Duration::ZERO;
         }
-        Answer {
+        LimitRuling {
             decision,
             receipt: outcome.receipt,
             charged: if charged {
@@ -75,8 +75,8 @@ impl Answer {
     }
 
     /// A decision that charged nothing.
-    pub(crate) fn uncharged(decision: Decision) -> Answer {
-        Answer {
+    pub(crate) fn uncharged(decision: Decision) -> LimitRuling {
+        LimitRuling {
             decision,
             receipt: Receipt::default(),
             charged: Charged::Nothing,
@@ -86,27 +86,27 @@ impl Answer {
 
 /// What was decided of a call: each limit's answer, in the order of its limits, and whether it goes ahead.
 #[derive(Debug, Clone)]
-pub(crate) struct Decided {
-    pub(crate) answers: OneOrMany<Answer>,
+pub(crate) struct Ruling {
+    pub(crate) limits: OneOrMany<LimitRuling>,
     pub(crate) admitted: bool,
 }
 
-impl Decided {
+impl Ruling {
     /// Each limit's decision.
     pub(crate) fn decisions(&self) -> impl ExactSizeIterator<Item = Decision> + '_ {
-        self.answers.iter().map(|answer| answer.decision)
+        self.limits.iter().map(|answer| answer.decision)
     }
 
     /// The first limit's decision (a call of one limit: its only one).
     pub(crate) fn decision(&self) -> Decision {
-        self.answers[0].decision
+        self.limits[0].decision
     }
 
     /// Names why each limit of `call` was decided as it was ([`Decision::verdict`]); `enabled`: limiting
     /// was on.
     #[inline]
     pub(crate) fn judge(&mut self, call: &Call<'_>, enabled: bool) {
-        for (limit, answer) in call.limits().iter().zip(self.answers.iter_mut()) {
+        for (limit, answer) in call.limits().iter().zip(self.limits.iter_mut()) {
             let decision = &mut answer.decision;
             decision.verdict = match () {
                 _ if !enabled => Verdict::SwitchedOff,

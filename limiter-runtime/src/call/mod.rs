@@ -1,17 +1,17 @@
 //! One call, built once: each of its limits resolved (its rule, its store key, what it asks of the store), by
 //! the one constructor every entry point uses (the attribute, [`Limiter`](crate::Limiter), [`Limit`](crate::Limit)
-//! and the tower layer). It travels as itself to the store and back; what was decided ([`Decided`]) and what is
+//! and the tower layer). It travels as itself to the store and back; what was decided ([`Ruling`]) and what is
 //! given back refer to it, limit by limit.
 
 mod decided;
 
-pub(crate) use self::decided::{Answer, Charged, Decided};
+pub(crate) use self::decided::{Charged, LimitRuling, Ruling};
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::algorithm::{Algorithm, Charge, Outcome};
+use crate::algorithm::{Algorithm, Outcome, Terms};
 use crate::calendar::Zone;
 use crate::clock::{as_micros, Clock};
 use crate::key::StoreKey;
@@ -122,7 +122,7 @@ pub(crate) struct CallLimit<'r> {
     pub(crate) key: StoreKey,
     pub(crate) algorithm: Algorithm,
     /// The window, max, the call's cost, the bucket's depth: with the run-time overrides of its key.
-    pub(crate) charge: Charge,
+    pub(crate) terms: Terms,
     /// Set when it is decided before any store is asked: then no store hears of it.
     pub(crate) preset: Option<Preset>,
     /// Whether its denial denies the call (a shadow limit's does not).
@@ -183,6 +183,7 @@ impl<'r> Call<'r> {
     }
 
     /// Changes each limit with `f`.
+
     #[cfg(test)]
     pub(crate) fn each_limit(&mut self, f: impl FnMut(&mut CallLimit<'r>)) {
         self.limits.iter_mut().for_each(f);
@@ -216,7 +217,7 @@ impl<'r> Call<'r> {
                 rule: rule(&limit.rule),
                 key: limit.key.clone(),
                 algorithm: limit.algorithm,
-                charge: limit.charge,
+                terms: limit.terms,
                 preset: limit.preset,
                 vetoes: limit.vetoes,
                 on_error: limit.on_error,
@@ -288,7 +289,7 @@ impl<'r> CallLimit<'r> {
             Some(Wait::Window) => window,
             Some(Wait::Up(max_wait)) => max_wait,
         };
-        let mut charge = Charge {
+        let mut charge = Terms {
             window: as_micros(window).max(1),
             max,
             cost: ask.cost,
@@ -328,7 +329,7 @@ impl<'r> CallLimit<'r> {
             .map(|units| LeaseTerms { units, ttl });
         CallLimit {
             algorithm,
-            charge,
+            terms: charge,
             preset,
             vetoes: !rule.shadow_value(),
             on_error: rule.on_error_value(),
@@ -343,7 +344,7 @@ impl<'r> CallLimit<'r> {
     #[inline]
     pub(crate) fn decision(
         &self,
-        charge: &Charge,
+        charge: &Terms,
         outcome: Outcome,
         at: u64,
         degraded: bool,
@@ -357,13 +358,13 @@ impl<'r> CallLimit<'r> {
     /// capacity, never is: no wait admits it).
     #[inline]
     pub(crate) fn can_fit(&self) -> bool {
-        self.charge.can_fit(self.algorithm)
+        self.terms.can_fit(self.algorithm)
     }
 }
 
 impl Preset {
     /// What it decides of a call of `charge`.
-    pub(crate) fn outcome(self, charge: &Charge) -> Outcome {
+    pub(crate) fn outcome(self, charge: &Terms) -> Outcome {
         match self {
             Preset::Skipped => Outcome::admit(charge.max),
             Preset::Closed => Outcome::denied(0, 0, 0),
@@ -375,7 +376,7 @@ impl Preset {
 #[cfg(test)]
 impl Call<'static> {
     /// A call of `limits`: each an algorithm, a store key (no prefix) and a charge; each vetoes.
-    pub(crate) fn of<'k>(limits: impl IntoIterator<Item = (Algorithm, &'k str, Charge)>) -> Self {
+    pub(crate) fn of<'k>(limits: impl IntoIterator<Item = (Algorithm, &'k str, Terms)>) -> Self {
         static RULE: Rule = Rule::new();
         Call {
             limits: limits
@@ -384,7 +385,7 @@ impl Call<'static> {
                     rule: RuleRef::Borrowed(&RULE),
                     key: StoreKey::joined("", key),
                     algorithm,
-                    charge,
+                    terms: charge,
                     preset: None,
                     vetoes: true,
                     on_error: OnError::Open,
@@ -398,6 +399,26 @@ impl Call<'static> {
     /// This call, its `i`-th limit a shadow limit (it does not veto).
     pub(crate) fn shadowing(mut self, i: usize) -> Self {
         self.limits[i].vetoes = false;
+        self
+    }
+}
+
+/// A call, owned or borrowed, as its future holds it.
+pub(crate) trait AsCall: Unpin {
+    /// Returns the call.
+    fn as_call(&self) -> &Call<'_>;
+}
+
+impl AsCall for Call<'_> {
+    #[inline]
+    fn as_call(&self) -> &Call<'_> {
+        self
+    }
+}
+
+impl AsCall for &Call<'_> {
+    #[inline]
+    fn as_call(&self) -> &Call<'_> {
         self
     }
 }
@@ -430,7 +451,7 @@ mod tests {
                 zone: None,
                 anchor: None,
             };
-            Call::new(&overrides, &crate::FakeClock::new(), [ask]).limits()[0].charge
+            Call::new(&overrides, &crate::FakeClock::new(), [ask]).limits()[0].terms
         };
         let overridden = charge(&rule, "k");
         assert_eq!((overridden.max, overridden.burst), (4, 4));

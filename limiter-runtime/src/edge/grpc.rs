@@ -112,13 +112,13 @@ fn percent_encoded(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::{Charge, Outcome};
+    use crate::algorithm::{Outcome, Terms};
     use crate::key::StoreKey;
     use crate::policy::PolicyName;
     use crate::Decision;
 
     fn rejection(reason: Reason) -> RateLimited {
-        let charge = Charge {
+        let charge = Terms {
             window: 10_000_000,
             max: 5,
             cost: 9,

@@ -20,7 +20,7 @@
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 
-use crate::call::{Call, Decided};
+use crate::call::{Call, Ruling};
 use crate::observe::{self, Edge};
 use crate::pipeline::advertised;
 use crate::policy::PolicyName;
@@ -48,13 +48,9 @@ pub(crate) struct Quota {
 }
 
 /// Records `call`'s advertised decisions into the scope's record, if a scope records here.
-fn decided(call: &Call<'_>, decided: &Decided) {
+fn decided(call: &Call<'_>, decided: &Ruling) {
     let _ = REQUEST.try_with(|request| {
-        if decided
-            .answers
-            .iter()
-            .any(|answer| answer.decision.degraded)
-        {
+        if decided.limits.iter().any(|answer| answer.decision.degraded) {
             request.degraded.set(true);
         }
         let mut quotas = request.quotas.borrow_mut();
@@ -81,7 +77,7 @@ fn given_back(call: &Call<'_>, units: &[u64]) {
         for (limit, &units) in call.limits().iter().zip(units) {
             let policy = limit.rule.policy_name();
             if let Some(seen) = quotas.iter_mut().find(|seen| seen.policy == policy) {
-                let units = units.min(limit.charge.cost);
+                let units = units.min(limit.terms.cost);
                 seen.decision.remaining =
                     (seen.decision.remaining + units).min(seen.decision.limit);
             }

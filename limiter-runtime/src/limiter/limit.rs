@@ -78,12 +78,12 @@ impl Limit {
         if call.holds_permits() {
             // Its permit given back before the decision is handed over (see `Limiter::let_go`).
             return Either::Right(Box::pin(async move {
-                let (call, decided) = pipeline.decide(call).await;
+                let (call, decided) = pipeline.ruling_owned(call).await;
                 self.limiter.let_go(&call, &decided).await;
                 decided.decision()
             }));
         }
-        Either::Left(pipeline.decision_of(call))
+        Either::Left(pipeline.decision_owned(call))
     }
 
     /// The call of one limit, this one, for `key`, weighing `cost`.

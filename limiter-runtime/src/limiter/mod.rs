@@ -26,8 +26,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::{Backend, MemoryStore, DEFAULT_MAX_KEYS};
-use crate::call::{Ask, Call, Decided, RuleRef};
+use crate::backend::{Backend, DEFAULT_MAX_KEYS};
+use crate::call::{Ask, Call, RuleRef, Ruling};
 use crate::key::StoreKey;
 use crate::pipeline::{Owner, Pipeline};
 use crate::rule::Defaults;
@@ -93,8 +93,8 @@ impl Limiter {
     /// Its limits are per process: each node counts alone. Use Redis for one count shared by every node.
     pub fn in_memory() -> Limiter {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let memory = MemoryStore::new(clock.clone(), DEFAULT_MAX_KEYS);
-        Limiter::new(Backend::Memory(memory), Defaults::default(), clock)
+        let memory = Backend::memory(clock.clone(), DEFAULT_MAX_KEYS);
+        Limiter::new(memory, Defaults::default(), clock)
     }
 
     /// The limiter the environment asks for: Redis at `LIMITER_REDIS_URL` when set, else in-memory.
@@ -192,7 +192,7 @@ impl Limiter {
 
     /// The decision of `call`, a permit in flight it took given back ([`let_go`](Limiter::let_go)).
     async fn decision_letting_go(&self, call: Call<'_>) -> Decision {
-        let (call, decided) = self.pipeline.decide(call).await;
+        let (call, decided) = self.pipeline.ruling_owned(call).await;
         self.let_go(&call, &decided).await;
         decided.decision()
     }
@@ -203,7 +203,7 @@ impl Limiter {
     /// permit is held by [`acquire`](Limiter::acquire), the attribute and the tower layer). Boxed, and only
     /// for a call that holds permits: the common call's future stays small.
     #[inline]
-    pub(crate) async fn let_go(&self, call: &Call<'_>, decided: &Decided) {
+    pub(crate) async fn let_go(&self, call: &Call<'_>, decided: &Ruling) {
         if decided.admitted && call.holds_permits() {
             Box::pin(self.pipeline.give_back(call, decided, &call.permits())).await;
         }
@@ -286,7 +286,7 @@ impl Limiter {
     pub async fn check_all<L: LimitList>(&self, limits: L) -> L::Decisions {
         let mut rules = Vec::new();
         let call = self.list(&limits, &mut rules);
-        let decided = self.pipeline.decided(&call).await;
+        let decided = self.pipeline.ruling(&call).await;
         self.let_go(&call, &decided).await;
         L::decisions(decided.decisions())
     }

@@ -164,8 +164,8 @@ impl Limiter {
         Ok(Inspection {
             policy: rule.policy_name().to_string(),
             key: crate::key::unescaped(limit.key.parts().rest),
-            limit: limit.charge.max,
-            window: Duration::from_micros(limit.charge.window),
+            limit: limit.terms.max,
+            window: Duration::from_micros(limit.terms.window),
             used: peek.used,
             remaining: peek.remaining,
             retry_after: Duration::from_micros(peek.retry_after),
@@ -204,14 +204,14 @@ impl Limiter {
         let (peek, at, _) = self.pipeline.backend.inspect(limit).await?;
         let reset_after = match limit.algorithm {
             // Whatever is used: the period's end.
-            Algorithm::Calendar => calendar::end(at, &limit.charge).saturating_sub(at),
+            Algorithm::Calendar => calendar::end(at, &limit.terms).saturating_sub(at),
             _ => peek.reset_after,
         };
         let names = (
             rule.policy_name().to_string(),
             crate::key::unescaped(limit.key.parts().rest),
         );
-        let counts = (limit.charge.max, peek.used, peek.remaining);
+        let counts = (limit.terms.max, peek.used, peek.remaining);
         let zone = rule.calendar.zone(None);
         Ok(Usage::new(names, counts, at, reset_after, zone))
     }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::HeldCall;
-use crate::call::{Call, Decided};
+use crate::call::{Call, Ruling};
 use crate::{Decision, Limiter};
 
 /// An admitted call that holds a permit of each of its [in-flight](crate::Rule::in_flight) limits while it
@@ -32,7 +32,7 @@ use crate::{Decision, Limiter};
 pub struct Permit(Option<HeldCall>);
 
 impl Permit {
-    pub(crate) fn new(limiter: Limiter, call: Call<'static>, decided: Decided) -> Permit {
+    pub(crate) fn new(limiter: Limiter, call: Call<'static>, decided: Ruling) -> Permit {
         Permit(Some(HeldCall {
             limiter,
             call,

@@ -4,14 +4,14 @@
 use std::fmt;
 use std::future::Future as _;
 
-use crate::call::{Call, Decided};
+use crate::call::{Call, Ruling};
 use crate::{Decision, Limiter};
 
 /// An admitted call, and what each of its limits charged: enough to give any of it back.
 pub(crate) struct HeldCall {
     pub(crate) limiter: Limiter,
     pub(crate) call: Call<'static>,
-    pub(crate) decided: Decided,
+    pub(crate) decided: Ruling,
 }
 
 impl HeldCall {
@@ -26,7 +26,7 @@ impl HeldCall {
         self.call
             .limits()
             .iter()
-            .map(|limit| limit.charge.cost)
+            .map(|limit| limit.terms.cost)
             .collect()
     }
 
@@ -87,7 +87,7 @@ impl HeldCall {
 pub struct Reservation(Option<HeldCall>);
 
 impl Reservation {
-    pub(crate) fn new(limiter: Limiter, call: Call<'static>, decided: Decided) -> Reservation {
+    pub(crate) fn new(limiter: Limiter, call: Call<'static>, decided: Ruling) -> Reservation {
         Reservation(Some(HeldCall {
             limiter,
             call,
@@ -98,14 +98,14 @@ impl Reservation {
     /// The decision that admitted the estimate.
     pub fn decision(&self) -> &Decision {
         let held = self.0.as_ref().expect("a reservation is settled once");
-        &held.decided.answers[0].decision
+        &held.decided.limits[0].decision
     }
 
     /// Settles to the units actually `used`: gives back the rest of the estimate (nothing when `used` is as
     /// much or more), and a permit in flight the reservation held.
     pub async fn settle(mut self, used: u64) {
         if let Some(held) = self.0.take() {
-            let estimate = held.call.limits()[0].charge.cost;
+            let estimate = held.call.limits()[0].terms.cost;
             let permit = held.permits()[0];
             held.give_back(&[estimate.saturating_sub(used).max(permit)])
                 .await;
@@ -123,7 +123,7 @@ impl Drop for Reservation {
     /// Tokio runtime to run it, the charge stays: the limit admits less, never more).
     fn drop(&mut self) {
         let Some(held) = self.0.take() else { return };
-        let estimate = held.call.limits()[0].charge.cost;
+        let estimate = held.call.limits()[0].terms.cost;
         let permit = held.permits()[0];
         held.give_back_now(vec![estimate.max(permit)]);
     }
@@ -136,8 +136,8 @@ impl fmt::Debug for Reservation {
             let limit = &held.call.limits()[0];
             debug
                 .field("key", &limit.key)
-                .field("estimate", &limit.charge.cost)
-                .field("decision", &held.decided.answers[0].decision);
+                .field("estimate", &limit.terms.cost)
+                .field("decision", &held.decided.limits[0].decision);
         }
         debug.finish()
     }

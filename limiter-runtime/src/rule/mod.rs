@@ -8,7 +8,7 @@ mod resolve;
 use std::borrow::Cow;
 use std::time::Duration;
 
-use crate::calendar::{Period, Terms, Zone};
+use crate::calendar::{CalendarTerms, Period, Zone};
 use crate::{Algorithm, Penalty};
 
 pub(crate) use self::env::{env, parse_env, set};
@@ -58,7 +58,7 @@ pub struct Rule {
     pub(crate) in_flight_ttl: Option<Duration>,
     pub(crate) penalty: Option<Penalty>,
     /// A calendar quota's period, zone and billing day.
-    pub(crate) calendar: Terms,
+    pub(crate) calendar: CalendarTerms,
     /// The limit of calls in flight an attribute's `in_flight` adds beside its rate: counted under the rate's
     /// prefix (as resolved) followed by `in_flight:`.
     pub(crate) beside_rate: bool,
@@ -301,7 +301,7 @@ impl Rule {
             lease_ttl: None,
             in_flight_ttl: None,
             penalty: None,
-            calendar: Terms {
+            calendar: CalendarTerms {
                 period: None,
                 zone: None,
                 anchor: None,

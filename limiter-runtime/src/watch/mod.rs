@@ -27,7 +27,7 @@ pub(crate) use self::tally::TRACKED;
 use self::tally::{Counted, Tally};
 pub(crate) use self::top::TopKeys;
 pub use self::view::{Ban, Inspection, NodeView, Overview, PolicyView, TopKey};
-use crate::call::{Call, Decided};
+use crate::call::{Call, Ruling};
 use crate::{Rule, Verdict};
 
 /// Refused keys of each policy a node reports: the heaviest of its summary.
@@ -59,11 +59,11 @@ type Policies = HashMap<Box<str>, Arc<Tally>, foldhash::fast::RandomState>;
 impl Watch {
     /// Counts each limit's decision of `call`: not a call that skipped it or went ahead switched off.
     #[inline]
-    pub(crate) fn decided(&self, call: &Call<'_>, decided: &Decided) {
+    pub(crate) fn decided(&self, call: &Call<'_>, decided: &Ruling) {
         if self.off.load(Ordering::Relaxed) {
             return;
         }
-        for (limit, answer) in call.limits().iter().zip(decided.answers.iter()) {
+        for (limit, answer) in call.limits().iter().zip(decided.limits.iter()) {
             let decision = &answer.decision;
             let counted = match decision.verdict {
                 Verdict::SwitchedOff | Verdict::Skipped => continue,

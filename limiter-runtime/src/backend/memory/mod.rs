@@ -17,8 +17,8 @@ mod shard;
 use std::sync::{Arc, MutexGuard};
 
 use self::shard::Shard;
-use crate::algorithm::{peek, Algorithm, Charge, Outcome, Peek, Receipt, State};
-use crate::call::{Call, CallLimit, OneOrMany};
+use crate::algorithm::{peek, Algorithm, Outcome, Peek, Receipt, State, Terms};
+use crate::call::{Call, CallLimit, LimitRuling, OneOrMany, Ruling};
 use crate::clock::Clock;
 use crate::key::KeyRef;
 use crate::penalty::Block;
@@ -95,6 +95,19 @@ impl MemoryStore {
             .sum()
     }
 
+    /// Decides `call`: each of its limits charged its own terms, and what the call comes to.
+    #[inline(always)]
+    pub(crate) fn rule(&self, call: &Call<'_>) -> Ruling {
+        let (outcomes, at) = self.decide(call, |limit| limit.terms);
+        let admitted = call.admits(|i| outcomes[i].allowed);
+        let limits = call.limits().iter().zip(outcomes.iter());
+        let limits = limits.map(|(limit, outcome)| LimitRuling::of(limit, *outcome, at, admitted));
+        Ruling {
+            limits: limits.collect(),
+            admitted,
+        }
+    }
+
     /// Decides the limits of `call` as one, each charged what `charge` says (its own charge, or under
     /// `on_error = local` this node's share of it), and says when on this store's clock (µs): under the locks
     /// of every shard they live in, each limit decides (and charges) in turn; when one that vetoes denies, what
@@ -104,7 +117,7 @@ impl MemoryStore {
     pub(crate) fn decide(
         &self,
         call: &Call<'_>,
-        charge: impl Fn(&CallLimit<'_>) -> Charge,
+        charge: impl Fn(&CallLimit<'_>) -> Terms,
     ) -> (OneOrMany<Outcome>, u64) {
         match call.limits() {
             [limit] => {
@@ -118,7 +131,7 @@ impl MemoryStore {
     /// [`decide`](MemoryStore::decide) for a call of one limit: one shard, and nothing to give back (a denial
     /// charges nothing). Inlined: the caller reads the outcome where it builds its decision.
     #[inline(always)]
-    pub(crate) fn decide_one(&self, limit: &CallLimit<'_>, charge: &Charge) -> (Outcome, u64) {
+    pub(crate) fn decide_one(&self, limit: &CallLimit<'_>, charge: &Terms) -> (Outcome, u64) {
         // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
         // decision: as a script reads `TIME`, the decisions of one key see time in their order.
         let read = self.clock.now_micros();
@@ -151,7 +164,7 @@ impl MemoryStore {
                     &fresh
                 }
             };
-            peek(state, now, &limit.charge)
+            peek(state, now, &limit.terms)
         })
     }
 
@@ -174,11 +187,11 @@ impl MemoryStore {
     fn decide_together(
         &self,
         call: &Call<'_>,
-        charge: impl Fn(&CallLimit<'_>) -> Charge,
+        charge: impl Fn(&CallLimit<'_>) -> Terms,
         read: u64,
     ) -> (OneOrMany<Outcome>, u64) {
         let limits = call.limits();
-        let charges: Vec<Charge> = limits.iter().map(&charge).collect();
+        let charges: Vec<Terms> = limits.iter().map(&charge).collect();
         let hashes: Vec<_> = limits
             .iter()
             .map(|limit| self.shards.hash(limit.key.parts()))
@@ -247,7 +260,7 @@ impl MemoryStore {
     pub(crate) fn give_back(
         &self,
         limit: &CallLimit<'_>,
-        charge: &Charge,
+        charge: &Terms,
         units: u64,
         receipt: &Receipt,
     ) {
@@ -324,10 +337,10 @@ mod tests {
         store: &MemoryStore,
         algorithm: Algorithm,
         key: &str,
-        charge: &Charge,
+        charge: &Terms,
     ) -> (Outcome, u64) {
         let call = Call::of([(algorithm, key, *charge)]);
-        let (outcomes, at) = store.decide(&call, |limit| limit.charge);
+        let (outcomes, at) = store.decide(&call, |limit| limit.terms);
         (outcomes[0], at)
     }
 
@@ -352,7 +365,7 @@ mod tests {
             Arc::new(Reads(std::sync::Mutex::new(vec![10 * second, 9 * second]))),
             DEFAULT_MAX_KEYS,
         );
-        let charge = Charge {
+        let charge = Terms {
             window: 5 * second,
             max: 2,
             cost: 1,
@@ -372,7 +385,7 @@ mod tests {
     fn idle_keys_are_forgotten() {
         let clock = FakeClock::new();
         let store = MemoryStore::new(Arc::new(clock.clone()), DEFAULT_MAX_KEYS);
-        let charge = Charge {
+        let charge = Terms {
             window: 1_000_000,
             max: 1,
             cost: 1,
@@ -395,7 +408,7 @@ mod tests {
     /// (`reset_after`), and forgotten then, whatever the algorithm and whether the last call was admitted.
     #[test]
     fn a_key_is_kept_until_its_limit_is_full_again() {
-        let charge = Charge {
+        let charge = Terms {
             window: 1_000_000,
             max: 3,
             cost: 1,
@@ -434,7 +447,7 @@ mod tests {
     #[test]
     fn a_call_one_limit_denies_is_charged_to_none() {
         let store = MemoryStore::new(Arc::new(FakeClock::new()), DEFAULT_MAX_KEYS);
-        let once = Charge {
+        let once = Terms {
             window: 10_000_000,
             max: 1,
             cost: 1,
@@ -442,7 +455,7 @@ mod tests {
             max_wait: 0,
             ends: [0; 3],
         };
-        let twice = Charge {
+        let twice = Terms {
             max: 2,
             burst: 2,
             ..once
@@ -458,7 +471,7 @@ mod tests {
                 let (first, second) = (tag(&format!("first:{other}")), tag(&format!("k{other}")));
                 let both = |store: &MemoryStore| {
                     let call = Call::of([(algorithm, &*first, twice), (algorithm, &*second, once)]);
-                    let (outcomes, _) = store.decide(&call, |limit| limit.charge);
+                    let (outcomes, _) = store.decide(&call, |limit| limit.terms);
                     (outcomes[0], outcomes[1])
                 };
                 let (a, b) = both(&store);
@@ -482,7 +495,7 @@ mod tests {
                 let fresh = tag(&format!("fresh:{other}"));
                 let call = Call::of([(algorithm, &*fresh, once), (algorithm, &*second, once)])
                     .shadowing(1);
-                let (outcomes, _) = store.decide(&call, |limit| limit.charge);
+                let (outcomes, _) = store.decide(&call, |limit| limit.terms);
                 let (a, b) = (outcomes[0], outcomes[1]);
                 assert!(a.allowed && !b.allowed, "{algorithm}");
                 assert!(

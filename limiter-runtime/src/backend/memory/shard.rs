@@ -1,7 +1,7 @@
 //! One shard of the in-memory store: its keys' states, decided and given back under the shard's lock, and
 //! forgotten when idle or, at the bound, closest to their expiry first.
 
-use crate::algorithm::{Algorithm, Charge, Outcome, Receipt, State};
+use crate::algorithm::{Algorithm, Outcome, Receipt, State, Terms};
 use crate::key::KeyRef;
 use crate::penalty::Block;
 use crate::sharded::{KeyHash, Keys};
@@ -45,7 +45,7 @@ impl Shard {
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
-        (charge, penalty): (&Charge, Option<Penalty>),
+        (charge, penalty): (&Terms, Option<Penalty>),
         now: u64,
         most: usize,
     ) -> Outcome {
@@ -107,7 +107,7 @@ impl Shard {
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
-        charge: &Charge,
+        charge: &Terms,
         now: u64,
         most: usize,
     ) -> Outcome {
@@ -159,7 +159,7 @@ impl Shard {
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
-        charge: &Charge,
+        charge: &Terms,
         now: u64,
         (units, receipt): (u64, &Receipt),
     ) {

@@ -15,39 +15,23 @@
 //! given back before the call returns (meanwhile those charges count: the cluster may briefly admit less,
 //! never more).
 
-mod across_slots;
-mod background;
-mod bans;
-mod breaker;
-mod cluster;
-mod coalesce;
-mod connection;
 mod decision;
-mod degraded;
-mod deny_cache;
-mod giving_back;
-mod instances;
-mod late;
-mod lease;
-mod lua_script;
-mod overrides;
-mod permits;
-#[cfg(feature = "admin")]
-mod record;
-mod round_trip;
-mod script;
-mod server;
-mod tls;
+mod failure;
+mod fleet;
+mod sparing;
+mod wire;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use self::breaker::Breaker;
-use self::coalesce::Coalescer;
-use self::deny_cache::DenyCache;
-use self::lease::Leases;
-use self::permits::{Permits, Reach};
+use self::decision::permits::{Permits, RedisAccess};
+use self::decision::round_trip::within;
+use self::failure::breaker::Breaker;
+use self::sparing::coalesce::Coalescer;
+use self::sparing::deny_cache::DenyCache;
+use self::sparing::lease::Leases;
+use self::wire::script;
 use crate::algorithm::Peek;
 use crate::call::CallLimit;
 use crate::clock::{as_micros, Clock};
@@ -55,17 +39,15 @@ use crate::error::{BackendError, Error};
 use crate::key::KeyRef;
 use crate::watch::NodeReport;
 
-pub(crate) use self::background::start as start_background;
-pub(crate) use self::breaker::BreakerConfig;
-pub(crate) use self::connection::{Connection, Topology};
-pub(crate) use self::decision::{Batched, Later};
-pub(crate) use self::degraded::Fallback;
-pub(crate) use self::instances::Instances;
-pub(crate) use self::lua_script::LuaScript;
-pub(crate) use self::overrides::publish;
-use self::round_trip::within;
-pub(crate) use self::script::one_limit_source;
-pub(crate) use self::tls::{redacted, Tls};
+pub(crate) use self::decision::pending::{InLine, ToAsk};
+pub(crate) use self::failure::breaker::BreakerConfig;
+pub(crate) use self::failure::degraded::Fallback;
+pub(crate) use self::failure::instances::Instances;
+pub(crate) use self::fleet::background::start as start_background;
+pub(crate) use self::fleet::overrides::publish;
+pub(crate) use self::wire::script::one_limit_source;
+pub(crate) use self::wire::tls::{redacted, Tls};
+pub(crate) use self::wire::{Connection, Topology};
 
 /// The least time work off the decisions' path is given (see [`RedisBackend::patience`]).
 const PATIENT: Duration = Duration::from_millis(500);
@@ -145,9 +127,9 @@ impl RedisBackend {
     }
 
     /// The shared connection (created on first use, inside the caller's Tokio runtime).
-    /// What the permits need of Redis ([`Reach`]), when a connection can be had.
-    pub(crate) fn reach(&self) -> Option<Reach> {
-        Some(Reach {
+    /// What the permits need of Redis ([`RedisAccess`]), when a connection can be had.
+    pub(crate) fn reach(&self) -> Option<RedisAccess> {
+        Some(RedisAccess {
             connection: self.connection().ok()?,
             deadline: self.deadline,
             test_now: self.test_now(),

@@ -258,11 +258,11 @@ mod tests {
 
     /// A handler's response carrying its refusal (`RateLimited` in its extensions), with a header of its own.
     fn handlers_refusal() -> (RateLimited, http::Response<String>) {
-        use crate::algorithm::{Charge, Outcome};
+        use crate::algorithm::{Outcome, Terms};
         use crate::key::StoreKey;
         use crate::policy::PolicyName;
         use crate::Decision;
-        let charge = Charge {
+        let charge = Terms {
             window: 10_000_000,
             max: 5,
             cost: 1,
