@@ -14,7 +14,7 @@ use std::task::{ready, Context, Poll};
 #[derive(Debug)]
 pub struct Now<T>(Option<T>);
 
-/// `result`, decided at once.
+/// Returns `result`, decided at once.
 #[inline]
 pub(crate) fn now<T>(result: T) -> Now<T> {
     Now(Some(result))

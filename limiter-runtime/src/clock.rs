@@ -26,10 +26,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// assert_eq!(clock.now() - start, Duration::from_secs(10));
 /// ```
 pub trait Clock: Send + Sync + fmt::Debug + 'static {
-    /// The current time, as a duration since this clock's origin.
+    /// Returns the current time, as a duration since this clock's origin.
     fn now(&self) -> Duration;
 
-    /// The current time in whole microseconds since this clock's origin (saturating): what the in-memory
+    /// Returns the current time in whole microseconds since this clock's origin (saturating): what the in-memory
     /// store counts in, read on every decision. The default truncates [`now`](Clock::now); override it only
     /// where a reading can be had more cheaply, and then with the same value.
     fn now_micros(&self) -> u64 {
@@ -52,7 +52,7 @@ pub struct SystemClock {
 }
 
 impl SystemClock {
-    /// A clock reading the wall clock now and advancing monotonically from there.
+    /// Creates a clock reading the wall clock now and advancing monotonically from there.
     pub fn new() -> Self {
         let clock = quanta::Clock::new();
         let since_epoch = SystemTime::now()
@@ -65,7 +65,7 @@ impl SystemClock {
         }
     }
 
-    /// ns since the Unix epoch: the raw ticks since the origin, scaled, after the wall clock at the origin.
+    /// Returns ns since the Unix epoch: the raw ticks since the origin, scaled, after the wall clock at the origin.
     #[inline]
     fn nanos(&self) -> u64 {
         let elapsed = self.clock.delta_as_nanos(self.origin, self.clock.raw());
@@ -116,12 +116,12 @@ pub struct FakeClock {
 }
 
 impl FakeClock {
-    /// A fake clock reading one hour after its origin (so that "now minus a window" stays positive).
+    /// Creates a fake clock reading one hour after its origin (so that "now minus a window" stays positive).
     pub fn new() -> Self {
         FakeClock::starting_at(Duration::from_secs(3600))
     }
 
-    /// A fake clock reading `start`.
+    /// Creates a fake clock reading `start`.
     pub fn starting_at(start: Duration) -> Self {
         FakeClock {
             micros: Arc::new(AtomicU64::new(as_micros(start))),
@@ -155,19 +155,19 @@ impl Clock for FakeClock {
     }
 }
 
-/// Whole microseconds of `d`, saturating: the unit every algorithm computes in.
+/// Returns the whole microseconds of `d`, saturating: the unit every algorithm computes in.
 pub(crate) fn as_micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// Whole milliseconds of `d`, rounded up: a client told to wait that long is never early.
+/// Returns the whole milliseconds of `d`, rounded up: a client told to wait that long is never early.
 #[cfg(any(feature = "tonic", feature = "tower"))]
 pub(crate) fn ceil_millis(d: Duration) -> u64 {
     let whole = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     whole.saturating_add(u64::from(!d.subsec_nanos().is_multiple_of(1_000_000)))
 }
 
-/// Whole seconds of `d`, rounded up: a client told to wait that long is never early.
+/// Returns the whole seconds of `d`, rounded up: a client told to wait that long is never early.
 #[cfg(any(feature = "axum", feature = "tonic", feature = "tower"))]
 pub(crate) fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(ceil_secs(Duration::ZERO), 0);
     }
 
-    /// The system clock starts at the wall clock, and its two readings are one clock: a reading in µs falls
+    /// Checks that the system clock starts at the wall clock, and its two readings are one clock: a reading in µs falls
     /// between the readings as durations made before and after it, and none goes backwards.
     #[test]
     fn the_system_clocks_readings_agree_and_move_forward() {

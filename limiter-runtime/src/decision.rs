@@ -110,8 +110,8 @@ impl Verdict {
         Verdict::SwitchedOff,
     ];
 
-    /// Its name in metrics labels and tracing fields: `admitted`, `limited`, `blocked`, `unavailable`, `degraded_open`,
-    /// `degraded_local`, `shadow`, `skipped` or `switched_off`.
+    /// Returns its name in metrics labels and tracing fields: `admitted`, `limited`, `blocked`, `unavailable`,
+    /// `degraded_open`, `degraded_local`, `shadow`, `skipped` or `switched_off`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Verdict::Admitted => "admitted",
@@ -134,7 +134,8 @@ impl std::fmt::Display for Verdict {
 }
 
 impl Decision {
-    /// What `outcome` says of a call charged `charge`, decided at `decided_at` µs on the store's clock.
+    /// Builds the decision: what `outcome` says of a call charged `charge`, decided at `decided_at` µs on the store's
+    /// clock.
     #[inline]
     pub(crate) fn new(charge: &Terms, outcome: Outcome, decided_at: u64, degraded: bool) -> Self {
         Decision {

@@ -82,7 +82,7 @@ pub enum Reason {
 pub(crate) const UNAVAILABLE: &str = "rate limiting is unavailable; please try again later";
 
 impl RateLimited {
-    /// The rejection of `decision`, for `reason`: an unavailable limiter answers with its own message, not the
+    /// Creates the rejection of `decision`, for `reason`: an unavailable limiter answers with its own message, not the
     /// limit's.
     pub(crate) fn new(
         message: Cow<'static, str>,
@@ -108,29 +108,29 @@ impl RateLimited {
         }))
     }
 
-    /// The message of the limit that rejected the call.
+    /// Returns the message of the limit that rejected the call.
     pub fn message(&self) -> &str {
         &self.0.message
     }
 
-    /// The full store key: prefix followed by the key (long keys end in a digest, see the crate docs).
+    /// Returns the full store key: prefix followed by the key (long keys end in a digest, see the crate docs).
     pub fn key(&self) -> &str {
         &self.0.key
     }
 
-    /// The limit's prefix: the start of [`key`](RateLimited::key), naming the limit (and its HTTP policy).
+    /// Returns the limit's prefix: the start of [`key`](RateLimited::key), naming the limit (and its HTTP policy).
     pub fn prefix(&self) -> &str {
         self.0.key.parts().prefix
     }
 
-    /// The name of the limit's policy, as the HTTP quota headers call it: its `name`, else `limit-` and the
+    /// Returns the name of the limit's policy, as the HTTP quota headers call it: its `name`, else `limit-` and the
     /// first 8 hex digits of the SHA-1 of its prefix (`limit-d357682f` for `rate_limit:emp:`), which is stable
     /// and distinct for distinct prefixes without showing the prefix.
     pub fn policy(&self) -> &str {
         &self.0.policy
     }
 
-    /// Every limit of the call, in the order written, with its policy name and state: the one that refused it
+    /// Returns every limit of the call, in the order written, with its policy name and state: the one that refused it
     /// (this rejection's own) and those that did not (which charged nothing either). One for a call with one
     /// limit.
     pub fn limits(&self) -> impl Iterator<Item = (&str, &Decision)> {
@@ -138,7 +138,7 @@ impl RateLimited {
             .map(|(policy, decision, _)| (policy, decision))
     }
 
-    /// The limits a response advertises in its quota headers: those that apply to the call (not a shadow
+    /// Returns the limits a response advertises in its quota headers: those that apply to the call (not a shadow
     /// limit, not one it skipped) whose decisions were counted (not made by `on_error = open | closed`
     /// while Redis failed: the count is unknown).
     #[cfg_attr(not(any(feature = "axum", feature = "tower")), allow(dead_code))]
@@ -148,7 +148,7 @@ impl RateLimited {
             .map(|(policy, decision, _)| (policy, decision))
     }
 
-    /// The advertised policies that refused the call.
+    /// Returns the advertised policies that refused the call.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn refusing(&self) -> impl Iterator<Item = &str> {
         self.advertised()
@@ -156,7 +156,7 @@ impl RateLimited {
             .map(|(policy, _)| policy)
     }
 
-    /// Each limit's policy, state, and whether it is advertised.
+    /// Returns each limit's policy, state, and whether it is advertised.
     fn states(&self) -> impl Iterator<Item = (&str, &Decision, bool)> {
         let own = self.0.limits.is_empty().then_some((
             &*self.0.policy,
@@ -171,33 +171,33 @@ impl RateLimited {
         )
     }
 
-    /// Admissions per window.
+    /// Returns the admissions per window.
     pub fn limit(&self) -> u64 {
         self.0.decision.limit
     }
 
-    /// Admissions left in the window.
+    /// Returns the admissions left in the window.
     pub fn remaining(&self) -> u64 {
         self.0.decision.remaining
     }
 
-    /// How long until the same call would be admitted if nothing else happened; zero when no wait admits it
+    /// Returns how long until the same call would be admitted if nothing else happened; zero when no wait admits it
     /// ([`Reason::TooLarge`]).
     pub fn retry_after(&self) -> Duration {
         self.0.decision.retry_after
     }
 
-    /// How long until the limit is back to its full quota if nothing else happened.
+    /// Returns how long until the limit is back to its full quota if nothing else happened.
     pub fn reset_after(&self) -> Duration {
         self.0.decision.reset_after
     }
 
-    /// Why the call was rejected.
+    /// Returns why the call was rejected.
     pub fn reason(&self) -> Reason {
         self.0.reason
     }
 
-    /// The whole decision behind the rejection.
+    /// Returns the whole decision behind the rejection.
     pub fn decision(&self) -> &Decision {
         &self.0.decision
     }
@@ -330,7 +330,7 @@ pub(crate) enum BackendError {
 }
 
 impl BackendError {
-    /// Whether Redis answered, with a fault of the call's own keys rather than of Redis: a key holding a
+    /// Returns whether Redis answered, with a fault of the call's own keys rather than of Redis: a key holding a
     /// value of another type (`WRONGTYPE`), an error raised in the script (a value it cannot read, a calendar
     /// period out of reach), or a reply that is not a decision. Such a fault is that call's, decided by its
     /// `on_error`; it never counts toward the breaker, which is for Redis itself failing (no connection, no
@@ -356,7 +356,7 @@ mod tests {
 
     use super::BackendError;
 
-    /// The error Redis answers with `line` (the RESP error line, without its `-`).
+    /// Returns the error Redis answers with `line` (the RESP error line, without its `-`).
     fn answered(line: &str) -> BackendError {
         let reply = redis::parse_redis_value(format!("-{line}\r\n").as_bytes()).unwrap();
         BackendError::Redis(reply.extract_error().unwrap_err())

@@ -41,7 +41,7 @@ pub(crate) struct Edge {
 /// The edge installed, if any.
 static EDGE: OnceLock<Edge> = OnceLock::new();
 
-/// Whether a call decided earlier in the request this task serves was decided without Redis (degraded); false
+/// Returns whether a call decided earlier in the request this task serves was decided without Redis (degraded); false
 /// outside a request's scope. One read of an atomic without an edge installed.
 #[inline]
 pub(crate) fn degraded_in_request() -> bool {
@@ -63,8 +63,8 @@ pub(crate) struct Observers {
 }
 
 impl Observers {
-    /// `call` was decided `decided`; `counted`: limiting was on (switched off, no limit applies, and nothing
-    /// is advertised).
+    /// Records that `call` was decided `decided`; `counted`: limiting was on (switched off, no limit applies, and
+    /// nothing is advertised).
     #[inline]
     pub(crate) fn decided(&self, call: &Call<'_>, decided: &Ruling, counted: bool) {
         for (limit, answer) in call.limits().iter().zip(decided.limits.iter()) {
@@ -85,19 +85,19 @@ impl Observers {
         }
     }
 
-    /// `units[i]` of what limit `i` of an admitted `call` charged were given back.
+    /// Records that `units[i]` of what limit `i` of an admitted `call` charged were given back.
     pub(crate) fn given_back(&self, call: &Call<'_>, units: &[u64]) {
         if let Some(edge) = EDGE.get() {
             (edge.given_back)(call, units);
         }
     }
 
-    /// A call a shadow limit would have rejected (under `prefix`).
+    /// Records a call a shadow limit would have rejected (under `prefix`).
     pub(crate) fn shadow_rejection(&self, prefix: &str) {
         self.metrics.shadow_rejection(prefix);
     }
 
-    /// How long one Redis round trip of `call` took, from `timer`.
+    /// Records how long one Redis round trip of `call` took, from `timer`.
     pub(crate) fn redis(&self, call: &Call<'_>, timer: Timer) {
         self.metrics.redis(
             call.limits().iter().map(|limit| limit.key.parts().prefix),
@@ -267,7 +267,7 @@ pub(crate) struct Notice {
 impl Notice {
     const EVERY_MS: u64 = 60_000;
 
-    /// Whether to tell it now; if so, the next minute is quiet.
+    /// Decides whether to tell it now; if so, the next minute is quiet.
     pub(crate) fn due(&self) -> bool {
         use std::sync::atomic::Ordering;
         static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();

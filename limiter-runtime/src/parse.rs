@@ -21,7 +21,7 @@ impl ParseError {
     }
 }
 
-/// A duration as the attribute writes one: whole numbers, each followed by a unit (`d`, `h`, `m`, `s`, `ms`),
+/// Parses a duration as the attribute writes one: whole numbers, each followed by a unit (`d`, `h`, `m`, `s`, `ms`),
 /// the largest unit first and each at most once (`"500ms"`, `"10s"`, `"1m30s"`, `"1d12h"`); or whole seconds
 /// alone (`"10"`). `limiter-macros` parses the same grammar for the attribute (its `duration.rs`), and a test
 /// there holds the two together.

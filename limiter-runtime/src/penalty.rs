@@ -50,12 +50,12 @@ pub struct Penalty {
 const SHORTEST: u64 = 1_000;
 
 impl Penalty {
-    /// Every block `length` long (at least a millisecond).
+    /// Makes every block `length` long (at least a millisecond).
     pub const fn fixed(length: Duration) -> Penalty {
         Penalty::escalating(length, length)
     }
 
-    /// A first block `first` long (at least a millisecond), each repeat offence's twice as long as the one
+    /// Makes a first block `first` long (at least a millisecond), each repeat offence's twice as long as the one
     /// before, up to `cap` (a `cap` below `first` is `first`: a fixed penalty). The count of offences is
     /// forgotten once the key has been clean for `cap` since its last block ended.
     pub const fn escalating(first: Duration, cap: Duration) -> Penalty {
@@ -86,12 +86,12 @@ impl Penalty {
         }
     }
 
-    /// The first block's length.
+    /// Returns the first block's length.
     pub const fn first(&self) -> Duration {
         Duration::from_micros(self.first.get())
     }
 
-    /// The longest block (the first's, for a fixed penalty).
+    /// Returns the longest block (the first's, for a fixed penalty).
     pub const fn cap(&self) -> Duration {
         Duration::from_micros(self.cap)
     }
@@ -104,19 +104,19 @@ impl Penalty {
         cap: 0,
     };
 
-    /// Whether an offence starts a block: a penalty's does; [`READS_BLOCKS`](Penalty::READS_BLOCKS)'s not.
+    /// Returns whether an offence starts a block: a penalty's does; [`READS_BLOCKS`](Penalty::READS_BLOCKS)'s not.
     #[inline]
     pub(crate) fn starts_blocks(&self) -> bool {
         self.cap != 0
     }
 
-    /// The first block's length, µs, as the stores compute with it.
+    /// Returns the first block's length, µs, as the stores compute with it.
     #[inline]
     pub(crate) fn first_micros(&self) -> u64 {
         self.first.get()
     }
 
-    /// The longest block's length, µs.
+    /// Returns the longest block's length, µs.
     #[inline]
     pub(crate) fn cap_micros(&self) -> u64 {
         self.cap
@@ -124,7 +124,7 @@ impl Penalty {
 }
 
 impl fmt::Display for Penalty {
-    /// As the attribute writes it: `600s`, or `60s..3600s`.
+    /// Formats it as the attribute writes it: `600s`, or `60s..3600s`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = |d: Duration| match d.subsec_millis() {
             0 => format!("{}s", d.as_secs()),
@@ -148,7 +148,7 @@ pub struct PenaltyError(String);
 impl FromStr for Penalty {
     type Err = PenaltyError;
 
-    /// `10m` (fixed) or `1m..1h` (escalating), in the attribute's units (`ms`, `s`, `m`, `h`, `d`).
+    /// Parses `10m` (fixed) or `1m..1h` (escalating), in the attribute's units (`ms`, `s`, `m`, `h`, `d`).
     fn from_str(text: &str) -> Result<Penalty, PenaltyError> {
         let error = || PenaltyError(text.to_owned());
         let length = |part: &str| {
@@ -181,13 +181,13 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    /// What is left of it at `now` (µs), if it is in force.
+    /// Returns what is left of it at `now` (µs), if it is in force.
     #[inline]
     pub(crate) fn remaining(&self, now: u64) -> Option<u64> {
         (self.until > now).then(|| self.until - now)
     }
 
-    /// The block an offence at `now` starts, after `previous` (the key's block, if one is remembered): the
+    /// Returns the block an offence at `now` starts, after `previous` (the key's block, if one is remembered): the
     /// first length, or, if the key offends again before it has been clean for `cap` since its last block
     /// ended, twice the last one's, up to `cap`; and never shorter than `admits_after` µs, the time the limit
     /// would admit the offending call (its `retry_after`), so that a client that waits as long as it is told
@@ -211,7 +211,7 @@ impl Block {
         }
     }
 
-    /// An operator's ban until `until`, keeping the offences `previous` counted.
+    /// Creates an operator's ban until `until`, keeping the offences `previous` counted.
     pub(crate) fn ban(previous: Option<&Block>, until: u64) -> Block {
         Block {
             until,
@@ -220,20 +220,21 @@ impl Block {
         }
     }
 
-    /// When nothing of it matters any more: `cap` after it ends (its offences are then forgiven).
+    /// Returns when nothing of it matters any more: `cap` after it ends (its offences are then forgiven).
     #[inline]
     pub(crate) fn forgotten_at(&self, penalty: &Penalty) -> u64 {
         self.until.saturating_add(penalty.cap)
     }
 
-    /// As Redis keeps it: `<until>:<offences>:<p|b>` (`scripts/parts/offence.lua` and `scripts/ban.lua` write it).
+    /// Returns it as Redis keeps it: `<until>:<offences>:<p|b>` (`scripts/parts/offence.lua` and `scripts/ban.lua`
+    /// write it).
     #[cfg(test)]
     pub(crate) fn text(&self) -> String {
         let kind = if self.banned { 'b' } else { 'p' };
         format!("{}:{}:{kind}", self.until, self.offences)
     }
 
-    /// A block as Redis keeps it, if `text` is one.
+    /// Parses a block as Redis keeps it, if `text` is one.
     pub(crate) fn parse(text: &str) -> Option<Block> {
         let mut parts = text.split(':');
         let until = parts.next()?.parse().ok()?;
@@ -251,7 +252,7 @@ impl Block {
     }
 }
 
-/// How long the block of the `offences`-th offence lasts: `first`, doubled at each offence after it, up to
+/// Returns how long the block of the `offences`-th offence lasts: `first`, doubled at each offence after it, up to
 /// `cap`.
 fn length(offences: u32, penalty: &Penalty) -> u64 {
     let doublings = offences.saturating_sub(1).min(63);
@@ -268,8 +269,8 @@ mod tests {
 
     const SECOND: u64 = 1_000_000;
 
-    /// 1 s, 2 s, 4 s, 4 s: each repeat offence doubles up to the cap; clean for the cap after a block, the key
-    /// starts again at the first length.
+    /// Checks that blocks last 1 s, 2 s, 4 s, 4 s: each repeat offence doubles up to the cap; clean for the cap after a
+    /// block, the key starts again at the first length.
     #[test]
     fn blocks_double_up_to_the_cap_and_are_forgiven_after_it() {
         let terms = &Penalty::escalating(Duration::from_secs(1), Duration::from_secs(4));
@@ -292,7 +293,7 @@ mod tests {
         );
     }
 
-    /// A block never ends before the limit would admit the offending call: a 1 s penalty on a limit that
+    /// Checks that a block never ends before the limit would admit the offending call: a 1 s penalty on a limit that
     /// admits again in 60 s blocks for 60 s; a longer penalty keeps its own length.
     #[test]
     fn a_block_lasts_until_the_limit_admits_again() {

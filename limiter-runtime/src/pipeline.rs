@@ -19,12 +19,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::{BoxFuture, Either};
 
-use crate::backend::{Backend, GivingBack, Pending, Settling};
+use crate::backend::{Backend, GivingBack, Pending, Settling, Then};
 use crate::budget::{now, Now};
 use crate::call::{AsCall, Ask, Call, LimitRuling, OneOrMany, Ruling};
 use crate::clock::Clock;
@@ -57,12 +57,12 @@ pub(crate) struct Pipeline {
     pub(crate) observers: Observers,
 }
 
-/// A ruling ready at once; or a ruling to await, its call and then `then` of it, polled in place ([`Waited`]:
-/// the store's [`Settling`] boxes only a round trip of its own); or, boxed, an admitted call's slot to wait
-/// for. `C` is the call, owned or borrowed; `T` what the caller makes of the ruling.
-pub(crate) enum Deciding<'a, C, T> {
+/// A ruling ready at once; or a ruling to await, then reported and `then` of it, polled in place (the store's
+/// [`Settling`] boxes only a round trip of its own); or, boxed, an admitted call's slot to wait for. `C` is
+/// the call, owned or borrowed; `T` what the caller makes of the ruling.
+pub(crate) enum Deciding<'a, C: AsCall, T> {
     Now(Now<T>),
-    Waits(Waited<'a, C, T>),
+    Waits(Settling<'a, C, Reported<'a, C, T>>),
     Boxed(BoxFuture<'a, T>),
 }
 
@@ -73,32 +73,30 @@ impl<C: AsCall, T> Future for Deciding<'_, C, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         match self.get_mut() {
             Deciding::Now(now) => Pin::new(now).poll(cx),
-            Deciding::Waits(waited) => Pin::new(waited).poll(cx),
+            Deciding::Waits(settling) => Pin::new(settling).poll(cx),
             Deciding::Boxed(boxed) => boxed.as_mut().poll(cx),
         }
     }
 }
 
 /// What the caller makes of a call and its ruling (the pipeline at hand).
-type Then<C, T> = fn(&Pipeline, C, Ruling) -> T;
+type ThenFn<C, T> = fn(&Pipeline, C, Ruling) -> T;
 
-/// A call whose ruling the store left pending: awaited, reported, and then `then` of it.
-pub(crate) struct Waited<'a, C, T> {
+/// What follows a pending ruling: reported (how long it took, from `timer`), and then `then` of it.
+pub(crate) struct Reported<'a, C, T> {
     pipeline: &'a Pipeline,
-    settling: Settling<'a, C>,
     timer: Timer,
-    then: Then<C, T>,
+    then: ThenFn<C, T>,
 }
 
-impl<C: AsCall, T> Future for Waited<'_, C, T> {
+impl<C: AsCall, T> Then<C> for Reported<'_, C, T> {
     type Output = T;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let this = self.get_mut();
-        let (call, mut ruling) = ready!(Pin::new(&mut this.settling).poll(cx));
-        this.pipeline
-            .report(call.as_call(), &mut ruling, this.timer);
-        Poll::Ready((this.then)(this.pipeline, call, ruling))
+    #[inline]
+    fn then(self, call: C, mut ruling: Ruling) -> T {
+        self.pipeline
+            .report(call.as_call(), &mut ruling, self.timer);
+        (self.then)(self.pipeline, call, ruling)
     }
 }
 
@@ -137,13 +135,13 @@ impl Pipeline {
             .call_once(|| self.backend.start(&self.overrides, &self.observers.watch));
     }
 
-    /// The call of `asks`, with the overrides in force applied: the one constructor of a call.
+    /// Builds the call of `asks`, with the overrides in force applied: the one constructor of a call.
     #[inline(always)]
     pub(crate) fn call<'r>(&self, asks: impl IntoIterator<Item = Ask<'r>>) -> Call<'r> {
         Call::new(&self.overrides, &*self.clock, asks)
     }
 
-    /// Decides `call` as far as this process can: what was decided (reported), or what Redis must answer.
+    /// Decides `call` as far as this process can: its ruling (reported), or what the store left pending.
     #[inline(always)]
     pub(crate) fn decide_now(&self, call: &Call<'_>) -> Result<Ruling, Pending> {
         let inner = self;
@@ -183,19 +181,19 @@ impl Pipeline {
         &'a self,
         call: C,
         pending: Pending,
-        then: Then<C, T>,
+        then: ThenFn<C, T>,
     ) -> Deciding<'a, C, T>
     where
         C: AsCall + Send + 'a,
         T: Send + 'a,
     {
         self.start_background();
-        Deciding::Waits(Waited {
+        let reported = Reported {
             pipeline: self,
-            settling: pending.settle(call),
             timer: Timer::start(),
             then,
-        })
+        };
+        Deciding::Waits(pending.settle(call, reported))
     }
 
     /// Returns what the store rules of `call` once `pending` is settled (degraded when Redis cannot),
@@ -228,7 +226,7 @@ impl Pipeline {
         }
     }
 
-    /// [`decision`](Pipeline::decision) of a call taken by value, for a caller that keeps nothing of it but
+    /// Returns [`decision`](Pipeline::decision) of a call taken by value, for a caller that keeps nothing of it but
     /// its decision ([`Limit`](crate::Limit)): the call is moved into the future only when Redis must be
     /// asked; decided at once, nothing large is moved.
     #[inline(always)]
@@ -242,7 +240,7 @@ impl Pipeline {
         }
     }
 
-    /// [`decided`](Pipeline::ruling) for a call of one limit: its decision alone, so that what is kept across
+    /// Returns [`ruling`](Pipeline::ruling) for a call of one limit: its decision alone, so that what is kept across
     /// the await stays small.
     #[inline(always)]
     pub(crate) fn decision<'a, 'r>(
@@ -294,7 +292,7 @@ impl Pipeline {
         }
     }
 
-    /// The rest of an enforced call's decision that Redis is to make: its verdict, and, admitted, the call and
+    /// Returns the rest of an enforced call's decision that Redis is to make: its verdict, and, admitted, the call and
     /// its answer once its slot has come.
     async fn enforce_later<'r>(&self, call: Call<'r>, pending: Pending) -> Admitted<'r> {
         let decided = self.ruling_later(&call, pending).await;
@@ -302,7 +300,7 @@ impl Pipeline {
         Ok(after_slot(wait, (call, decided)).await)
     }
 
-    /// [`enforce`](Pipeline::enforce) for a caller whose future must own what it keeps (the attribute's, which
+    /// Returns [`enforce`](Pipeline::enforce) for a caller whose future must own what it keeps (the attribute's, which
     /// outlives the borrow it finds its limiter by): the rest, when there is one, holds `owner`, and is boxed.
     /// `then` makes what the caller keeps of an admitted call, given its owner.
     #[inline(always)]
@@ -336,7 +334,7 @@ impl Pipeline {
         }
     }
 
-    /// What `decided` means for `call`: a rejection ([`RateLimited`], naming the first limit that refused; the
+    /// Returns what `decided` means for `call`: a rejection ([`RateLimited`], naming the first limit that refused; the
     /// others' states beside it), or how long an admitted call waits for its slot first. A shadow limit never
     /// rejects or holds a call: what it would have rejected is reported.
     pub(crate) fn slot_or_refusal(
@@ -421,7 +419,7 @@ impl Pipeline {
     }
 }
 
-/// Whether a limit's decision is advertised in quota headers: it applies to the call (not a shadow limit, not
+/// Returns whether a limit's decision is advertised in quota headers: it applies to the call (not a shadow limit, not
 /// one the call skips), and was counted (not made by `on_error = open | closed` while Redis failed: the count
 /// is unknown; a decision over this node's share, `local`, was counted).
 pub(crate) fn advertised(limit: &crate::call::CallLimit<'_>, decision: &Decision) -> bool {
@@ -429,7 +427,7 @@ pub(crate) fn advertised(limit: &crate::call::CallLimit<'_>, decision: &Decision
     applies && (!decision.degraded || limit.on_error == OnError::Local)
 }
 
-/// `value`, once `wait` (an admitted call's slot, leaky bucket) has passed.
+/// Returns `value` once `wait` (an admitted call's slot, leaky bucket) has passed.
 pub(crate) async fn after_slot<T>(wait: Duration, value: T) -> T {
     if !wait.is_zero() {
         // Boxed, as the Redis round trip is: a timer is large, and rarely needed.

@@ -30,12 +30,12 @@ pub(crate) enum PolicyName {
 }
 
 impl PolicyName {
-    /// The name `name`, as set.
+    /// Creates the name `name`, as set.
     pub(crate) fn named(name: Cow<'static, str>) -> PolicyName {
         PolicyName::Named(name)
     }
 
-    /// The default name of a limit under `prefix`, derived when first read.
+    /// Creates the default name of a limit under `prefix`, derived when first read.
     pub(crate) fn derived(prefix: Cow<'static, str>) -> PolicyName {
         PolicyName::Derived {
             prefix,
@@ -44,7 +44,7 @@ impl PolicyName {
     }
 }
 
-/// The default name of a limit under `prefix`.
+/// Returns the default name of a limit under `prefix`.
 fn digest_name(prefix: &str) -> [u8; LEAD.len() + DIGITS] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = sha1_smol::Sha1::from(prefix).digest().bytes();
@@ -95,7 +95,7 @@ impl fmt::Debug for PolicyName {
 mod tests {
     use super::*;
 
-    /// The default is the digest of the prefix: fixed for a prefix (these values are the SHA-1 of the text,
+    /// Checks that the default is the digest of the prefix: fixed for a prefix (these values are the SHA-1 of the text,
     /// as any implementation computes it), distinct for distinct prefixes, and without the prefix in it.
     #[test]
     fn the_default_name_is_stable_distinct_and_hides_the_prefix() {

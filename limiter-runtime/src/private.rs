@@ -45,9 +45,9 @@ pub struct Admission<const N: usize>(Option<Box<HeldCall>>);
 
 /// What an admitted call keeps of its admission: nothing (`count = all`), or what it charged.
 trait Kept<const N: usize>: Send + 'static {
-    /// A call decided without the limiter (switched off, or every limit skipped): nothing was charged.
+    /// Returns a call decided without the limiter (switched off, or every limit skipped): nothing was charged.
     fn nothing() -> Self;
-    /// An admitted call, `held` what it charged.
+    /// Returns an admitted call, `held` what it charged.
     fn kept(held: impl FnOnce() -> HeldCall) -> Self;
 }
 
@@ -83,12 +83,12 @@ impl<const N: usize> Site<N> {
         }
     }
 
-    /// The function's path: the key of a limit written without one.
+    /// Returns the function's path: the key of a limit written without one.
     pub fn path(&self) -> &'static str {
         self.function
     }
 
-    /// One call of the function, its limits' keys and costs from its arguments: decided at once, with the
+    /// Checks one call of the function, its limits' keys and costs from its arguments: decided at once, with the
     /// limiter borrowed, whatever this process can decide; what is left (a Redis round trip, a slot to wait
     /// for) is the returned future's, which owns what it needs. The expansion awaits it at once, so deciding
     /// before the first poll changes nothing for the caller. Switched off, nothing is written out, counted or
@@ -97,13 +97,13 @@ impl<const N: usize> Site<N> {
         self.enforce(keys)
     }
 
-    /// [`check`](Site::check) for a function whose limits count by outcome: the admission is held, to be
-    /// [`settle`](Admission::settle)d once the body has returned.
+    /// Does what [`check`](Site::check) does, for a function whose limits count by outcome: the admission is held, to
+    /// be [`settle`](Admission::settle)d once the body has returned.
     pub fn charge(&'static self, keys: [KeyArgs<'_>; N]) -> Charging<N> {
         self.enforce(keys)
     }
 
-    /// The call's verdict, and, admitted, what `T` keeps of it.
+    /// Returns the call's verdict, and, admitted, what `T` keeps of it.
     fn enforce<T: Kept<N>>(&'static self, keys: [KeyArgs<'_>; N]) -> Enforcing<T> {
         if keys.iter().all(|(skip, ..)| *skip) {
             return Either::Left(now(Ok(T::nothing())));
@@ -117,7 +117,7 @@ impl<const N: usize> Site<N> {
         })
     }
 
-    /// The call's verdict from `limiter`, switched on. Never inlined, so that the closure above stays small
+    /// Returns the call's verdict from `limiter`, switched on. Never inlined, so that the closure above stays small
     /// enough to be inlined itself: a switched-off call's verdict is then written once, where the caller
     /// reads it, instead of being returned through the closure and copied.
     #[inline(never)]
@@ -160,7 +160,7 @@ impl<const N: usize> Site<N> {
         })
     }
 
-    /// This site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
+    /// Returns this site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
     fn rules_for(&'static self, limiter: &Limiter) -> Cow<'static, [Rule; N]> {
         let pipeline = &limiter.pipeline;
         let resolve = || {
@@ -178,8 +178,8 @@ impl<const N: usize> Site<N> {
 }
 
 impl<const N: usize> Admission<N> {
-    /// Once the body has returned: gives back the charge of each limit that does not count the outcome, and
-    /// every permit in flight.
+    /// Settles the call once the body has returned: gives back the charge of each limit that does not count the
+    /// outcome, and every permit in flight.
     pub async fn settle(mut self, counted: [bool; N]) {
         if let Some(held) = self.0.take() {
             let mut units = held.costs();
@@ -195,8 +195,8 @@ impl<const N: usize> Admission<N> {
         }
     }
 
-    /// [`settle`](Admission::settle) for a function written to return an HTTP response: gives back now what the
-    /// outcome does not count, and returns the permits in flight (none when nothing was charged), for the
+    /// Does what [`settle`](Admission::settle) does, for a function written to return an HTTP response: gives back now
+    /// what the outcome does not count, and returns the permits in flight (none when nothing was charged), for the
     /// response's body to hold until it ends.
     pub async fn settle_keeping_permits(mut self, counted: [bool; N]) -> Option<Permit> {
         let held = self.0.take()?;
@@ -259,8 +259,8 @@ pub async fn release(permit: Option<Permit>) {
 }
 
 impl<const N: usize> Drop for Admission<N> {
-    /// The body did not return (its future was dropped, or it panicked): its permits in flight are given back;
-    /// what its rates charged stays.
+    /// Handles a body that did not return (its future was dropped, or it panicked): its permits in flight are given
+    /// back; what its rates charged stays.
     fn drop(&mut self) {
         if let Some(held) = self.0.take() {
             let permits = held.permits();
@@ -269,7 +269,7 @@ impl<const N: usize> Drop for Admission<N> {
     }
 }
 
-/// Whether the outcome `result` counts for a limit with `count`.
+/// Returns whether the outcome `result` counts for a limit with `count`.
 #[inline]
 pub fn counts<R: Outcome>(result: &R, count: Count) -> bool {
     match count {
@@ -286,7 +286,7 @@ pub fn counts<R: Outcome>(result: &R, count: Count) -> bool {
     label = "an outcome counted: `Ok` is a success, `Err` a failure"
 )]
 pub trait Outcome {
-    /// Whether the outcome is a success (`Ok`).
+    /// Returns whether the outcome is a success (`Ok`).
     fn succeeded(&self) -> bool;
 }
 
@@ -297,7 +297,7 @@ impl<T, E> Outcome for Result<T, E> {
     }
 }
 
-/// The body's future, its output fixed to the function's return type (so that `?` in it converts to it).
+/// Returns the body's future, its output fixed to the function's return type (so that `?` in it converts to it).
 #[inline]
 pub fn body<R, F: std::future::Future<Output = R>>(body: F) -> F {
     body
@@ -313,12 +313,12 @@ impl<T: fmt::Display + ?Sized> fmt::Display for Part<'_, T> {
     }
 }
 
-/// The store key `key` is written to under `prefix`, bounded as every store key is (for the fuzz targets).
+/// Returns the store key `key` is written to under `prefix`, bounded as every store key is (for the fuzz targets).
 pub fn store_key(prefix: &str, key: fmt::Arguments<'_>) -> String {
     StoreKey::new(prefix, key).into_string()
 }
 
-/// The source of `algorithm`'s script of one limit as Redis runs it, assembled from `scripts/` (for the
+/// Returns the source of `algorithm`'s script of one limit as Redis runs it, assembled from `scripts/` (for the
 /// benchmarks).
 pub fn one_limit_script(algorithm: crate::Algorithm) -> &'static str {
     crate::backend::one_limit_source(algorithm)

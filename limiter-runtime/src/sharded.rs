@@ -39,7 +39,7 @@ pub(crate) struct KeyHash {
 }
 
 impl<S: Default, H: BuildHasher + Default> Sharded<S, H> {
-    /// `count` shards: a power of two, so that a shard is picked with a mask, not a division.
+    /// Creates `count` shards: a power of two, so that a shard is picked with a mask, not a division.
     pub(crate) fn new(count: usize) -> Self {
         debug_assert!(count.is_power_of_two(), "{count} shards");
         Sharded {
@@ -50,13 +50,13 @@ impl<S: Default, H: BuildHasher + Default> Sharded<S, H> {
 }
 
 impl<S, H: BuildHasher> Sharded<S, H> {
-    /// The shard of `key`, locked, and the key's hash (for the shard's [`Keys`]).
+    /// Returns the shard of `key`, locked, and the key's hash (for the shard's [`Keys`]).
     pub(crate) fn lock(&self, key: KeyRef<'_>) -> (MutexGuard<'_, S>, KeyHash) {
         let hash = self.hash(key);
         (self.lock_shard(hash.shard), hash)
     }
 
-    /// `key`'s hash, and so its shard.
+    /// Returns `key`'s hash, and so its shard.
     #[inline]
     pub(crate) fn hash(&self, key: KeyRef<'_>) -> KeyHash {
         // The key's bytes, in blocks of one size whatever its split: the same hash for every split of the same
@@ -82,7 +82,7 @@ impl<S, H: BuildHasher> Sharded<S, H> {
         self.key_hash(hasher.finish())
     }
 
-    /// A key's hash, and its shard.
+    /// Returns a key's hash, and its shard.
     #[inline]
     fn key_hash(&self, hash: u64) -> KeyHash {
         // The slot within a shard comes from the hash's low bits and its tag from the top ones: the shard
@@ -91,7 +91,7 @@ impl<S, H: BuildHasher> Sharded<S, H> {
         KeyHash { hash, shard }
     }
 
-    /// Shard `index`, locked. A panic elsewhere cannot leave a shard half-updated (every update of its users
+    /// Returns shard `index`, locked. A panic elsewhere cannot leave a shard half-updated (every update of its users
     /// is a single assignment), so a poisoned lock is taken as is.
     pub(crate) fn lock_shard(&self, index: usize) -> MutexGuard<'_, S> {
         self.shards[index]
@@ -100,7 +100,7 @@ impl<S, H: BuildHasher> Sharded<S, H> {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Shard `index`, if no one holds it.
+    /// Returns shard `index`, if no one holds it.
     pub(crate) fn try_lock_shard(&self, index: usize) -> Option<MutexGuard<'_, S>> {
         self.shards[index].0.try_lock().ok()
     }
@@ -122,7 +122,7 @@ struct Slot<V> {
 }
 
 impl<V> Slot<V> {
-    /// Whether this is `key`'s slot: its whole hash first (cheap, and nearly always decisive), then the key.
+    /// Checks whether this is `key`'s slot: its whole hash first (cheap, and nearly always decisive), then the key.
     #[inline]
     fn is(&self, hash: KeyHash, key: KeyRef<'_>) -> bool {
         self.hash == hash.hash && self.key.is(key)
@@ -159,7 +159,7 @@ impl<V> Keys<V> {
             .map(|slot| &mut slot.value)
     }
 
-    /// `key`'s value, made by `new` (and the key copied) if it has none; and whether it was just made.
+    /// Returns `key`'s value, made by `new` (and the key copied) if it has none; and whether it was just made.
     pub(crate) fn get_or_insert_with(
         &mut self,
         hash: KeyHash,
@@ -202,12 +202,12 @@ impl<V> Keys<V> {
         self.table.len()
     }
 
-    /// Every value, in no particular order.
+    /// Returns every value, in no particular order.
     pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
         self.table.iter().map(|slot| &slot.value)
     }
 
-    /// Every key and its value, in no particular order.
+    /// Returns every key and its value, in no particular order.
     pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, &V)> {
         self.table
             .iter()
@@ -237,7 +237,7 @@ mod tests {
         KeyRef::from(key)
     }
 
-    /// A slot's key is the key itself, not its prefix or an extension of it, whether kept in the slot or
+    /// Checks that a slot's key is the key itself, not its prefix or an extension of it, whether kept in the slot or
     /// apart, across the length where slots stop holding keys. (In a table, two keys rarely share a whole
     /// hash, so this comparison is checked here directly.)
     #[test]
@@ -257,7 +257,7 @@ mod tests {
         }
     }
 
-    /// Keys kept in their slot and keys kept apart are found, kept and removed alike.
+    /// Checks that keys kept in their slot and keys kept apart are found, kept and removed alike.
     #[test]
     fn short_and_long_keys_are_found_and_removed() {
         let sharded: Sharded<Keys<usize>> = Sharded::new(4);
@@ -288,8 +288,8 @@ mod tests {
         }
     }
 
-    /// A key is one key wherever its prefix ends (however long the prefix of a rule, and a key given with no
-    /// prefix at all): every split hashes alike and finds the one value, and another key finds nothing.
+    /// Checks that a key is one key wherever its prefix ends (however long the prefix of a rule, and a key given with
+    /// no prefix at all): every split hashes alike and finds the one value, and another key finds nothing.
     #[test]
     fn a_key_is_the_same_key_in_any_two_pieces() {
         same_key_in_any_two_pieces::<RandomState>();

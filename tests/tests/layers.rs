@@ -253,9 +253,12 @@ const ROOMS: [&[&str]; 4] = [
     &["fleet"],
 ];
 
+/// A file of a room (its path under `backend/redis/`), its room, and the other rooms it names.
+type RoomFile = (String, String, BTreeSet<String>);
+
 /// The rooms of `backend/redis/` (its folders), each of its files with the rooms it names, as
 /// `crate::backend::redis::<room>` paths or a sibling room through `super::super::<room>`.
-fn redis_rooms() -> (BTreeSet<String>, Vec<(String, String, BTreeSet<String>)>) {
+fn redis_rooms() -> (BTreeSet<String>, Vec<RoomFile>) {
     let redis = Path::new(env!("CARGO_MANIFEST_DIR")).join("../limiter-runtime/src/backend/redis");
     let rooms: BTreeSet<String> = std::fs::read_dir(&redis)
         .unwrap()

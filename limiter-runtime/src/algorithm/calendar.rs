@@ -12,7 +12,7 @@ use super::{Outcome, Receipt, Terms};
 pub(crate) struct Calendar(FixedWindow);
 
 impl Calendar {
-    /// The period ending at `end` holding `count` units.
+    /// Creates the period ending at `end` holding `count` units.
     pub(crate) fn at(end: u64, count: u64) -> Self {
         Calendar(FixedWindow::at(end, count))
     }
@@ -28,7 +28,7 @@ impl Calendar {
     }
 }
 
-/// The end of the period `now` is in: the first of the call's ends after it (the last, should the call's
+/// Returns the end of the period `now` is in: the first of the call's ends after it (the last, should the call's
 /// clock be a whole period behind: Redis refuses such a call, see `scripts/algorithms/calendar.lua`).
 pub(crate) fn end(now: u64, charge: &Terms) -> u64 {
     let [previous, current, next] = charge.ends;

@@ -21,7 +21,7 @@ impl Default for FixedWindow {
 }
 
 impl FixedWindow {
-    /// Window `index` holding `count` units.
+    /// Creates window `index` holding `count` units.
     pub(crate) fn at(index: u64, count: u64) -> Self {
         FixedWindow { index, count }
     }

@@ -38,8 +38,8 @@ fn charge(window: u64, max: u64, burst: u64, wait_windows: u64, cost: u64) -> Te
 }
 
 proptest! {
-    /// A charge given back at once (partly or wholly) leaves the limit as if the call had weighed only what it
-    /// kept: every later decision is the same.
+    /// Checks that a charge given back at once (partly or wholly) leaves the limit as if the call had weighed only what
+    /// it kept: every later decision is the same.
     #[test]
     fn a_give_back_at_once_is_as_if_the_call_weighed_less(
         (algorithm, window, max, burst, waits) in limits(),
@@ -64,7 +64,7 @@ proptest! {
         }
     }
 
-    /// Charges given back later never let more through than the limit allows: counting each admission at
+    /// Checks that charges given back later never let more through than the limit allows: counting each admission at
     /// what it kept, the algorithm's guarantee still holds.
     #[test]
     fn later_give_backs_never_admit_more_than_the_limit(
@@ -109,7 +109,7 @@ proptest! {
         }
     }
 
-    /// A charge given back once it has left the limit (the window passed, the bucket refilled) changes
+    /// Checks that a charge given back once it has left the limit (the window passed, the bucket refilled) changes
     /// nothing.
     #[test]
     fn a_give_back_of_a_charge_that_has_left_is_nothing(
@@ -166,7 +166,7 @@ impl Fifo {
 }
 
 proptest! {
-    /// Charges given back in any order, wholly or in part, at once or much later: the bucket is exactly as
+    /// Checks charges given back in any order, wholly or in part, at once or much later: the bucket is exactly as
     /// if each charge had weighed what it kept from the moment it was given back, every part of it still
     /// ahead of now returned, nothing of what had left.
     #[test]

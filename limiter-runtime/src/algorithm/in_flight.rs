@@ -19,7 +19,7 @@ pub(crate) struct InFlight {
 pub(crate) const HELD: u64 = u64::MAX;
 
 impl InFlight {
-    /// The state a script reports: `held` permits, none of whose marks this twin needs (it only replays the
+    /// Creates the state a script reports: `held` permits, none of whose marks this twin needs (it only replays the
     /// calls on the count).
     pub(crate) fn at(held: u64) -> Self {
         InFlight {
@@ -64,7 +64,7 @@ impl InFlight {
         }
     }
 
-    /// Whether no permit is held: the key can be forgotten.
+    /// Returns whether no permit is held: the key can be forgotten.
     pub(crate) fn is_empty(&self) -> bool {
         self.permits.is_empty()
     }

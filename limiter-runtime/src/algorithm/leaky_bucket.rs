@@ -12,7 +12,7 @@ pub(crate) struct LeakyBucket {
 }
 
 impl LeakyBucket {
-    /// A bucket whose queue is `queue`.
+    /// Creates a bucket whose queue is `queue`.
     pub(crate) fn at(queue: Queue) -> Self {
         LeakyBucket { free_at: queue }
     }

@@ -113,7 +113,7 @@ impl Algorithm {
         Algorithm::LeakyBucket,
     ];
 
-    /// Its name as the attribute spells it (`algorithm = token_bucket`), and as `FromStr` reads it.
+    /// Returns its name as the attribute spells it (`algorithm = token_bucket`), and as `FromStr` reads it.
     pub const fn name(self) -> &'static str {
         match self {
             Algorithm::SlidingLog => "sliding_log",
@@ -126,7 +126,7 @@ impl Algorithm {
         }
     }
 
-    /// Every name, for messages: "sliding_log, fixed_window, ... or leaky_bucket".
+    /// Returns every name, for messages: "sliding_log, fixed_window, ... or leaky_bucket".
     pub(crate) fn expected() -> &'static str {
         static EXPECTED: LazyLock<String> = LazyLock::new(|| {
             let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
@@ -146,7 +146,7 @@ impl fmt::Display for Algorithm {
 impl FromStr for Algorithm {
     type Err = ParseError;
 
-    /// An algorithm by its [`name`](Algorithm::name).
+    /// Parses an algorithm by its [`name`](Algorithm::name).
     fn from_str(name: &str) -> Result<Algorithm, ParseError> {
         Algorithm::ALL
             .into_iter()
@@ -174,7 +174,7 @@ pub(crate) struct Terms {
 }
 
 impl Terms {
-    /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
+    /// Returns whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
     /// capacity, never is, nor any call of a limit of zero: its `retry_after` is only nominal).
     pub(crate) fn can_fit(&self, algorithm: Algorithm) -> bool {
         if self.max == 0 {
@@ -202,7 +202,7 @@ pub(crate) enum State {
 }
 
 impl State {
-    /// A key no call has charged yet.
+    /// Creates the state of a key no call has charged yet.
     pub(crate) fn new(algorithm: Algorithm) -> State {
         match algorithm {
             Algorithm::SlidingLog => State::SlidingLog(SlidingLog::default()),
@@ -240,7 +240,7 @@ impl State {
         }
     }
 
-    /// The state a decision script reports (see `scripts/one_limit.lua`) as the twin's, at `now`, so that the
+    /// Returns the state a decision script reports (see `scripts/one_limit.lua`) as the twin's, at `now`, so that the
     /// twin replays the script's calls and tells each its outcome. `None` for a report of another algorithm's
     /// state (the sliding log reports only its count: see [`sliding_log::outcome`]).
     pub(crate) fn reported(
@@ -296,7 +296,7 @@ impl State {
         }
     }
 
-    /// Whether it holds nothing a fresh state would not: an in-flight key with no permit held.
+    /// Returns whether it holds nothing a fresh state would not: an in-flight key with no permit held.
     pub(crate) fn holds_nothing(&self) -> bool {
         matches!(self, State::InFlight(s) if s.is_empty())
     }
@@ -352,7 +352,8 @@ pub(crate) struct Receipt {
 }
 
 impl Outcome {
-    /// Admitted with the whole quota left: a decision made without counting (switched off, or fail open).
+    /// Returns an outcome admitted with the whole quota left: a decision made without counting (switched off, or fail
+    /// open).
     pub(crate) fn admit(max: u64) -> Outcome {
         Outcome {
             allowed: true,
@@ -365,8 +366,8 @@ impl Outcome {
         }
     }
 
-    /// Refused for its key's block, `left` µs more (the block's remaining time, both to retry after and to
-    /// wait for a fresh start: `reset_after` is at least it).
+    /// Turns this outcome into one refused for its key's block, `left` µs more (the block's remaining time, both to
+    /// retry after and to wait for a fresh start: `reset_after` is at least it).
     pub(crate) fn blocked(self, left: u64) -> Outcome {
         Outcome {
             allowed: false,
@@ -392,7 +393,7 @@ impl Outcome {
     }
 }
 
-/// `a / b`. The algorithms compute in `u128` so that no product of a window (µs) and a limit can overflow,
+/// Computes `a / b`. The algorithms compute in `u128` so that no product of a window (µs) and a limit can overflow,
 /// but their values nearly always fit in 64 bits, and a 64-bit division is one instruction where a 128-bit
 /// one is a library call: the costliest step of a decision, when taken. Even in 64 bits a division is slow
 /// (tens of cycles), and a quotient of zero, common (what remains of a bucket just emptied), needs none.
@@ -406,7 +407,7 @@ pub(crate) fn div(a: u128, b: u128) -> u128 {
     }
 }
 
-/// `a / b` rounded up (in 64 bits when both fit, as [`div`]).
+/// Computes `a / b` rounded up (in 64 bits when both fit, as [`div`]).
 pub(crate) fn ceil_div(a: u128, b: u128) -> u128 {
     match (u64::try_from(a), u64::try_from(b)) {
         (Ok(a), Ok(b)) => u128::from(a.div_ceil(b)),
@@ -414,7 +415,7 @@ pub(crate) fn ceil_div(a: u128, b: u128) -> u128 {
     }
 }
 
-/// A result known to fit (it is a duration in µs or a count of units), saturating if it does not.
+/// Narrows a result known to fit (it is a duration in µs or a count of units), saturating if it does not.
 pub(crate) fn narrow(n: u128) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }

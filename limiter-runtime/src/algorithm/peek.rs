@@ -18,7 +18,7 @@ pub(crate) struct Peek {
     pub(crate) reset_after: u64,
 }
 
-/// `state` (a key's, or a fresh one's), read at `now` for a limit of `charge`.
+/// Reads `state` (a key's, or a fresh one's) at `now` for a limit of `charge`.
 pub(crate) fn peek(state: &State, now: u64, charge: &Terms) -> Peek {
     if let State::SlidingLog(log) = state {
         let mut log = log.clone();
@@ -53,7 +53,7 @@ pub(crate) fn peek(state: &State, now: u64, charge: &Terms) -> Peek {
     }
 }
 
-/// A sliding log holding `count` units in the window at `now`: `blocking(need)` is when the admission that
+/// Reads a sliding log holding `count` units in the window at `now`: `blocking(need)` is when the admission that
 /// takes the oldest `need` units out of the window was made, `newest` when its newest was.
 pub(crate) fn peek_log(
     now: u64,

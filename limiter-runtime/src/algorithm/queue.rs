@@ -12,7 +12,7 @@ pub(crate) struct Schedule {
 }
 
 impl Schedule {
-    /// How far this point is ahead of `now`, in µs × max (zero if it has passed).
+    /// Returns how far this point is ahead of `now`, in µs × max (zero if it has passed).
     pub(crate) fn ahead(&self, now: u64, max: u64) -> u128 {
         if self.micros < now {
             0
@@ -21,7 +21,7 @@ impl Schedule {
         }
     }
 
-    /// The point `ahead` (µs × max) after `now`.
+    /// Creates the point `ahead` (µs × max) after `now`.
     pub(crate) fn at(now: u64, ahead: u128, max: u64) -> Schedule {
         let whole = div(ahead, u128::from(max));
         Schedule {
@@ -65,7 +65,7 @@ struct Record {
 }
 
 impl Queue {
-    /// The queue reaching `queued` (µs × max) past `now`, which has held charges without a pause since
+    /// Creates the queue reaching `queued` (µs × max) past `now`, which has held charges without a pause since
     /// `since`, with `given` given back out of order since then: as a script reports it.
     pub(crate) fn at(now: u64, queued: u128, max: u64, since: u64, given: u64) -> Queue {
         Queue {
@@ -76,7 +76,7 @@ impl Queue {
         }
     }
 
-    /// How far the queue reaches past `now`, in µs × max (zero once empty).
+    /// Returns how far the queue reaches past `now`, in µs × max (zero once empty).
     pub(crate) fn used(&self, now: u64, max: u64) -> u128 {
         self.end.ahead(now, max)
     }

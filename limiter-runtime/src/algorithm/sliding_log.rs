@@ -52,14 +52,14 @@ impl SlidingLog {
         outcome
     }
 
-    /// What the log holds at `now`, for a `window`, its expired admissions forgotten: the units in the window,
+    /// Reads what the log holds at `now`, for a `window`, its expired admissions forgotten: the units in the window,
     /// and when the newest was admitted.
     pub(crate) fn read(&mut self, now: u64, window: u64) -> (u64, Option<u64>) {
         self.forget_before(now, window);
         (self.units, self.admitted.back().map(|newest| newest.at))
     }
 
-    /// When the admission was made whose leaving takes the oldest `need` units out of the window.
+    /// Returns when the admission was made whose leaving takes the oldest `need` units out of the window.
     pub(crate) fn leaving(&self, need: u64) -> u64 {
         blocking(&self.admitted, need)
     }
@@ -99,7 +99,7 @@ impl SlidingLog {
     }
 }
 
-/// The time of the admission whose leaving takes the oldest `need` units (at least 1) out of the window.
+/// Returns the time of the admission whose leaving takes the oldest `need` units (at least 1) out of the window.
 fn blocking(admitted: &VecDeque<Admitted>, need: u64) -> u64 {
     let mut left = need;
     for admission in admitted {
@@ -112,7 +112,7 @@ fn blocking(admitted: &VecDeque<Admitted>, need: u64) -> u64 {
     admitted.back().map_or(0, |newest| newest.at)
 }
 
-/// What a log holding `count` units in the window decides of a call of `req` at `now`: `blocking(need)` is
+/// Returns what a log holding `count` units in the window decides of a call of `req` at `now`: `blocking(need)` is
 /// the time of the admission whose leaving takes the oldest `need` units out of the window (asked for only
 /// when the call is refused, and can be admitted later), `newest` the time of its newest. In memory the log is
 /// at hand; from Redis, the script reports these times.
@@ -189,7 +189,7 @@ mod tests {
         assert_eq!(o.remaining, 5);
     }
 
-    /// A cost is a weight: one entry however heavy, and exact at the edge.
+    /// Checks that a cost is a weight: one entry however heavy, and exact at the edge.
     #[test]
     fn a_cost_is_a_weight_exact_at_the_edge() {
         let mut log = SlidingLog::default();
@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(all.retry_after, 9 * SECOND);
     }
 
-    /// Giving back part of a call leaves the rest of it counted.
+    /// Checks that giving back part of a call leaves the rest of it counted.
     #[test]
     fn a_give_back_takes_part_of_a_call() {
         let mut log = SlidingLog::default();

@@ -24,7 +24,7 @@ impl Default for SlidingWindow {
 }
 
 impl SlidingWindow {
-    /// Window `index` holding `current` units, after a window that held `previous`.
+    /// Creates window `index` holding `current` units, after a window that held `previous`.
     pub(crate) fn at(index: u64, current: u64, previous: u64) -> Self {
         SlidingWindow {
             index,

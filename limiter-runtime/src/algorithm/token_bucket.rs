@@ -11,7 +11,7 @@ pub(crate) struct TokenBucket {
 }
 
 impl TokenBucket {
-    /// A bucket whose queue is `queue`.
+    /// Creates a bucket whose queue is `queue`.
     pub(crate) fn at(queue: Queue) -> Self {
         TokenBucket { full_at: queue }
     }

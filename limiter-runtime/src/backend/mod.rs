@@ -81,16 +81,22 @@ impl Backend {
 pub(crate) struct Pending(ToAsk);
 
 impl Pending {
-    /// Returns the future of `call`'s ruling, which holds the call (owned or borrowed) and hands it back beside
-    /// the ruling: polled in place while the call waits in a batch (no box, no timer, no channel), its own
-    /// round trip boxed (that future is large, and should not weigh on every call's).
+    /// Returns the future of what `then` makes of `call` and its ruling, `call` held (owned or borrowed)
+    /// until then: polled in place while the call waits in a batch (no box, no timer, no channel); its own
+    /// round trip boxed with `then` inside (that future is large and should not weigh on every call's, and
+    /// what comes out of the box is what the caller keeps, not the call and its ruling).
     #[inline(always)]
-    pub(crate) fn settle<'a, C: AsCall + Send + 'a>(self, call: C) -> Settling<'a, C> {
+    pub(crate) fn settle<'a, C, F>(self, call: C, then: F) -> Settling<'a, C, F>
+    where
+        C: AsCall + Send + 'a,
+        F: Then<C> + Send + 'a,
+        F::Output: Send + 'a,
+    {
         match self.0.in_line() {
-            Ok(in_line) => Settling::InLine(in_line, Some(call)),
+            Ok(in_line) => Settling::InLine(in_line, Some((call, then))),
             Err(to_ask) => Settling::Trip(Box::pin(async move {
                 let ruling = RedisBackend::decide_later(call.as_call(), to_ask).await;
-                (call, ruling)
+                then.then(call, ruling)
             })),
         }
     }
@@ -104,25 +110,34 @@ impl Pending {
     }
 }
 
-/// The future of a [`Pending`] call's ruling ([`Pending::settle`]): the call back, beside its ruling.
-pub(crate) enum Settling<'a, C> {
-    /// Waiting in a batch, with the call, taken once its ruling is in.
-    InLine(InLine, Option<C>),
-    /// Its own round trip, boxed.
-    Trip(BoxFuture<'a, (C, Ruling)>),
+/// What a caller makes of a call and its ruling once a [`Pending`] one is settled ([`Pending::settle`]).
+pub(crate) trait Then<C> {
+    /// What the caller keeps.
+    type Output;
+
+    /// Makes what the caller keeps of `call` and its `ruling`.
+    fn then(self, call: C, ruling: Ruling) -> Self::Output;
 }
 
-impl<C: AsCall> Future for Settling<'_, C> {
-    type Output = (C, Ruling);
+/// The future of a [`Pending`] call ([`Pending::settle`]): what `F` makes of the call and its ruling.
+pub(crate) enum Settling<'a, C, F: Then<C>> {
+    /// Waiting in a batch, with the call and what follows, taken once its ruling is in.
+    InLine(InLine, Option<(C, F)>),
+    /// Its own round trip, boxed, and what follows.
+    Trip(BoxFuture<'a, F::Output>),
+}
+
+impl<C: AsCall, F: Then<C> + Unpin> Future for Settling<'_, C, F> {
+    type Output = F::Output;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(C, Ruling)> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         match self.get_mut() {
-            Settling::InLine(in_line, call) => {
-                let held = call.as_ref().expect("a ruling polled after it completed");
-                let ruling = std::task::ready!(in_line.poll_ruling(held.as_call(), cx));
-                let call = call.take().expect("a ruling polled after it completed");
-                Poll::Ready((call, ruling))
+            Settling::InLine(in_line, held) => {
+                let (call, _) = held.as_ref().expect("a ruling polled after it completed");
+                let ruling = std::task::ready!(in_line.poll_ruling(call.as_call(), cx));
+                let (call, then) = held.take().expect("a ruling polled after it completed");
+                Poll::Ready(then.then(call, ruling))
             }
             Settling::Trip(trip) => trip.as_mut().poll(cx),
         }

@@ -32,7 +32,7 @@ pub(crate) struct BackendStats {
 }
 
 impl Backend {
-    /// What this backend tells of itself.
+    /// Returns what this backend tells of itself.
     pub(crate) fn stats(&self) -> BackendStats {
         match self {
             Backend::Memory(memory) => BackendStats {
@@ -54,7 +54,7 @@ impl Backend {
         }
     }
 
-    /// Whether this backend can be used as set up: always in memory; Redis connected, authenticated, its
+    /// Checks whether this backend can be used as set up: always in memory; Redis connected, authenticated, its
     /// database selected and every decision script loaded, else what failed.
     pub(crate) async fn ready(&self) -> Result<(), Error> {
         match self {
@@ -63,12 +63,12 @@ impl Backend {
         }
     }
 
-    /// Whether the counts are shared by every node (Redis), not this process's alone.
+    /// Returns whether the counts are shared by every node (Redis), not this process's alone.
     pub(crate) fn is_shared(&self) -> bool {
         matches!(self, Backend::Redis(_))
     }
 
-    /// Where the counts live, in a few words: "in memory", "Redis at redis://10.0.0.5:6379".
+    /// Describes where the counts live, in a few words: "in memory", "Redis at redis://10.0.0.5:6379".
     pub(crate) fn describe(&self) -> String {
         match self {
             Backend::Memory(_) => "in memory".to_owned(),
@@ -124,7 +124,7 @@ impl Backend {
         }
     }
 
-    /// Every block the store holds (the store key it blocks, and the block), and when (µs, on its clock).
+    /// Returns every block the store holds (the store key it blocks, and the block), and when (µs, on its clock).
     pub(crate) async fn blocks(&self) -> Result<(Vec<(String, Block)>, u64), Error> {
         match self {
             Backend::Memory(memory) => Ok(memory.blocks()),
@@ -132,7 +132,7 @@ impl Backend {
         }
     }
 
-    /// `limit`'s key's block, if the store remembers one, read at `now` (µs, on the store's clock).
+    /// Returns `limit`'s key's block, if the store remembers one, read at `now` (µs, on the store's clock).
     pub(crate) async fn block(&self, limit: &CallLimit<'_>) -> Result<Option<Block>, Error> {
         match self {
             Backend::Memory(memory) => Ok(memory.block(limit).0),
@@ -140,7 +140,7 @@ impl Backend {
         }
     }
 
-    /// This node's id among the nodes that report: its process id in memory (where it is alone).
+    /// Returns this node's id among the nodes that report: its process id in memory (where it is alone).
     pub(crate) fn node(&self) -> String {
         match self {
             Backend::Memory(_) => std::process::id().to_string(),
@@ -148,7 +148,7 @@ impl Backend {
         }
     }
 
-    /// Every node's latest report through Redis (this one's too), and how long ago each was written; none in
+    /// Returns every node's latest report through Redis (this one's too), and how long ago each was written; none in
     /// memory.
     pub(crate) async fn reports(&self) -> Result<Vec<(NodeReport, Duration)>, Error> {
         match self {
@@ -170,7 +170,7 @@ impl Backend {
         }
     }
 
-    /// The newest `kept` entries of the admin door's record of changes, newest first.
+    /// Returns the newest `kept` entries of the admin door's record of changes, newest first.
     #[cfg(feature = "admin")]
     pub(crate) async fn recorded(&self, kept: usize) -> Result<Vec<String>, Error> {
         match self {

@@ -26,14 +26,14 @@ pub(crate) struct CalendarTerms {
 }
 
 impl CalendarTerms {
-    /// Whether `self` sets every part `fallback` sets.
+    /// Returns whether `self` sets every part `fallback` sets.
     pub(crate) fn covers(&self, fallback: &CalendarTerms) -> bool {
         (self.period.is_some() || fallback.period.is_none())
             && (self.zone.is_some() || fallback.zone.is_none())
             && (self.anchor.is_some() || fallback.anchor.is_none())
     }
 
-    /// `self`, with every part it leaves out taken from `fallback`.
+    /// Returns `self`, with every part it leaves out taken from `fallback`.
     pub(crate) fn or(self, fallback: &CalendarTerms) -> CalendarTerms {
         CalendarTerms {
             period: self.period.or(fallback.period),
@@ -42,12 +42,12 @@ impl CalendarTerms {
         }
     }
 
-    /// The zone of a call: its own (`tz = <expr>`), else the rule's, else UTC.
+    /// Returns the zone of a call: its own (`tz = <expr>`), else the rule's, else UTC.
     pub(crate) fn zone<'z>(&'z self, call: Option<&'z Zone>) -> &'z Zone {
         call.or(self.zone.as_ref()).unwrap_or(&Zone::UTC)
     }
 
-    /// Where the periods around `now` (µs since the Unix epoch) end, in `zone`, months starting on `anchor`
+    /// Returns where the periods around `now` (µs since the Unix epoch) end, in `zone`, months starting on `anchor`
     /// (the call's own billing day), else the rule's: the previous period's (the current one's start), the
     /// current one's and the next one's, strictly increasing.
     pub(crate) fn ends(&self, now: u64, zone: &Zone, anchor: Option<u8>) -> [u64; 3] {
@@ -59,7 +59,7 @@ impl CalendarTerms {
     }
 }
 
-/// [`CalendarTerms::ends`], of `period` (billing months starting on `anchor`) in `tz`.
+/// Computes [`CalendarTerms::ends`], of `period` (billing months starting on `anchor`) in `tz`.
 pub(crate) fn ends(now: u64, period: Period, anchor: u8, tz: &TimeZone) -> [u64; 3] {
     let now_ts = timestamp(now);
     let today = now_ts.to_zoned_datetime(tz.clone()).date();
@@ -72,13 +72,13 @@ pub(crate) fn ends(now: u64, period: Period, anchor: u8, tz: &TimeZone) -> [u64;
     [first, second, third]
 }
 
-/// `now` (µs since the Unix epoch) as a timestamp, clamped to what the calendar can name.
+/// Returns `now` (µs since the Unix epoch) as a timestamp, clamped to what the calendar can name.
 fn timestamp(micros: u64) -> Timestamp {
     let micros = i64::try_from(micros).unwrap_or(i64::MAX);
     Timestamp::from_microsecond(micros).unwrap_or(Timestamp::MAX)
 }
 
-/// When `date` starts in `tz` (µs since the Unix epoch): its first instant, after a gap at midnight, or the
+/// Returns when `date` starts in `tz` (µs since the Unix epoch): its first instant, after a gap at midnight, or the
 /// first of two midnights.
 fn start_of(date: jiff::civil::Date, tz: &TimeZone) -> u64 {
     let start = date
@@ -88,7 +88,7 @@ fn start_of(date: jiff::civil::Date, tz: &TimeZone) -> u64 {
     start.map_or(u64::MAX, |micros| u64::try_from(micros).unwrap_or(0))
 }
 
-/// `micros` (since the Unix epoch) in `zone`, as RFC 3339 (`2026-12-01T00:00:00+01:00`).
+/// Formats `micros` (since the Unix epoch) in `zone`, as RFC 3339 (`2026-12-01T00:00:00+01:00`).
 pub(crate) fn rfc3339(micros: u64, zone: &Zone) -> String {
     let tz = zone.time_zone();
     let at = timestamp(micros);
@@ -99,7 +99,7 @@ pub(crate) fn rfc3339(micros: u64, zone: &Zone) -> String {
 mod tests {
     use super::*;
 
-    /// µs since the Unix epoch of an RFC 3339 instant.
+    /// Returns the µs since the Unix epoch of an RFC 3339 instant.
     fn at(text: &str) -> u64 {
         text.parse::<Timestamp>().unwrap().as_microsecond() as u64
     }
@@ -123,7 +123,8 @@ mod tests {
         assert_eq!(end - start, 25 * 3_600_000_000);
     }
 
-    /// Where midnight does not exist (Santiago moves its clocks from 24:00 to 01:00), the day starts at 01:00.
+    /// Checks that where midnight does not exist (Santiago moves its clocks from 24:00 to 01:00), the day starts at
+    /// 01:00.
     #[test]
     fn a_day_without_a_midnight_starts_after_the_gap() {
         let [start, end, _] = ends(
@@ -157,7 +158,7 @@ mod tests {
         );
     }
 
-    /// The zones come from the data bundled with the crate, never the machine's tzdata: a machine without
+    /// Checks that the zones come from the data bundled with the crate, never the machine's tzdata: a machine without
     /// it counts alike (and every machine by the same rules).
     #[test]
     fn the_zone_data_is_the_bundled_one() {
@@ -168,7 +169,7 @@ mod tests {
         assert!(Zone::get("Pacific/Kiritimati").is_ok());
     }
 
-    /// What a thread keeps is what it would find: across a period's end, for rules and zones of every kind,
+    /// Checks that what a thread keeps is what it would find: across a period's end, for rules and zones of every kind,
     /// more of them than it keeps.
     #[test]
     fn the_ends_a_thread_keeps_are_the_ones_it_would_find() {

@@ -28,7 +28,7 @@ impl Period {
     /// Every period.
     pub const ALL: [Period; 3] = [Period::Day, Period::Week, Period::Month];
 
-    /// Its name, as the attribute spells it (`period = month`) and `FromStr` reads it.
+    /// Returns its name, as the attribute spells it (`period = month`) and `FromStr` reads it.
     pub const fn name(self) -> &'static str {
         match self {
             Period::Day => "day",
@@ -37,7 +37,7 @@ impl Period {
         }
     }
 
-    /// The first day of the period holding `date` (billing months starting on `anchor`).
+    /// Returns the first day of the period holding `date` (billing months starting on `anchor`).
     pub(crate) fn start(self, date: Date, anchor: u8) -> Date {
         match self {
             Period::Day => date,
@@ -57,7 +57,7 @@ impl Period {
         }
     }
 
-    /// The first day of the period after the one starting on `start`.
+    /// Returns the first day of the period after the one starting on `start`.
     pub(crate) fn after(self, start: Date, anchor: u8) -> Date {
         match self {
             Period::Day => start.saturating_add(1.day()),
@@ -67,7 +67,7 @@ impl Period {
     }
 }
 
-/// The billing day `anchor` of the month starting on `first`: the month's last day when it is shorter.
+/// Returns the billing day `anchor` of the month starting on `first`: the month's last day when it is shorter.
 fn billing_day(first: Date, anchor: u8) -> Date {
     let day = i8::try_from(anchor.max(1)).unwrap_or(i8::MAX);
     let day = day.min(first.days_in_month());
@@ -83,7 +83,7 @@ impl fmt::Display for Period {
 impl FromStr for Period {
     type Err = ParseError;
 
-    /// A period by its [`name`](Period::name).
+    /// Parses a period by its [`name`](Period::name).
     fn from_str(name: &str) -> Result<Period, ParseError> {
         Period::ALL
             .into_iter()

@@ -26,7 +26,7 @@ thread_local! {
     static RECENT: RefCell<Recent> = RefCell::default();
 }
 
-/// The ends of `period` (from `anchor`) in `zone` around `now`: as found last on this thread while `now` is
+/// Returns the ends of `period` (from `anchor`) in `zone` around `now`: as found last on this thread while `now` is
 /// still in that period, else as `find` says (then kept).
 pub(super) fn ends(
     now: u64,

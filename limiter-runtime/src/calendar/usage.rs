@@ -27,8 +27,8 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// `used` of `limit` units by `key` under `policy`, and `remaining`, read at `at` (µs since the Unix
-    /// epoch, on the store's clock), the quota starting again `reset_after` (µs) later: written in `zone`.
+    /// Builds the usage: `used` of `limit` units by `key` under `policy`, and `remaining`, read at `at` (µs since the
+    /// Unix epoch, on the store's clock), the quota starting again `reset_after` (µs) later: written in `zone`.
     pub(crate) fn new(
         (policy, key): (String, String),
         (limit, used, remaining): (u64, u64, u64),

@@ -32,7 +32,7 @@ impl Zone {
     /// Coordinated Universal Time: a calendar limit's zone unless it names one.
     pub const UTC: Zone = Zone(Repr::Utc);
 
-    /// The zone named `name` (IANA: `"America/Sao_Paulo"`, `"Pacific/Kiritimati"`, `"UTC"`), or
+    /// Returns the zone named `name` (IANA: `"America/Sao_Paulo"`, `"Pacific/Kiritimati"`, `"UTC"`), or
     /// [`Error::UnknownZone`].
     pub fn get(name: &str) -> Result<Zone, Error> {
         match TimeZone::get(name) {
@@ -41,13 +41,13 @@ impl Zone {
         }
     }
 
-    /// A zone whose name `#[rate_limit(tz = "...")]` checked at compile time.
+    /// Creates a zone whose name `#[rate_limit(tz = "...")]` checked at compile time.
     #[doc(hidden)]
     pub const fn checked(name: &'static str) -> Zone {
         Zone(Repr::Checked(name))
     }
 
-    /// Its IANA name.
+    /// Returns its IANA name.
     pub fn name(&self) -> &str {
         match &self.0 {
             Repr::Utc => "UTC",
@@ -56,7 +56,7 @@ impl Zone {
         }
     }
 
-    /// The zone itself. A name checked at compile time that this build's zone data does not have (the
+    /// Returns the zone itself. A name checked at compile time that this build's zone data does not have (the
     /// attribute's and the runtime's data of different versions) counts in UTC, and says so, once, at error
     /// level.
     pub(crate) fn time_zone(&self) -> TimeZone {

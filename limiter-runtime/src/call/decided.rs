@@ -31,7 +31,7 @@ pub(crate) enum Charged {
 }
 
 impl LimitRuling {
-    /// What `outcome`, decided at `at` (µs), says of `limit` in a call that was (`call_admitted`) or was not
+    /// Returns what `outcome`, decided at `at` (µs), says of `limit` in a call that was (`call_admitted`) or was not
     /// admitted: charged to the store when the call was admitted and this limit counted it.
     #[inline(always)]
     pub(crate) fn of(
@@ -43,7 +43,7 @@ impl LimitRuling {
         LimitRuling::costing(limit, limit.terms.cost, outcome, at, call_admitted)
     }
 
-    /// [`of`](LimitRuling::of) for a call that weighs `cost` on `limit` (a call of a batch, sharing another's
+    /// Returns [`of`](LimitRuling::of) for a call that weighs `cost` on `limit` (a call of a batch, sharing another's
     /// limits).
     #[inline(always)]
     pub(crate) fn costing(
@@ -74,7 +74,7 @@ impl LimitRuling {
         }
     }
 
-    /// A decision that charged nothing.
+    /// Returns a decision that charged nothing.
     pub(crate) fn uncharged(decision: Decision) -> LimitRuling {
         LimitRuling {
             decision,
@@ -92,12 +92,12 @@ pub(crate) struct Ruling {
 }
 
 impl Ruling {
-    /// Each limit's decision.
+    /// Returns each limit's decision.
     pub(crate) fn decisions(&self) -> impl ExactSizeIterator<Item = Decision> + '_ {
         self.limits.iter().map(|answer| answer.decision)
     }
 
-    /// The first limit's decision (a call of one limit: its only one).
+    /// Returns the first limit's decision (a call of one limit: its only one).
     pub(crate) fn decision(&self) -> Decision {
         self.limits[0].decision
     }

@@ -71,7 +71,7 @@ impl<T> FromIterator<T> for OneOrMany<T> {
 }
 
 impl<T> OneOrMany<T> {
-    /// Each value, made by `f` of each of these.
+    /// Returns each value, made by `f` of each of these.
     pub(crate) fn map<U>(&self, f: impl FnMut(&T) -> U) -> OneOrMany<U> {
         match self {
             OneOrMany::One(one) => OneOrMany::One({ f }(one)),
@@ -160,7 +160,7 @@ pub(crate) struct Call<'r> {
 }
 
 impl<'r> Call<'r> {
-    /// The call of `asks`, with the run-time `overrides` of each key applied, and a calendar limit's periods
+    /// Builds the call of `asks`, with the run-time `overrides` of each key applied, and a calendar limit's periods
     /// read on `clock`: the one constructor of a call.
     #[inline]
     pub(crate) fn new(
@@ -176,20 +176,19 @@ impl<'r> Call<'r> {
         }
     }
 
-    /// Its limits, in the order written.
+    /// Returns its limits, in the order written.
     #[inline]
     pub(crate) fn limits(&self) -> &[CallLimit<'r>] {
         &self.limits
     }
 
     /// Changes each limit with `f`.
-
     #[cfg(test)]
     pub(crate) fn each_limit(&mut self, f: impl FnMut(&mut CallLimit<'r>)) {
         self.limits.iter_mut().for_each(f);
     }
 
-    /// This call, holding its rules itself: a call that outlives its caller (its answer to be reconciled, a
+    /// Returns this call, holding its rules itself: a call that outlives its caller (its answer to be reconciled, a
     /// batch's shared call, a reservation).
     pub(crate) fn detached(&self) -> Call<'static> {
         self.owning(|rule| {
@@ -200,7 +199,7 @@ impl<'r> Call<'r> {
         })
     }
 
-    /// This call as a store keeps it while it waits in a batch: its limits, each resolved, but not their
+    /// Returns this call as a store keeps it while it waits in a batch: its limits, each resolved, but not their
     /// rules, which only the pipeline reads (above the store): the call that outlives its caller costs no
     /// copy of a rule.
     pub(crate) fn for_store(&self) -> Call<'static> {
@@ -209,7 +208,7 @@ impl<'r> Call<'r> {
         self.owning(|_| RuleRef::Borrowed(&NO_RULE))
     }
 
-    /// This call, holding nothing borrowed: each limit's rule as `rule` makes it.
+    /// Returns this call, holding nothing borrowed: each limit's rule as `rule` makes it.
     #[inline]
     fn owning(&self, rule: impl Fn(&RuleRef<'r>) -> RuleRef<'static>) -> Call<'static> {
         Call {
@@ -227,7 +226,7 @@ impl<'r> Call<'r> {
         }
     }
 
-    /// Whether an admitted call may have a slot to wait for (a leaky bucket's): then more than its verdict
+    /// Returns whether an admitted call may have a slot to wait for (a leaky bucket's): then more than its verdict
     /// follows its decision.
     #[inline]
     pub(crate) fn may_wait_for_slot(&self) -> bool {
@@ -236,7 +235,7 @@ impl<'r> Call<'r> {
             .any(|limit| limit.algorithm == Algorithm::LeakyBucket)
     }
 
-    /// Whether any of its limits is one of calls in flight, whose permit an admitted call holds.
+    /// Returns whether any of its limits is one of calls in flight, whose permit an admitted call holds.
     #[inline]
     pub(crate) fn holds_permits(&self) -> bool {
         self.limits
@@ -244,7 +243,7 @@ impl<'r> Call<'r> {
             .any(|limit| limit.algorithm == Algorithm::InFlight)
     }
 
-    /// What gives back its permits in flight and nothing of its rates: one unit of each limit in flight, none
+    /// Returns what gives back its permits in flight and nothing of its rates: one unit of each limit in flight, none
     /// of the others (the `units` of a give-back).
     pub(crate) fn permits(&self) -> Vec<u64> {
         self.limits
@@ -253,13 +252,13 @@ impl<'r> Call<'r> {
             .collect()
     }
 
-    /// Whether every limit was decided before any store was asked.
+    /// Returns whether every limit was decided before any store was asked.
     #[inline]
     pub(crate) fn all_preset(&self) -> bool {
         self.limits.iter().all(|limit| limit.preset.is_some())
     }
 
-    /// Whether a call that each limit admits or not (`allowed(i)`) is admitted: no limit that vetoes denied it.
+    /// Returns whether a call that each limit admits or not (`allowed(i)`) is admitted: no limit that vetoes denied it.
     #[inline]
     pub(crate) fn admits(&self, allowed: impl Fn(usize) -> bool) -> bool {
         (0..self.limits.len()).all(|i| allowed(i) || !self.limits[i].vetoes)
@@ -340,7 +339,7 @@ impl<'r> CallLimit<'r> {
         }
     }
 
-    /// What `outcome` says of a call of this limit charged `charge`, decided at `at` µs.
+    /// Returns what `outcome` says of a call of this limit charged `charge`, decided at `at` µs.
     #[inline]
     pub(crate) fn decision(
         &self,
@@ -354,7 +353,7 @@ impl<'r> CallLimit<'r> {
         decision
     }
 
-    /// Whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
+    /// Returns whether a call of this cost can ever be admitted (a cost above the limit, or above a token bucket's
     /// capacity, never is: no wait admits it).
     #[inline]
     pub(crate) fn can_fit(&self) -> bool {
@@ -363,7 +362,7 @@ impl<'r> CallLimit<'r> {
 }
 
 impl Preset {
-    /// What it decides of a call of `charge`.
+    /// Returns what it decides of a call of `charge`.
     pub(crate) fn outcome(self, charge: &Terms) -> Outcome {
         match self {
             Preset::Skipped => Outcome::admit(charge.max),
@@ -375,7 +374,7 @@ impl Preset {
 /// Calls made directly of their limits' algorithms and charges, for the stores' own tests.
 #[cfg(test)]
 impl Call<'static> {
-    /// A call of `limits`: each an algorithm, a store key (no prefix) and a charge; each vetoes.
+    /// Builds a call of `limits`: each an algorithm, a store key (no prefix) and a charge; each vetoes.
     pub(crate) fn of<'k>(limits: impl IntoIterator<Item = (Algorithm, &'k str, Terms)>) -> Self {
         static RULE: Rule = Rule::new();
         Call {
@@ -396,7 +395,7 @@ impl Call<'static> {
         }
     }
 
-    /// This call, its `i`-th limit a shadow limit (it does not veto).
+    /// Returns this call, its `i`-th limit a shadow limit (it does not veto).
     pub(crate) fn shadowing(mut self, i: usize) -> Self {
         self.limits[i].vetoes = false;
         self
@@ -428,8 +427,8 @@ mod tests {
     use super::*;
     use crate::overrides::Override;
 
-    /// An override of `max` moves what follows it (a bucket's capacity, unless set), and `mode = wait` waits up
-    /// to the window as overridden.
+    /// Checks that an override of `max` moves what follows it (a bucket's capacity, unless set), and `mode = wait`
+    /// waits up to the window as overridden.
     #[test]
     fn overrides_win_and_carry_what_depends_on_them() {
         let overrides = Overrides::default();

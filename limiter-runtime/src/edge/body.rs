@@ -20,7 +20,7 @@ pin_project! {
 }
 
 impl<B> HoldingBody<B> {
-    /// `body`, holding `permit` (none holds nothing) until it is done.
+    /// Wraps `body`, holding `permit` (none holds nothing) until it is done.
     pub(crate) fn new(body: B, permit: Option<Permit>) -> Self {
         HoldingBody { body, permit }
     }

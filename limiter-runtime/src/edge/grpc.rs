@@ -30,7 +30,7 @@ use crate::{RateLimited, Reason};
 const RESOURCE_EXHAUSTED: i32 = 8;
 const UNAVAILABLE: i32 = 14;
 
-/// The status code of `rejection`.
+/// Returns the status code of `rejection`.
 fn code(rejection: &RateLimited) -> i32 {
     match rejection.reason() {
         Reason::Unavailable => UNAVAILABLE,
@@ -38,7 +38,7 @@ fn code(rejection: &RateLimited) -> i32 {
     }
 }
 
-/// The metadata saying when to come back; for a call no wait admits, a negative pushback, which gRPC reads
+/// Returns the metadata saying when to come back; for a call no wait admits, a negative pushback, which gRPC reads
 /// as "do not retry", and no `retry-after`.
 fn retry_metadata(rejection: &RateLimited) -> Vec<(&'static str, i64)> {
     if rejection.reason() == Reason::TooLarge {
@@ -94,7 +94,7 @@ pub(crate) fn write_status(rejection: &RateLimited, headers: &mut http::HeaderMa
     }
 }
 
-/// `message` as `grpc-message` carries it: bytes outside printable ASCII, and `%`, percent-encoded.
+/// Encodes `message` as `grpc-message` carries it: bytes outside printable ASCII, and `%`, percent-encoded.
 #[cfg(feature = "tower")]
 fn percent_encoded(message: &str) -> String {
     use std::fmt::Write as _;
@@ -132,7 +132,7 @@ mod tests {
         RateLimited::new("no".into(), policy, key, decision, true, Vec::new(), reason)
     }
 
-    /// A reached limit says when to come back; a call no wait admits says not to retry at all.
+    /// Checks that a reached limit says when to come back; a call no wait admits says not to retry at all.
     #[test]
     fn the_metadata_says_when_to_come_back_or_not_to() {
         assert_eq!(

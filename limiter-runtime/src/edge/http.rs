@@ -66,7 +66,7 @@ pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-poli
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 impl RateLimited {
-    /// `429 Too Many Requests` for a reached limit, `503 Service Unavailable` when the limiter could not
+    /// Returns `429 Too Many Requests` for a reached limit, `503 Service Unavailable` when the limiter could not
     /// decide, `413 Content Too Large` for a call that weighs more than its limit can ever admit.
     pub fn status(&self) -> StatusCode {
         match self.reason() {
@@ -76,8 +76,8 @@ impl RateLimited {
         }
     }
 
-    /// `Retry-After` (none for a call no wait admits), and `RateLimit-Policy` and `RateLimit` for every limit of
-    /// the call that is advertised (none when the limiter could not decide).
+    /// Returns `Retry-After` (none for a call no wait admits), and `RateLimit-Policy` and `RateLimit` for every limit
+    /// of the call that is advertised (none when the limiter could not decide).
     pub fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
         if self.reason() != Reason::TooLarge {
@@ -87,7 +87,7 @@ impl RateLimited {
         headers
     }
 
-    /// Whole seconds until every limit that refused the call would admit it (at least 1): `Retry-After`.
+    /// Returns whole seconds until every limit that refused the call would admit it (at least 1): `Retry-After`.
     pub(crate) fn retry_after_secs(&self) -> u64 {
         let refused = self
             .advertised()
@@ -175,7 +175,7 @@ pub(crate) fn write_quota_fields<'a>(
     }
 }
 
-/// A policy name as a structured-field string: printable ASCII, `"` and `\` escaped, anything else `_`, and
+/// Writes a policy name as a structured-field string: printable ASCII, `"` and `\` escaped, anything else `_`, and
 /// `default` when empty.
 fn write_name(out: &mut String, name: &str) {
     let name = if name.is_empty() { "default" } else { name };

@@ -105,7 +105,7 @@ pub(crate) async fn scope<F: Future>(future: F) -> (F::Output, Option<Vec<Quota>
         .await
 }
 
-/// Whether a call of the request this task serves was decided without Redis.
+/// Returns whether a call of the request this task serves was decided without Redis.
 fn degraded_here() -> bool {
     REQUEST
         .try_with(|request| request.degraded.get())
@@ -117,8 +117,8 @@ mod tests {
     use super::*;
     use crate::{Limiter, Rule};
 
-    /// Decisions are recorded in the scope they are made in, and nowhere else: not before it opens, not after
-    /// it closes; a scope inside another records into the outer one.
+    /// Checks that decisions are recorded in the scope they are made in, and nowhere else: not before it opens, not
+    /// after it closes; a scope inside another records into the outer one.
     #[tokio::test]
     async fn only_a_scope_records_and_the_outermost_keeps_the_record() {
         let limiter = Limiter::in_memory();
@@ -144,7 +144,7 @@ mod tests {
         assert!(REQUEST.try_with(|_| ()).is_err(), "no scope outside");
     }
 
-    /// A reservation settled for less than its estimate advertises what it kept.
+    /// Checks that a reservation settled for less than its estimate advertises what it kept.
     #[tokio::test]
     async fn units_given_back_count_as_given_back() {
         let limiter = Limiter::in_memory();

@@ -18,6 +18,7 @@
 //! | [`penalties`] | `penalty = "1m..1h"`: blocking a key that abuses a limit, escalating, on every node; operators' bans |
 //! | [`hot_keys`] | one key that one Redis core cannot serve: coalescing and leases, and the exact bounds a lease costs |
 //! | [`testing`] | testing code that is rate limited: the in-memory store, [`FakeClock`](crate::FakeClock), [`Limiter::scope`](crate::Limiter::scope) |
+//! | [`inside`] | for contributors: the layers, the Redis store's rooms, the walk of one decision, one word for each idea |
 //!
 //! To read the guide locally, with every feature's items linked:
 //!
@@ -34,6 +35,7 @@ pub mod failures;
 pub mod hot_keys;
 pub mod http;
 pub mod in_flight;
+pub mod inside;
 pub mod operations;
 pub mod penalties;
 pub mod plain_api;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::{escaped, InlineKey, Repr, StoreKey, MARK, MAX_VERBATIM};
 
 impl StoreKey {
-    /// The store key an operator names with `key` (a ban, an unban, an inspection): `key`'s own; or, when
+    /// Returns the store key an operator names with `key` (a ban, an unban, an inspection): `key`'s own; or, when
     /// `key` is a long key as the views list it (what its store key keeps of it, `#` and the digest), that
     /// store key, so that a key listed can be acted on as listed.
     pub(crate) fn named(prefix: &str, key: &str) -> StoreKey {
@@ -25,7 +25,7 @@ impl StoreKey {
         out
     }
 
-    /// This key, with what follows its prefix digested if it is too long.
+    /// Returns this key, with what follows its prefix digested if it is too long.
     pub(super) fn bounded(self) -> StoreKey {
         let prefix = self.prefix_len();
         if self.len() - prefix <= MAX_VERBATIM {
@@ -55,7 +55,7 @@ fn digest_tail(out: &mut String, start: usize) {
     debug_assert!(out.len() - start > MAX_VERBATIM);
 }
 
-/// Whether `rest` (what follows a prefix, escaped) is a long key's digested form: at most [`MAX_VERBATIM`]
+/// Returns whether `rest` (what follows a prefix, escaped) is a long key's digested form: at most [`MAX_VERBATIM`]
 /// bytes, `#`, and a SHA-1 in hex, longer than any verbatim key.
 fn is_digested(rest: &str) -> bool {
     let Some((kept, digest)) = rest.rsplit_once('#') else {
@@ -74,7 +74,7 @@ mod tests {
     use super::*;
     use crate::key::{split, unescaped};
 
-    /// A long key as listed (its store key's rest, told back) names that store key again, even when the cut
+    /// Checks that a long key as listed (its store key's rest, told back) names that store key again, even when the cut
     /// fell beside an escape; a short key, or one that only looks digested, names its own.
     #[test]
     fn a_long_key_as_listed_names_its_store_key() {

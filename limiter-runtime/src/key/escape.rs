@@ -11,13 +11,13 @@ use std::fmt::{self, Write as _};
 /// The characters escaped, and what each is written as.
 const ESCAPES: [(u8, &str); 3] = [(b'%', "%25"), (b':', "%3A"), (b'|', "%7C")];
 
-/// Whether `text` is its own escape: it holds none of the escaped characters.
+/// Returns whether `text` is its own escape: it holds none of the escaped characters.
 #[inline]
 pub(crate) fn is_plain(text: &str) -> bool {
     !text.bytes().any(|b| matches!(b, b'%' | b':' | b'|'))
 }
 
-/// `text`, escaped, told back: what was written through [`Escape`].
+/// Returns `text`, escaped, told back: what was written through [`Escape`].
 pub(crate) fn unescaped(text: &str) -> String {
     let mut out = text.to_owned();
     // `%` last, so that an escaped `%` followed by `3A` stays what it was.

@@ -65,7 +65,7 @@ impl<const N: usize> InlineKey<N> {
         })
     };
 
-    /// `prefix` followed by `rest`, as they are.
+    /// Returns `prefix` followed by `rest`, as they are.
     #[inline]
     pub(crate) fn joined(prefix: &str, rest: &str) -> Self {
         let len = prefix.len() + rest.len();
@@ -94,7 +94,7 @@ impl<const N: usize> InlineKey<N> {
         }
     }
 
-    /// How long the prefix is.
+    /// Returns how long the prefix is.
     fn prefix_len(&self) -> usize {
         match &self.0 {
             Repr::Inline { prefix, .. } => usize::from(*prefix),
@@ -114,20 +114,20 @@ impl<const N: usize> InlineKey<N> {
         }
     }
 
-    /// This key as its prefix and the rest.
+    /// Returns this key as its prefix and the rest.
     pub(crate) fn parts(&self) -> KeyRef<'_> {
         // The prefix was written whole, first: its end is a char boundary within the key.
         let (prefix, rest) = self.as_str().split_at(self.prefix_len());
         KeyRef { prefix, rest }
     }
 
-    /// Whether this is `key`, however `key` is split.
+    /// Returns whether this is `key`, however `key` is split.
     #[inline]
     pub(crate) fn is(&self, key: KeyRef<'_>) -> bool {
         key.is(self.as_str().as_bytes())
     }
 
-    /// The key as an owned `String`.
+    /// Returns the key as an owned `String`.
     pub(crate) fn into_string(self) -> String {
         match self.0 {
             Repr::Heap { key, .. } => key,
@@ -150,8 +150,8 @@ impl StoreKey {
         out.bounded()
     }
 
-    /// `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives a key whose
-    /// `Display` writes `key`, without the formatting machinery (two copies) when the key needs no escape.
+    /// Makes a store key of `prefix` and a key already written out: the same store key as [`new`](StoreKey::new) gives
+    /// a key whose `Display` writes `key`, without the formatting machinery (two copies) when the key needs no escape.
     #[inline]
     pub(crate) fn of_str(prefix: &str, key: &str) -> StoreKey {
         if prefix.ends_with(':') && is_plain(key) {
@@ -160,7 +160,7 @@ impl StoreKey {
         StoreKey::new(prefix, format_args!("{key}"))
     }
 
-    /// What follows `prefix` in the store key of `key`: the key as an override of it names it.
+    /// Returns what follows `prefix` in the store key of `key`: the key as an override of it names it.
     pub(crate) fn rest_of(prefix: &str, key: fmt::Arguments<'_>) -> String {
         let key = StoreKey::new(prefix, key);
         key.parts().rest.to_owned()
@@ -235,7 +235,7 @@ impl<'a> KeyRef<'a> {
         self.prefix.len() + self.rest.len()
     }
 
-    /// Whether this key is `bytes`.
+    /// Returns whether this key is `bytes`.
     #[inline]
     pub(crate) fn is(&self, bytes: &[u8]) -> bool {
         bytes.len() == self.len() && {
@@ -262,7 +262,7 @@ impl fmt::Display for KeyRef<'_> {
     }
 }
 
-/// A store key's text read back into its prefix and its key (escaped): the prefix ends after the text's last
+/// Reads a store key's text back into its prefix and its key (escaped): the prefix ends after the text's last
 /// `:` or `|`, a `|` marking the end of a prefix without a `:` (and belonging to neither part).
 pub(crate) fn split(text: &str) -> KeyRef<'_> {
     let end = text.rfind([':', '|']).map_or(0, |at| at + 1);
@@ -317,8 +317,8 @@ mod tests {
         }
     }
 
-    /// A store key split after its prefix is the whole key, in two pieces: verbatim, or, past `MAX_VERBATIM`,
-    /// digested.
+    /// Checks that a store key split after its prefix is the whole key, in two pieces: verbatim, or, past
+    /// `MAX_VERBATIM`, digested.
     #[test]
     fn a_key_in_two_parts_is_its_store_key() {
         let prefix = "rate_limit:emp:";
@@ -334,7 +334,7 @@ mod tests {
         }
     }
 
-    /// A store key splits where its prefix ends however it was built: inline, spilled to the heap while the
+    /// Checks that a store key splits where its prefix ends however it was built: inline, spilled to the heap while the
     /// prefix or the key was written, digested.
     #[test]
     fn a_key_knows_where_its_prefix_ends() {
@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(StoreKey::rest_of("rl:", format_args!("a:b")), "a%3Ab");
     }
 
-    /// Where a store key's prefix ends, read back from its text.
+    /// Returns where a store key's prefix ends, read back from its text.
     fn prefix_of(key: &str) -> &str {
         split(key).prefix
     }
@@ -401,7 +401,7 @@ mod tests {
     }
 
     proptest! {
-        /// Distinct (prefix, key) pairs are distinct store keys, whatever either holds, nested prefixes and
+        /// Checks that distinct (prefix, key) pairs are distinct store keys, whatever either holds, nested prefixes and
         /// bounded keys included; and every store key tells its prefix back.
         #[test]
         fn store_keys_are_injective_across_prefixes(

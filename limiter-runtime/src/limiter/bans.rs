@@ -71,7 +71,7 @@ impl Limiter {
         self.pipeline.backend.unban(&call.limits()[0]).await
     }
 
-    /// The rule of the policy named (or prefixed) `policy`, as a node that decided calls of it holds it: this
+    /// Finds the rule of the policy named (or prefixed) `policy`, as a node that decided calls of it holds it: this
     /// one, or, with Redis, another one (from the reports every node keeps there). How an operator reaches an
     /// attribute's limit, to [`ban`](Limiter::ban) or [`inspect`](Limiter::inspect) a key of it.
     ///
@@ -96,7 +96,7 @@ impl Limiter {
         })
     }
 
-    /// The blocks in force under `policy` (its name or its prefix; every policy's for `""`), bans and
+    /// Lists the blocks in force under `policy` (its name or its prefix; every policy's for `""`), bans and
     /// penalties', each with its remaining time, longest first. With Redis, read from every master (a
     /// `SCAN` for block keys, then each read); in memory, this process's.
     pub async fn bans(&self, policy: &str) -> Result<Vec<Ban>, Error> {

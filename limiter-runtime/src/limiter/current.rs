@@ -25,7 +25,7 @@ pub(crate) fn install(limiter: Limiter) -> Result<(), Error> {
     GLOBAL.set(limiter).map_err(|_| Error::AlreadyInstalled)
 }
 
-/// The installed limiter, or one built from the environment on first use (announced once at warn level).
+/// Returns the installed limiter, or one built from the environment on first use (announced once at warn level).
 ///
 /// A variable that cannot be read is told of at error level, naming it, and changes nothing: it never throws
 /// away a usable `LIMITER_REDIS_URL`. An unusable `LIMITER_REDIS_URL` leaves a limiter whose Redis fails every
@@ -68,7 +68,7 @@ pub(crate) fn global() -> &'static Limiter {
     })
 }
 
-/// `f` of the limiter annotated functions use here (see [`Limiter::current`]), borrowed.
+/// Applies `f` to the limiter annotated functions use here (see [`Limiter::current`]), borrowed.
 #[inline]
 pub(crate) fn with_current<R>(f: impl Fn(&Limiter) -> R) -> R {
     SCOPED.try_with(&f).unwrap_or_else(|_| f(global()))
@@ -79,9 +79,9 @@ pub(crate) async fn scope<F: Future>(limiter: Limiter, future: F) -> F::Output {
     SCOPED.scope(limiter, future).await
 }
 
-/// Called by a tower layer deciding in `limiter`: says so once if the installed limiter is another (the
-/// layer's requests then count apart from the rest of the program), and remembers it if none is installed yet
-/// (see [`global`]).
+/// Notes that a tower layer decides in `limiter` (the layer calls this): says so once if the installed limiter is
+/// another (the layer's requests then count apart from the rest of the program), and remembers it if none is installed
+/// yet (see [`global`]).
 #[cfg(feature = "tower")]
 pub(crate) fn layered(limiter: &Limiter) {
     match GLOBAL.get() {

@@ -55,7 +55,7 @@ impl Limit {
         Limit { limiter, rule }
     }
 
-    /// The rule as resolved: every part that the limiter's defaults filled in is set.
+    /// Returns the rule as resolved: every part that the limiter's defaults filled in is set.
     pub fn rule(&self) -> Rule {
         self.rule.clone()
     }
@@ -66,7 +66,7 @@ impl Limit {
         self.check_cost(key, 1)
     }
 
-    /// [`check`](Limit::check) for a call that weighs `cost` units.
+    /// Does what [`check`](Limit::check) does, for a call that weighs `cost` units.
     #[inline]
     pub fn check_cost<'a>(
         &'a self,
@@ -86,7 +86,7 @@ impl Limit {
         Either::Left(pipeline.decision_owned(call))
     }
 
-    /// The call of one limit, this one, for `key`, weighing `cost`.
+    /// Returns the call of one limit, this one, for `key`, weighing `cost`.
     #[inline(always)]
     fn call(&self, key: &str, cost: u64) -> Call<'_> {
         self.limiter.pipeline.call([Ask {
@@ -99,7 +99,7 @@ impl Limit {
         }])
     }
 
-    /// Like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
+    /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
     /// must wait for its slot sleeps until then: [`Limiter::enforce`] with this rule.
     ///
     /// ```
@@ -118,7 +118,7 @@ impl Limit {
         self.enforce_cost(key, 1)
     }
 
-    /// [`enforce`](Limit::enforce) for a call that weighs `cost` units.
+    /// Does what [`enforce`](Limit::enforce) does, for a call that weighs `cost` units.
     pub fn enforce_cost<'a>(
         &'a self,
         key: &str,

@@ -73,7 +73,7 @@ impl Limiter {
         LimiterBuilder::default()
     }
 
-    /// Whether the store can be used as set up, checked now: Redis connected, the password and the database
+    /// Checks now whether the store can be used as set up: Redis connected, the password and the database
     /// accepted, every decision script loaded (always, in memory). Call it at start-up to find a refused
     /// port, a wrong password or a database that does not exist before the first request does;
     /// [`LimiterBuilder::connect`] builds and checks in one step.
@@ -88,7 +88,7 @@ impl Limiter {
         self.pipeline.backend.ready().await
     }
 
-    /// A limiter counting in this process's memory, with the default settings.
+    /// Creates a limiter counting in this process's memory, with the default settings.
     ///
     /// Its limits are per process: each node counts alone. Use Redis for one count shared by every node.
     pub fn in_memory() -> Limiter {
@@ -97,7 +97,7 @@ impl Limiter {
         Limiter::new(memory, Defaults::default(), clock)
     }
 
-    /// The limiter the environment asks for: Redis at `LIMITER_REDIS_URL` when set, else in-memory.
+    /// Builds the limiter the environment asks for: Redis at `LIMITER_REDIS_URL` when set, else in-memory.
     pub fn from_env() -> Result<Limiter, Error> {
         Limiter::builder().env()?.build()
     }
@@ -109,7 +109,7 @@ impl Limiter {
         current::install(self)
     }
 
-    /// The shared runtime: the installed limiter, or — if none was installed before the first use — one
+    /// Returns the shared runtime: the installed limiter, or — if none was installed before the first use — one
     /// built from the environment (as [`from_env`](Limiter::from_env) reads it), announced once at warn level.
     ///
     /// Unlike `from_env`, which fails, the shared runtime cannot refuse to exist: a variable that cannot be
@@ -120,7 +120,7 @@ impl Limiter {
         current::global()
     }
 
-    /// The limiter annotated functions use here: the one [`scope`](Limiter::scope)d over the current task,
+    /// Returns the limiter annotated functions use here: the one [`scope`](Limiter::scope)d over the current task,
     /// else the [`global`](Limiter::global) one.
     pub fn current() -> Limiter {
         current::with_current(Limiter::clone)
@@ -179,7 +179,7 @@ impl Limiter {
         self.check_cost(rule, key, 1)
     }
 
-    /// [`check`](Limiter::check) for a call that weighs `cost` units.
+    /// Does what [`check`](Limiter::check) does, for a call that weighs `cost` units.
     pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.one(&rule, format_args!("{key}"), cost);
@@ -190,14 +190,14 @@ impl Limiter {
         self.pipeline.decision(&call).await
     }
 
-    /// The decision of `call`, a permit in flight it took given back ([`let_go`](Limiter::let_go)).
+    /// Returns the decision of `call`, a permit in flight it took given back ([`let_go`](Limiter::let_go)).
     async fn decision_letting_go(&self, call: Call<'_>) -> Decision {
         let (call, decided) = self.pipeline.ruling_owned(call).await;
         self.let_go(&call, &decided).await;
         decided.decision()
     }
 
-    /// What a call leaves once its caller keeps nothing of it but its decisions ([`check`](Limiter::check),
+    /// Lets go of what a call leaves once its caller keeps nothing of it but its decisions ([`check`](Limiter::check),
     /// [`enforce`](Limiter::enforce), [`Limit`]): a permit in flight it took goes back before the call returns,
     /// so that checking an [in-flight](Rule::in_flight) rule asks whether a permit is free and holds none (a
     /// permit is held by [`acquire`](Limiter::acquire), the attribute and the tower layer). Boxed, and only
@@ -209,7 +209,7 @@ impl Limiter {
         }
     }
 
-    /// The call of one limit, `rule` (resolved), for `key`, weighing `cost`.
+    /// Returns the call of one limit, `rule` (resolved), for `key`, weighing `cost`.
     #[inline(always)]
     pub(crate) fn one<'r>(&self, rule: &'r Rule, key: fmt::Arguments<'_>, cost: u64) -> Call<'r> {
         let key = StoreKey::new(rule.prefix_value(), key);
@@ -223,7 +223,7 @@ impl Limiter {
         }])
     }
 
-    /// The call an operator's action names: `key` of `rule`, or the long key it lists as `key` (see
+    /// Returns the call an operator's action names: `key` of `rule`, or the long key it lists as `key` (see
     /// `StoreKey::named`).
     pub(crate) fn named<'r>(&self, rule: &'r Rule, key: &dyn fmt::Display) -> Call<'r> {
         let key = StoreKey::named(rule.prefix_value(), &key.to_string());
@@ -237,7 +237,7 @@ impl Limiter {
         }])
     }
 
-    /// The call of `limits`, their rules resolved into `rules`.
+    /// Returns the call of `limits`, their rules resolved into `rules`.
     fn list<'r, L: LimitList>(&self, limits: &L, rules: &'r mut Vec<Rule>) -> Call<'r> {
         let mut keys = Vec::new();
         limits.each(&mut |rule, key, cost| {
@@ -291,13 +291,13 @@ impl Limiter {
         L::decisions(decided.decisions())
     }
 
-    /// [`check_all`](Limiter::check_all) for a call that weighs `cost` units under each limit: `(rule, key,
-    /// cost)`.
+    /// Does what [`check_all`](Limiter::check_all) does, for a call that weighs `cost` units under each limit:
+    /// `(rule, key, cost)`.
     pub async fn check_all_cost<L: LimitList>(&self, limits: L) -> L::Decisions {
         self.check_all(limits).await
     }
 
-    /// What an annotated function does: like [`check`](Limiter::check), but a rejection is the
+    /// Does what an annotated function does: like [`check`](Limiter::check), but a rejection is the
     /// [`RateLimited`] error, and an admitted call that must wait for its slot
     /// ([`Decision::delay`], leaky bucket with a `max_wait`) sleeps until then.
     ///
@@ -320,7 +320,7 @@ impl Limiter {
         self.enforce_cost(rule, key, 1)
     }
 
-    /// [`enforce`](Limiter::enforce) for a call that weighs `cost` units.
+    /// Does what [`enforce`](Limiter::enforce) does, for a call that weighs `cost` units.
     pub async fn enforce_cost(
         &self,
         rule: &Rule,
@@ -346,7 +346,7 @@ impl Limiter {
         self.acquire_all([(rule, key)]).await
     }
 
-    /// [`acquire`](Limiter::acquire) for several limits at once, decided as one (all or nothing; a call
+    /// Does what [`acquire`](Limiter::acquire) does, for several limits at once, decided as one (all or nothing; a call
     /// refused holds nothing): limits in flight beside rates, say at most 4 uploads of a tenant at once and
     /// 100 an hour.
     ///
@@ -370,8 +370,8 @@ impl Limiter {
         Ok(Permit::new(self.clone(), call.detached(), decided))
     }
 
-    /// [`check_all`](Limiter::check_all), enforced: a refusal is the [`RateLimited`] error (naming the first
-    /// limit that refused, with every limit's state), and an admitted call that must wait for a slot sleeps
+    /// Enforces what [`check_all`](Limiter::check_all) decides: a refusal is the [`RateLimited`] error (naming the
+    /// first limit that refused, with every limit's state), and an admitted call that must wait for a slot sleeps
     /// until then.
     pub async fn enforce_all<L: LimitList>(&self, limits: L) -> Result<L::Decisions, RateLimited> {
         let mut rules = Vec::new();
@@ -381,8 +381,8 @@ impl Limiter {
         Ok(L::decisions(decided.decisions()))
     }
 
-    /// [`enforce_all`](Limiter::enforce_all) for a call that weighs `cost` units under each limit: `(rule,
-    /// key, cost)`.
+    /// Does what [`enforce_all`](Limiter::enforce_all) does, for a call that weighs `cost` units under each limit:
+    /// `(rule, key, cost)`.
     pub async fn enforce_all_cost<L: LimitList>(
         &self,
         limits: L,
@@ -412,7 +412,7 @@ impl Limiter {
         Ok(Reservation::new(self.clone(), call, decided))
     }
 
-    /// `rule`, resolved once, to check keys against without resolving it again: see [`Limit`].
+    /// Resolves `rule` once, to check keys against without resolving it again: see [`Limit`].
     ///
     /// ```
     /// use limiter_runtime::{Limiter, Rule};
@@ -429,7 +429,8 @@ impl Limiter {
         Limit::new(self.clone(), rule)
     }
 
-    /// This limiter in a few words, for messages that name two: "limiter #2 (Redis at redis://10.0.0.5:6379)".
+    /// Describes this limiter in a few words, for messages that name two:
+    /// "limiter #2 (Redis at redis://10.0.0.5:6379)".
     pub(crate) fn describe(&self) -> String {
         let store = self.pipeline.backend.describe();
         format!("limiter #{} ({store})", self.pipeline.id)
@@ -456,8 +457,9 @@ impl Owner for Limiter {
 mod tests {
     use crate::{Limiter, RateLimited, Rule};
 
-    /// A call's future is copied as it is built and awaited: the Redis round trip (redis-rs's large future) is
-    /// boxed so that it does not make every call's future, in-memory ones included, a kilobyte or more.
+    /// Checks that call futures stay small. A call's future is copied as it is built and awaited: the Redis round trip
+    /// (redis-rs's large future) is boxed so that it does not make every call's future, in-memory ones included, a
+    /// kilobyte or more.
     #[test]
     fn call_futures_stay_small() {
         let limiter = Limiter::in_memory();
@@ -470,8 +472,8 @@ mod tests {
         assert!(enforce <= 1024, "enforce's future is {enforce} bytes");
     }
 
-    /// A rejection is one pointer, so that every `Result` carrying it (in users' functions too) stays small on
-    /// the path where nothing is rejected.
+    /// Checks that a rejection is one pointer, so that every `Result` carrying it (in users' functions too) stays small
+    /// on the path where nothing is rejected.
     #[test]
     fn a_rejection_is_one_pointer() {
         assert_eq!(

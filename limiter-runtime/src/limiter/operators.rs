@@ -36,7 +36,7 @@ pub struct Stats {
 }
 
 impl Limiter {
-    /// What this limiter has seen so far.
+    /// Returns what this limiter has seen so far.
     pub fn stats(&self) -> Stats {
         let pipeline = &*self.pipeline;
         let shadowed = pipeline.shadowed.load(Ordering::Relaxed);
@@ -80,7 +80,7 @@ impl Limiter {
         self.change(Change::Clear(target.clone())).await
     }
 
-    /// The overrides in force, as this runtime last saw them.
+    /// Returns the overrides in force, as this runtime last saw them.
     pub fn overrides(&self) -> Vec<Override> {
         self.pipeline.overrides.list()
     }
@@ -125,7 +125,7 @@ impl Limiter {
         self.pipeline.overrides.set_enabled_here(enabled);
     }
 
-    /// Whether limiting is on: this runtime's own switch and the one of every runtime both are.
+    /// Returns whether limiting is on: this runtime's own switch and the one of every runtime both are.
     #[inline]
     pub fn is_enabled(&self) -> bool {
         self.pipeline.overrides.is_enabled()
@@ -179,7 +179,7 @@ impl Limiter {
         })
     }
 
-    /// What `key` has used of `rule`'s quota, and when the quota starts again: for a calendar quota
+    /// Returns what `key` has used of `rule`'s quota, and when the quota starts again: for a calendar quota
     /// ([`Rule::period`]), the end of the period now is in (on the store's clock: Redis's `TIME`), written in
     /// the rule's zone as RFC 3339. A read, like [`inspect`](Limiter::inspect): nothing is charged. For a
     /// tenant's own zone, ask with the rule in that zone ([`Rule::tz`]).
@@ -216,7 +216,7 @@ impl Limiter {
         Ok(Usage::new(names, counts, at, reset_after, zone))
     }
 
-    /// The `n` keys most refused over the last minute (the limit reached) under `policy` (its name or its
+    /// Returns the `n` keys most refused over the last minute (the limit reached) under `policy` (its name or its
     /// prefix; every policy's for `""`), for the whole service: each node keeps a bounded summary of its
     /// refused keys and reports it through Redis with its heartbeat, and this merges the reports. Heaviest
     /// first. An error means Redis did not answer ([`overview`](Limiter::overview) answers with this node
@@ -243,14 +243,14 @@ impl Limiter {
         }
     }
 
-    /// The service at a glance: each policy's decisions and refusals (per second, and over the last minute)
+    /// Shows the service at a glance: each policy's decisions and refusals (per second, and over the last minute)
     /// and each node's health (breaker, degraded decisions, switch), merged from the nodes' reports through
     /// Redis. When Redis does not answer, this node's view alone, marked [`partial`](Overview::partial).
     pub async fn overview(&self) -> Overview {
         self.service().await.0
     }
 
-    /// The service's view, the most refused keys of each policy, and why it is this node's alone, if it is.
+    /// Returns the service's view, the most refused keys of each policy, and why it is this node's alone, if it is.
     async fn service(&self) -> (Overview, BTreeMap<String, TopKeys>, Option<Error>) {
         let pipeline = &*self.pipeline;
         let backend = pipeline.backend.stats();

@@ -40,12 +40,12 @@ impl Permit {
         }))
     }
 
-    /// The decision of its first limit (the only one, for [`acquire`](Limiter::acquire)).
+    /// Returns the decision of its first limit (the only one, for [`acquire`](Limiter::acquire)).
     pub fn decision(&self) -> Decision {
         self.held().decided.decision()
     }
 
-    /// Each limit's decision, in the order given.
+    /// Returns each limit's decision, in the order given.
     pub fn decisions(&self) -> Vec<Decision> {
         self.held().decided.decisions().collect()
     }

@@ -21,7 +21,7 @@ impl HeldCall {
         pipeline.give_back(&self.call, &self.decided, units).await;
     }
 
-    /// Each limit's cost: what it charged.
+    /// Returns each limit's cost: what it charged.
     pub(crate) fn costs(&self) -> Vec<u64> {
         self.call
             .limits()
@@ -30,7 +30,7 @@ impl HeldCall {
             .collect()
     }
 
-    /// What gives back its permits in flight and nothing of its rates ([`Call::permits`]).
+    /// Returns what gives back its permits in flight and nothing of its rates ([`Call::permits`]).
     pub(crate) fn permits(&self) -> Vec<u64> {
         self.call.permits()
     }
@@ -95,7 +95,7 @@ impl Reservation {
         }))
     }
 
-    /// The decision that admitted the estimate.
+    /// Returns the decision that admitted the estimate.
     pub fn decision(&self) -> &Decision {
         let held = self.0.as_ref().expect("a reservation is settled once");
         &held.decided.limits[0].decision

@@ -25,7 +25,7 @@ pub(crate) struct Banning {
 }
 
 impl Banning {
-    /// Whether calls under `prefix` read their keys' blocks now.
+    /// Returns whether calls under `prefix` read their keys' blocks now.
     #[inline]
     pub(crate) fn reads_blocks(&self, prefix: &str, clock: &dyn Clock) -> bool {
         if self.len.load(Ordering::Acquire) == 0 {

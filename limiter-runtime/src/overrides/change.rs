@@ -32,7 +32,7 @@ pub struct Override {
 }
 
 impl Override {
-    /// An override of every limit whose prefix is `prefix`.
+    /// Creates an override of every limit whose prefix is `prefix`.
     pub fn prefix(prefix: impl Into<String>) -> Override {
         Override {
             prefix: prefix.into(),
@@ -41,7 +41,7 @@ impl Override {
         }
     }
 
-    /// An override of the limit of one key under `prefix` (the key as the attribute formats it: the parts of
+    /// Creates an override of the limit of one key under `prefix` (the key as the attribute formats it: the parts of
     /// a key list joined with `:`).
     pub fn key(prefix: impl Into<String>, key: impl fmt::Display) -> Override {
         let prefix = prefix.into();
@@ -55,7 +55,7 @@ impl Override {
         }
     }
 
-    /// The new admissions per window: at least 1. A limit of zero would refuse every call, as `max = 0` on the
+    /// Sets the new admissions per window: at least 1. A limit of zero would refuse every call, as `max = 0` on the
     /// attribute would: [`Limiter::set_override`](crate::Limiter::set_override) refuses it
     /// ([`Error::InvalidOverride`](crate::Error::InvalidOverride)).
     pub fn max(mut self, max: u64) -> Override {
@@ -63,7 +63,7 @@ impl Override {
         self
     }
 
-    /// The new window: at least a microsecond (windows are counted in microseconds), or
+    /// Sets the new window: at least a microsecond (windows are counted in microseconds), or
     /// [`Limiter::set_override`](crate::Limiter::set_override) refuses it.
     pub fn window(mut self, window: Duration) -> Override {
         self.limits.window = Some(window);
@@ -78,27 +78,27 @@ impl Override {
         }
     }
 
-    /// The prefix of the limits overridden.
+    /// Returns the prefix of the limits overridden.
     pub fn target_prefix(&self) -> &str {
         &self.prefix
     }
 
-    /// The key overridden, if only one.
+    /// Returns the key overridden, if only one.
     pub fn target_key(&self) -> Option<&str> {
         self.key.as_deref()
     }
 
-    /// The admissions per window it sets, if it does.
+    /// Returns the admissions per window it sets, if it does.
     pub fn max_value(&self) -> Option<u64> {
         self.limits.max
     }
 
-    /// The window it sets, if it does.
+    /// Returns the window it sets, if it does.
     pub fn window_value(&self) -> Option<Duration> {
         self.limits.window
     }
 
-    /// This override, if it can be set; else [`Error::InvalidOverride`] saying why.
+    /// Returns this override, if it can be set; else [`Error::InvalidOverride`] saying why.
     pub(crate) fn valid(self) -> Result<Override, Error> {
         match self.invalid() {
             None => Ok(self),
@@ -109,7 +109,7 @@ impl Override {
         }
     }
 
-    /// Why no runtime takes this override as a limit, if none does: a `max` of zero (as the attribute refuses
+    /// Returns why no runtime takes this override as a limit, if none does: a `max` of zero (as the attribute refuses
     /// `max = 0`: it would refuse every call), or a window that is no microsecond long.
     pub(crate) fn invalid(&self) -> Option<&'static str> {
         if self.limits.max == Some(0) {
@@ -121,7 +121,7 @@ impl Override {
         None
     }
 
-    /// Its target, for messages: `prefix "p:"`, or `key "k" of prefix "p:"`.
+    /// Returns its target, for messages: `prefix "p:"`, or `key "k" of prefix "p:"`.
     fn target(&self) -> String {
         match &self.key {
             None => format!("prefix {:?}", self.prefix),
@@ -129,7 +129,7 @@ impl Override {
         }
     }
 
-    /// The hash field of this override's target: unambiguous for any prefix and key text.
+    /// Returns the hash field of this override's target: unambiguous for any prefix and key text.
     pub(crate) fn field(&self) -> String {
         match &self.key {
             None => format!("p:{}:{}", self.prefix.len(), self.prefix),
@@ -191,7 +191,7 @@ pub(crate) enum Change {
 const BANNING: &str = "b:";
 
 impl Change {
-    /// What the script does: `set` the field, or `clear` it.
+    /// Returns what the script does: `set` the field, or `clear` it.
     pub(crate) fn op(&self) -> &'static str {
         match self {
             Change::Clear(_) => "clear",
@@ -199,7 +199,7 @@ impl Change {
         }
     }
 
-    /// The hash's field.
+    /// Returns the hash's field.
     pub(crate) fn field(&self) -> String {
         match self {
             Change::Set(o) | Change::Clear(o) => o.field(),
@@ -208,7 +208,7 @@ impl Change {
         }
     }
 
-    /// The field's value.
+    /// Returns the field's value.
     pub(crate) fn value(&self) -> String {
         match self {
             Change::Set(o) | Change::Clear(o) => o.value(),
@@ -253,7 +253,7 @@ fn switch_value(on: bool) -> &'static str {
     }
 }
 
-/// The switch's value as the hash holds it.
+/// Parses the switch's value as the hash holds it.
 pub(crate) fn parse_switch(value: &str) -> Option<bool> {
     match value {
         "on" => Some(true),

@@ -33,7 +33,7 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    /// These limits, completed by `fallback` where they set nothing.
+    /// Returns these limits, completed by `fallback` where they set nothing.
     fn or(self, fallback: Limits) -> Limits {
         Limits {
             max: self.max.or(fallback.max),
@@ -71,13 +71,13 @@ impl Default for Overrides {
 }
 
 impl Overrides {
-    /// Whether limiting is on: this runtime's switch and the one of every runtime both are.
+    /// Returns whether limiting is on: this runtime's switch and the one of every runtime both are.
     #[inline]
     pub(crate) fn is_enabled(&self) -> bool {
         self.switch.is_on()
     }
 
-    /// Whether this runtime's own switch is on: while it is off, nothing is sent to Redis, not even in the
+    /// Returns whether this runtime's own switch is on: while it is off, nothing is sent to Redis, not even in the
     /// background.
     pub(crate) fn is_enabled_here(&self) -> bool {
         self.switch.is_on_here()
@@ -87,13 +87,13 @@ impl Overrides {
         self.switch.turn_here(enabled);
     }
 
-    /// What overrides `key` under `prefix`, if anything: the key's own override, completed by its prefix's.
+    /// Returns what overrides `key` under `prefix`, if anything: the key's own override, completed by its prefix's.
     #[inline]
     pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Limits> {
         self.table.lookup(prefix, key)
     }
 
-    /// Whether calls under `prefix` read their keys' blocks, penalty or not: a ban under it is in force.
+    /// Returns whether calls under `prefix` read their keys' blocks, penalty or not: a ban under it is in force.
     #[inline]
     pub(crate) fn reads_blocks(&self, prefix: &str, clock: &dyn Clock) -> bool {
         self.banning.reads_blocks(prefix, clock)
@@ -152,12 +152,12 @@ impl Overrides {
         moved
     }
 
-    /// The version of the Redis hash the table holds.
+    /// Returns the version of the Redis hash the table holds.
     pub(crate) fn version(&self) -> u64 {
         *self.lock_version()
     }
 
-    /// How many overrides are in force.
+    /// Returns how many overrides are in force.
     pub(crate) fn len(&self) -> usize {
         self.table.len()
     }
@@ -166,7 +166,7 @@ impl Overrides {
         self.table.list()
     }
 
-    /// The version's lock. It guards a number and the table's single-step changes, so a poisoned lock is
+    /// Takes the version's lock. It guards a number and the table's single-step changes, so a poisoned lock is
     /// taken as is.
     fn lock_version(&self) -> std::sync::MutexGuard<'_, u64> {
         self.version.lock().unwrap_or_else(PoisonError::into_inner)
@@ -177,7 +177,7 @@ impl Overrides {
 mod tests {
     use super::*;
 
-    /// Announced changes apply in order; one already applied is not applied again; a gap asks for a reload.
+    /// Checks that announced changes apply in order; one already applied is not applied again; a gap asks for a reload.
     #[test]
     fn versions_tell_a_new_change_from_a_seen_one_and_from_a_gap() {
         let overrides = Overrides::default();

@@ -12,13 +12,13 @@ const OFF_EVERYWHERE: u8 = 2;
 pub(crate) struct Switch(AtomicU8);
 
 impl Switch {
-    /// Whether limiting is on: both switches are.
+    /// Returns whether limiting is on: both switches are.
     #[inline]
     pub(crate) fn is_on(&self) -> bool {
         self.0.load(Ordering::Relaxed) == 0
     }
 
-    /// Whether this runtime's own switch is on: while it is off, the runtime sends Redis nothing at all.
+    /// Returns whether this runtime's own switch is on: while it is off, the runtime sends Redis nothing at all.
     pub(crate) fn is_on_here(&self) -> bool {
         self.0.load(Ordering::Relaxed) & OFF_HERE == 0
     }

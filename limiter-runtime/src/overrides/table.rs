@@ -37,7 +37,7 @@ struct Prefix {
 }
 
 impl Table {
-    /// What overrides `key` under `prefix`, if anything: the key's own override, completed by its prefix's.
+    /// Returns what overrides `key` under `prefix`, if anything: the key's own override, completed by its prefix's.
     #[inline]
     pub(crate) fn lookup(&self, prefix: &str, key: &str) -> Option<Limits> {
         if self.len.load(Ordering::Acquire) == 0 {
@@ -86,7 +86,7 @@ impl Table {
         self.count(had, set);
     }
 
-    /// The per-key overrides of `prefix`, made if there are none yet and `make`.
+    /// Returns the per-key overrides of `prefix`, made if there are none yet and `make`.
     fn keys_of(&self, prefix: &str, make: bool) -> Option<Arc<Sharded<Keys<Limits>>>> {
         if let Some(keys) = self
             .prefixes
@@ -125,12 +125,12 @@ impl Table {
         self.len.store(fresh.len(), Ordering::Release);
     }
 
-    /// How many overrides the table holds.
+    /// Returns how many overrides the table holds.
     pub(crate) fn len(&self) -> usize {
         self.len.load(Ordering::Relaxed)
     }
 
-    /// Every override, by prefix and then key.
+    /// Lists every override, by prefix and then key.
     pub(crate) fn list(&self) -> Vec<Override> {
         let mut all = Vec::new();
         for (prefix, entry) in self.prefixes.load().iter() {
@@ -180,7 +180,7 @@ mod tests {
         assert_eq!((table.len(), table.list().len()), (1, 1));
     }
 
-    /// Setting an override again replaces it; clearing one that is not there changes nothing; the count
+    /// Checks that setting an override again replaces it; clearing one that is not there changes nothing; the count
     /// follows.
     #[test]
     fn the_count_follows_sets_replacements_and_clears() {
@@ -198,7 +198,7 @@ mod tests {
         assert_eq!((table.len(), table.lookup("p:", "a")), (0, None));
     }
 
-    /// A prefix and a key that spell the same store key are still two targets.
+    /// Checks that a prefix and a key that spell the same store key are still two targets.
     #[test]
     fn targets_are_told_apart_by_where_the_prefix_ends() {
         let table = Table::default();

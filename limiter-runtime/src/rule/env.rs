@@ -7,7 +7,7 @@ use crate::parse::duration;
 use crate::{Algorithm, Error, OnError};
 
 impl Rule {
-    /// `self`, with what the environment sets over it: `LIMITER_PREFIX`, `LIMITER_WINDOW`, `LIMITER_MAX`,
+    /// Returns `self`, with what the environment sets over it: `LIMITER_PREFIX`, `LIMITER_WINDOW`, `LIMITER_MAX`,
     /// `LIMITER_MESSAGE`, `LIMITER_ALGORITHM` and `LIMITER_ON_ERROR`. A variable that cannot be read changes
     /// nothing, and its error (naming it) goes to `errors`.
     pub(crate) fn with_env(mut self, errors: &mut Vec<Error>) -> Rule {

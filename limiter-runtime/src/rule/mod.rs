@@ -77,18 +77,18 @@ pub(crate) enum Wait {
 }
 
 impl Rule {
-    /// A rule that inherits everything from the limiter's defaults.
+    /// Creates a rule that inherits everything from the limiter's defaults.
     pub const fn new() -> Self {
         Rule::from_attribute(None, None, None)
     }
 
-    /// The key namespace: the store key is `prefix` followed by the key.
+    /// Sets the key namespace: the store key is `prefix` followed by the key.
     pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
         self.prefix = Some(prefix.into());
         self
     }
 
-    /// The policy's name: how the HTTP quota headers and [`RateLimited::policy`](crate::RateLimited::policy)
+    /// Sets the policy's name: how the HTTP quota headers and [`RateLimited::policy`](crate::RateLimited::policy)
     /// call this limit. By default, `limit-` and the first 8 hex digits of the SHA-1 of its prefix: stable, and
     /// distinct for distinct prefixes, without showing the store's key namespace to clients.
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
@@ -96,38 +96,37 @@ impl Rule {
         self
     }
 
-    /// The window length.
+    /// Sets the window length.
     pub const fn window(mut self, window: Duration) -> Self {
         self.window = Some(window);
         self
     }
 
-    /// Admissions per window.
+    /// Sets the admissions per window.
     pub const fn max(mut self, max: u64) -> Self {
         self.max = Some(max);
         self
     }
 
-    /// The message of the [`RateLimited`](crate::RateLimited) error when this rule rejects a call.
+    /// Sets the message of the [`RateLimited`](crate::RateLimited) error when this rule rejects a call.
     pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
         self.message = Some(message.into());
         self
     }
 
-    /// The counting algorithm.
+    /// Sets the counting algorithm.
     pub const fn algorithm(mut self, algorithm: Algorithm) -> Self {
         self.algorithm = Some(algorithm);
         self
     }
 
-    /// [`TokenBucket`](Algorithm::TokenBucket): the bucket's capacity, the most a burst can take at once
-    /// (default `max`).
+    /// Sets a [`TokenBucket`](Algorithm::TokenBucket)'s capacity, the most a burst can take at once (default `max`).
     pub const fn burst(mut self, burst: u64) -> Self {
         self.burst = Some(burst);
         self
     }
 
-    /// [`LeakyBucket`](Algorithm::LeakyBucket): admit a call whose slot starts within `max_wait`, telling it
+    /// Makes a [`LeakyBucket`](Algorithm::LeakyBucket) admit a call whose slot starts within `max_wait`, telling it
     /// to wait ([`Decision::delay`](crate::Decision::delay)); without it (or [`wait`](Rule::wait)) a call that
     /// would have to wait is rejected.
     pub const fn max_wait(mut self, max_wait: Duration) -> Self {
@@ -135,20 +134,20 @@ impl Rule {
         self
     }
 
-    /// [`LeakyBucket`](Algorithm::LeakyBucket): admit a call whose slot starts within one window, telling it
+    /// Makes a [`LeakyBucket`](Algorithm::LeakyBucket) admit a call whose slot starts within one window, telling it
     /// to wait: `mode = wait` on the attribute.
     pub const fn wait(mut self) -> Self {
         self.wait = Some(Wait::Window);
         self
     }
 
-    /// What decides this rule's calls when Redis fails or is too slow (default: the limiter's).
+    /// Sets what decides this rule's calls when Redis fails or is too slow (default: the limiter's).
     pub const fn on_error(mut self, on_error: OnError) -> Self {
         self.on_error = Some(on_error);
         self
     }
 
-    /// Shadow mode: count and report calls the rule would reject ("would have limited", at info level and in
+    /// Sets shadow mode: count and report calls the rule would reject ("would have limited", at info level and in
     /// [`Stats::shadowed`](crate::Stats::shadowed)), but never reject or delay one. For rolling out a new limit
     /// safely.
     pub const fn shadow(mut self, shadow: bool) -> Self {
@@ -156,7 +155,7 @@ impl Rule {
         self
     }
 
-    /// A lease (with Redis, for [`TokenBucket`](Algorithm::TokenBucket) and
+    /// Sets a lease (with Redis, for [`TokenBucket`](Algorithm::TokenBucket) and
     /// [`FixedWindow`](Algorithm::FixedWindow)): a node takes up to `units` from Redis in one call and
     /// spends them in memory, with no round trip, for at most [`lease_ttl`](Rule::lease_ttl) (default 100 ms);
     /// what it has not spent then goes back. For one hot key that one Redis core cannot serve.
@@ -170,7 +169,7 @@ impl Rule {
         self
     }
 
-    /// How long a node may spend a [`lease`](Rule::lease) before what is left of it goes back (default
+    /// Sets how long a node may spend a [`lease`](Rule::lease) before what is left of it goes back (default
     /// 100 ms): the longer, the fewer calls reach Redis, and the looser a token bucket's bound.
     /// `lease_ttl = "100ms"` on the attribute.
     pub const fn lease_ttl(mut self, ttl: Duration) -> Self {
@@ -178,7 +177,7 @@ impl Rule {
         self
     }
 
-    /// A limit of calls in flight: at most `permits` calls of a key running at once, across every node
+    /// Sets a limit of calls in flight: at most `permits` calls of a key running at once, across every node
     /// ([`Algorithm::InFlight`]), not a rate: `window`, `algorithm`, `burst` and waiting do not apply, and a
     /// call takes one permit whatever its cost. Take one with [`Limiter::acquire`](crate::Limiter::acquire)
     /// (given back when the [`Permit`](crate::Permit) is dropped); `in_flight = 4` on the attribute holds one
@@ -197,14 +196,14 @@ impl Rule {
         self
     }
 
-    /// How long a permit of an [`in_flight`](Rule::in_flight) rule lives in Redis unless its node renews it
+    /// Sets how long a permit of an [`in_flight`](Rule::in_flight) rule lives in Redis unless its node renews it
     /// (default 30 s; renewed every third of it while held). `in_flight_ttl = "30s"` on the attribute.
     pub const fn in_flight_ttl(mut self, ttl: Duration) -> Self {
         self.in_flight_ttl = Some(ttl);
         self
     }
 
-    /// A penalty ([`Penalty`]): a call this rule's limit refuses blocks its key for a while, fixed or
+    /// Sets a penalty ([`Penalty`]): a call this rule's limit refuses blocks its key for a while, fixed or
     /// escalating, on every node; every call of the key is refused until the block ends, with `retry_after` the
     /// block's remaining time. Operators can also [`ban`](crate::Limiter::ban) a key of a rule with a
     /// penalty. `penalty = "10m"` or `penalty = "1m..1h"` on the attribute.
@@ -223,7 +222,7 @@ impl Rule {
         self
     }
 
-    /// A calendar quota: at most `max` units per `period` of the calendar ([`Algorithm::Calendar`]), counted
+    /// Sets a calendar quota: at most `max` units per `period` of the calendar ([`Algorithm::Calendar`]), counted
     /// again from the period's first instant in the rule's [`tz`](Rule::tz) (UTC unless set): midnight, Monday's
     /// midnight, or the billing day's ([`anchor`](Rule::anchor)). `window`, `burst`, leases and waiting do
     /// not apply; `cost` does. `period = month` on the attribute.
@@ -247,7 +246,7 @@ impl Rule {
         self
     }
 
-    /// The time zone a [`period`](Rule::period) is counted in (default UTC). A zone per call (a tenant's own)
+    /// Sets the time zone a [`period`](Rule::period) is counted in (default UTC). A zone per call (a tenant's own)
     /// is `tz = <expr>` on the attribute, or a rule per zone with the plain API.
     pub fn tz(mut self, zone: Zone) -> Self {
         self.calendar.zone = Some(zone);
@@ -265,14 +264,14 @@ impl Rule {
         self
     }
 
-    /// The billing day a [`Period::Month`] starts on (default 1): a month shorter than `day` starts on its
+    /// Sets the billing day a [`Period::Month`] starts on (default 1): a month shorter than `day` starts on its
     /// last day (31 is every month's last day; 0 reads as 1). `anchor = 15` on the attribute.
     pub const fn anchor(mut self, day: u8) -> Self {
         self.calendar.anchor = Some(day);
         self
     }
 
-    /// A rule with the text an attribute writes, in a constant: what `#[rate_limit]` expansions start from (in
+    /// Creates a rule with the text an attribute writes, in a constant: what `#[rate_limit]` expansions start from (in
     /// a `static`), before the other parts' `const` setters.
     #[doc(hidden)]
     pub const fn from_attribute(
@@ -311,8 +310,8 @@ impl Rule {
         }
     }
 
-    /// The limit of calls in flight that `in_flight = ..` adds beside an attribute's rate: its keys go under the
-    /// rate's prefix followed by `in_flight:`, so that the two count apart.
+    /// Makes this the limit of calls in flight that `in_flight = ..` adds beside an attribute's rate: its keys go under
+    /// the rate's prefix followed by `in_flight:`, so that the two count apart.
     #[doc(hidden)]
     pub const fn beside_rate(mut self) -> Self {
         self.beside_rate = true;

@@ -33,7 +33,7 @@ impl OnError {
     /// Every policy.
     pub const ALL: [OnError; 3] = [OnError::Open, OnError::Closed, OnError::Local];
 
-    /// Its name as the attribute spells it (`on_error = closed`), and as `FromStr` reads it.
+    /// Returns its name as the attribute spells it (`on_error = closed`), and as `FromStr` reads it.
     pub const fn name(self) -> &'static str {
         match self {
             OnError::Open => "open",
@@ -52,7 +52,7 @@ impl fmt::Display for OnError {
 impl FromStr for OnError {
     type Err = ParseError;
 
-    /// A policy by its [`name`](OnError::name).
+    /// Parses a policy by its [`name`](OnError::name).
     fn from_str(name: &str) -> Result<OnError, ParseError> {
         OnError::ALL
             .into_iter()

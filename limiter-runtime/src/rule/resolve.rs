@@ -36,7 +36,7 @@ impl Defaults {
             .sort_by_key(|(path, _)| std::cmp::Reverse(path.len()));
     }
 
-    /// `rule` as written in `module`, with every part it leaves out taken from the innermost enclosing module
+    /// Returns `rule` as written in `module`, with every part it leaves out taken from the innermost enclosing module
     /// that sets it, else from the crate-wide defaults (`a::b` encloses `a::b::c`, not `a::bc`). What none
     /// sets reads as its built-in default.
     pub(crate) fn resolve(&self, rule: &Rule, module: &str) -> Rule {
@@ -59,8 +59,8 @@ impl Defaults {
 }
 
 impl Defaults {
-    /// [`resolve`](Defaults::resolve) for a rule of the plain API (no module): the rule itself, borrowed,
-    /// when no default would change it (the common case: a rule that sets what the defaults set).
+    /// Returns what [`resolve`](Defaults::resolve) gives for a rule of the plain API (no module): the rule itself,
+    /// borrowed, when no default would change it (the common case: a rule that sets what the defaults set).
     #[inline]
     pub(crate) fn resolved<'r>(&self, rule: &'r Rule) -> Cow<'r, Rule> {
         let unchanged = !rule.beside_rate
@@ -77,7 +77,7 @@ impl Defaults {
 }
 
 impl Rule {
-    /// Whether `self` sets every part `fallback` sets: `self.or(fallback)` is `self`.
+    /// Returns whether `self` sets every part `fallback` sets: `self.or(fallback)` is `self`.
     fn covers(&self, fallback: &Rule) -> bool {
         (self.prefix.is_some() || fallback.prefix.is_none())
             && (self.name.is_some() || fallback.name.is_none())
@@ -96,7 +96,7 @@ impl Rule {
             && self.calendar.covers(&fallback.calendar)
     }
 
-    /// `self`, with every part it leaves out taken from `fallback`.
+    /// Returns `self`, with every part it leaves out taken from `fallback`.
     pub(crate) fn or(self, fallback: &Rule) -> Rule {
         Rule {
             prefix: self.prefix.or_else(|| fallback.prefix.clone()),
@@ -119,7 +119,7 @@ impl Rule {
         }
     }
 
-    /// This rule with every part set, the built-in defaults included: resolved again anywhere (under another
+    /// Returns this rule with every part set, the built-in defaults included: resolved again anywhere (under another
     /// limiter's defaults too), it is itself.
     pub(crate) fn completed(self) -> Rule {
         Rule {
@@ -144,7 +144,7 @@ impl Rule {
         }
     }
 
-    /// The policy name of this rule (resolved: its prefix is the one its store keys start with): its `name`,
+    /// Returns the policy name of this rule (resolved: its prefix is the one its store keys start with): its `name`,
     /// else one derived from its prefix.
     pub(crate) fn policy_name(&self) -> PolicyName {
         match (&self.name, &self.prefix) {
@@ -154,7 +154,7 @@ impl Rule {
         }
     }
 
-    /// The store key's namespace.
+    /// Returns the store key's namespace.
     #[inline]
     pub(crate) fn prefix_value(&self) -> &str {
         self.prefix.as_deref().unwrap_or(PREFIX)
@@ -215,7 +215,7 @@ mod tests {
         );
     }
 
-    /// A completed rule sets every part, so the defaults of any limiter leave it as it is.
+    /// Checks that a completed rule sets every part, so the defaults of any limiter leave it as it is.
     #[test]
     fn a_completed_rule_resolves_to_itself_anywhere() {
         let defaults = Defaults {
@@ -234,7 +234,7 @@ mod tests {
         assert_eq!(other.resolve(&completed, "m"), completed);
     }
 
-    /// The plain API's shortcut borrows a rule only when the defaults would leave it as it is.
+    /// Checks that the plain API's shortcut borrows a rule only when the defaults would leave it as it is.
     #[test]
     fn resolved_is_resolve_borrowed_when_nothing_changes() {
         let defaults = Defaults {

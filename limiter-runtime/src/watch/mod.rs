@@ -97,7 +97,7 @@ impl Watch {
             .is_some()
     }
 
-    /// The tally of a policy seen for the first time (or by two threads at once: one tally stays); none when
+    /// Returns the tally of a policy seen for the first time (or by two threads at once: one tally stays); none when
     /// [`MAX_POLICIES`] are tallied already.
     #[cold]
     fn first(&self, rule: impl std::ops::Deref<Target = Rule>, prefix: &str) -> Option<Arc<Tally>> {
@@ -125,7 +125,7 @@ impl Watch {
         Some(tally)
     }
 
-    /// Each policy now, by name, with its `refused_keys` most refused keys and `decided_keys` most decided.
+    /// Reports each policy now, by name, with its `refused_keys` most refused keys and `decided_keys` most decided.
     pub(crate) fn reports(&self, refused_keys: usize, decided_keys: usize) -> Vec<PolicyReport> {
         let tallies: Vec<Arc<Tally>> = self.policies.load().values().cloned().collect();
         let mut reports: Vec<PolicyReport> = tallies
@@ -136,7 +136,7 @@ impl Watch {
         reports
     }
 
-    /// What this node reports: its `node` id, its breaker and degraded decisions, whether limiting is
+    /// Returns what this node reports: its `node` id, its breaker and degraded decisions, whether limiting is
     /// `enabled`, and each policy with its [`REPORTED`] most refused keys and [`REPORTED_DECIDED`] most decided.
     pub(crate) fn node_report(
         &self,
@@ -154,7 +154,7 @@ impl Watch {
         }
     }
 
-    /// The rule of the policy named (or prefixed) `policy`, as first seen here (what the admin API inspects a
+    /// Returns the rule of the policy named (or prefixed) `policy`, as first seen here (what the admin API inspects a
     /// key under).
     pub(crate) fn rule_of(&self, policy: &str) -> Option<Rule> {
         self.policies
@@ -165,7 +165,7 @@ impl Watch {
     }
 }
 
-/// The rule of the policy named (or prefixed) `policy` in the first of the nodes' `reports` that has it: a
+/// Finds the rule of the policy named (or prefixed) `policy` in the first of the nodes' `reports` that has it: a
 /// policy that another node decided, for the admin API to inspect a key under.
 pub(crate) fn rule_in(reports: &[(NodeReport, Duration)], policy: &str) -> Option<Rule> {
     reports
@@ -175,7 +175,7 @@ pub(crate) fn rule_in(reports: &[(NodeReport, Duration)], policy: &str) -> Optio
         .find_map(|p| p.rule.clone())
 }
 
-/// The service's view, from each node's report (`this` is this node's, read now; the others' as Redis holds
+/// Merges the service's view from each node's report (`this` is this node's, read now; the others' as Redis holds
 /// them, each with how long ago it was written).
 pub(crate) fn merge(
     this: NodeReport,
@@ -243,7 +243,7 @@ pub(crate) fn merge(
     (overview, refused_by_policy)
 }
 
-/// The `n` most refused keys of `policy` (a name or a prefix; every policy's for ""), from the merged
+/// Returns the `n` most refused keys of `policy` (a name or a prefix; every policy's for ""), from the merged
 /// summaries, heaviest first.
 pub(crate) fn top_of(
     overview: &Overview,

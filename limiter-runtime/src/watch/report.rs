@@ -51,7 +51,7 @@ pub(crate) struct NodeReport {
 }
 
 impl NodeReport {
-    /// The report as text.
+    /// Writes the report as text.
     pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         let flag = |b: bool| u8::from(b);
@@ -89,7 +89,7 @@ impl NodeReport {
         out
     }
 
-    /// A report written by [`encode`](NodeReport::encode); `None` if it is not one (a newer version's, say).
+    /// Reads a report written by [`encode`](NodeReport::encode); `None` if it is not one (a newer version's, say).
     pub(crate) fn decode(text: &str) -> Option<NodeReport> {
         let mut lines = text.lines();
         let mut node = lines.next()?.split('\t');
@@ -149,7 +149,7 @@ impl NodeReport {
     }
 }
 
-/// `text` with `\`, tab, newline and carriage return escaped.
+/// Returns `text` with `\`, tab, newline and carriage return escaped.
 fn escape(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains(['\\', '\t', '\n', '\r']) {
         return text.into();
@@ -167,7 +167,7 @@ fn escape(text: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// What [`escape`] wrote, back.
+/// Reads back what [`escape`] wrote.
 fn unescape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();

@@ -89,7 +89,7 @@ impl Recent {
 }
 
 impl Tally {
-    /// A policy first seen now, under `rule`.
+    /// Starts tallying a policy first seen now, under `rule`.
     pub(crate) fn new(policy: String, prefix: String, rule: Rule) -> Tally {
         let now = Instant::now();
         Tally {
@@ -140,7 +140,7 @@ impl Tally {
         }
     }
 
-    /// The policy now, with its `refused` most refused keys and its `decided` most decided.
+    /// Reports the policy now, with its `refused` most refused keys and its `decided` most decided.
     pub(crate) fn report(&self, refused_keys: usize, decided_keys: usize) -> PolicyReport {
         let now = Instant::now();
         let (decided, refused) = (
@@ -203,7 +203,7 @@ impl Tally {
 mod tests {
     use super::*;
 
-    /// A call refused because Redis could not decide is a refusal of the policy, not of its key.
+    /// Checks that a call refused because Redis could not decide is a refusal of the policy, not of its key.
     #[test]
     fn a_refusal_for_want_of_redis_is_counted_but_not_against_its_key() {
         let tally = Tally::new("p".into(), "p:".into(), Rule::new());

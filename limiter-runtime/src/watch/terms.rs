@@ -18,7 +18,7 @@ use crate::calendar::{Period, Zone};
 use crate::rule::Wait;
 use crate::{Algorithm, Penalty, Rule};
 
-/// `rule`'s terms, as fields (see the module's documentation).
+/// Writes `rule`'s terms as fields (see the module's documentation).
 pub(super) fn encode(rule: &Rule) -> Vec<String> {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let mut fields = vec![
@@ -60,7 +60,7 @@ pub(super) fn encode(rule: &Rule) -> Vec<String> {
     fields
 }
 
-/// The rule of the policy named `policy`, counted under `prefix`, with the terms `fields`; `None` if they do
+/// Reads the rule of the policy named `policy`, counted under `prefix`, with the terms `fields`; `None` if they do
 /// not read.
 pub(super) fn decode(policy: &str, prefix: &str, fields: &[&str]) -> Option<Rule> {
     let mut rule = Rule::new()
@@ -93,7 +93,7 @@ pub(super) fn decode(policy: &str, prefix: &str, fields: &[&str]) -> Option<Rule
     Some(rule.algorithm(algorithm?).max(max?).window(window?))
 }
 
-/// The algorithm named `name`: a rate's (those `FromStr` reads), or a limit in flight's, or a calendar's.
+/// Returns the algorithm named `name`: a rate's (those `FromStr` reads), or a limit in flight's, or a calendar's.
 fn algorithm_named(name: &str) -> Option<Algorithm> {
     let every = Algorithm::ALL.into_iter();
     let mut every = every.chain([Algorithm::InFlight, Algorithm::Calendar]);
@@ -104,7 +104,7 @@ fn algorithm_named(name: &str) -> Option<Algorithm> {
 mod tests {
     use super::*;
 
-    /// Every part a read of a key depends on comes back as written.
+    /// Checks that every part a read of a key depends on comes back as written.
     #[test]
     fn terms_read_back_as_written() {
         let second = Duration::from_secs(1);

@@ -18,7 +18,7 @@ pub(crate) struct TopKeys {
 }
 
 impl TopKeys {
-    /// An empty summary of at most `capacity` keys (at least 2).
+    /// Creates an empty summary of at most `capacity` keys (at least 2).
     pub(crate) fn new(capacity: usize) -> TopKeys {
         TopKeys {
             counts: HashMap::with_hasher(foldhash::fast::RandomState::default()),
@@ -52,7 +52,7 @@ impl TopKeys {
         self.counts.extend(all);
     }
 
-    /// A summary that holds `keys` with their counts, and may have forgotten keys of up to `floor` each: what
+    /// Creates a summary that holds `keys` with their counts, and may have forgotten keys of up to `floor` each: what
     /// a node reports of its own.
     pub(crate) fn reported(keys: &[(String, u64)], floor: u64) -> TopKeys {
         let mut summary = TopKeys::new(keys.len().max(2));
@@ -78,12 +78,12 @@ impl TopKeys {
         self.floor += other.floor;
     }
 
-    /// The `n` heaviest keys, heaviest first (ties by key).
+    /// Returns the `n` heaviest keys, heaviest first (ties by key).
     pub(crate) fn top(&self, n: usize) -> Vec<(&str, u64)> {
         self.top_and_rest(n).0
     }
 
-    /// The `n` heaviest keys, heaviest first (ties by key), and the most any other key may have had: the
+    /// Returns the `n` heaviest keys, heaviest first (ties by key), and the most any other key may have had: the
     /// heaviest left out, or the floor.
     pub(crate) fn top_and_rest(&self, n: usize) -> (Vec<(&str, u64)>, u64) {
         let mut all: Vec<(&str, u64)> = self.counts.iter().map(|(k, &c)| (&**k, c)).collect();
@@ -93,7 +93,7 @@ impl TopKeys {
         (all, rest)
     }
 
-    /// How many keys it holds.
+    /// Returns how many keys it holds.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.counts.len()
@@ -121,13 +121,13 @@ mod tests {
             self.0
         }
 
-        /// A uniform draw in [0, 1).
+        /// Returns a uniform draw in [0, 1).
         fn unit(&mut self) -> f64 {
             (self.next() >> 11) as f64 / (1u64 << 53) as f64
         }
     }
 
-    /// Zipf(s) over `n` keys, by inverting its cumulative distribution (a binary search over it).
+    /// Returns Zipf(s) over `n` keys, by inverting its cumulative distribution (a binary search over it).
     fn zipf(n: usize, s: f64) -> Vec<f64> {
         let mut cumulative = Vec::with_capacity(n);
         let mut total = 0.0;
@@ -139,7 +139,7 @@ mod tests {
         cumulative
     }
 
-    /// The promise of the operators' view: on a Zipf(1.1) workload over 1,000,000 keys, the summary of 1,000
+    /// Checks the promise of the operators' view: on a Zipf(1.1) workload over 1,000,000 keys, the summary of 1,000
     /// keys finds at least 95 of the true top 100 (measured against an exact count of the same draws).
     #[test]
     fn finds_the_true_heavy_hitters_of_a_zipf_workload() {
@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(summary.len(), 0);
     }
 
-    /// Merged, a key one summary had forgotten (or left out of its report) is counted at that summary's
+    /// Checks that, merged, a key one summary had forgotten (or left out of its report) is counted at that summary's
     /// floor: never below the truth.
     #[test]
     fn a_merge_counts_what_either_may_have_forgotten() {
@@ -206,7 +206,7 @@ mod tests {
         assert_eq!(full.top_and_rest(1), (vec![("a", 5)], 2));
     }
 
-    /// A node's report of `stream` counted in a summary of `capacity` keys: its `listed` heaviest keys, and
+    /// Returns a node's report of `stream` counted in a summary of `capacity` keys: its `listed` heaviest keys, and
     /// the most any other may have had there (as a node reports them), and the stream's true counts.
     fn report(stream: &[usize], capacity: usize, listed: usize) -> (TopKeys, Vec<u64>) {
         let mut summary = TopKeys::new(capacity);
@@ -220,8 +220,8 @@ mod tests {
         (TopKeys::reported(&top, rest), exact)
     }
 
-    /// Merged, every count is at most the key's true count (over every stream) plus the merged floor, and at
-    /// least its true count: for keys every summary held, keys one of them forgot or left out of its report
+    /// Checks that, merged, every count is at most the key's true count (over every stream) plus the merged floor, and
+    /// at least its true count: for keys every summary held, keys one of them forgot or left out of its report
     /// (counted there at its floor), and keys a summary held only from when its floor had risen (counted
     /// with that floor). Merged in either order, and into a summary small enough to forget keys itself.
     #[test]
@@ -298,7 +298,7 @@ mod tests {
         }
     }
 
-    /// 100 of 250 counted is more than 2 × 250 / 10: the key stays, whatever comes after it.
+    /// Checks that 100 of 250 counted is more than 2 × 250 / 10: the key stays, whatever comes after it.
     #[test]
     fn a_key_heavier_than_twice_its_share_stays() {
         let mut summary = TopKeys::new(10);

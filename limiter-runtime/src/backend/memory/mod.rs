@@ -44,7 +44,7 @@ pub(crate) struct MemoryStore {
 }
 
 impl MemoryStore {
-    /// A store on `clock` holding at most about `max_keys` live keys (at least one per shard).
+    /// Creates a store on `clock` holding at most about `max_keys` live keys (at least one per shard).
     pub(crate) fn new(clock: Arc<dyn Clock>, max_keys: usize) -> Self {
         MemoryStore {
             shards: Sharded::new(SHARDS),
@@ -55,17 +55,17 @@ impl MemoryStore {
         }
     }
 
-    /// The clock this store decides on.
+    /// Returns the clock this store decides on.
     pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
-    /// Live keys held now (a key's block, under a penalty, counts as one more).
+    /// Counts the live keys held now (a key's block, under a penalty, counts as one more).
     pub(crate) fn keys(&self) -> u64 {
         self.sum(|shard| (shard.entries.len() + shard.blocks.len()) as u64)
     }
 
-    /// Keys forgotten before their expiry so far, to stay within the bound.
+    /// Counts the keys forgotten before their expiry so far, to stay within the bound.
     pub(crate) fn evicted(&self) -> u64 {
         self.sum(|shard| shard.evicted)
     }
@@ -88,7 +88,7 @@ impl MemoryStore {
         }
     }
 
-    /// `count` of every shard, added up (each shard locked in turn).
+    /// Adds up `count` of every shard (each shard locked in turn).
     fn sum(&self, count: impl Fn(&Shard) -> u64) -> u64 {
         (0..self.shards.count())
             .map(|i| count(&self.shards.lock_shard(i)))
@@ -128,8 +128,8 @@ impl MemoryStore {
         }
     }
 
-    /// [`decide`](MemoryStore::decide) for a call of one limit: one shard, and nothing to give back (a denial
-    /// charges nothing). Inlined: the caller reads the outcome where it builds its decision.
+    /// Decides a call of one limit, as [`decide`](MemoryStore::decide) does: one shard, and nothing to give back (a
+    /// denial charges nothing). Inlined: the caller reads the outcome where it builds its decision.
     #[inline(always)]
     pub(crate) fn decide_one(&self, limit: &CallLimit<'_>, charge: &Terms) -> (Outcome, u64) {
         // Read before the lock (its latency overlaps the hashing), then never behind the shard's latest
@@ -153,7 +153,7 @@ impl MemoryStore {
         (outcome, now)
     }
 
-    /// What `limit`'s key holds now, read without charging it, and when (µs).
+    /// Returns what `limit`'s key holds now, read without charging it, and when (µs).
     pub(crate) fn peek(&self, limit: &CallLimit<'_>) -> (Peek, u64) {
         self.at_key(limit, |shard, key, now| {
             let fresh;
@@ -168,7 +168,7 @@ impl MemoryStore {
         })
     }
 
-    /// `f` of `limit`'s key in its shard, locked, at this store's "now" (read before the lock, then never
+    /// Returns `f` of `limit`'s key in its shard, locked, at this store's "now" (read before the lock, then never
     /// behind the shard's latest decision, as a decision reads it); and that "now" (µs).
     fn at_key<T>(
         &self,
@@ -182,7 +182,7 @@ impl MemoryStore {
         (f(&mut shard, (hash, key), now), now)
     }
 
-    /// [`decide`](MemoryStore::decide) for a call of several limits, the clock read at `read` (before the
+    /// Decides a call of several limits, as [`decide`](MemoryStore::decide) does, the clock read at `read` (before the
     /// locks, then never behind any shard's latest decision, as for one).
     fn decide_together(
         &self,
@@ -289,12 +289,12 @@ impl MemoryStore {
         in_force
     }
 
-    /// `limit`'s key's block, if one is remembered, and when (µs).
+    /// Returns `limit`'s key's block, if one is remembered, and when (µs).
     pub(crate) fn block(&self, limit: &CallLimit<'_>) -> (Option<Block>, u64) {
         self.at_key(limit, |shard, key, now| shard.block(key, now))
     }
 
-    /// Every block remembered (the store key it blocks, and the block), and when (µs).
+    /// Returns every block remembered (the store key it blocks, and the block), and when (µs).
     pub(crate) fn blocks(&self) -> (Vec<(String, Block)>, u64) {
         let now = self.clock.now_micros();
         let mut blocks = Vec::new();
@@ -332,7 +332,7 @@ mod tests {
     use crate::FakeClock;
     use std::time::Duration;
 
-    /// One limit's decision.
+    /// Makes one limit's decision.
     fn decide(
         store: &MemoryStore,
         algorithm: Algorithm,
@@ -354,10 +354,10 @@ mod tests {
         }
     }
 
-    /// The clock is read before the shard is locked, so a call can lock after another one that read the
-    /// clock later: it is then decided at that later time, never before a decision already made (a script
-    /// reads `TIME` once it runs). Here the second call's read is the earlier one, as if the first call had
-    /// read later and locked first.
+    /// Checks that a decision is never made before the one before it: the clock is read before the shard is locked, so
+    /// a call can lock after another one that read the clock later: it is then decided at that later time, never before
+    /// a decision already made (a script reads `TIME` once it runs). Here the second call's read is the earlier one, as
+    /// if the first call had read later and locked first.
     #[test]
     fn a_decision_is_never_made_before_the_one_before_it() {
         let second = 1_000_000;
@@ -404,7 +404,7 @@ mod tests {
         assert_eq!(store.keys() as usize, 1);
     }
 
-    /// A key is kept exactly as long as its state matters: until its limit is back to its full quota
+    /// Checks that a key is kept exactly as long as its state matters: until its limit is back to its full quota
     /// (`reset_after`), and forgotten then, whatever the algorithm and whether the last call was admitted.
     #[test]
     fn a_key_is_kept_until_its_limit_is_full_again() {
@@ -442,8 +442,8 @@ mod tests {
         }
     }
 
-    /// Limits decided as one: a call one of them denies is charged to none, wherever they live; a shadow
-    /// limit's denial denies nothing.
+    /// Checks that limits are decided as one: a call one of them denies is charged to none, wherever they live; a
+    /// shadow limit's denial denies nothing.
     #[test]
     fn a_call_one_limit_denies_is_charged_to_none() {
         let store = MemoryStore::new(Arc::new(FakeClock::new()), DEFAULT_MAX_KEYS);

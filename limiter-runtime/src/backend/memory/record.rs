@@ -11,7 +11,7 @@ impl MemoryStore {
         record.truncate(kept);
     }
 
-    /// The newest `kept` entries of the record, newest first.
+    /// Returns the newest `kept` entries of the record, newest first.
     pub(crate) fn recorded(&self, kept: usize) -> Vec<String> {
         let record = self.record.lock().unwrap_or_else(|e| e.into_inner());
         record.iter().take(kept).cloned().collect()

@@ -65,7 +65,7 @@ impl Shard {
         outcome.blocked(block.until - now)
     }
 
-    /// `key`'s block at `now`, if one is remembered.
+    /// Returns `key`'s block at `now`, if one is remembered.
     pub(super) fn block(&mut self, (hash, key): (KeyHash, KeyRef<'_>), now: u64) -> Option<Block> {
         let kept = self.blocks.get_mut(hash, key)?;
         (kept.forgotten_at > now).then_some(kept.block)
@@ -140,7 +140,7 @@ impl Shard {
         outcome
     }
 
-    /// The state of `key` under `algorithm` at `now`, if it holds one that has not expired.
+    /// Returns the state of `key` under `algorithm` at `now`, if it holds one that has not expired.
     pub(super) fn state(
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
@@ -183,7 +183,8 @@ impl Shard {
         }
     }
 
-    /// Below `most` blocks: the forgiven ones forgotten, then the eighth of `most` closest to being forgiven.
+    /// Makes room below `most` blocks: the forgiven ones forgotten, then the eighth of `most` closest to being
+    /// forgiven.
     #[cold]
     #[inline(never)]
     fn make_room_for_blocks(&mut self, now: u64, most: usize) {
@@ -193,7 +194,7 @@ impl Shard {
         crate::observe::evicted(forgotten as u64);
     }
 
-    /// Below `most` keys: the expired ones forgotten, then, if that is not enough, the eighth of `most`
+    /// Makes room below `most` keys: the expired ones forgotten, then, if that is not enough, the eighth of `most`
     /// closest to their expiry (see the module's docs).
     #[cold]
     #[inline(never)]
@@ -237,8 +238,8 @@ mod tests {
     use super::*;
     use crate::sharded::Sharded;
 
-    /// A shard holds at most its bound of blocks, whatever else it holds; at the bound it forgets those closest
-    /// to being forgiven first (an eighth of the bound and one), keeping the ones that matter longest.
+    /// Checks that a shard holds at most its bound of blocks, whatever else it holds; at the bound it forgets those
+    /// closest to being forgiven first (an eighth of the bound and one), keeping the ones that matter longest.
     #[test]
     fn at_its_bound_a_shard_forgets_the_blocks_closest_to_forgiven() {
         let penalty = Penalty::fixed(Duration::from_secs(1));

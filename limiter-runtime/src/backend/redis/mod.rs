@@ -52,7 +52,7 @@ pub(crate) use self::wire::{Connection, Topology};
 /// The least time work off the decisions' path is given (see [`RedisBackend::patience`]).
 const PATIENT: Duration = Duration::from_millis(500);
 
-/// How long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline still
+/// Returns how long one connection attempt may take: the deadline, but at least 250 ms, so that a tight deadline still
 /// lets a connection be made.
 pub(crate) fn connect_timeout(deadline: Duration) -> Duration {
     deadline.max(Duration::from_millis(250))
@@ -120,14 +120,13 @@ impl RedisBackend {
         }
     }
 
-    /// Where Redis is, without a password.
+    /// Describes where Redis is, without a password.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn describe(&self) -> String {
         self.topology.describe()
     }
 
-    /// The shared connection (created on first use, inside the caller's Tokio runtime).
-    /// What the permits need of Redis ([`RedisAccess`]), when a connection can be had.
+    /// Returns what the permits need of Redis ([`RedisAccess`]), when a connection can be had.
     pub(crate) fn reach(&self) -> Option<RedisAccess> {
         Some(RedisAccess {
             connection: self.connection().ok()?,
@@ -136,6 +135,7 @@ impl RedisBackend {
         })
     }
 
+    /// Returns the shared connection (created on first use, inside the caller's Tokio runtime).
     pub(crate) fn connection(&self) -> Result<Connection, BackendError> {
         if let Some(connection) = self.connection.get() {
             return Ok(connection.clone());
@@ -158,13 +158,13 @@ impl RedisBackend {
         }
     }
 
-    /// The shared connection, when it is made: a call on it spends no time connecting.
+    /// Returns the shared connection, when it is made: a call on it spends no time connecting.
     #[inline]
     fn made(&self) -> Option<Connection> {
         self.connection.get().filter(|c| c.is_made()).cloned()
     }
 
-    /// Whether Redis can be used as set up: connected, authenticated, the database selected, every decision
+    /// Checks whether Redis can be used as set up: connected, authenticated, the database selected, every decision
     /// script loaded; else what failed.
     pub(crate) async fn ready(&self) -> Result<(), Error> {
         let bound = connect_timeout(self.deadline).max(Duration::from_secs(5));
@@ -180,22 +180,22 @@ impl RedisBackend {
         })
     }
 
-    /// A connection of its own for pub/sub (see [`Topology::pubsub`]).
+    /// Opens a connection of its own for pub/sub (see [`Topology::pubsub`]).
     pub(crate) async fn pubsub(&self, attempt: usize) -> redis::RedisResult<redis::aio::PubSub> {
         self.topology.pubsub(attempt).await
     }
 
-    /// Whether the breaker is open: Redis is not being called, only probed.
+    /// Returns whether the breaker is open: Redis is not being called, only probed.
     pub(crate) fn breaker_open(&self) -> bool {
         self.breaker.is_open()
     }
 
-    /// How many permits in flight this node holds.
+    /// Returns how many permits in flight this node holds.
     pub(crate) fn permits_held(&self) -> u64 {
         self.permits.held() as u64
     }
 
-    /// Decisions made in degraded mode so far (calls).
+    /// Counts the decisions made in degraded mode so far (calls).
     pub(crate) fn degraded_count(&self) -> u64 {
         self.fallback.count()
     }
@@ -205,14 +205,15 @@ impl RedisBackend {
         self.fallback.tidy(self.breaker.is_failing());
     }
 
-    /// Limits changed: what Redis said of them no longer holds.
+    /// Forgets every denial: limits changed, and what Redis said of them no longer holds.
     pub(crate) fn forget_denials(&self) {
         if let Some(cache) = &self.denied {
             cache.clear();
         }
     }
 
-    /// A limit under `prefix` (of `key` alone, when given) changed: what Redis said of it no longer holds.
+    /// Forgets the denials of limits under `prefix` (of `key` alone, when given): a limit there changed, and what Redis
+    /// said of it no longer holds.
     pub(crate) fn forget_denials_of(&self, prefix: &str, key: Option<&str>) {
         let Some(cache) = &self.denied else { return };
         match key {
@@ -221,7 +222,7 @@ impl RedisBackend {
         }
     }
 
-    /// How long work off the decisions' path may take (a heartbeat, an operator's read): the decisions'
+    /// Returns how long work off the decisions' path may take (a heartbeat, an operator's read): the decisions'
     /// deadline, but at least [`PATIENT`].
     pub(crate) fn patience(&self) -> Duration {
         self.deadline.max(PATIENT)
@@ -245,7 +246,7 @@ impl RedisBackend {
         Ok((peek, now, denied))
     }
 
-    /// Every live node's report (this one's too), and how long ago each was written: one script call, within
+    /// Returns every live node's report (this one's too), and how long ago each was written: one script call, within
     /// [`patience`](RedisBackend::patience).
     pub(crate) async fn reports(&self) -> Result<Vec<(NodeReport, Duration)>, Error> {
         let mut connection = self.establish().await.map_err(read_failed)?;
@@ -257,7 +258,7 @@ impl RedisBackend {
             .collect())
     }
 
-    /// `read`, an operator's read of Redis, within the [`patience`](RedisBackend::patience); its failure an
+    /// Runs `read`, an operator's read of Redis, within the [`patience`](RedisBackend::patience); its failure an
     /// [`Error::Read`].
     pub(crate) async fn within_patience<T>(
         &self,
@@ -273,7 +274,7 @@ impl RedisBackend {
         }
     }
 
-    /// "Now" passed to the script, in a test that drives Redis's time.
+    /// Returns the "now" passed to the script, in a test that drives Redis's time.
     fn test_now(&self) -> Option<u64> {
         self.test_clock.as_ref().map(|clock| as_micros(clock.now()))
     }
@@ -289,7 +290,7 @@ impl fmt::Debug for RedisBackend {
     }
 }
 
-/// An operator's read that failed, as the error it is.
+/// Turns an operator's read that failed into the error it is.
 fn read_failed(cause: impl fmt::Display) -> Error {
     Error::Read(cause.to_string())
 }

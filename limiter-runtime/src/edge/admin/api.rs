@@ -17,22 +17,22 @@ use crate::{Error, Override};
 /// The live page.
 const PAGE: &str = include_str!("page.html");
 
-/// An error answer: `{"error": text}` with `status`.
+/// Builds an error answer: `{"error": text}` with `status`.
 pub(super) fn error(status: StatusCode, text: impl std::fmt::Display) -> Response {
     (status, Json(json!({ "error": text.to_string() }))).into_response()
 }
 
-/// A JSON answer that no cache keeps.
+/// Builds a JSON answer that no cache keeps.
 pub(super) fn fresh(value: Value) -> Response {
     ([(header::CACHE_CONTROL, "no-store")], Json(value)).into_response()
 }
 
-/// Milliseconds, as JSON numbers.
+/// Returns the milliseconds of `duration`, as JSON numbers.
 pub(super) fn ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `GET /`: the page, its script and style inline, and nothing else allowed.
+/// Answers `GET /`: the page, its script and style inline, and nothing else allowed.
 pub(super) async fn page() -> Response {
     let policy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
                   connect-src 'self'; img-src data:; frame-ancestors 'none'";
@@ -47,7 +47,7 @@ pub(super) async fn page() -> Response {
         .into_response()
 }
 
-/// `GET /api/policies`.
+/// Answers `GET /api/policies`.
 pub(super) async fn policies(State(door): State<Door>) -> Response {
     let overview = door.limiter.overview().await;
     let policies: Vec<Value> = overview
@@ -73,7 +73,7 @@ pub(super) async fn policies(State(door): State<Door>) -> Response {
     fresh(Value::Array(policies))
 }
 
-/// `GET /api/top?n=10`.
+/// Answers `GET /api/top?n=10`.
 pub(super) async fn top(
     State(door): State<Door>,
     Query(query): Query<HashMap<String, String>>,
@@ -94,7 +94,7 @@ pub(super) async fn top(
     }
 }
 
-/// The rule of `policy` (by name or by prefix): as this node decided it, else as another node reports it
+/// Returns the rule of `policy` (by name or by prefix): as this node decided it, else as another node reports it
 /// (with the terms it counts it under); else the answer saying why not.
 pub(super) async fn rule_of(door: &Door, policy: &str) -> Result<crate::Rule, Response> {
     door.limiter.policy(policy).await.map_err(|e| match e {
@@ -103,7 +103,7 @@ pub(super) async fn rule_of(door: &Door, policy: &str) -> Result<crate::Rule, Re
     })
 }
 
-/// `GET /api/inspect?policy=P&key=K`.
+/// Answers `GET /api/inspect?policy=P&key=K`.
 pub(super) async fn inspect(
     State(door): State<Door>,
     Query(query): Query<HashMap<String, String>>,
@@ -135,7 +135,7 @@ pub(super) async fn inspect(
     }
 }
 
-/// `GET /api/nodes`.
+/// Answers `GET /api/nodes`.
 pub(super) async fn nodes(State(door): State<Door>) -> Response {
     let overview = door.limiter.overview().await;
     let nodes: Vec<Value> = overview
@@ -161,7 +161,7 @@ pub(super) async fn nodes(State(door): State<Door>) -> Response {
     fresh(Value::Array(nodes))
 }
 
-/// `GET /api/overrides`.
+/// Answers `GET /api/overrides`.
 pub(super) async fn overrides(State(door): State<Door>) -> Response {
     let list: Vec<Value> = door
         .limiter
@@ -179,12 +179,12 @@ pub(super) async fn overrides(State(door): State<Door>) -> Response {
     fresh(Value::Array(list))
 }
 
-/// A request's body, read as JSON; else why not (an error answered like every other, `{"error"}`).
+/// Reads a request's body as JSON; else why not (an error answered like every other, `{"error"}`).
 pub(super) fn json(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))
 }
 
-/// The override a request's body names: `{"prefix", "key"}`; else why not.
+/// Returns the override a request's body names: `{"prefix", "key"}`; else why not.
 fn target(body: &Value) -> Result<Override, String> {
     let prefix = match body.get("prefix") {
         Some(Value::String(prefix)) if !prefix.is_empty() => prefix,
@@ -197,7 +197,7 @@ fn target(body: &Value) -> Result<Override, String> {
     })
 }
 
-/// A whole number from `body`'s `field`, or `None` when it is null or absent (an override's `max` and
+/// Reads a whole number from `body`'s `field`, or `None` when it is null or absent (an override's `max` and
 /// `window_ms`: the limit's own); else why not.
 fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
     match body.get(field) {
@@ -209,7 +209,7 @@ fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
     }
 }
 
-/// The override a `PUT` body sets: its target, and `max`, `window_ms` or both; else why not.
+/// Returns the override a `PUT` body sets: its target, and `max`, `window_ms` or both; else why not.
 fn change(body: &Value) -> Result<Override, String> {
     let mut change = target(body)?;
     let (max, window) = (number(body, "max")?, number(body, "window_ms")?);
@@ -232,7 +232,7 @@ fn change(body: &Value) -> Result<Override, String> {
     Ok(change)
 }
 
-/// Why an override of `prefix` is refused when no node has decided a limit under it (an operator's typo would
+/// Returns why an override of `prefix` is refused when no node has decided a limit under it (an operator's typo would
 /// set an override that no limit reads), as a ban or an inspection is for a policy no node has used; `None`
 /// when one has.
 async fn unused(door: &Door, prefix: &str) -> Option<Response> {
@@ -263,7 +263,7 @@ async fn unused(door: &Door, prefix: &str) -> Option<Response> {
     })
 }
 
-/// An override as the record tells it: `the override of key "42" of prefix "rate_limit:emp:": max 1`.
+/// Describes an override as the record tells it: `the override of key "42" of prefix "rate_limit:emp:": max 1`.
 fn described(o: &Override) -> String {
     let target = match o.target_key() {
         Some(key) => format!("key {key:?} of prefix {:?}", o.target_prefix()),
@@ -282,7 +282,7 @@ fn described(o: &Override) -> String {
     }
 }
 
-/// `PUT /api/overrides`: 404 for a prefix no node has used.
+/// Answers `PUT /api/overrides`: 404 for a prefix no node has used.
 pub(super) async fn set_override(State(door): State<Door>, body: Bytes) -> Response {
     let change = match json(&body).and_then(|body| change(&body)) {
         Ok(change) => change,
@@ -299,7 +299,7 @@ pub(super) async fn set_override(State(door): State<Door>, body: Bytes) -> Respo
     }
 }
 
-/// `DELETE /api/overrides`.
+/// Answers `DELETE /api/overrides`.
 pub(super) async fn clear_override(State(door): State<Door>, body: Bytes) -> Response {
     let target = match json(&body).and_then(|body| target(&body)) {
         Ok(target) => target,
@@ -314,12 +314,12 @@ pub(super) async fn clear_override(State(door): State<Door>, body: Bytes) -> Res
     }
 }
 
-/// `GET /api/switch`.
+/// Answers `GET /api/switch`.
 pub(super) async fn switch(State(door): State<Door>) -> Response {
     fresh(json!({ "enabled": door.limiter.is_enabled() }))
 }
 
-/// `PUT /api/switch`.
+/// Answers `PUT /api/switch`.
 pub(super) async fn set_switch(State(door): State<Door>, body: Bytes) -> Response {
     let enabled = json(&body).and_then(|body| {
         let enabled = body.get("enabled").and_then(Value::as_bool);
@@ -341,7 +341,7 @@ pub(super) async fn set_switch(State(door): State<Door>, body: Bytes) -> Respons
     }
 }
 
-/// `GET /api/changes`.
+/// Answers `GET /api/changes`.
 pub(super) async fn changes(State(door): State<Door>) -> Response {
     match super::record::list(&door.limiter).await {
         Ok(changes) => fresh(Value::Array(changes)),
@@ -349,7 +349,7 @@ pub(super) async fn changes(State(door): State<Door>) -> Response {
     }
 }
 
-/// `GET /api/role`.
+/// Answers `GET /api/role`.
 pub(super) async fn role(Extension(caller): Extension<Caller>) -> Response {
     fresh(json!({ "role": caller.role.as_str(), "client": caller.client }))
 }

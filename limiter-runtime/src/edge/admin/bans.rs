@@ -19,7 +19,7 @@ use super::Door;
 /// The longest ban the API sets: a year.
 const LONGEST: u64 = 365 * 24 * 3600 * 1000;
 
-/// `GET /api/bans?policy=P`: every policy's without `policy`.
+/// Answers `GET /api/bans?policy=P`: every policy's without `policy`.
 pub(super) async fn bans(
     State(door): State<Door>,
     Query(query): Query<HashMap<String, String>>,
@@ -44,7 +44,7 @@ pub(super) async fn bans(
     }
 }
 
-/// The policy and key a body names: `{"policy", "key"}`; else why not.
+/// Returns the policy and key a body names: `{"policy", "key"}`; else why not.
 fn named(body: &Value) -> Result<(String, String), String> {
     let text = |field: &str| match body.get(field) {
         Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
@@ -53,7 +53,7 @@ fn named(body: &Value) -> Result<(String, String), String> {
     Ok((text("policy")?, text("key")?))
 }
 
-/// `PUT /api/bans` `{"policy", "key", "duration_ms"}`: bans the key on every node.
+/// Answers `PUT /api/bans` `{"policy", "key", "duration_ms"}`: bans the key on every node.
 pub(super) async fn ban(State(door): State<Door>, body: Bytes) -> Response {
     let asked = json(&body).and_then(|body| {
         let (policy, key) = named(&body)?;
@@ -81,7 +81,7 @@ pub(super) async fn ban(State(door): State<Door>, body: Bytes) -> Response {
     }
 }
 
-/// `DELETE /api/bans` `{"policy", "key"}`: lifts the key's block on every node; `{"lifted": bool}`.
+/// Answers `DELETE /api/bans` `{"policy", "key"}`: lifts the key's block on every node; `{"lifted": bool}`.
 pub(super) async fn unban(State(door): State<Door>, body: Bytes) -> Response {
     let (policy, key) = match json(&body).and_then(|body| named(&body)) {
         Ok(named) => named,

@@ -34,8 +34,9 @@ pub struct Builder {
     failed_tokens: Rule,
 }
 
-/// The door's own limit on failed tokens, per client address: 5 in any minute (a sliding log: exact, with no
-/// window edge to double it at), then blocked for a minute, 2, 4, ... up to an hour; decided on this node alone while Redis fails, and while limiting is switched off.
+/// Returns the door's own limit on failed tokens, per client address: 5 in any minute (a sliding log: exact, with no
+/// window edge to double it at), then blocked for a minute, 2, 4, ... up to an hour; decided on this node alone while
+/// Redis fails, and while limiting is switched off.
 fn failed_tokens() -> Rule {
     Rule::new()
         .prefix("limiter:admin:failed-tokens:")
@@ -65,21 +66,21 @@ impl Builder {
         }
     }
 
-    /// The operator's token (required): it reads everything and changes overrides, the switch and bans. At
+    /// Sets the operator's token (required): it reads everything and changes overrides, the switch and bans. At
     /// least 16 characters, spaces around it ignored: `openssl rand -hex 16` makes one.
     pub fn operator_token(mut self, token: impl Into<String>) -> Builder {
         self.operator = Some(token.into());
         self
     }
 
-    /// A viewer's token: it reads the page and every `GET` route, and changes nothing (a change answers 403).
+    /// Sets a viewer's token: it reads the page and every `GET` route, and changes nothing (a change answers 403).
     /// At least 16 characters, and not the operator's.
     pub fn viewer_token(mut self, token: impl Into<String>) -> Builder {
         self.viewer = Some(token.into());
         self
     }
 
-    /// Where a request's client address comes from, by the rules of the [tower layer's keys](Key): the
+    /// Sets where a request's client address comes from, by the rules of the [tower layer's keys](Key): the
     /// peer's address by default ([`Key::peer_ip`]); behind proxies, [`Key::x_forwarded_for`] or
     /// [`Key::forwarded`]. A request whose key finds nothing counts under its peer's address; without one
     /// (a server that records none), under one key shared by all such requests.
@@ -88,7 +89,7 @@ impl Builder {
         self
     }
 
-    /// The limit on failed tokens (missing or wrong) per client address, through the door's limiter: past it,
+    /// Sets the limit on failed tokens (missing or wrong) per client address, through the door's limiter: past it,
     /// every request from the address is answered 429 with `Retry-After`, the right token's too, until the
     /// limit (and its penalty's block) admits again. What `rule` leaves unset is the default's: 5 failures in
     /// any minute (a sliding log), a penalty of a minute doubling up to an hour, `on_error = local` (each node
@@ -99,7 +100,7 @@ impl Builder {
         self
     }
 
-    /// The door; [`Error::InvalidAdminToken`] without an operator's token, with a token shorter than 16
+    /// Builds the door; [`Error::InvalidAdminToken`] without an operator's token, with a token shorter than 16
     /// characters, or with a viewer's token that is the operator's.
     pub fn build(self) -> Result<Door, Error> {
         let tokens = Tokens::new(self.operator.as_deref(), self.viewer.as_deref())?;

@@ -71,7 +71,7 @@ impl Door {
         }
     }
 
-    /// The admin router, to mount under a prefix of your choice with `nest_service("/admin", ..)` (the page
+    /// Returns the admin router, to mount under a prefix of your choice with `nest_service("/admin", ..)` (the page
     /// answers at `/admin` and `/admin/` alike; see [the module](super) for its routes).
     pub fn router(&self) -> Router {
         let api = Router::new()
@@ -99,7 +99,7 @@ impl Door {
         page.nest("/api", self.guard(api)).with_state(self.clone())
     }
 
-    /// `routes` behind this door, as the admin API is: a request needs a token (a viewer's for `GET`, `HEAD`
+    /// Puts `routes` behind this door, as the admin API is: a request needs a token (a viewer's for `GET`, `HEAD`
     /// and `OPTIONS`, the operator's for any other method), its failed tokens count against its address, and
     /// a change answered with a 2xx is put on the record (as its method and target: `POST
     /// /limit/update?prefix=..`). A route finds who sent the request in its extensions ([`Caller`]).
@@ -107,7 +107,7 @@ impl Door {
         routes.route_layer(middleware::from_fn_with_state(self.clone(), Door::admit))
     }
 
-    /// The page: no token, but an address blocked for its failed tokens is refused it too.
+    /// Admits a request to the page: no token, but an address blocked for its failed tokens is refused it too.
     async fn admit_to_page(State(door): State<Door>, request: Request, next: Next) -> Response {
         let (parts, body) = request.into_parts();
         let client = door.client_of(&parts);
@@ -117,7 +117,7 @@ impl Door {
         }
     }
 
-    /// The 429 of `client` while its address is blocked for its failed tokens; `None` while it is not (a
+    /// Returns the 429 of `client` while its address is blocked for its failed tokens; `None` while it is not (a
     /// call that reads the block and counts nothing).
     async fn blocked(&self, client: &str) -> Option<Response> {
         let checked = self
@@ -127,7 +127,7 @@ impl Door {
         checked.err().map(too_many)
     }
 
-    /// A request to the API, or to a guarded route: see [`guard`](Door::guard).
+    /// Admits a request to the API, or to a guarded route: see [`guard`](Door::guard).
     async fn admit(State(door): State<Door>, request: Request, next: Next) -> Response {
         let (parts, body) = request.into_parts();
         let client = door.client_of(&parts);
@@ -165,7 +165,7 @@ impl Door {
         response
     }
 
-    /// The answer to a request from `client` with no token or a wrong one (`wrong`): counted, and 401 while
+    /// Answers a request from `client` with no token or a wrong one (`wrong`): counted, and 401 while
     /// its address is within the allowance; 429 past it.
     async fn failed(&self, client: &str, wrong: bool) -> Response {
         if let Err(refused) = self
@@ -186,7 +186,7 @@ impl Door {
         response
     }
 
-    /// The client address of `request`, as the door's key finds it: else its peer's address; else one key
+    /// Returns the client address of `request`, as the door's key finds it: else its peer's address; else one key
     /// shared by every such request, with an error in the log (once).
     fn client_of(&self, request: &Parts) -> String {
         let client = &self.inner.client;
@@ -204,7 +204,7 @@ impl Door {
     }
 }
 
-/// What a change asked, as the record tells it when its route does not say: its path and query.
+/// Returns what a change asked, as the record tells it when its route does not say: its path and query.
 fn target(request: &Request) -> String {
     // Under `nest`, the original URI is the full one.
     let uri = request
@@ -215,7 +215,7 @@ fn target(request: &Request) -> String {
         .map_or_else(|| uri.path().to_owned(), ToString::to_string)
 }
 
-/// The answer to an address blocked for its failed tokens: 429 with `Retry-After`, and the error as JSON.
+/// Answers an address blocked for its failed tokens: 429 with `Retry-After`, and the error as JSON.
 fn too_many(refused: RateLimited) -> Response {
     let mut response = error(refused.status(), refused.message());
     response.headers_mut().extend(refused.headers());

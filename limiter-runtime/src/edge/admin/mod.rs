@@ -68,7 +68,7 @@ pub enum Role {
 }
 
 impl Role {
-    /// Its name in the record, the log and `/api/role`: `viewer` or `operator`.
+    /// Returns its name in the record, the log and `/api/role`: `viewer` or `operator`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Role::Viewer => "viewer",

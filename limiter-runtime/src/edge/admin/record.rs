@@ -17,7 +17,7 @@ pub(super) const KEPT: usize = 100;
 #[derive(Debug, Clone)]
 pub(super) struct Changed(pub(super) String);
 
-/// `answer`, telling the door it changed `what`.
+/// Returns `answer`, telling the door it changed `what`.
 pub(super) fn changed(mut answer: Response, what: String) -> Response {
     answer.extensions_mut().insert(Changed(what));
     answer
@@ -50,7 +50,7 @@ pub(super) async fn add(limiter: &Limiter, caller: &Caller, what: &str) {
     }
 }
 
-/// The newest changes, newest first: `[{"at_ms", "node", "role", "client", "change"}]`.
+/// Lists the newest changes, newest first: `[{"at_ms", "node", "role", "client", "change"}]`.
 pub(super) async fn list(limiter: &Limiter) -> Result<Vec<Value>, Error> {
     let recorded = limiter.pipeline.backend.recorded(KEPT).await?;
     Ok(recorded

@@ -22,8 +22,8 @@ pub(super) struct Tokens {
 }
 
 impl Tokens {
-    /// The operator's `operator` token and the viewer's `viewer`, each without the spaces around it; else
-    /// why not (missing, too short, or one token for both roles).
+    /// Creates the tokens from the operator's `operator` token and the viewer's `viewer`, each without the spaces
+    /// around it; else why not (missing, too short, or one token for both roles).
     pub(super) fn new(operator: Option<&str>, viewer: Option<&str>) -> Result<Tokens, Error> {
         let refused = |role, reason: String| Error::InvalidAdminToken { role, reason };
         let checked = |role, token: &str| {
@@ -60,7 +60,7 @@ impl Tokens {
         Ok(Tokens { operator, viewer })
     }
 
-    /// The role of the token `given`, if it is one the door knows: both compared, in time that depends on
+    /// Returns the role of the token `given`, if it is one the door knows: both compared, in time that depends on
     /// neither.
     pub(super) fn role_of(&self, given: &str) -> Option<Role> {
         let given = digest(given);
@@ -78,14 +78,14 @@ fn digest(token: &str) -> Digest {
     sha1_smol::Sha1::from(token).digest().bytes()
 }
 
-/// Whether two digests are the same, in time that does not depend on where they differ.
+/// Returns whether two digests are the same, in time that does not depend on where they differ.
 fn same(a: &Digest, b: &Digest) -> bool {
     let differ = a.iter().zip(b).fold(0u8, |differ, (a, b)| differ | (a ^ b));
     // Read through a black box, so that the fold is not cut short.
     std::hint::black_box(differ) == 0
 }
 
-/// The token a request brings in `Authorization: Bearer <token>`, if it brings one: the scheme matched in any
+/// Returns the token a request brings in `Authorization: Bearer <token>`, if it brings one: the scheme matched in any
 /// case (RFC 9110 §11.1: `bearer`, `BEARER`), the token without the spaces around it. `None` without the
 /// header, with another scheme, or with no token after the scheme.
 pub(super) fn bearer_token(headers: &HeaderMap) -> Option<&str> {

@@ -24,7 +24,7 @@ pub(super) enum Chain {
     Forwarded,
 }
 
-/// The address the outermost of `trusted` (at least 1) proxies received the request from, as `chain` in
+/// Returns the address the outermost of `trusted` (at least 1) proxies received the request from, as `chain` in
 /// `headers` says.
 pub(super) fn client(headers: &HeaderMap, chain: Chain, trusted: usize) -> Option<IpAddr> {
     let trusted = trusted.checked_sub(1)?;
@@ -43,7 +43,7 @@ pub(super) fn client(headers: &HeaderMap, chain: Chain, trusted: usize) -> Optio
     }
 }
 
-/// The value of the `for` parameter of one `Forwarded` element (`for=192.0.2.60;proto=http`).
+/// Returns the value of the `for` parameter of one `Forwarded` element (`for=192.0.2.60;proto=http`).
 fn for_parameter(element: &[u8]) -> Option<&[u8]> {
     element.split(|byte| *byte == b';').find_map(|pair| {
         let pair = pair.trim_ascii();
@@ -52,7 +52,7 @@ fn for_parameter(element: &[u8]) -> Option<&[u8]> {
     })
 }
 
-/// The address in one node: an IP address, optionally quoted, with an optional port (`192.0.2.60`,
+/// Reads the address in one node: an IP address, optionally quoted, with an optional port (`192.0.2.60`,
 /// `192.0.2.60:4711`, `2001:db8::17`, `"[2001:db8::17]:4711"`); IPv4-mapped IPv6 addresses read as IPv4.
 fn node(node: &[u8]) -> Option<IpAddr> {
     let node = std::str::from_utf8(node.trim_ascii()).ok()?;
@@ -105,7 +105,7 @@ mod tests {
         assert_eq!(client(&xff, Chain::XForwardedFor, 0), None);
     }
 
-    /// Field lines are one list, in order: a client's own line comes first, the proxies' after.
+    /// Checks that field lines are one list, in order: a client's own line comes first, the proxies' after.
     #[test]
     fn several_lines_are_one_chain() {
         let xff = headers("x-forwarded-for", &[b"1.1.1.1, 2.2.2.2", b"3.3.3.3"]);
@@ -113,7 +113,7 @@ mod tests {
         assert_eq!(client(&xff, Chain::XForwardedFor, 2), ip("2.2.2.2"));
     }
 
-    /// Whatever a client writes to the left of the proxies' entries does not move them.
+    /// Checks that whatever a client writes to the left of the proxies' entries does not move them.
     #[test]
     fn forged_and_malformed_entries_on_the_left_change_nothing() {
         for forged in [
@@ -179,7 +179,7 @@ mod tests {
         }
     }
 
-    /// Any bytes at all: an answer or none, never a panic.
+    /// Checks that any bytes at all get an answer or none, never a panic.
     #[test]
     fn arbitrary_bytes_never_panic() {
         const ALPHABET: &[u8] = b",;=\"[]:. 0123456789abcdefFOR\xff\t";

@@ -58,7 +58,7 @@ enum Source {
 
 /// The header names [`Key::header`] takes: a [`HeaderName`], or its text.
 pub trait IntoHeaderName: sealed::Sealed {
-    /// The header name.
+    /// Returns the header name.
     fn into_header_name(self) -> HeaderName;
 }
 
@@ -69,7 +69,7 @@ impl IntoHeaderName for HeaderName {
 }
 
 impl IntoHeaderName for &str {
-    /// The header named `self`, in any case (`"X-Api-Key"` is `x-api-key`).
+    /// Returns the header named `self`, in any case (`"X-Api-Key"` is `x-api-key`).
     ///
     /// # Panics
     ///
@@ -84,7 +84,7 @@ impl IntoHeaderName for &str {
 }
 
 impl IntoHeaderName for String {
-    /// As for `&str`: a name read from configuration.
+    /// Returns the header named `self`, as for `&str`: a name read from configuration.
     fn into_header_name(self) -> HeaderName {
         self.as_str().into_header_name()
     }
@@ -98,7 +98,7 @@ mod sealed {
 }
 
 impl Key {
-    /// The IP address of the peer: the client, when clients connect to this server directly.
+    /// Creates a key reading the IP address of the peer: the client, when clients connect to this server directly.
     ///
     /// The peer's address is what the server put in the request's extensions: axum's
     /// `ConnectInfo<SocketAddr>` (serve with `into_make_service_with_connect_info::<SocketAddr>()`; feature
@@ -115,9 +115,9 @@ impl Key {
         Key::of(Source::Peer)
     }
 
-    /// The client's IP address behind `trusted_proxies` proxies that each append to `X-Forwarded-For`: the
-    /// entry `trusted_proxies` places from the right, the address the outermost of them received the request
-    /// from. Never the left-most entry, which the client writes itself.
+    /// Creates a key reading the client's IP address behind `trusted_proxies` proxies that each append to
+    /// `X-Forwarded-For`: the entry `trusted_proxies` places from the right, the address the outermost of them received
+    /// the request from. Never the left-most entry, which the client writes itself.
     ///
     /// With 0 trusted proxies, the header is ignored and the key is the [peer's address](Key::peer_ip). Only
     /// count proxies that always append (and that clients cannot bypass): a client reaching the server
@@ -127,8 +127,8 @@ impl Key {
         Key::behind(Chain::XForwardedFor, trusted_proxies)
     }
 
-    /// [`x_forwarded_for`](Key::x_forwarded_for), for proxies that append to `Forwarded` (RFC 7239): the `for`
-    /// parameter of the element `trusted_proxies` places from the right.
+    /// Creates a key like [`x_forwarded_for`](Key::x_forwarded_for)'s, for proxies that append to `Forwarded`
+    /// (RFC 7239): the `for` parameter of the element `trusted_proxies` places from the right.
     pub fn forwarded(trusted_proxies: usize) -> Key {
         Key::behind(Chain::Forwarded, trusted_proxies)
     }
@@ -140,8 +140,8 @@ impl Key {
         }
     }
 
-    /// The value of header `name` (an API key, a tenant): the first one, when the request has several. An
-    /// absent or empty header finds nothing. A value with bytes outside printable ASCII, or with `%`, is
+    /// Creates a key reading the value of header `name` (an API key, a tenant): the first one, when the request has
+    /// several. An absent or empty header finds nothing. A value with bytes outside printable ASCII, or with `%`, is
     /// counted with those bytes percent-encoded, so that distinct values never share a count.
     ///
     /// `name` is a [`HeaderName`] or its text (`"x-api-key"`, in any case; a `String` read from configuration
@@ -150,9 +150,9 @@ impl Key {
         Key::of(Source::Header(name.into_header_name()))
     }
 
-    /// The request's route: with the `axum` feature, the route the request matched (`/employees/{id}`:
-    /// axum's `MatchedPath`, known to a layer added with `Router::layer` or `route_layer`), else the request's
-    /// path (for gRPC, its method: `/package.Service/Method`).
+    /// Creates a key reading the request's route: with the `axum` feature, the route the request matched
+    /// (`/employees/{id}`: axum's `MatchedPath`, known to a layer added with `Router::layer` or `route_layer`), else
+    /// the request's path (for gRPC, its method: `/package.Service/Method`).
     ///
     /// Where no router matched, every distinct path is a key of its own: prefer [`Key::from_fn`] when
     /// clients choose the paths freely.
@@ -160,7 +160,8 @@ impl Key {
         Key::of(Source::Route)
     }
 
-    /// What `key` makes of the request's head (method, URI, headers, extensions); `None` finds nothing.
+    /// Creates a key from what `key` makes of the request's head (method, URI, headers, extensions); `None` finds
+    /// nothing.
     pub fn from_fn<F>(key: F) -> Key
     where
         F: Fn(&Parts) -> Option<String> + Send + Sync + 'static,
@@ -183,7 +184,7 @@ impl Key {
         }
     }
 
-    /// The key of `request`, if this finds one.
+    /// Returns the key of `request`, if this finds one.
     pub(crate) fn extract<'a>(&self, request: &'a Parts) -> Option<Cow<'a, str>> {
         match &self.source {
             Source::Peer => self.address(peer(&request.extensions)?),
@@ -196,12 +197,12 @@ impl Key {
         }
     }
 
-    /// The peer's address of `request` as a key, for a request this key finds nothing in.
+    /// Returns the peer's address of `request` as a key, for a request this key finds nothing in.
     pub(crate) fn peer_of<'a>(&self, request: &'a Parts) -> Option<Cow<'a, str>> {
         self.address(peer(&request.extensions)?)
     }
 
-    /// What this key reads, for messages: "the X-Forwarded-For entry 2 from the right".
+    /// Describes what this key reads, for messages: "the X-Forwarded-For entry 2 from the right".
     pub(super) fn describe(&self) -> String {
         match &self.source {
             Source::Peer => "the peer's address".to_owned(),
@@ -218,7 +219,7 @@ impl Key {
         }
     }
 
-    /// An address as a key: IPv4 whole, IPv6 as its network of [`ipv6_prefix`](Key::ipv6_prefix) bits.
+    /// Returns an address as a key: IPv4 whole, IPv6 as its network of [`ipv6_prefix`](Key::ipv6_prefix) bits.
     fn address(&self, address: IpAddr) -> Option<Cow<'static, str>> {
         Some(Cow::Owned(match address.to_canonical() {
             IpAddr::V6(v6) if self.ipv6_prefix < 128 => {
@@ -232,7 +233,7 @@ impl Key {
     }
 }
 
-/// The peer's address, as the server recorded it in the request's extensions.
+/// Returns the peer's address, as the server recorded it in the request's extensions.
 fn peer(extensions: &Extensions) -> Option<IpAddr> {
     #[cfg(feature = "axum")]
     if let Some(axum::extract::ConnectInfo(address)) =
@@ -247,7 +248,7 @@ fn peer(extensions: &Extensions) -> Option<IpAddr> {
     extensions.get::<SocketAddr>().map(SocketAddr::ip)
 }
 
-/// A header's value as a key: printable ASCII as it is; otherwise `%` and the bytes outside printable ASCII
+/// Returns a header's value as a key: printable ASCII as it is; otherwise `%` and the bytes outside printable ASCII
 /// percent-encoded. Empty: none.
 fn header(value: &HeaderValue) -> Option<Cow<'_, str>> {
     use std::fmt::Write as _;
@@ -271,7 +272,7 @@ fn header(value: &HeaderValue) -> Option<Cow<'_, str>> {
     Some(Cow::Owned(key))
 }
 
-/// The route `request` matched, else its path.
+/// Returns the route `request` matched, else its path.
 fn route(request: &Parts) -> Cow<'_, str> {
     #[cfg(feature = "axum")]
     if let Some(route) = request.extensions.get::<axum::extract::MatchedPath>() {
@@ -344,7 +345,7 @@ mod tests {
         );
     }
 
-    /// IPv6 clients count by their /64 unless told otherwise; IPv4 ones, and mapped ones, whole.
+    /// Checks that IPv6 clients count by their /64 unless told otherwise; IPv4 ones, and mapped ones, whole.
     #[test]
     fn ipv6_clients_count_by_their_network() {
         let mut request = head(http::Request::builder());

@@ -74,7 +74,7 @@ enum Unidentified {
 }
 
 impl RateLimitLayer {
-    /// A layer deciding with `limiter`, under `rules` (one decision, checked in order), keyed by `key`.
+    /// Creates a layer deciding with `limiter`, under `rules` (one decision, checked in order), keyed by `key`.
     /// `rules` is an array, a `Vec` or a slice of them: a list read from configuration fits.
     ///
     /// Each rule is resolved once, here, against the limiter's defaults (as [`Limiter::limit`] does); the
@@ -103,7 +103,7 @@ impl RateLimitLayer {
         }
     }
 
-    /// Whether the handlers behind the layer decide in its limiter (default: yes): their `#[rate_limit]`
+    /// Sets whether the handlers behind the layer decide in its limiter (default: yes): their `#[rate_limit]`
     /// functions, and [`Limiter::current`], while they serve a request the layer let through, as
     /// [`Limiter::scope`] does. So the layer and the attributes behind it count in one limiter, with its
     /// deadline and `on_error`, even when none was installed. `false` leaves the handlers to the installed
@@ -113,7 +113,7 @@ impl RateLimitLayer {
         self
     }
 
-    /// The key of every request the [`Key`] finds nothing in (no such header, a forwarding chain missing or
+    /// Sets the key of every request the [`Key`] finds nothing in (no such header, a forwarding chain missing or
     /// too short, no peer address, ...): all such requests share one count, instead of each counting under
     /// its peer's address (the default).
     pub fn fallback(mut self, key: impl Into<Cow<'static, str>>) -> Self {
@@ -132,7 +132,7 @@ impl RateLimitLayer {
 }
 
 impl Config {
-    /// The key of `request`: what the [`Key`] finds; else its peer's address, the fallback key, or none (not
+    /// Returns the key of `request`: what the [`Key`] finds; else its peer's address, the fallback key, or none (not
     /// limited, only with [`pass_unidentified`](RateLimitLayer::pass_unidentified)), as the layer says, each
     /// counted and told of. A request with no peer address either counts under [`NO_PEER`], with an error in
     /// the log: a server that records no peer address never turns a per-IP limit off.
@@ -184,7 +184,7 @@ impl Config {
         key
     }
 
-    /// The limiter the layer decides in.
+    /// Returns the limiter the layer decides in.
     pub(super) fn limiter(&self) -> &Limiter {
         &self.limiter
     }

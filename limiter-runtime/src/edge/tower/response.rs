@@ -33,7 +33,7 @@ pin_project! {
 }
 
 impl<B> ResponseBody<B> {
-    /// The inner service's body, holding the request's permits in flight until it is done.
+    /// Wraps the inner service's body, holding the request's permits in flight until it is done.
     pub(super) fn new(body: B, permit: Option<Permit>) -> Self {
         ResponseBody {
             kind: Kind::Inner {
@@ -42,7 +42,7 @@ impl<B> ResponseBody<B> {
         }
     }
 
-    /// A body of `text` (none when empty).
+    /// Creates a body of `text` (none when empty).
     fn text(text: String) -> Self {
         let text = (!text.is_empty()).then(|| Bytes::from(text));
         ResponseBody {
@@ -106,7 +106,7 @@ pub(super) enum Refusal {
 const QUOTA_EXCEEDED: &str = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
 impl Refusal {
-    /// How to refuse `request`.
+    /// Decides how to refuse `request`.
     pub(super) fn for_request(request: &Parts) -> Refusal {
         let has = |value: &HeaderValue, wanted: &str| {
             value
@@ -132,7 +132,7 @@ impl Refusal {
         }
     }
 
-    /// The response refusing a request with `rejection`: the status, `Retry-After` and the quota fields over
+    /// Builds the response refusing a request with `rejection`: the status, `Retry-After` and the quota fields over
     /// HTTP (only a reached limit is a problem document; an unavailable limiter is plain text), the status and
     /// its metadata over gRPC.
     pub(super) fn response<B>(self, rejection: &RateLimited) -> http::Response<ResponseBody<B>> {
@@ -158,7 +158,7 @@ impl Refusal {
 }
 
 impl Refusal {
-    /// The inner service's `response` to this request, its body holding `permit` until it is done; or, when it
+    /// Returns the inner service's `response` to this request, its body holding `permit` until it is done; or, when it
     /// is a refusal a [`RateLimited`] answered for itself (a handler's, which carries the `RateLimited` in its
     /// extensions), that refusal answered as the layer answers its own: one refusal format per service. The
     /// handler's other headers and its extensions stay.
@@ -188,7 +188,7 @@ impl Refusal {
     }
 }
 
-/// A reached limit as a `quota-exceeded` problem: its message as the detail, and the policies that refused
+/// Writes a reached limit as a `quota-exceeded` problem: its message as the detail, and the policies that refused
 /// the call.
 fn problem_document(rejection: &RateLimited) -> String {
     let mut json = String::from("{\"type\":");
@@ -207,7 +207,7 @@ fn problem_document(rejection: &RateLimited) -> String {
     json
 }
 
-/// `text` as a JSON string.
+/// Writes `text` as a JSON string.
 fn json_string(out: &mut String, text: &str) {
     out.push('"');
     for c in text.chars() {
@@ -256,7 +256,7 @@ mod tests {
         assert_eq!(refusal(&[("accept", "text/html")]), Refusal::Text);
     }
 
-    /// A handler's response carrying its refusal (`RateLimited` in its extensions), with a header of its own.
+    /// Builds a handler's response carrying its refusal (`RateLimited` in its extensions), with a header of its own.
     fn handlers_refusal() -> (RateLimited, http::Response<String>) {
         use crate::algorithm::{Outcome, Terms};
         use crate::key::StoreKey;
@@ -293,8 +293,8 @@ mod tests {
         (rejection, response)
     }
 
-    /// Asked for a problem, a handler's refusal is the layer's problem document, its own other headers and its
-    /// extensions kept; as plain text it is left as the handler wrote it; a response that is no refusal is
+    /// Checks that, asked for a problem, a handler's refusal is the layer's problem document, its own other headers and
+    /// its extensions kept; as plain text it is left as the handler wrote it; a response that is no refusal is
     /// never touched.
     #[test]
     fn a_handlers_refusal_is_restated_as_the_layer_answers() {

@@ -40,7 +40,7 @@ impl LimiterBuilder {
         }
     }
 
-    /// What [`env`](LimiterBuilder::env) reads, every variable that can be read applied, and an error for
+    /// Returns what [`env`](LimiterBuilder::env) reads, every variable that can be read applied, and an error for
     /// each that cannot (that one changes nothing; an unreadable `LIMITER_REDIS_URL` leaves a Redis that
     /// cannot be used, never memory).
     pub(crate) fn env_read(mut self) -> (Self, Vec<Error>) {
@@ -78,7 +78,7 @@ impl LimiterBuilder {
         (self, errors)
     }
 
-    /// A builder whose Redis cannot be used, for `reason`: every decision meets a Redis that fails, decided
+    /// Returns a builder whose Redis cannot be used, for `reason`: every decision meets a Redis that fails, decided
     /// by each limit's `on_error` as in an outage (never in memory instead).
     pub(crate) fn unusable_redis(mut self, reason: String) -> Self {
         self.redis = Some(Redis::Unusable(reason));

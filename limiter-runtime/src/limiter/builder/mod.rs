@@ -87,7 +87,7 @@ impl std::fmt::Debug for Redis {
 }
 
 impl LimiterBuilder {
-    /// Count in Redis at `url` (`redis://host:port/db`): one global count shared by every node.
+    /// Counts in Redis at `url` (`redis://host:port/db`): one global count shared by every node.
     ///
     /// An ACL user and password go in the URL (`redis://user:password@host:port/`); `rediss://` speaks TLS
     /// (feature `tls`, with `redis_ca` for a CA of your own). The connection is made on the first
@@ -98,7 +98,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Count in a Redis Cluster, found from any of its nodes (`redis://host:port/`; a few, in case one is
+    /// Counts in a Redis Cluster, found from any of its nodes (`redis://host:port/`; a few, in case one is
     /// down).
     ///
     /// Each limit is one key, so it lives on the master that owns the key's slot, limits spread over the
@@ -118,7 +118,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Count in the Redis master that Redis Sentinel calls `master`, asking the Sentinels at `sentinels`
+    /// Counts in the Redis master that Redis Sentinel calls `master`, asking the Sentinels at `sentinels`
     /// (`redis://host:26379/`) where it is. After a failover the Sentinels are asked again, by themselves.
     ///
     /// The Sentinels' URLs say how to speak to them (`rediss://`, one ACL user for all). To speak to the
@@ -145,7 +145,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Trust the certificate authorities in `pem` (PEM text: one or more certificates) for `rediss://`
+    /// Trusts the certificate authorities in `pem` (PEM text: one or more certificates) for `rediss://`
     /// connections, instead of the system's: a server, a cluster's nodes, the Sentinels and their master.
     ///
     /// ```no_run
@@ -164,7 +164,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Present this client certificate (PEM chain and PEM private key) to `rediss://` servers that ask for
+    /// Presents this client certificate (PEM chain and PEM private key) to `rediss://` servers that ask for
     /// one (mutual TLS: `tls-auth-clients yes`).
     #[cfg(feature = "tls")]
     pub fn redis_client_certificate(
@@ -176,37 +176,37 @@ impl LimiterBuilder {
         self
     }
 
-    /// Count in this process's memory (the default): each process enforces its own limits.
+    /// Counts in this process's memory (the default): each process enforces its own limits.
     pub fn in_memory(mut self) -> Self {
         self.redis = None;
         self
     }
 
-    /// The default key prefix (default `"rate_limit:"`).
+    /// Sets the default key prefix (default `"rate_limit:"`).
     pub fn prefix(mut self, prefix: impl Into<Cow<'static, str>>) -> Self {
         self.defaults.crate_wide.prefix = Some(prefix.into());
         self
     }
 
-    /// The default window (default 60 s).
+    /// Sets the default window (default 60 s).
     pub fn window(mut self, window: Duration) -> Self {
         self.defaults.crate_wide.window = Some(window);
         self
     }
 
-    /// The default admissions per window (default 100).
+    /// Sets the default admissions per window (default 100).
     pub fn max(mut self, max: u64) -> Self {
         self.defaults.crate_wide.max = Some(max);
         self
     }
 
-    /// The default rejection message.
+    /// Sets the default rejection message.
     pub fn message(mut self, message: impl Into<Cow<'static, str>>) -> Self {
         self.defaults.crate_wide.message = Some(message.into());
         self
     }
 
-    /// Defaults for the annotated functions of one module and the modules inside it (`"my_crate::billing"`
+    /// Sets defaults for the annotated functions of one module and the modules inside it (`"my_crate::billing"`
     /// also covers `my_crate::billing::invoices`): what `defaults` sets wins over the crate-wide defaults; what
     /// an attribute (or a rule) writes wins over both. Each part comes from the innermost configured module that
     /// sets it, as for log targets.
@@ -225,21 +225,21 @@ impl LimiterBuilder {
         self
     }
 
-    /// What decides when Redis fails or is too slow (default [`OnError::Open`]); a rule or an attribute can
+    /// Sets what decides when Redis fails or is too slow (default [`OnError::Open`]); a rule or an attribute can
     /// say otherwise for itself.
     pub fn on_error(mut self, on_error: OnError) -> Self {
         self.defaults.crate_wide.on_error = Some(on_error);
         self
     }
 
-    /// The bound on one Redis decision (default 50 ms). A decision that takes longer is a failure, decided by
+    /// Sets the bound on one Redis decision (default 50 ms). A decision that takes longer is a failure, decided by
     /// the [`OnError`] policy, and is never retried: it may have been applied.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
         self
     }
 
-    /// The breaker: after `failures` consecutive failures (default 3) the limiter stops calling Redis and
+    /// Sets the breaker: after `failures` consecutive failures (default 3) the limiter stops calling Redis and
     /// decides in degraded mode at once; every `probe_every` (default 250 ms) one call probes Redis, and the
     /// first success closes the breaker again.
     pub fn breaker(mut self, failures: u32, probe_every: Duration) -> Self {
@@ -250,7 +250,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// The group of runtimes that share this Redis's limits (default `"default"`): they count each other through
+    /// Sets the group of runtimes that share this Redis's limits (default `"default"`): they count each other through
     /// heartbeats in Redis, and under [`OnError::Local`] each takes `ceil(max / live instances)` while Redis is
     /// down. Give each service its own group when several share one Redis.
     pub fn instance_group(mut self, group: impl Into<String>) -> Self {
@@ -258,14 +258,14 @@ impl LimiterBuilder {
         self
     }
 
-    /// How often this runtime renews its heartbeat while Redis is healthy (default 1 s); an instance that misses
+    /// Sets how often this runtime renews its heartbeat while Redis is healthy (default 1 s); an instance that misses
     /// three is no longer counted.
     pub fn heartbeat_every(mut self, every: Duration) -> Self {
         self.heartbeat_every = Some(every);
         self
     }
 
-    /// Whether this node answers a key Redis said is limited by itself until its `retry_after` (default: yes).
+    /// Sets whether this node answers a key Redis said is limited by itself until its `retry_after` (default: yes).
     /// Under an abusive key that is one Redis call per retry period instead of one per request. Whether a call
     /// is denied and its `retry_after` stay exact; a cached answer's `remaining` and `reset_after` are as Redis
     /// last reported them.
@@ -274,7 +274,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Whether calls on the same key and limits that arrive while one of them is with Redis go to Redis
+    /// Sets whether calls on the same key and limits that arrive while one of them is with Redis go to Redis
     /// together, in one script call, once its answer is in (default: on). Each is still decided exactly as if
     /// sent alone, in arrival order; one hot key then costs Redis one script call per round trip, not one per
     /// call. An uncontended call is sent at once: there is no timer.
@@ -283,7 +283,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Whether calls on different keys also go to Redis together (default: yes; a cluster's never do): a call
+    /// Sets whether calls on different keys also go to Redis together (default: yes; a cluster's never do): a call
     /// that finds 4 script calls in flight on the connection waits for one of them to end and goes in the
     /// next, with every call that arrived meanwhile, whatever its key, and one script call decides them all,
     /// each exactly as if sent alone (a call that finds fewer in flight goes at once, alone). At 64 tasks on
@@ -295,7 +295,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Whether this node tallies its decisions for the operators' views (default: yes):
+    /// Sets whether this node tallies its decisions for the operators' views (default: yes):
     /// [`Limiter::top_limited`](crate::Limiter::top_limited) and [`Limiter::overview`](crate::Limiter::overview)
     /// (and the `admin` feature's page) show only the nodes that do. The tally costs a decision on Redis about
     /// 1.5% more of the client's instructions, a refused call in memory about a quarter more (see
@@ -305,7 +305,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// The most keys this process keeps in memory (default 1,000,000: about 250 MB of short keys with small
+    /// Sets the most keys this process keeps in memory (default 1,000,000: about 250 MB of short keys with small
     /// limits; a sliding log takes 16 bytes more for each microsecond of its window that admitted calls): the
     /// in-memory store's, or, on Redis, the `local` fallback's. Keys are chosen by callers, so without a
     /// bound a flood of distinct keys would take the process's memory. A store at its bound forgets its
@@ -321,7 +321,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// The clock decisions read, in memory: it replaces the system clock (see
+    /// Sets the clock decisions read, in memory: it replaces the system clock (see
     /// [`FakeClock`](crate::FakeClock)).
     ///
     /// With Redis, decisions read Redis's `TIME`, and [`build`](LimiterBuilder::build) refuses a clock of
@@ -332,7 +332,7 @@ impl LimiterBuilder {
         self
     }
 
-    /// Test hook: this process's own clock, the one of decisions made without Redis (the switch off, degraded
+    /// Sets this process's own clock (a test hook): the one of decisions made without Redis (the switch off, degraded
     /// mode, in memory), while Redis decisions keep reading Redis `TIME`. Tests give processes clocks seconds
     /// apart with it, and show that they still share one exact window.
     #[doc(hidden)]
@@ -447,7 +447,7 @@ impl LimiterBuilder {
 mod tests {
     use crate::{Error, FakeClock, Limiter};
 
-    /// A clock of one's own reaches Redis's scripts only in a build with the `test-clock` feature: a
+    /// Checks that a clock of one's own reaches Redis's scripts only in a build with the `test-clock` feature: a
     /// production build refuses it, naming why. (The suite runs both ways: with every feature, then the
     /// runtime's unit tests with its default features.)
     #[test]

@@ -15,7 +15,7 @@ use crate::call::{Call, Charged, LeaseTerms, OneOrMany, Ruling};
 use crate::key::KeyRef;
 
 impl RedisBackend {
-    /// How long a call may be taking a lease before it is taken to have been dropped: past its deadline.
+    /// Returns how long a call may be taking a lease before it is taken to have been dropped: past its deadline.
     pub(in crate::backend::redis) fn taking_stale(&self) -> Duration {
         self.deadline * 2
     }
@@ -168,7 +168,7 @@ impl Drop for Taking<'_, '_> {
 }
 
 impl RedisBackend {
-    /// What gives back the decision of a batch's member whose caller went away without reading it: what it
+    /// Returns what gives back the decision of a batch's member whose caller went away without reading it: what it
     /// charged, all of it (its permits too), by a task of its own.
     pub(in crate::backend::redis) fn orphans(self: &Arc<Self>) -> Orphans {
         let redis = Arc::downgrade(self);

@@ -11,7 +11,7 @@ use crate::backend::redis::{RedisBackend, LATE};
 use crate::call::Call;
 
 impl RedisBackend {
-    /// A call to Redis past its deadline, answered late: what Redis admitted of `call` though its caller was
+    /// Reconciles a call to Redis past its deadline, answered late: what Redis admitted of `call` though its caller was
     /// refused meanwhile (`refused`) goes back, through the one give-back path. (What a caller let through,
     /// Redis's count keeps.) Counted in the metric `limiter_reconciled_total`.
     pub(in crate::backend::redis) async fn reconcile(
@@ -32,8 +32,8 @@ impl RedisBackend {
         }
     }
 
-    /// [`reconcile`](RedisBackend::reconcile) of a call's exchange across a cluster's slots: once it is done,
-    /// what it charged goes back if its caller was refused meanwhile (or went away).
+    /// Reconciles, as [`reconcile`](RedisBackend::reconcile) does, a call's exchange across a cluster's slots: once it
+    /// is done, what it charged goes back if its caller was refused meanwhile (or went away).
     pub(in crate::backend::redis) async fn reconcile_exchange(
         self: &Arc<Self>,
         exchange: Exchange,
@@ -49,8 +49,8 @@ impl RedisBackend {
         }
     }
 
-    /// [`reconcile`](RedisBackend::reconcile) of a script call that carried `members` (a batch, or one call),
-    /// each refused meanwhile or not (`refused`).
+    /// Reconciles, as [`reconcile`](RedisBackend::reconcile) does, a script call that carried `members` (a batch, or
+    /// one call), each refused meanwhile or not (`refused`).
     pub(in crate::backend::redis) async fn reconcile_batch(
         self: &Arc<Self>,
         late: Sent,
@@ -84,7 +84,7 @@ impl RedisBackend {
         }
     }
 
-    /// A lease taken past its deadline: its units go back whole, once Redis's answer comes.
+    /// Gives back a lease taken past its deadline: its units go back whole, once Redis's answer comes.
     pub(in crate::backend::redis) async fn return_late_lease(&self, late: Sent, call: &Call<'_>) {
         let limit = &call.limits()[0];
         let Ok(Ok(reply)) = tokio::time::timeout(LATE, late).await else {

@@ -1,6 +1,21 @@
-//! The order of a decision on Redis, and only here: now (a lease, the deny cache, the breaker, a batch to
-//! join), then the round trip within the deadline, then what follows (the breaker told, the deny cache and the
-//! permits); a call Redis cannot decide is decided by its limits' `on_error`.
+//! The order of a decision on Redis, written here alone, for a lone call and a batch alike: now (a lease, the
+//! deny cache, the breaker, a batch to join), then the round trip within the deadline, then what follows (the
+//! breaker told, the deny cache and the permits); a call, or a batch's member, that Redis cannot decide is
+//! decided by its limits' `on_error`, and Redis's late answer reconciled.
+//!
+//! The walk of [`Limit::check`](crate::Limit::check) on one token bucket, from the public call to Redis and
+//! back. Each file is entered once per half, and none calls a file above it:
+//!
+//! 1. Now, when called: `limiter/limit.rs` (the call of one limit, made by `call/mod.rs` with the overrides in
+//!    force) → `pipeline.rs` (the switch, a preset) → `backend/mod.rs` ([`decide`](crate::backend::Backend::decide))
+//!    → here, [`decide_now`](RedisBackend::decide_now): `sparing/lease`, `sparing/deny_cache`,
+//!    `failure/breaker.rs`, `sparing/coalesce` (a full line joined) → `pending.rs` (what is left: [`ToAsk`]).
+//! 2. Later, when polled: `pipeline.rs` ([`Reported`](crate::pipeline::Reported)) → `backend/mod.rs`
+//!    ([`Settling`](crate::backend::Settling)) → here, [`decide_later`](RedisBackend::decide_later) and
+//!    [`ask`](RedisBackend::ask) (the line led) → `round_trip.rs` (one script call within the budget) →
+//!    `wire/script` (the command; the reply read and replayed by `algorithm/token_bucket.rs`) →
+//!    `wire/connection.rs` → Redis; back here, [`answered`](RedisBackend::answered) (the breaker) and
+//!    [`follow_up`](RedisBackend::follow_up) (the deny cache, the permits) → `pipeline.rs` (reported, the decision).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,7 +25,8 @@ use std::time::Duration;
 
 use super::pending::{InLine, LeaseStep, ToAsk};
 use super::round_trip::{
-    asked, call_key, costs_of, decided_of, named, Failed, Late, MemberOutcomes,
+    asked, call_key, costs_of, decided_of, named, read_one, within_held, Failed, Late,
+    MemberOutcomes,
 };
 use crate::algorithm::Algorithm;
 use crate::backend::redis::failure::breaker::{Route, Transition};
@@ -30,7 +46,7 @@ use crate::key::KeyRef;
 use crate::OnError;
 
 impl InLine {
-    /// What the batch says of `call` (degraded by the batch's sender when Redis did not answer in time), once
+    /// Polls for what the batch says of `call` (degraded by the batch's sender when Redis did not answer in time), once
     /// it is decided.
     #[inline]
     pub(crate) fn poll_ruling(&mut self, call: &Call<'_>, cx: &mut Context<'_>) -> Poll<Ruling> {
@@ -38,7 +54,7 @@ impl InLine {
         let key = call.limits()[0].key.parts();
         let (sent, cached, probe) = (self.sent, self.cached, self.probe);
         self.redis
-            .after(call, key, &mut decided, sent, cached, probe);
+            .follow_up(call, key, &mut decided, sent, cached, probe);
         Poll::Ready(decided)
     }
 }
@@ -125,7 +141,7 @@ impl RedisBackend {
         })
     }
 
-    /// What this node was told of `call` (named `key`) if it is a block still in force: the refusal it
+    /// Returns what this node was told of `call` (named `key`) if it is a block still in force: the refusal it
     /// answers while Redis cannot be asked.
     fn known_block(&self, call: &Call<'_>, key: KeyRef<'_>) -> Option<Ruling> {
         let cache = self.denied.as_ref()?;
@@ -139,7 +155,7 @@ impl RedisBackend {
         }
     }
 
-    /// A call of one limit whose line is full waits in the line's batch: joined now, with no round trip of
+    /// Makes a call of one limit whose line is full wait in the line's batch: joined now, with no round trip of
     /// its own to prepare.
     #[inline]
     pub(in crate::backend::redis) fn wait_in_line(
@@ -233,7 +249,7 @@ impl RedisBackend {
                 decided
             }
         };
-        redis.after(
+        redis.follow_up(
             call,
             key,
             &mut decided,
@@ -289,9 +305,13 @@ impl RedisBackend {
                 }
             }
         }
-        let ruling = self.trip(call, &asked, nonce, budget, connection).await;
+        let costs = costs_of(&asked);
+        let mut flight = self.send_one(call, &asked, nonce, &costs, connection);
+        let reply = within_held(&mut flight.sent, budget)
+            .await
+            .map_err(|failed| failed.named(nonce))?;
         drop(turn);
-        ruling
+        Ok(read_one(call, &asked, nonce, &costs, &reply)?)
     }
 
     /// Sends `batch` once a round trip of its line has ended: decides each of its calls within the batch's
@@ -304,7 +324,7 @@ impl RedisBackend {
         Box::pin(async move { self.send_batch(batch).await })
     }
 
-    /// What [`drive`](RedisBackend::drive) does.
+    /// Sends `batch`, as [`drive`](RedisBackend::drive) does.
     pub(in crate::backend::redis) async fn send_batch(self: Arc<Self>, batch: Arc<Batch>) {
         let (members, until) = batch.members();
         let budget = until.saturating_sub(self.clock.now());
@@ -346,7 +366,7 @@ impl RedisBackend {
         }
     }
 
-    /// What Redis's answer (`each`, at `now`) says of each of `members`: a call whose group met a fault of
+    /// Returns what Redis's answer (`each`, at `now`) says of each of `members`: a call whose group met a fault of
     /// its own keys is decided by its own `on_error`, the others by Redis.
     fn ruling_of_members(
         &self,
@@ -381,7 +401,7 @@ impl RedisBackend {
         }
         decided
     }
-    /// Redis answered a round trip: the breaker hears it (and, if Redis was failing, the log).
+    /// Tells the breaker Redis answered a round trip (and, if Redis was failing, the log).
     pub(in crate::backend::redis) fn answered(&self, permit: Route, key: KeyRef<'_>) {
         if self.breaker.succeeded(permit) == Transition::Recovered {
             self.fallback.recovered();
@@ -389,10 +409,10 @@ impl RedisBackend {
         }
     }
 
-    /// A round trip failed with `cause`. A fault of the call's own keys ([`BackendError::is_the_keys`]) is an
-    /// answer from Redis, which the breaker hears as one: one key's fault never turns Redis off for every
-    /// other key. Any other failure counts toward the breaker. Either way the call is then decided by its
-    /// limits' `on_error`: returns how long a `closed` refusal tells it to wait.
+    /// Tells the breaker a round trip failed with `cause`. A fault of the call's own keys
+    /// ([`BackendError::is_the_keys`]) is an answer from Redis, which the breaker hears as one: one key's fault never
+    /// turns Redis off for every other key. Any other failure counts toward the breaker. Either way the call is then
+    /// decided by its limits' `on_error`: returns how long a `closed` refusal tells it to wait.
     pub(in crate::backend::redis) fn failed(
         &self,
         permit: Route,
@@ -410,9 +430,9 @@ impl RedisBackend {
         self.breaker.probe_every()
     }
 
-    /// What follows a decision Redis made (or the failure policy made for it): a leased limit's refusal holds
+    /// Follows up a decision Redis made (or the failure policy made for it): a leased limit's refusal holds
     /// no longer than a lease's life, and the deny cache hears the answer.
-    pub(in crate::backend::redis) fn after(
+    pub(in crate::backend::redis) fn follow_up(
         &self,
         call: &Call<'_>,
         key: KeyRef<'_>,
@@ -452,7 +472,7 @@ impl RedisBackend {
     }
 }
 
-/// What the deny cache tells a call's limits apart by: each one's cost and terms (max, window, burst, wait, a
+/// Returns what the deny cache tells a call's limits apart by: each one's cost and terms (max, window, burst, wait, a
 /// calendar's current period), so that a denial made under other terms (an override since, the same key in
 /// another zone or on another billing day) is never taken for this call's.
 fn terms_mark(limit: &CallLimit<'_>) -> u64 {

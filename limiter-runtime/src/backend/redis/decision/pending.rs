@@ -29,7 +29,7 @@ pub(crate) struct ToAsk {
 }
 
 impl ToAsk {
-    /// The call's place in the batch it waits in, if it waits in one; else this, for a round trip.
+    /// Returns the call's place in the batch it waits in, if it waits in one; else this, for a round trip.
     #[inline]
     pub(crate) fn in_line(self) -> Result<InLine, ToAsk> {
         match self.waiting {
@@ -46,7 +46,7 @@ impl ToAsk {
 }
 
 /// A call of one limit waiting in a batch ([`ToAsk::in_line`]): its place, and what follows its decision (see
-/// [`after`](RedisBackend::after)). Polled in place by its caller: nothing boxed, no timer, no channel.
+/// [`follow_up`](RedisBackend::follow_up)). Polled in place by its caller: nothing boxed, no timer, no channel.
 pub(crate) struct InLine {
     pub(super) waiting: Waiting,
     pub(super) redis: Arc<RedisBackend>,

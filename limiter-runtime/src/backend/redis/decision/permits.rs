@@ -73,7 +73,7 @@ impl Permits {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A permit taken on `key`, named `nonce`, living `ttl` µs unless renewed.
+    /// Holds a permit taken on `key`, named `nonce`, living `ttl` µs unless renewed.
     pub(crate) fn hold(&self, key: &str, ttl: u64, nonce: u64) {
         let mut state = self.lock();
         if state.held.values().all(|held| held.ttl > ttl) {
@@ -110,7 +110,7 @@ impl Permits {
         (!std::mem::replace(&mut state.sending, true), batch)
     }
 
-    /// The releases waiting, by key, and their batch; `None` (and no task sending any more) when there are
+    /// Takes the releases waiting, by key, and their batch; `None` (and no task sending any more) when there are
     /// none.
     fn take_released(&self) -> Option<(u64, HashMap<String, Vec<u64>>)> {
         let mut state = self.lock();
@@ -126,7 +126,7 @@ impl Permits {
         Some((state.taken, by_key))
     }
 
-    /// What to renew now: each key's permits and their time to live; and how long until the next renewal
+    /// Returns what to renew now: each key's permits and their time to live; and how long until the next renewal
     /// ([`every`](Permits::every)).
     fn to_renew(&self) -> (Vec<Renewal>, Option<Duration>) {
         let state = self.lock();
@@ -138,18 +138,18 @@ impl Permits {
         (each, Self::every_of(&state))
     }
 
-    /// How often to renew: a third of the shortest time to live held (none when nothing is held).
+    /// Returns how often to renew: a third of the shortest time to live held (none when nothing is held).
     pub(in crate::backend::redis) fn every(&self) -> Option<Duration> {
         Self::every_of(&self.lock())
     }
 
-    /// [`every`](Permits::every) of `state`.
+    /// Returns [`every`](Permits::every) of `state`.
     fn every_of(state: &Ledger) -> Option<Duration> {
         let shortest = state.held.values().map(|held| held.ttl).min()?;
         Some(Duration::from_micros(shortest / 3).max(Duration::from_millis(1)))
     }
 
-    /// How many permits this node holds.
+    /// Returns how many permits this node holds.
     pub(crate) fn held(&self) -> usize {
         self.lock()
             .held
@@ -199,7 +199,7 @@ impl Permits {
         batch
     }
 
-    /// Once the releases of `batch` (and those before) have been given back in Redis (or failed to be), within
+    /// Waits until the releases of `batch` (and those before) have been given back in Redis (or failed to be), within
     /// `deadline`.
     pub(crate) async fn given(&self, batch: u64, deadline: Duration) {
         let mut given = self.given.subscribe();

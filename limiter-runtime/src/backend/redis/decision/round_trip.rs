@@ -37,7 +37,7 @@ pub(in crate::backend::redis) type Exchange =
     std::pin::Pin<Box<dyn Future<Output = Result<(Ruling, Call<'static>), BackendError>> + Send>>;
 
 impl Failed {
-    /// The failure of the script call that named its call `nonce`.
+    /// Returns the failure of the script call that named its call `nonce`.
     pub(in crate::backend::redis) fn named(mut self, nonce: u64) -> Failed {
         if let Some(Late::Script(_, named)) = &mut self.late {
             *named = nonce;
@@ -52,7 +52,7 @@ impl From<BackendError> for Failed {
     }
 }
 
-/// The limits of `call` Redis is asked about (not those decided before it was).
+/// Returns the limits of `call` Redis is asked about (not those decided before it was).
 pub(in crate::backend::redis) fn asked<'a, 'r>(call: &'a Call<'r>) -> OneOrMany<&'a CallLimit<'r>> {
     match call.limits() {
         [one] => OneOrMany::One(one),
@@ -60,7 +60,7 @@ pub(in crate::backend::redis) fn asked<'a, 'r>(call: &'a Call<'r>) -> OneOrMany<
     }
 }
 
-/// What names `call` in the deny cache and the coalescer's lines: its one limit's store key, or its limits'
+/// Returns what names `call` in the deny cache and the coalescer's lines: its one limit's store key, or its limits'
 /// keys joined, each length first, so that no two calls share one (`-` for a limit decided before any store
 /// was asked).
 pub(in crate::backend::redis) fn call_key(call: &Call<'_>) -> Option<StoreKey> {
@@ -79,7 +79,7 @@ pub(in crate::backend::redis) fn call_key(call: &Call<'_>) -> Option<StoreKey> {
     Some(key)
 }
 
-/// The key that names `call`, as [`call_key`] made it (`joined`), or its one limit's.
+/// Returns the key that names `call`, as [`call_key`] made it (`joined`), or its one limit's.
 pub(in crate::backend::redis) fn named<'a>(
     call: &'a Call<'_>,
     joined: &'a Option<StoreKey>,
@@ -90,7 +90,7 @@ pub(in crate::backend::redis) fn named<'a>(
     }
 }
 
-/// `asked`'s costs (the limits Redis is asked about of a call), in their places.
+/// Returns `asked`'s costs (the limits Redis is asked about of a call), in their places.
 pub(in crate::backend::redis) fn costs_of(asked: &[&CallLimit<'_>]) -> OneOrMany<u64> {
     match asked {
         [one] => OneOrMany::One(one.terms.cost),
@@ -101,7 +101,7 @@ pub(in crate::backend::redis) fn costs_of(asked: &[&CallLimit<'_>]) -> OneOrMany
 /// What one call of a batch came to: its outcome, or the fault its group met.
 pub(in crate::backend::redis) type MemberOutcomes = Result<Outcomes, BackendError>;
 
-/// What Redis's `reply` says of `groups` (as [`batch_command`](script::batch_command) sent them, or
+/// Reads what Redis's `reply` says of `groups` (as [`batch_command`](script::batch_command) sent them, or
 /// [`decide_command`](script::decide_command) when there is one): each call's outcome, and when.
 fn read_trip(
     reply: &Value,
@@ -136,7 +136,7 @@ impl<'m> BatchArgs<'m> {
         BatchArgs { asked, costs }
     }
 
-    /// Each member's call as the script is told it: its nonce and costs.
+    /// Returns each member's call as the script is told it: its nonce and costs.
     pub(in crate::backend::redis) fn calls<'a>(&'a self, members: &[Member]) -> Vec<BatchCall<'a>> {
         members
             .iter()
@@ -148,7 +148,7 @@ impl<'m> BatchArgs<'m> {
             .collect()
     }
 
-    /// The groups the script is told `calls` (made by [`calls`](BatchArgs::calls)) as.
+    /// Returns the groups the script is told `calls` (made by [`calls`](BatchArgs::calls)) as.
     pub(in crate::backend::redis) fn groups<'a>(
         &'a self,
         calls: &'a [BatchCall<'a>],
@@ -156,7 +156,7 @@ impl<'m> BatchArgs<'m> {
         groups_of(&self.asked, calls)
     }
 
-    /// What Redis's `reply` says of each of `calls` (made by [`calls`](BatchArgs::calls)), and when.
+    /// Reads what Redis's `reply` says of each of `calls` (made by [`calls`](BatchArgs::calls)), and when.
     pub(in crate::backend::redis) fn read(
         &self,
         reply: &Value,
@@ -166,7 +166,7 @@ impl<'m> BatchArgs<'m> {
     }
 }
 
-/// What `outcome` (of the limits Redis was asked about, in their order) says of `call`, decided at `now`,
+/// Returns what `outcome` (of the limits Redis was asked about, in their order) says of `call`, decided at `now`,
 /// the call weighing `costs` on those limits: the limits decided before Redis was asked keep their own
 /// outcome.
 pub(in crate::backend::redis) fn decided_of(
@@ -208,6 +208,21 @@ pub(in crate::backend::redis) fn decided_of(
     }
 }
 
+/// Reads what Redis's `reply` says of `call` (its `asked` limits, the call named `nonce` and weighing
+/// `costs`), sent alone.
+#[inline(always)]
+pub(in crate::backend::redis) fn read_one(
+    call: &Call<'_>,
+    asked: &[&CallLimit<'_>],
+    nonce: u64,
+    costs: &[u64],
+    reply: &Value,
+) -> Result<Ruling, BackendError> {
+    let calls = [BatchCall { nonce, costs }];
+    let (each, now) = script::read_decided(reply, asked, &calls)?;
+    Ok(decided_of(call, costs, &each[0], now))
+}
+
 /// Awaits `sent` for at most `budget`: its reply, or, past it, the call still running.
 pub(in crate::backend::redis) async fn within(
     sent: Sent,
@@ -216,7 +231,7 @@ pub(in crate::backend::redis) async fn within(
     within_held(&mut Some(sent), budget).await
 }
 
-/// [`within`] of a script call `sent` holds (taken once answered, or handed on past the budget): dropped
+/// Returns [`within`] of a script call `sent` holds (taken once answered, or handed on past the budget): dropped
 /// meanwhile, its holder still holds it.
 pub(in crate::backend::redis) async fn within_held(
     sent: &mut Option<Sent>,
@@ -249,8 +264,8 @@ pub(in crate::backend::redis) async fn within_held(
 /// A call's script call on its way: a caller that goes away before it is answered (a client gone, a
 /// `timeout` around the call) hands it to a task that gives back what Redis charged for it once the answer
 /// is in, since no one will act on it.
-struct Flight<'a, 'r> {
-    sent: Option<Sent>,
+pub(in crate::backend::redis) struct Flight<'a, 'r> {
+    pub(in crate::backend::redis) sent: Option<Sent>,
     redis: &'a Arc<RedisBackend>,
     call: &'a Call<'r>,
     nonce: u64,
@@ -282,37 +297,30 @@ pub(in crate::backend::redis) fn finish_for_dropped(
 }
 
 impl RedisBackend {
-    /// Sends `call`'s script call (its `asked` limits, the call named `nonce`) and reads Redis's answer within
-    /// `budget`. A caller that goes away meanwhile hands the call on to a task that gives back what it charged.
-    pub(in crate::backend::redis) async fn trip(
-        self: &Arc<Self>,
-        call: &Call<'_>,
+    /// Sends `call`'s script call: its `asked` limits, the call named `nonce` and weighing `costs`. Dropped
+    /// before its answer is read (the caller gone), the flight hands the script call on to a task that gives
+    /// back what it charged.
+    #[inline(always)]
+    pub(in crate::backend::redis) fn send_one<'a, 'r>(
+        self: &'a Arc<Self>,
+        call: &'a Call<'r>,
         asked: &[&CallLimit<'_>],
         nonce: u64,
-        budget: Duration,
+        costs: &[u64],
         connection: Connection,
-    ) -> Result<Ruling, Failed> {
-        let costs = costs_of(asked);
-        let calls = [BatchCall {
-            nonce,
-            costs: &costs,
-        }];
+    ) -> Flight<'a, 'r> {
+        let calls = [BatchCall { nonce, costs }];
         crate::observe::batch(1);
         let (script, command) = script::decide_command(asked, &calls, self.test_now());
-        let mut flight = Flight {
+        Flight {
             sent: Some(script::send(script, connection, command)),
             redis: self,
             call,
             nonce,
-        };
-        let reply = within_held(&mut flight.sent, budget)
-            .await
-            .map_err(|failed| failed.named(nonce))?;
-        let (each, now) = script::read_decided(&reply, asked, &calls)?;
-        Ok(decided_of(call, &costs, &each[0], now))
+        }
     }
 
-    /// One script call deciding every call of `members` (a batch), answered within `budget`: each call's
+    /// Sends one script call deciding every call of `members` (a batch), answered within `budget`: each call's
     /// outcome (or its group's fault), and when.
     pub(in crate::backend::redis) async fn batch_trip(
         &self,

@@ -100,7 +100,7 @@ impl Breaker {
         self.open_until.load(Ordering::Acquire) != 0
     }
 
-    /// Whether Redis is failing: from a failure until the next success.
+    /// Returns whether Redis is failing: from a failure until the next success.
     pub(crate) fn is_failing(&self) -> bool {
         self.failing.load(Ordering::Relaxed)
     }

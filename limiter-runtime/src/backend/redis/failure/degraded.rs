@@ -37,7 +37,7 @@ pub(crate) struct Fallback {
     key_faults_since: AtomicU64,
 }
 
-/// A node's share of a limit of `max` shared by `instances` runtimes: `ceil(max / instances)`.
+/// Returns a node's share of a limit of `max` shared by `instances` runtimes: `ceil(max / instances)`.
 fn share(max: u64, instances: u64) -> u64 {
     max.div_ceil(instances.max(1))
 }
@@ -74,12 +74,12 @@ impl Fallback {
         );
     }
 
-    /// Decisions made in degraded mode so far (calls).
+    /// Counts the decisions made in degraded mode so far (calls).
     pub(crate) fn count(&self) -> u64 {
         self.degraded.load(Ordering::Relaxed)
     }
 
-    /// This node's share of `limit`'s charge, among the runtimes last seen sharing it.
+    /// Returns this node's share of `limit`'s charge, among the runtimes last seen sharing it.
     fn local(&self, limit: &CallLimit<'_>) -> Terms {
         let instances = self.instances.live();
         Terms {
@@ -89,7 +89,7 @@ impl Fallback {
         }
     }
 
-    /// `call` decided without Redis, by each limit's [`OnError`] policy (counted); a refusal of `closed`
+    /// Decides `call` without Redis, by each limit's [`OnError`] policy (counted); a refusal of `closed`
     /// says to retry after `retry` (when Redis is next asked).
     pub(crate) fn decide(&self, call: &Call<'_>, retry: Duration) -> Ruling {
         self.degraded.fetch_add(1, Ordering::Relaxed);
@@ -177,7 +177,7 @@ impl Fallback {
             .give_back(limit, &self.local(limit), units, &answer.receipt);
     }
 
-    /// Redis decided again after failing: the local state is kept a while, then forgotten.
+    /// Tells the fallback Redis decided again after failing: the local state is kept a while, then forgotten.
     pub(crate) fn recovered(&self) {
         let now = self.local.clock().now_micros().max(1);
         self.recovered_at.store(now, Ordering::Relaxed);

@@ -46,12 +46,12 @@ impl Instances {
         }
     }
 
-    /// This runtime's id among them.
+    /// Returns this runtime's id among them.
     pub(crate) fn id(&self) -> &str {
         &self.id
     }
 
-    /// Every live runtime's report, and how long ago it was written: the live runtimes and Redis's time in
+    /// Reads every live runtime's report, and how long ago it was written: the live runtimes and Redis's time in
     /// one script call, then their reports in one `MGET` (in the set's slot).
     pub(crate) async fn reports<C: redis::aio::ConnectionLike>(
         &self,
@@ -94,7 +94,7 @@ impl Instances {
         self.live.load(Ordering::Relaxed).max(1)
     }
 
-    /// One heartbeat: renew this runtime's entry (and its `report`, if any), forget expired ones, and learn
+    /// Sends one heartbeat: renews this runtime's entry (and its `report`, if any), forgets expired ones, and learns
     /// the count.
     pub(crate) async fn beat<C: redis::aio::ConnectionLike>(
         &self,
@@ -112,7 +112,7 @@ impl Instances {
     }
 }
 
-/// Where the reports of the instances in the set `key` are: `limiter:report:{<key>}:` and each one's id, the
+/// Returns where the reports of the instances in the set `key` are: `limiter:report:{<key>}:` and each one's id, the
 /// set's whole name their Cluster hash tag, so that they share its slot; or, when `key` holds a tag of its
 /// own, `key:report:`. (A group named with an empty tag and a `}`, `a{}b`, has no key in its slot but itself:
 /// its reports then work on one server, not on a Cluster.)
@@ -130,7 +130,7 @@ fn reports_at(key: &str) -> String {
 mod tests {
     use super::reports_at;
 
-    /// A report's key is in the instances' set's slot: the set's whole name as its tag, or the tag it has.
+    /// Checks that a report's key is in the instances' set's slot: the set's whole name as its tag, or the tag it has.
     #[test]
     fn a_report_key_shares_its_sets_slot() {
         for (key, report) in [

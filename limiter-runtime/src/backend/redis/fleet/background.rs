@@ -108,7 +108,7 @@ async fn overrides_sync(overrides: Weak<Overrides>, redis: Weak<RedisBackend>) {
     }
 }
 
-/// Every [`SWEEP_EVERY`], gives back what is left of the leases that ran out of time.
+/// Gives back, every [`SWEEP_EVERY`], what is left of the leases that ran out of time.
 async fn lease_sweep(redis: Weak<RedisBackend>) {
     let mut every = tokio::time::interval(SWEEP_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -65,7 +65,7 @@ impl RedisBackend {
         Ok(lifted > 0)
     }
 
-    /// `limit`'s key's block, if Redis holds one.
+    /// Reads `limit`'s key's block, if Redis holds one.
     pub(crate) async fn block(&self, limit: &CallLimit<'_>) -> Result<Option<Block>, Error> {
         let mut connection = self.establish().await.map_err(read_failed)?;
         let mut get = redis::cmd("GET");
@@ -76,7 +76,7 @@ impl RedisBackend {
         Ok(text.as_deref().and_then(Block::parse))
     }
 
-    /// Every block key in Redis and what it holds (the store key it blocks, and its block), and Redis's "now"
+    /// Returns every block key in Redis and what it holds (the store key it blocks, and its block), and Redis's "now"
     /// (µs): each master scanned.
     pub(crate) async fn blocks(&self) -> Result<(Vec<(String, Block)>, u64), Error> {
         let connection = self.establish().await.map_err(read_failed)?;
@@ -118,7 +118,7 @@ impl RedisBackend {
     }
 }
 
-/// Every key ending as a block key, from each master (a server: itself).
+/// Lists every key ending as a block key, from each master (a server: itself).
 async fn block_keys(connection: Connection) -> redis::RedisResult<Vec<String>> {
     let pattern = format!("*{}*", script::BLOCK_SUFFIX);
     match connection {
@@ -149,7 +149,7 @@ async fn block_keys(connection: Connection) -> redis::RedisResult<Vec<String>> {
     }
 }
 
-/// The keys matching `pattern` on one node, the whole scan, each step's command sent by `send`.
+/// Returns the keys matching `pattern` on one node, the whole scan, each step's command sent by `send`.
 async fn scan<F: Future<Output = redis::RedisResult<Value>>>(
     pattern: &str,
     mut send: impl FnMut(Cmd) -> F,
@@ -172,7 +172,7 @@ async fn scan<F: Future<Output = redis::RedisResult<Value>>>(
     }
 }
 
-/// The masters `CLUSTER NODES` lists: their hosts and ports.
+/// Parses the masters `CLUSTER NODES` lists: their hosts and ports.
 fn masters(nodes: &str) -> Vec<(String, u16)> {
     nodes
         .lines()

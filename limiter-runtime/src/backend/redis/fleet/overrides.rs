@@ -57,7 +57,8 @@ struct Announcement {
 }
 
 impl Announcement {
-    /// `None` for a message this version cannot read (one from an older runtime, which names only the field).
+    /// Parses `message`; `None` for a message this version cannot read (one from an older runtime, which names only the
+    /// field).
     fn parse(message: &str) -> Option<Announcement> {
         let mut parts = message.splitn(4, '\n');
         let version = parts.next()?.parse().ok()?;
@@ -116,14 +117,14 @@ pub(in crate::backend::redis) async fn follow(
     up_to_date || reload(overrides, redis).await
 }
 
-/// Whether `message` announces a key banned or unbanned.
+/// Returns whether `message` announces a key banned or unbanned.
 fn reask(message: &redis::Msg) -> bool {
     message
         .get_payload_bytes()
         .starts_with(super::bans::REASK.as_bytes())
 }
 
-/// Whether the hash's version is the table's (also when Redis cannot say: the next look will tell).
+/// Returns whether the hash's version is the table's (also when Redis cannot say: the next look will tell).
 async fn read_version(overrides: &Overrides, redis: &RedisBackend) -> bool {
     if redis.breaker_open() || !overrides.is_enabled_here() {
         return true;

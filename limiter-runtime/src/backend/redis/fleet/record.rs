@@ -21,7 +21,7 @@ impl RedisBackend {
             .await
     }
 
-    /// The newest `kept` entries of the record, newest first; within the patience.
+    /// Returns the newest `kept` entries of the record, newest first; within the patience.
     pub(crate) async fn recorded(&self, kept: usize) -> Result<Vec<String>, Error> {
         let mut connection = self.establish().await.map_err(read_failed)?;
         let mut read = redis::cmd("LRANGE");

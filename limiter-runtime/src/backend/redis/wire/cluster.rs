@@ -41,12 +41,12 @@ impl ClusterLink {
         }))
     }
 
-    /// Whether the connection is made: a call then spends no time connecting.
+    /// Returns whether the connection is made: a call then spends no time connecting.
     pub(crate) fn is_made(&self) -> bool {
         self.0.made.get().is_some()
     }
 
-    /// The connection: made, else once the attempt under way succeeds.
+    /// Returns the connection: made, else once the attempt under way succeeds.
     pub(crate) async fn connection(&self) -> RedisResult<ClusterConnection> {
         if let Some(made) = self.0.made.get() {
             return Ok(made.clone());
@@ -70,7 +70,7 @@ impl ClusterLink {
     }
 }
 
-/// An attempt to connect, running by itself: it progresses while no call waits for it.
+/// Starts an attempt to connect, running by itself: it progresses while no call waits for it.
 fn attempt(client: &ClusterClient) -> Attempt {
     let client = client.clone();
     let attempt = async move {

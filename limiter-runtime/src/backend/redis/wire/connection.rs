@@ -36,7 +36,7 @@ pub(crate) enum Topology {
 }
 
 impl Topology {
-    /// One server at `url`.
+    /// Creates the topology of one server at `url`.
     pub(crate) fn server(
         url: &str,
         tls: &Tls,
@@ -50,8 +50,8 @@ impl Topology {
         )))
     }
 
-    /// The Redis Cluster that any of `seeds` belongs to. Every node it finds is spoken to as the seeds are
-    /// (TLS or not, the same user).
+    /// Creates the topology of the Redis Cluster that any of `seeds` belongs to. Every node it finds is spoken to as
+    /// the seeds are (TLS or not, the same user).
     pub(crate) fn cluster(
         urls: &[String],
         tls: &Tls,
@@ -74,8 +74,8 @@ impl Topology {
         })
     }
 
-    /// The master named `master` by the Sentinels at `sentinels`. `master` is the name, or a URL whose host
-    /// is the name and which says how to speak to the master (`rediss://user:password@mymaster/`): the
+    /// Creates the topology of the master named `master` by the Sentinels at `sentinels`. `master` is the name, or a
+    /// URL whose host is the name and which says how to speak to the master (`rediss://user:password@mymaster/`): the
     /// master's user may differ from the Sentinels' (theirs come in their URLs, one user for all).
     pub(crate) fn sentinel(
         master: &str,
@@ -154,7 +154,7 @@ impl Topology {
         )))
     }
 
-    /// A connection of its own subscribed to nothing yet, for pub/sub (a subscribed connection can send nothing
+    /// Opens a connection of its own subscribed to nothing yet, for pub/sub (a subscribed connection can send nothing
     /// else). Ordinary pub/sub reaches every node of a cluster and every replica of a Sentinel master, so any
     /// node will do: a cluster rotates through its seeds on each `attempt`.
     pub(crate) async fn pubsub(&self, attempt: usize) -> RedisResult<redis::aio::PubSub> {
@@ -166,7 +166,7 @@ impl Topology {
         client.get_async_pubsub().await
     }
 
-    /// The shared connection, asked for by the first call: a server's connects on its first command, a
+    /// Creates the shared connection, asked for by the first call: a server's connects on its first command, a
     /// cluster's starts connecting at once. Must run inside a Tokio runtime, where the connection's background
     /// tasks live.
     pub(crate) fn connect(&self) -> RedisResult<Connection> {
@@ -180,14 +180,14 @@ impl Topology {
     }
 }
 
-/// The error every command meets on an unusable Redis.
+/// Returns the error every command meets on an unusable Redis.
 fn unusable(reason: &str) -> redis::RedisError {
     let kind = redis::ErrorKind::InvalidClientConfig;
     redis::RedisError::from((kind, "Redis cannot be used", reason.to_owned()))
 }
 
 impl Topology {
-    /// Where Redis is, for errors: "redis://10.0.0.5:6379", never a password.
+    /// Describes where Redis is, for errors: "redis://10.0.0.5:6379", never a password.
     pub(crate) fn describe(&self) -> String {
         match self {
             Topology::Server(server) => match server.locator() {
@@ -223,7 +223,7 @@ impl fmt::Debug for Topology {
     }
 }
 
-/// A client for each of `urls`, of which there is at least one.
+/// Creates a client for each of `urls`, of which there is at least one.
 fn clients(what: &str, urls: &[String], tls: &Tls) -> Result<Vec<Client>, Error> {
     if urls.is_empty() {
         return Err(Error::InvalidRedisSetup(format!(
@@ -233,7 +233,7 @@ fn clients(what: &str, urls: &[String], tls: &Tls) -> Result<Vec<Client>, Error>
     urls.iter().map(|url| tls.client(url)).collect()
 }
 
-/// Where `client` connects, for errors and `Debug`: never a password or a key.
+/// Returns where `client` connects, for errors and `Debug`: never a password or a key.
 fn address(client: &Client) -> String {
     match client.get_connection_info().addr() {
         addr @ ConnectionAddr::TcpTls { .. } => format!("rediss://{addr}"),
@@ -241,7 +241,7 @@ fn address(client: &Client) -> String {
     }
 }
 
-/// The clients' addresses (see [`address`]).
+/// Returns the clients' addresses (see [`address`]).
 fn addresses(clients: &[Client]) -> String {
     let each: Vec<String> = clients.iter().map(address).collect();
     each.join(" ")
@@ -266,7 +266,7 @@ pub(crate) enum Connection {
 }
 
 impl Connection {
-    /// Whether the connection is made (to the server, or to the cluster): a call then spends no time
+    /// Returns whether the connection is made (to the server, or to the cluster): a call then spends no time
     /// connecting.
     pub(crate) fn is_made(&self) -> bool {
         match self {
@@ -296,12 +296,12 @@ impl Connection {
         }
     }
 
-    /// Whether it is a cluster's.
+    /// Returns whether it is a cluster's.
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self, Connection::Cluster(_))
     }
 
-    /// When `keys` cannot go in one script call (a cluster, and keys in several slots): their indices grouped
+    /// Returns, when `keys` cannot go in one script call (a cluster, and keys in several slots), their indices grouped
     /// by slot, each group in the order of its first key. `None`: all in one call.
     pub(crate) fn slots_apart(&self, keys: &[&str]) -> Option<Vec<Vec<usize>>> {
         let Connection::Cluster(_) = self else {

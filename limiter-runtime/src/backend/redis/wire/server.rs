@@ -24,7 +24,7 @@ use super::script::LuaScript;
 /// late answer, runs one timer, not two.
 pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// `command`'s answer within [`RESPONSE_TIMEOUT`], else a timeout (an I/O error, as redis-rs's own).
+/// Awaits `command`'s answer within [`RESPONSE_TIMEOUT`], else a timeout (an I/O error, as redis-rs's own).
 async fn bounded<T>(command: impl Future<Output = RedisResult<T>>) -> RedisResult<T> {
     match tokio::time::timeout(RESPONSE_TIMEOUT, command).await {
         Ok(reply) => reply,
@@ -73,7 +73,7 @@ impl ServerConnection {
         }))
     }
 
-    /// Whether a connection is made: a call then spends no time connecting.
+    /// Returns whether a connection is made: a call then spends no time connecting.
     pub(crate) fn is_made(&self) -> bool {
         self.0.current.load().is_some()
     }
@@ -89,7 +89,7 @@ impl ServerConnection {
         &self.0.locator
     }
 
-    /// A client for the server: for pub/sub, which needs a connection of its own.
+    /// Returns a client for the server: for pub/sub, which needs a connection of its own.
     pub(crate) async fn client(&self) -> RedisResult<Client> {
         match &self.0.locator {
             Locator::Fixed(client) => Ok(client.clone()),
@@ -97,7 +97,7 @@ impl ServerConnection {
         }
     }
 
-    /// The manager to call through: the one last made, else one made now (see
+    /// Returns the manager to call through: the one last made, else one made now (see
     /// [`establish`](ServerConnection::establish)).
     async fn manager(&self) -> RedisResult<Arc<ConnectionManager>> {
         if let Some(manager) = self.0.current.load_full() {
@@ -147,7 +147,7 @@ impl ServerConnection {
         reply
     }
 
-    /// After a call through `manager` failed with `error`: forgets it if it is not to be called again. Only
+    /// Forgets `manager`, after a call through it failed with `error`, if it is not to be called again. Only
     /// that manager: another call may have made the next one already.
     fn failed(&self, manager: &Arc<ConnectionManager>, error: &RedisError) {
         if self.0.locator.forgets(error) {
@@ -159,7 +159,7 @@ impl ServerConnection {
 }
 
 impl Shared {
-    /// A new manager, connected: for the master, once the Sentinels have named it.
+    /// Makes a new manager, connected: for the master, once the Sentinels have named it.
     async fn make(&self) -> RedisResult<Arc<ConnectionManager>> {
         let client = match &self.locator {
             Locator::Fixed(client) => client.clone(),
@@ -171,7 +171,7 @@ impl Shared {
 }
 
 impl Locator {
-    /// Whether a call that failed with `error` says the manager is not to be called again.
+    /// Returns whether a call that failed with `error` says the manager is not to be called again.
     fn forgets(&self, error: &RedisError) -> bool {
         // The manager retries an I/O error itself; anything else that asks for a new connection (the password
         // refused, a reply that cannot be read), it would fail with forever.

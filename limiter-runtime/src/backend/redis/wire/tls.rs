@@ -43,7 +43,7 @@ impl fmt::Debug for Tls {
 }
 
 impl Tls {
-    /// `self`, with what the environment sets over it: `LIMITER_REDIS_CA`, and `LIMITER_REDIS_CLIENT_CERT`
+    /// Returns `self`, with what the environment sets over it: `LIMITER_REDIS_CA`, and `LIMITER_REDIS_CLIENT_CERT`
     /// with `LIMITER_REDIS_CLIENT_KEY`, each a path to a PEM file. A setting that cannot be read changes
     /// nothing, and its error (naming its variable) goes to `errors`.
     pub(crate) fn with_env(mut self, errors: &mut Vec<Error>) -> Tls {
@@ -99,7 +99,7 @@ impl Tls {
         )))
     }
 
-    /// A client for `url`: over TLS, with the CA and the client certificate, when it is `rediss://`.
+    /// Creates a client for `url`: over TLS, with the CA and the client certificate, when it is `rediss://`.
     pub(crate) fn client(&self, url: &str) -> Result<Client, Error> {
         let invalid = |source| Error::InvalidRedisUrl {
             url: redacted(url),
@@ -122,7 +122,7 @@ impl Tls {
         )))
     }
 
-    /// The certificates redis-rs takes, checked; makes sure rustls has a crypto provider.
+    /// Returns the certificates redis-rs takes, checked; makes sure rustls has a crypto provider.
     #[cfg(feature = "tls")]
     pub(crate) fn certificates(&self) -> Result<redis::TlsCertificates, Error> {
         // A process whose rustls was built with more than one provider has no default: ring becomes it,
@@ -153,7 +153,7 @@ impl Tls {
         })
     }
 
-    /// A Redis Cluster client builder with the certificates, when the seeds speak TLS.
+    /// Creates a Redis Cluster client builder with the certificates, when the seeds speak TLS.
     pub(crate) fn cluster(
         &self,
         builder: redis::cluster::ClusterClientBuilder,
@@ -174,13 +174,13 @@ impl Tls {
     }
 }
 
-/// Whether `url` asks for TLS.
+/// Returns whether `url` asks for TLS.
 pub(crate) fn is_tls(url: &str) -> bool {
     url.get(..9)
         .is_some_and(|scheme| scheme.eq_ignore_ascii_case("rediss://"))
 }
 
-/// `url` with its password, if any, written `***`: what errors and logs may show.
+/// Returns `url` with its password, if any, written `***`: what errors and logs may show.
 pub(crate) fn redacted(url: &str) -> String {
     let Some(start) = url.find("://").map(|i| i + 3) else {
         return url.to_owned();

@@ -80,7 +80,7 @@ struct Lane {
 }
 
 impl Lane {
-    /// Whether a call finding the lane so waits in a batch.
+    /// Returns whether a call finding the lane so waits in a batch.
     fn is_full(&self) -> bool {
         self.in_flight >= IN_FLIGHT || !self.gathering.is_empty()
     }
@@ -135,7 +135,7 @@ pub(crate) struct Batch {
 }
 
 /// What gives back the decision of a member whose caller went away without reading it: what Redis charged
-/// for it must not stay (see [`Batch::decide`]).
+/// for it must not stay (see [`Batch::deliver`]).
 pub(crate) type Orphans = Arc<dyn Fn(&Member, &Ruling) + Send + Sync>;
 
 /// A batch's members, the wakers of those waiting for their decisions, and its bounds.
@@ -155,7 +155,7 @@ struct Gathered {
     until: Duration,
 }
 
-/// The lane behind `lane`'s lock.
+/// Returns the lane behind `lane`'s lock.
 fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
     lane.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -175,7 +175,7 @@ impl std::fmt::Debug for Gathered {
 const ROOM: usize = 16;
 
 impl Gathered {
-    /// Whether a call of `limits` limits may join.
+    /// Returns whether a call of `limits` limits may join.
     fn has_room(&self, limits: usize) -> bool {
         self.members.len() < MAX_CALLS && self.limits + limits <= MAX_LIMITS
     }
@@ -231,7 +231,7 @@ pub(in crate::backend::redis) enum Place {
 }
 
 impl Batch {
-    /// A batch of `line`, waiting until `until` at the latest.
+    /// Creates a batch of `line`, waiting until `until` at the latest.
     fn new(line: Line, until: Duration) -> Batch {
         Batch {
             line,
@@ -247,7 +247,7 @@ impl Batch {
         }
     }
 
-    /// Its members, in the order they joined, and until when they wait: taken once it is sent (none joins it
+    /// Returns its members, in the order they joined, and until when they wait: taken once it is sent (none joins it
     /// after).
     pub(in crate::backend::redis) fn members(&self) -> (Vec<Member>, Duration) {
         let mut gathered = self.lock();
@@ -286,7 +286,7 @@ impl Batch {
         wakers.into_iter().flatten().for_each(Waker::wake);
     }
 
-    /// The member at `index` waiting for its decision.
+    /// Returns the member at `index` waiting for its decision.
     pub(in crate::backend::redis) fn wait(self: Arc<Self>, index: usize) -> Waiting {
         Waiting {
             batch: self,
@@ -327,7 +327,7 @@ impl Future for Waiting {
 }
 
 impl Coalescer {
-    /// The lines of a limiter: calls of different keys share a server's when `across_keys`.
+    /// Creates the lines of a limiter: calls of different keys share a server's when `across_keys`.
     pub(crate) fn new(across_keys: bool) -> Coalescer {
         Coalescer {
             across_keys,
@@ -338,7 +338,7 @@ impl Coalescer {
         }
     }
 
-    /// The line of a call on `keys` (of a cluster, or not).
+    /// Returns the line of a call on `keys` (of a cluster, or not).
     pub(in crate::backend::redis) fn line_of<'k>(
         &self,
         cluster: bool,
@@ -424,8 +424,8 @@ impl Coalescer {
         .flatten()
     }
 
-    /// After a round trip of `line` ended: the first batch gathering takes its place, to be sent (returned);
-    /// with none, the line has one script call fewer in flight.
+    /// Passes the turn on after a round trip of `line` ended: the first batch gathering takes its place, to be sent
+    /// (returned); with none, the line has one script call fewer in flight.
     pub(in crate::backend::redis) fn pass_on(&self, line: &Line) -> Option<Arc<Batch>> {
         self.with_lane(line, false, |lane| {
             let next = lane.gathering.pop_front();

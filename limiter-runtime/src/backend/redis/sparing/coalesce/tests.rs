@@ -54,7 +54,7 @@ fn waits(place: Place) -> (Arc<Batch>, usize) {
     }
 }
 
-/// The first calls on the line, up to [`IN_FLIGHT`], are sent at once, whatever their keys.
+/// Fills the line: the first calls on the line, up to [`IN_FLIGHT`], are sent at once, whatever their keys.
 fn fill(coalescer: &Coalescer) {
     for n in 0..IN_FLIGHT {
         let key = ["p:a", "p:b", "p:c", "p:d"][n % 4];
@@ -190,7 +190,7 @@ async fn each_call_of_a_batch_reads_its_own_decision() {
     assert_eq!(waiting.await.unwrap().decision().remaining, 8);
 }
 
-/// A caller that goes away without reading its decision has it given back once: by the batch's sender when
+/// Checks that a caller that goes away without reading its decision has it given back once: by the batch's sender when
 /// it went before the decision, by itself when after; one that read it, never.
 #[test]
 fn a_decision_no_caller_reads_is_given_back_once() {

@@ -87,12 +87,12 @@ impl Default for DenyCache {
 }
 
 impl DenyCache {
-    /// Whether the cache holds no denial: then nothing is worth looking up.
+    /// Returns whether the cache holds no denial: then nothing is worth looking up.
     pub(crate) fn is_empty(&self) -> bool {
         self.held.load(Ordering::Relaxed) == 0
     }
 
-    /// What is known of a call of `costs` to the limits that `key` names, at `now`; a probe it starts may take
+    /// Returns what is known of a call of `costs` to the limits that `key` names, at `now`; a probe it starts may take
     /// up to `deadline`. While Redis `fails`, a denial that ran out is no longer known: no probe holds other
     /// calls back, and the failure policy decides them (a denial still running holds: it is exact).
     pub(crate) fn get(
@@ -219,7 +219,7 @@ impl DenyCache {
         }
     }
 
-    /// Whether a denial of the call `key` names holds at `now`: a call of its costs is refused without asking
+    /// Returns whether a denial of the call `key` names holds at `now`: a call of its costs is refused without asking
     /// Redis.
     pub(crate) fn holds(&self, key: KeyRef<'_>, now: Duration) -> bool {
         if self.is_empty() {

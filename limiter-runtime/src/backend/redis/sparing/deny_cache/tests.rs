@@ -33,7 +33,7 @@ fn denied_now(cache: &DenyCache, key: &str, cost: u64, now: Duration) -> Option<
     }
 }
 
-/// An admission, as Redis reports it.
+/// Returns an admission, as Redis reports it.
 fn admitted() -> Decision {
     Decision {
         allowed: true,
@@ -41,7 +41,7 @@ fn admitted() -> Decision {
     }
 }
 
-/// Redis denied a call of cost 1 on `k`, sent at `T0`, for 500 ms.
+/// Tells `cache` Redis denied a call of cost 1 on `k`, sent at `T0`, for 500 ms.
 fn denied_for_500ms(cache: &DenyCache) {
     answered(cache, "k", 1, denied(Duration::from_millis(500)), T0, false);
 }
@@ -146,7 +146,7 @@ fn keeps_no_degraded_decision() {
     assert!(matches!(get(&cache, "c", 1, T0), Lookup::Miss));
 }
 
-/// A call of several limits is denied until the last of its refusing limits would admit it, and only a
+/// Checks that a call of several limits is denied until the last of its refusing limits would admit it, and only a
 /// call of the same costs is answered.
 #[test]
 fn a_call_of_several_limits_is_denied_until_the_last_would_admit_it() {
@@ -195,7 +195,7 @@ fn a_call_of_several_limits_is_denied_until_the_last_would_admit_it() {
     ));
 }
 
-/// A denial of weeks (a month's quota) is held for a second, telling the weeks left, and then one call
+/// Checks that a denial of weeks (a month's quota) is held for a second, telling the weeks left, and then one call
 /// re-asks Redis: another node's give-backs are seen by then.
 #[test]
 fn a_long_denial_is_held_one_second_then_re_asked() {

@@ -29,7 +29,7 @@ const SHARDS: usize = 16;
 /// How often idle leases that ran out of time are given back.
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_millis(100);
 
-/// How soon the units other nodes hold in leases of `terms` come back at the latest: a lease's time to live,
+/// Returns how soon the units other nodes hold in leases of `terms` come back at the latest: a lease's time to live,
 /// then the sweep.
 pub(in crate::backend::redis) fn back_within(terms: LeaseTerms) -> Duration {
     terms.ttl + SWEEP_EVERY
@@ -94,7 +94,7 @@ impl Default for Leases {
 }
 
 impl HeldLease {
-    /// Whether a call of `limit` can spend it at `now` (same limit, time and units left).
+    /// Returns whether a call of `limit` can spend it at `now` (same limit, time and units left).
     fn serves(&self, limit: &CallLimit<'_>, now: Duration) -> bool {
         let terms = |c: &Terms| (c.window, c.max, c.burst);
         now < self.expires
@@ -103,7 +103,7 @@ impl HeldLease {
             && terms(&self.terms) == terms(&limit.terms)
     }
 
-    /// The answer to a call of `limit` spending its cost of it at `now`.
+    /// Returns the answer to a call of `limit` spending its cost of it at `now`.
     fn spend(&mut self, limit: &CallLimit<'_>, now: Duration) -> LimitRuling {
         self.left -= limit.terms.cost;
         let elapsed = as_micros(now.saturating_sub(self.received));
@@ -123,7 +123,7 @@ impl HeldLease {
         }
     }
 
-    /// The receipt of a call spending it: which lease it spent.
+    /// Returns the receipt of a call spending it: which lease it spent.
     fn mark(&self) -> Receipt {
         Receipt {
             mark: self.generation,
@@ -131,7 +131,7 @@ impl HeldLease {
         }
     }
 
-    /// What is left of it, to give back: its units left, of what taking it charged.
+    /// Returns what is left of it, to give back: its units left, of what taking it charged.
     pub(in crate::backend::redis) fn remainder(&self) -> GiveBack<'_> {
         GiveBack {
             key: &self.key,
@@ -143,7 +143,7 @@ impl HeldLease {
     }
 }
 
-/// A slot taken since `now`.
+/// Returns a slot taken since `now`.
 fn taking(now: Duration) -> Slot {
     Slot::Taking(now, watch::Sender::new(()))
 }
@@ -163,7 +163,7 @@ impl Leases {
         }
     }
 
-    /// What a call of `limit` that could not spend a lease does: take one, or wait for the call taking one
+    /// Returns what a call of `limit` that could not spend a lease does: take one, or wait for the call taking one
     /// (one call at a time per key; a call taking one for longer than `stale` is taken to have been dropped).
     pub(in crate::backend::redis) fn take(
         &self,
@@ -200,7 +200,7 @@ impl Leases {
         *slot = Slot::Held(Box::new(held));
     }
 
-    /// No lease was taken for `key` (refused, or Redis failed): the next call may take one.
+    /// Records that no lease was taken for `key` (refused, or Redis failed): the next call may take one.
     pub(in crate::backend::redis) fn abandon(&self, key: KeyRef<'_>) {
         let (mut slots, hash) = self.slots.lock(key);
         if let Some(Slot::Taking(..)) = slots.get_mut(hash, key) {
@@ -249,7 +249,7 @@ impl Leases {
 }
 
 impl Leases {
-    /// The lease taken by a call of `limit` sent at `sent`, for `terms`, from what the script answered: taken
+    /// Reads the lease taken by a call of `limit` sent at `sent`, for `terms`, from what the script answered: taken
     /// at `now` (Redis's clock), `taken` units, the limit's state before them `reported`; received at
     /// `received` (this node's clock). Holds it, and answers the call with the first of its units; none taken,
     /// the call's answer alone (refused, or admitted without a lease).

@@ -6,7 +6,7 @@ use crate::call::Call;
 
 const SECOND: Duration = Duration::from_secs(1);
 
-/// A call of one leased token bucket on the key `p:hot`, of `charge`.
+/// Builds a call of one leased token bucket on the key `p:hot`, of `charge`.
 fn call(charge: &Terms) -> Call<'static> {
     let mut call = Call::of([(Algorithm::TokenBucket, "p:hot", *charge)]);
     call.each_limit(|limit| {

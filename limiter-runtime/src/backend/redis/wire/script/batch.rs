@@ -18,7 +18,7 @@ pub(crate) struct Group<'a, 'r> {
     pub(crate) calls: &'a [BatchCall<'a>],
 }
 
-/// The command that decides `groups` (of one slot) in one script call, each group in turn exactly as
+/// Builds the command that decides `groups` (of one slot) in one script call, each group in turn exactly as
 /// [`decide_command`] decides it alone: many callers' calls, on any keys, for one command. Each limit's shape
 /// is sent once, and each group names its limits' shapes.
 pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>) -> Cmd {
@@ -86,7 +86,7 @@ pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>)
 /// another type, say), which is its calls' own.
 pub(crate) type GroupOutcomes = Result<Vec<Outcomes>, BackendError>;
 
-/// What the script's `reply` says of `groups` (as [`batch_command`] sent them): each group's outcome, and
+/// Reads what the script's `reply` says of `groups` (as [`batch_command`] sent them): each group's outcome, and
 /// when, on Redis's clock.
 pub(crate) fn read_batch(
     reply: &Value,
@@ -115,7 +115,7 @@ pub(crate) fn read_batch(
     Ok((each, now))
 }
 
-/// Each of `group`'s calls' outcome, replayed from the states `text` answers (as `scripts/groups.lua` writes
+/// Reads each of `group`'s calls' outcome, replayed from the states `text` answers (as `scripts/groups.lua` writes
 /// them); `None` if they are not.
 fn read_group(text: &[u8], group: &Group<'_, '_>, now: u64) -> Option<Vec<Outcomes>> {
     let text = std::str::from_utf8(text).ok()?;
@@ -171,7 +171,7 @@ fn read_group(text: &[u8], group: &Group<'_, '_>, now: u64) -> Option<Vec<Outcom
 /// A limit's block under a penalty (`Some(None)` for none), as [`Replay`] takes it.
 type Blocked = Option<Option<Block>>;
 
-/// One limit's answer in a group: under a penalty, its key's block ("<until>:<offences>:<p|b>" or "")
+/// Parses one limit's answer in a group: under a penalty, its key's block ("<until>:<offences>:<p|b>" or "")
 /// before "|"; then its state, as values.
 fn answered(limit: &CallLimit<'_>, answer: &str) -> Option<(Blocked, Vec<Value>)> {
     let (block, state) = match limit.penalty {
@@ -195,7 +195,7 @@ fn answered(limit: &CallLimit<'_>, answer: &str) -> Option<(Blocked, Vec<Value>)
     Some((block, values))
 }
 
-/// A state's first number and the rest, as [`Replay`] takes them.
+/// Returns a state's first number and the rest, as [`Replay`] takes them.
 fn first_and_rest(state: &[Value]) -> Option<(u64, &[Value])> {
     match state.split_first()? {
         (Value::Int(first), rest) => Some((non_negative(*first), rest)),
@@ -203,7 +203,7 @@ fn first_and_rest(state: &[Value]) -> Option<(u64, &[Value])> {
     }
 }
 
-/// `field` read as a whole number written in decimal (as Lua's `%d` writes one), if it is one.
+/// Reads `field` as a whole number written in decimal (as Lua's `%d` writes one), if it is one.
 fn whole(field: &[u8]) -> Option<i64> {
     let (negative, digits) = match field {
         [b'-', digits @ ..] => (true, digits),
@@ -222,7 +222,7 @@ fn whole(field: &[u8]) -> Option<i64> {
     Some(if negative { -n } else { n })
 }
 
-/// Whether two calls ask Redis about the same limits (keys and shapes, but costs): adjacent in a batch,
+/// Returns whether two calls ask Redis about the same limits (keys and shapes, but costs): adjacent in a batch,
 /// they go as one group.
 fn same_limits(a: &[&CallLimit<'_>], b: &[&CallLimit<'_>]) -> bool {
     a.len() == b.len()
@@ -231,7 +231,7 @@ fn same_limits(a: &[&CallLimit<'_>], b: &[&CallLimit<'_>]) -> bool {
             .all(|(a, b)| a.key == b.key && shape(a) == shape(b) && a.algorithm == b.algorithm)
 }
 
-/// The groups of a batch's calls (`asked`, each call's limits Redis is asked about, and `calls`, its nonce
+/// Returns the groups of a batch's calls (`asked`, each call's limits Redis is asked about, and `calls`, its nonce
 /// and costs): runs of adjacent calls on the same limits.
 pub(crate) fn groups_of<'a, 'r>(
     asked: &'a [OneOrMany<&'a CallLimit<'r>>],

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 /// two store keys share a block key, whatever their prefixes.
 pub(crate) const BLOCK_SUFFIX: &str = "%block";
 
-/// The key of the block of the limit whose store key is `key`, in `key`'s Cluster slot:
+/// Returns the key of the block of the limit whose store key is `key`, in `key`'s Cluster slot:
 /// - `key%block:t` when `key` has a hash tag (the same tag);
 /// - `{key}%block` when it has none (its whole name as the tag: its slot);
 /// - `{<n>}key%block:s` when it holds a `}` but no tag, which braces cannot enclose (or is empty): `n`, a
@@ -24,7 +24,7 @@ pub(crate) fn block_key(key: &str) -> String {
     }
 }
 
-/// The store key whose block key `block` is, if it is one.
+/// Returns the store key whose block key `block` is, if it is one.
 pub(crate) fn blocked_key(block: &str) -> Option<String> {
     let key = if let Some(key) = block
         .strip_suffix(":t")
@@ -45,7 +45,7 @@ pub(crate) fn blocked_key(block: &str) -> Option<String> {
     (block_key(key) == block).then(|| key.to_owned())
 }
 
-/// The part of `key` Redis hashes to find its slot: its hash tag (between its first `{` and the first `}` after
+/// Returns the part of `key` Redis hashes to find its slot: its hash tag (between its first `{` and the first `}` after
 /// it, if not empty), if it has one.
 fn hash_tag(key: &[u8]) -> Option<&[u8]> {
     let open = key.iter().position(|&b| b == b'{')?;
@@ -53,7 +53,7 @@ fn hash_tag(key: &[u8]) -> Option<&[u8]> {
     (len > 0).then(|| &key[open + 1..open + 1 + len])
 }
 
-/// `key`'s Cluster slot: CRC16 (XMODEM) of its hash tag, or of itself, modulo 16384.
+/// Computes `key`'s Cluster slot: CRC16 (XMODEM) of its hash tag, or of itself, modulo 16384.
 fn slot(key: &[u8]) -> u16 {
     let hashed = hash_tag(key).unwrap_or(key);
     let mut crc: u16 = 0;
@@ -92,7 +92,7 @@ mod tests {
     use super::*;
     use redis::cluster_routing::Slot;
 
-    /// A block key is in its limit's slot, whatever the key holds, and is never a store key.
+    /// Checks that a block key is in its limit's slot, whatever the key holds, and is never a store key.
     #[test]
     fn a_block_key_shares_its_limits_slot() {
         for key in [

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Every script of `scripts/`, by name, read from the directory when the check runs (a script added there is
+/// Returns every script of `scripts/`, by name, read from the directory when the check runs (a script added there is
 /// checked without being listed anywhere), then each script assembled from them (`build.rs`), as Redis runs it.
 fn scripts() -> Vec<(String, String)> {
     let mut scripts = scripts_in(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts"));
@@ -15,7 +15,7 @@ fn scripts() -> Vec<(String, String)> {
     scripts
 }
 
-/// Every `.lua` file of `directory`, by name (without `.lua`), in the order of their names.
+/// Reads every `.lua` file of `directory`, by name (without `.lua`), in the order of their names.
 fn scripts_in(directory: &Path) -> Vec<(String, String)> {
     let mut scripts: Vec<(String, String)> = std::fs::read_dir(directory)
         .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
@@ -47,7 +47,7 @@ enum Keys {
 }
 
 impl Keys {
-    /// Whether argument `position` (from 0, the command's name not counted) is a key.
+    /// Returns whether argument `position` (from 0, the command's name not counted) is a key.
     fn at(self, position: usize) -> bool {
         match self {
             Keys::None => false,
@@ -86,7 +86,7 @@ const COMMANDS: [(&str, (u32, u32), Keys); 20] = [
     ("#!lua", (7, 0), Keys::None),
 ];
 
-/// The arguments of a call whose text follows its opening parenthesis, each trimmed: split at the commas
+/// Returns the arguments of a call whose text follows its opening parenthesis, each trimmed: split at the commas
 /// outside parentheses, brackets, braces, string literals and comments, up to the parenthesis that closes the
 /// call.
 fn arguments(text: &str) -> Vec<String> {
@@ -130,7 +130,7 @@ fn arguments(text: &str) -> Vec<String> {
     found
 }
 
-/// Each `redis.call(...)` and `redis.pcall(...)` of `source`: the command named (as written, quoted) and the
+/// Finds each `redis.call(...)` and `redis.pcall(...)` of `source`: the command named (as written, quoted) and the
 /// text of each of its arguments.
 fn calls(source: &str) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
@@ -149,12 +149,12 @@ fn calls(source: &str) -> Vec<(String, Vec<String>)> {
     found
 }
 
-/// Whether `c` may be part of a Lua name.
+/// Returns whether `c` may be part of a Lua name.
 fn is_name(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// What `name` is set to in `source`: the expression each assignment to it gives it, wherever the assignment
+/// Finds what `name` is set to in `source`: the expression each assignment to it gives it, wherever the assignment
 /// is (`local name = ...`, `a, name = ...`, `if ... then name = ... end`); a `for` loop's variable is set
 /// to what the loop gives it, which is never an entry of `KEYS` as written.
 fn assignments(source: &str, name: &str) -> Vec<String> {
@@ -212,7 +212,7 @@ fn assignments(source: &str, name: &str) -> Vec<String> {
     found
 }
 
-/// Whether `expression` is exactly an entry of `KEYS`: `KEYS[...]`, and nothing made of one (`KEYS[1] ..
+/// Returns whether `expression` is exactly an entry of `KEYS`: `KEYS[...]`, and nothing made of one (`KEYS[1] ..
 /// 'x'` is another key, not declared).
 fn is_keys_entry(expression: &str) -> bool {
     let Some(index) = expression.strip_prefix("KEYS[") else {
@@ -234,8 +234,8 @@ fn is_keys_entry(expression: &str) -> bool {
     false
 }
 
-/// A key a script touches comes in `KEYS[]`: it is exactly `KEYS[...]`, or a name only ever set to such (a
-/// function's parameter by each of its calls, or passed on as the same name).
+/// Returns whether a key a script touches comes in `KEYS[]`: it is exactly `KEYS[...]`, or a name only ever set to such
+/// (a function's parameter by each of its calls, or passed on as the same name).
 fn from_keys(source: &str, expression: &str) -> bool {
     if is_keys_entry(expression) {
         return true;
@@ -253,7 +253,7 @@ fn from_keys(source: &str, expression: &str) -> bool {
             .all(|value| is_keys_entry(value) || value == expression)
 }
 
-/// What each call gives the parameter `name` of a function defined as `f = function(name, ...)`.
+/// Finds what each call gives the parameter `name` of a function defined as `f = function(name, ...)`.
 fn parameters(source: &str, name: &str) -> Vec<String> {
     let mut found = Vec::new();
     for (at, _) in source.match_indices(" = function(") {
@@ -275,7 +275,7 @@ fn parameters(source: &str, name: &str) -> Vec<String> {
     found
 }
 
-/// The faults of `script`'s calls (named `name`): a command named at run time, one not among those checked
+/// Finds the faults of `script`'s calls (named `name`): a command named at run time, one not among those checked
 /// or of a later Redis than the oldest, a key argument that does not come in `KEYS[]`.
 fn faults(name: &str, source: &str) -> Vec<String> {
     let commands: BTreeMap<&str, ((u32, u32), Keys)> = COMMANDS
@@ -314,7 +314,7 @@ fn faults(name: &str, source: &str) -> Vec<String> {
     faults
 }
 
-/// Every script of `scripts/` calls only commands of the oldest Redis, on keys it is given in `KEYS[]`:
+/// Checks that every script of `scripts/` calls only commands of the oldest Redis, on keys it is given in `KEYS[]`:
 /// every key argument of each call, not only the first.
 #[test]
 fn every_script_calls_only_commands_of_the_oldest_redis_on_keys_it_is_given() {
@@ -332,7 +332,7 @@ fn every_script_calls_only_commands_of_the_oldest_redis_on_keys_it_is_given() {
     assert!(seen > 80, "{seen} calls read");
 }
 
-/// The check finds what it is to find: a key made inside a script, a command named at run time, a command
+/// Checks that the check finds what it is to find: a key made inside a script, a command named at run time, a command
 /// of a later Redis.
 #[test]
 fn the_check_finds_a_key_made_inside_a_script() {
@@ -354,7 +354,7 @@ fn the_check_finds_a_key_made_inside_a_script() {
     );
 }
 
-/// Every key argument is checked, not only the first: a command of several keys (`DEL`, `EXISTS`) whose
+/// Checks that every key argument is checked, not only the first: a command of several keys (`DEL`, `EXISTS`) whose
 /// second key is made in the script is refused, and one whose keys all come in `KEYS[]` passes; a
 /// command's arguments that are not keys (`SET`'s value, `HSET`'s fields) are not taken for keys.
 #[test]
@@ -385,8 +385,8 @@ fn the_check_reads_every_key_argument() {
     );
 }
 
-/// A key built from an entry of `KEYS` is not one: `KEYS[1] .. 'x'`, written in the call, held in a name, or
-/// passed to a function, is refused; a name set from `KEYS[...]` in one place and from something else in
+/// Checks that a key built from an entry of `KEYS` is not one: `KEYS[1] .. 'x'`, written in the call, held in a name,
+/// or passed to a function, is refused; a name set from `KEYS[...]` in one place and from something else in
 /// another is refused too.
 #[test]
 fn the_check_refuses_a_key_built_from_one_of_keys() {
@@ -411,7 +411,7 @@ fn the_check_refuses_a_key_built_from_one_of_keys() {
     assert!(faults("computed", "redis.call('GET', KEYS[k + i])\n").is_empty());
 }
 
-/// The check reads the scripts where they are, each `.lua` file of the directory whatever its name: a
+/// Checks that the check reads the scripts where they are, each `.lua` file of the directory whatever its name: a
 /// script added there is checked (and its fault found) without being listed anywhere.
 #[test]
 fn the_check_reads_every_script_of_the_directory() {

@@ -15,7 +15,7 @@ use crate::error::BackendError;
 pub(super) static INSPECT: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(assembled!("inspect")));
 
-/// The script, and its command reading `limit`'s key.
+/// Returns the script, and its command reading `limit`'s key.
 pub(crate) fn inspect_command(
     limit: &CallLimit<'_>,
     test_now: Option<u64>,
@@ -29,7 +29,7 @@ pub(crate) fn inspect_command(
     (&INSPECT, cmd)
 }
 
-/// What the script answered of `limit`'s key, and when (µs).
+/// Reads what the script answered of `limit`'s key, and when (µs).
 pub(crate) fn read_inspected(
     reply: &Value,
     limit: &CallLimit<'_>,

@@ -8,7 +8,7 @@ use crate::algorithm::{Algorithm, Reported};
 use crate::call::CallLimit;
 use crate::error::BackendError;
 
-/// The script and the command that take a lease on `limit` (a token bucket or a fixed window) in one script
+/// Returns the script and the command that take a lease on `limit` (a token bucket or a fixed window) in one script
 /// call: up to `want` units, if the limit has room for at least the call's cost, giving `back` back first
 /// (what is left of an earlier lease of the same algorithm).
 pub(crate) fn lease_command(
@@ -34,7 +34,7 @@ pub(crate) fn lease_command(
     (&LEASE, cmd)
 }
 
-/// What the script's `reply` to [`lease_command`] on a limit of `algorithm` says: when (Redis's clock), how
+/// Reads what the script's `reply` to [`lease_command`] on a limit of `algorithm` says: when (Redis's clock), how
 /// many units were taken (none: the call is refused), and the limit's state before they were.
 pub(crate) fn read_lease(
     reply: &Value,

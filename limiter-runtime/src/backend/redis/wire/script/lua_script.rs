@@ -20,7 +20,7 @@ impl LuaScript {
         }
     }
 
-    /// The command that runs the script on `keys` (its arguments to be added), by its SHA-1, for `calls`
+    /// Builds the command that runs the script on `keys` (its arguments to be added), by its SHA-1, for `calls`
     /// calls decided together.
     pub(crate) fn command(&self, keys: &[&str], calls: usize) -> Cmd {
         // Room from the start for the command, the SHA-1, the keys, a few numbers, and each call's cost, nonce
@@ -48,14 +48,14 @@ impl LuaScript {
         }
     }
 
-    /// The command that loads the script (`SCRIPT LOAD`), so that the first call finds it.
+    /// Builds the command that loads the script (`SCRIPT LOAD`), so that the first call finds it.
     pub(crate) fn load_command(&self) -> Cmd {
         let mut load = redis::cmd("SCRIPT");
         load.arg("LOAD").arg(self.source);
         load
     }
 
-    /// `command` with the script's source in place of its SHA-1 (EVAL).
+    /// Returns `command` with the script's source in place of its SHA-1 (EVAL).
     fn with_source(&self, command: &Cmd) -> Cmd {
         let mut eval = Cmd::new();
         eval.arg("EVAL").arg(self.source);

@@ -73,7 +73,7 @@ pub(crate) const ONE_LIMIT_SOURCES: [&str; 7] = [
     assembled!("one_limit/calendar"),
 ];
 
-/// The source of `algorithm`'s script of one limit, as Redis runs it (what the benchmarks time against a
+/// Returns the source of `algorithm`'s script of one limit, as Redis runs it (what the benchmarks time against a
 /// minimal one).
 pub(crate) fn one_limit_source(algorithm: Algorithm) -> &'static str {
     ONE_LIMIT_SOURCES[code(algorithm) as usize - 1]
@@ -101,7 +101,7 @@ pub(crate) static BAN: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(ass
 pub(crate) static RENEW: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(assembled!("renew")));
 
-/// Every script assembled at build time, by its name, as Redis runs it (what the check of the scripts'
+/// Returns every script assembled at build time, by its name, as Redis runs it (what the check of the scripts'
 /// commands reads, beside the files).
 #[cfg(test)]
 pub(crate) fn assembled() -> Vec<(String, &'static str)> {
@@ -143,7 +143,7 @@ pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), Bac
     Ok(())
 }
 
-/// The script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1; in flight, the next; a
+/// Returns the script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1; in flight, the next; a
 /// calendar, the one after.
 fn code(algorithm: Algorithm) -> i64 {
     match algorithm {
@@ -156,7 +156,7 @@ fn code(algorithm: Algorithm) -> i64 {
     }
 }
 
-/// How deep `limit`'s bucket is: the token bucket's burst, the leaky bucket's max wait (µs).
+/// Returns how deep `limit`'s bucket is: the token bucket's burst, the leaky bucket's max wait (µs).
 fn depth(limit: &CallLimit<'_>) -> u64 {
     match limit.algorithm {
         Algorithm::TokenBucket => limit.terms.burst,
@@ -165,7 +165,7 @@ fn depth(limit: &CallLimit<'_>) -> u64 {
     }
 }
 
-/// What the script is told of `limit` but a call's cost: the algorithm's code (negated when it does not
+/// Returns what the script is told of `limit` but a call's cost: the algorithm's code (negated when it does not
 /// veto), window, max and depth, a calendar's ends, and a penalty's first and longest block (µs; zeros without
 /// one). Calls of the same go in one batch.
 pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 9] {
@@ -187,7 +187,7 @@ pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 9] {
     ]
 }
 
-/// `limit`'s four arguments to `scripts/groups.lua`: its shape, a calendar's ends in place of the depth.
+/// Adds `limit`'s four arguments to `scripts/groups.lua`: its shape, a calendar's ends in place of the depth.
 fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
     let [code, window, max, depth, _, _, _, first, cap] = shape(limit);
     // The code as it was made: negative for a shadow limit.
@@ -206,13 +206,13 @@ fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
     };
 }
 
-/// A calendar's ends as the scripts take them: `<previous>:<current>:<next>` (µs).
+/// Writes a calendar's ends as the scripts take them: `<previous>:<current>:<next>` (µs).
 fn ends_text(charge: &Terms) -> String {
     let [previous, current, next] = charge.ends;
     format!("{previous}:{current}:{next}")
 }
 
-/// `limit`'s charge for a call that weighs `cost` on it.
+/// Returns `limit`'s charge for a call that weighs `cost` on it.
 fn terms_at_cost(limit: &CallLimit<'_>, cost: u64) -> Terms {
     Terms {
         cost,
@@ -220,7 +220,7 @@ fn terms_at_cost(limit: &CallLimit<'_>, cost: u64) -> Terms {
     }
 }
 
-/// The script's mark of what `receipt` charged on a limit of `algorithm`: the nonce, the window's index, or
+/// Returns the script's mark of what `receipt` charged on a limit of `algorithm`: the nonce, the window's index, or
 /// the queue it left.
 fn mark(algorithm: Algorithm, receipt: &Receipt) -> String {
     match algorithm {
@@ -233,12 +233,12 @@ fn mark(algorithm: Algorithm, receipt: &Receipt) -> String {
     }
 }
 
-/// A window (or a time to live) as a test passes it, with its "now" and the minimum TTL.
+/// Writes a window (or a time to live) as a test passes it, with its "now" and the minimum TTL.
 pub(crate) fn test_window(window: u64, now: u64) -> String {
     format!("{window} {now} {TEST_MIN_TTL_MILLIS}")
 }
 
-/// A script of one limit's first argument: `window` µs; with a test's "now" and the minimum TTL when a test
+/// Returns a script of one limit's first argument: `window` µs; with a test's "now" and the minimum TTL when a test
 /// passes them.
 fn window_arg(window: u64, test_now: Option<u64>) -> String {
     match test_now {
@@ -247,7 +247,7 @@ fn window_arg(window: u64, test_now: Option<u64>) -> String {
     }
 }
 
-/// The first argument of a script of several limits (`scripts/parts/clock.lua`): "" for Redis's clock, or a
+/// Returns the first argument of a script of several limits (`scripts/parts/clock.lua`): "" for Redis's clock, or a
 /// test's "now" and the minimum TTL.
 pub(crate) fn clock(test_now: Option<u64>) -> Cow<'static, str> {
     match test_now {
@@ -272,7 +272,7 @@ pub(crate) struct Outcomes {
     pub(crate) outcomes: OneOrMany<Outcome>,
 }
 
-/// The script and the command that decide `calls` on `limits` (of one slot), in turn, in one script call:
+/// Returns the script and the command that decide `calls` on `limits` (of one slot), in turn, in one script call:
 /// each call as one, admitted only if all its limits admit it, exactly as if each were sent alone in that
 /// order; "now" from Redis `TIME`, or `test_now` when a test passes it in.
 pub(crate) fn decide_command(
@@ -290,7 +290,7 @@ pub(crate) fn decide_command(
     (&GROUPS, batch_command(&[Group { limits, calls }], test_now))
 }
 
-/// Each of `calls`' nonce (when `limits` keep members) and costs, as `scripts/groups.lua` takes them.
+/// Adds each of `calls`' nonce (when `limits` keep members) and costs, as `scripts/groups.lua` takes them.
 fn calls_args(cmd: &mut Cmd, limits: &[&CallLimit<'_>], calls: &[BatchCall<'_>]) {
     let logs = limits
         .iter()
@@ -304,7 +304,7 @@ fn calls_args(cmd: &mut Cmd, limits: &[&CallLimit<'_>], calls: &[BatchCall<'_>])
     }
 }
 
-/// What the script's `reply` says of `calls` on `limits` (as [`decide_command`] sent them): each call's
+/// Reads what the script's `reply` says of `calls` on `limits` (as [`decide_command`] sent them): each call's
 /// outcome, and when, on Redis's clock (µs since the Unix epoch, or the test's "now").
 pub(crate) fn read_decided(
     reply: &Value,
@@ -335,7 +335,7 @@ pub(crate) struct GiveBack<'a> {
 }
 
 impl<'a> GiveBack<'a> {
-    /// `units` of what `limit` charged (`receipt`).
+    /// Returns a give-back of `units` of what `limit` charged (`receipt`).
     pub(crate) fn of(limit: &'a CallLimit<'_>, receipt: &'a Receipt, units: u64) -> Self {
         GiveBack {
             key: &limit.key,
@@ -346,7 +346,7 @@ impl<'a> GiveBack<'a> {
         }
     }
 
-    /// Its arguments to the script (`give_back`'s, and `lease`'s for what an earlier lease left).
+    /// Adds its arguments to the script (`give_back`'s, and `lease`'s for what an earlier lease left).
     fn args(&self, cmd: &mut Cmd) {
         cmd.arg(self.units)
             .arg(self.terms.cost)

@@ -19,7 +19,7 @@ impl NonceText {
         std::str::from_utf8(&self.digits[..self.len]).unwrap_or_default()
     }
 
-    /// The digits alone: the script names the call's member after them.
+    /// Returns the digits alone: the script names the call's member after them.
     pub(super) fn digits(&self) -> MemberText {
         self.member_text(16)
     }
@@ -44,14 +44,14 @@ impl ToRedisArgs for MemberText {
     }
 }
 
-/// `nonce` as the script names members with it: 16 hex digits.
+/// Writes `nonce` as the script names members with it: 16 hex digits.
 pub(crate) fn nonce_text(nonce: u64) -> NonceText {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = std::array::from_fn(|i| HEX[(nonce >> (60 - 4 * i)) as usize & 0xf]);
     NonceText { digits, len: 16 }
 }
 
-/// A number no other call of this process (nor, but by a chance of 2^-64, of another) is given: it names the
+/// Returns a number no other call of this process (nor, but by a chance of 2^-64, of another) is given: it names the
 /// call's sliding-log members, so that they can be given back.
 pub(crate) fn nonce() -> u64 {
     use std::cell::Cell;

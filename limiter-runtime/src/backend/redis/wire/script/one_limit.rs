@@ -11,12 +11,12 @@ use crate::algorithm::Algorithm;
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
 
-/// The cost of `call` on its one limit.
+/// Returns the cost of `call` on its one limit.
 fn cost(call: &BatchCall<'_>) -> u64 {
     call.costs.first().copied().unwrap_or(1)
 }
 
-/// The command of `script`, `limit`'s algorithm's own, deciding `calls` on it.
+/// Builds the command of `script`, `limit`'s algorithm's own, deciding `calls` on it.
 pub(super) fn one_limit_command(
     script: &LuaScript,
     limit: &CallLimit<'_>,
@@ -56,7 +56,7 @@ pub(super) fn one_limit_command(
     cmd
 }
 
-/// What `limit`'s own script answered of `calls` (the key's state before the first call): the algorithm's
+/// Reads what `limit`'s own script answered of `calls` (the key's state before the first call): the algorithm's
 /// twin, as that state, replays the calls for each one's outcome.
 pub(super) fn read_one_limit(
     reply: &Value,

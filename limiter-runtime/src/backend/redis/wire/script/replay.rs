@@ -32,7 +32,7 @@ enum Twin<'v> {
 }
 
 impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
-    /// `limit` as a script answered it at `now`: the state's first number and the rest (see
+    /// Creates a replay of `limit` as a script answered it at `now`: the state's first number and the rest (see
     /// `scripts/one_limit.lua`), and, under a penalty, its key's block (`Some(None)` for none); `None` if
     /// they are not a state of its algorithm.
     pub(super) fn new(
@@ -60,7 +60,7 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
         })
     }
 
-    /// The outcome of the next call, of `cost`, named by `nonce`, charging the twin if it is admitted: as
+    /// Returns the outcome of the next call, of `cost`, named by `nonce`, charging the twin if it is admitted: as
     /// the script decided it (refused while the key is blocked; and a refusal under a penalty starts a
     /// block, as `src/penalty.rs` computes it). `None` if the script's answer ran out.
     pub(super) fn call(&mut self, cost: u64, nonce: u64) -> Option<Outcome> {

@@ -5,7 +5,7 @@ use redis::Value;
 use crate::algorithm::{Algorithm, Reported};
 use crate::error::BackendError;
 
-/// The integer at `i` of a reply's `values`; `None` if there is none there.
+/// Reads the integer at `i` of a reply's `values`; `None` if there is none there.
 pub(super) fn int(values: &[Value], i: usize) -> Option<u64> {
     match values.get(i) {
         Some(Value::Int(n)) => Some(non_negative(*n)),
@@ -13,7 +13,7 @@ pub(super) fn int(values: &[Value], i: usize) -> Option<u64> {
     }
 }
 
-/// A bucket's state as its script answers it: how far its queue reached past now (µs × max), and the
+/// Reads a bucket's state as its script answers it: how far its queue reached past now (µs × max), and the
 /// queue's run, `<since>:<given>`, absent or "" when the queue was empty (then read as (0, 0)); `None` if
 /// the run is not one.
 pub(super) fn bucket(queued: u64, run: Option<&Value>) -> Option<Reported> {
@@ -30,18 +30,18 @@ pub(super) fn bucket(queued: u64, run: Option<&Value>) -> Option<Reported> {
     })
 }
 
-/// A bucket's run as its script answers it: `<since>:<given>`.
+/// Parses a bucket's run as its script answers it: `<since>:<given>`.
 fn parse_run(run: &[u8]) -> Option<(u64, u64)> {
     let (since, given) = std::str::from_utf8(run).ok()?.split_once(':')?;
     Some((since.parse().ok()?, given.parse().ok()?))
 }
 
-/// An integer Redis answers, which the scripts never answer negative (read as 0 if it were).
+/// Reads an integer Redis answers, which the scripts never answer negative (read as 0 if it were).
 pub(super) fn non_negative(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// A member's score as Redis answers it (a decimal, possibly in floating-point notation, or read as a whole
+/// Reads a member's score as Redis answers it (a decimal, possibly in floating-point notation, or read as a whole
 /// number from a group's answer), in µs; `None` for none ("").
 pub(super) fn score(value: &Value) -> Option<u64> {
     let text = match value {
@@ -55,7 +55,7 @@ pub(super) fn score(value: &Value) -> Option<u64> {
         .or_else(|| text.parse::<f64>().ok().map(|s| s as u64))
 }
 
-/// A key's state as an algorithm's script (or `inspect.lua`) answers it: now alone when the key held
+/// Reads a key's state as an algorithm's script (or `inspect.lua`) answers it: now alone when the key held
 /// nothing; else now, the state's first number, and the rest. `None` if the reply is not one.
 pub(super) fn state(reply: &Value) -> Option<(u64, u64, &[Value])> {
     match reply {
@@ -70,7 +70,7 @@ pub(super) fn state(reply: &Value) -> Option<(u64, u64, &[Value])> {
     }
 }
 
-/// What the state's `first` number and the `rest` of a reply say of a key under `algorithm` (not the sliding
+/// Reads what the state's `first` number and the `rest` of a reply say of a key under `algorithm` (not the sliding
 /// log's, which its caller reads); `None` if they are not a state of it.
 pub(super) fn reported(algorithm: Algorithm, first: u64, rest: &[Value]) -> Option<Reported> {
     Some(match algorithm {
@@ -93,7 +93,7 @@ pub(super) fn reported(algorithm: Algorithm, first: u64, rest: &[Value]) -> Opti
     })
 }
 
-/// The fault a group of a batch met, as the script answers it (the error's text, `WRONGTYPE ...` say): the
+/// Reads the fault a group of a batch met, as the script answers it (the error's text, `WRONGTYPE ...` say): the
 /// error Redis would have answered the group alone, so that it is told the key's own fault or Redis's.
 pub(super) fn fault(text: &[u8]) -> BackendError {
     let text = String::from_utf8_lossy(text).replace(['\r', '\n'], " ");

@@ -1,0 +1,44 @@
+//! Inside the crate: for a contributor, the layers, the rooms of the Redis store, and one word for each idea.
+//!
+//! # Layers
+//!
+//! The runtime reads top down; each module uses only its own layer and those below (`tests/layers.rs`
+//! checks it): keys, algorithms, the clock → decisions and errors → rules and overrides → the call → the
+//! backends and observers → the pipeline → the public API → what expansions call → the edges (HTTP, gRPC,
+//! tower, admin).
+//!
+//! A backend is a small interface: the pipeline asks it to *decide* a call (a ruling now, or a pending one to
+//! await) and to *give back* what an admitted call charged; operators' reads and writes are apart
+//! (`backend/operations.rs`). Nothing above `backend/` names a type of one store.
+//!
+//! # The Redis store's rooms
+//!
+//! `backend/redis/`, bottom up (each folder's `//!` says what it holds and may use):
+//!
+//! | room | what it holds |
+//! |---|---|
+//! | `wire/` | the scripts (assembled from `scripts/algorithms/`), their commands and replies; the connection, the server, the cluster, TLS. Sends and parses; decides nothing |
+//! | `sparing/` | what spares Redis a call: the deny cache, coalescing, leases |
+//! | `failure/` | what decides when Redis cannot: the breaker, the fallback (`on_error`), the count of live nodes |
+//! | `decision/` | a decision's steps: `order.rs` (the order, the one file that knows it), the round trip, across a cluster's slots, late answers, giving back, permits |
+//! | `fleet/` | what nodes share for operators: overrides, bans, the admin record, the background tasks |
+//!
+//! `decision/order.rs` writes down the walk of one call from [`Limit::check`](crate::Limit::check) to Redis
+//! and back.
+//!
+//! # Words
+//!
+//! | word | means |
+//! |---|---|
+//! | call | one request to the limiter: its limits (one, or several stacked), each with a key and a cost |
+//! | terms | what a limit asks of a call in integers: max, window, burst, the call's cost (`algorithm::Terms`) |
+//! | outcome | what an algorithm says of one limit from its state: admitted or not, remaining, when to retry |
+//! | [`Decision`](crate::Decision) | one limit's part of a call's result, as a caller sees it |
+//! | ruling | a call's result: each limit's part (`LimitRuling`: its decision, what it charged, its receipt) and whether the call is admitted |
+//! | decide | make a ruling: only the pipeline, a store, the fallback and an algorithm decide |
+//! | give back | return units an admitted call charged (a refund, a reservation settled, a permit released) |
+//! | pending | a call a store could not decide at once: in a batch (in line), or its own round trip (to ask) |
+//! | degraded | decided by a limit's `on_error` because Redis could not answer in time |
+//! | reconcile | give back what Redis charged for a call that was refused meanwhile (a late answer) |
+//! | lease | units a node took from Redis in advance, spent without asking |
+//! | batch | calls of one line sent in one script call; their groups are the calls that share limits |
