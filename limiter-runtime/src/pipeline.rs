@@ -131,8 +131,11 @@ impl Pipeline {
     /// Starts what keeps a Redis limiter's view current while it lives, once: its heartbeat, the override
     /// sync, and the sweep of idle leases.
     pub(crate) fn start_background(&self) {
-        self.background
-            .call_once(|| self.backend.start(&self.overrides, &self.observers.watch));
+        self.background.call_once(|| {
+            self.backend
+                .operations()
+                .start(&self.overrides, &self.observers.watch)
+        });
     }
 
     /// Builds the call of `asks`, with the overrides in force applied: the one constructor of a call.

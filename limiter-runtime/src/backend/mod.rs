@@ -8,7 +8,7 @@
 //! defaults, the overrides or HTTP; nothing above it names a type of one store.
 
 pub(crate) mod memory;
-mod operations;
+pub(crate) mod operations;
 pub(crate) mod redis;
 
 use std::future::Future;

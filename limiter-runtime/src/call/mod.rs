@@ -3,9 +3,9 @@
 //! and the tower layer). It travels as itself to the store and back; what was decided ([`Ruling`]) and what is
 //! given back refer to it, limit by limit.
 
-mod decided;
+mod ruling;
 
-pub(crate) use self::decided::{Charged, LimitRuling, Ruling};
+pub(crate) use self::ruling::{Charged, LimitRuling, Ruling};
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;

@@ -8,8 +8,9 @@
 //! tower, admin).
 //!
 //! A backend is a small interface: the pipeline asks it to *decide* a call (a ruling now, or a pending one to
-//! await) and to *give back* what an admitted call charged; operators' reads and writes are apart
-//! (`backend/operations.rs`). Nothing above `backend/` names a type of one store.
+//! await) and to *give back* what an admitted call charged. What operators ask of a store (reads, bans, reports,
+//! the record, announced changes) is a trait of its own, `Operations`, which each store implements in its own
+//! folder, off the decisions' path. Nothing above `backend/` names a type of one store.
 //!
 //! # The Redis store's rooms
 //!

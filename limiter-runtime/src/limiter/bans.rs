@@ -58,6 +58,7 @@ impl Limiter {
         let call = self.named(&rule, &key);
         self.pipeline
             .backend
+            .operations()
             .ban(&call.limits()[0], length, &penalty)
             .await
     }
@@ -68,7 +69,11 @@ impl Limiter {
     pub async fn unban(&self, rule: &Rule, key: impl fmt::Display) -> Result<bool, Error> {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.named(&rule, &key);
-        self.pipeline.backend.unban(&call.limits()[0]).await
+        self.pipeline
+            .backend
+            .operations()
+            .unban(&call.limits()[0])
+            .await
     }
 
     /// Finds the rule of the policy named (or prefixed) `policy`, as a node that decided calls of it holds it: this
@@ -90,7 +95,7 @@ impl Limiter {
         if let Some(rule) = self.pipeline.observers.watch.rule_of(policy) {
             return Ok(rule);
         }
-        let reports = self.pipeline.backend.reports().await?;
+        let reports = self.pipeline.backend.operations().reports().await?;
         crate::watch::rule_in(&reports, policy).ok_or_else(|| Error::UnknownPolicy {
             policy: policy.to_owned(),
         })
@@ -100,7 +105,7 @@ impl Limiter {
     /// penalties', each with its remaining time, longest first. With Redis, read from every master (a
     /// `SCAN` for block keys, then each read); in memory, this process's.
     pub async fn bans(&self, policy: &str) -> Result<Vec<Ban>, Error> {
-        let (blocks, now) = self.pipeline.backend.blocks().await?;
+        let (blocks, now) = self.pipeline.backend.operations().blocks().await?;
         let watch = &self.pipeline.observers.watch;
         let wanted = match policy {
             "" => None,

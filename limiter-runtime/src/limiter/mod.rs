@@ -85,7 +85,7 @@ impl Limiter {
     /// # Ok(()) }
     /// ```
     pub async fn ready(&self) -> Result<(), Error> {
-        self.pipeline.backend.ready().await
+        self.pipeline.backend.operations().ready().await
     }
 
     /// Creates a limiter counting in this process's memory, with the default settings.
@@ -432,7 +432,7 @@ impl Limiter {
     /// Describes this limiter in a few words, for messages that name two:
     /// "limiter #2 (Redis at redis://10.0.0.5:6379)".
     pub(crate) fn describe(&self) -> String {
-        let store = self.pipeline.backend.describe();
+        let store = self.pipeline.backend.operations().describe();
         format!("limiter #{} ({store})", self.pipeline.id)
     }
 }

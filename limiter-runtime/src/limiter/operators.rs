@@ -41,7 +41,7 @@ impl Limiter {
         let pipeline = &*self.pipeline;
         let shadowed = pipeline.shadowed.load(Ordering::Relaxed);
         let overrides = pipeline.overrides.len() as u64;
-        let backend = pipeline.backend.stats();
+        let backend = pipeline.backend.operations().stats();
         Stats {
             degraded: backend.degraded,
             breaker_open: backend.breaker_open,
@@ -88,7 +88,7 @@ impl Limiter {
     /// Makes `change` in Redis and announces it to every runtime, then applies it here at once; in memory,
     /// applies it here.
     pub(super) async fn change(&self, change: Change) -> Result<(), Error> {
-        let version = self.pipeline.backend.publish(&change).await?;
+        let version = self.pipeline.backend.operations().publish(&change).await?;
         self.pipeline.overrides.apply(&change, version);
         Ok(())
     }
@@ -153,11 +153,11 @@ impl Limiter {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.named(&rule, &key);
         let limit = &call.limits()[0];
-        let (peek, at, deny_cached) = self.pipeline.backend.inspect(limit).await?;
+        let (peek, at, deny_cached) = self.pipeline.backend.operations().inspect(limit).await?;
         // A key's block, where its calls read one: under a penalty, or while a ban is in force under its
         // policy (else an inspection stays one read).
         let block = match limit.penalty {
-            Some(_) => self.pipeline.backend.block(limit).await?,
+            Some(_) => self.pipeline.backend.operations().block(limit).await?,
             None => None,
         };
         let blocked_for = block.and_then(|block| block.remaining(at)).unwrap_or(0);
@@ -201,7 +201,7 @@ impl Limiter {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.one(&rule, format_args!("{key}"), 1);
         let limit = &call.limits()[0];
-        let (peek, at, _) = self.pipeline.backend.inspect(limit).await?;
+        let (peek, at, _) = self.pipeline.backend.operations().inspect(limit).await?;
         let reset_after = match limit.algorithm {
             // Whatever is used: the period's end.
             Algorithm::Calendar => calendar::end(at, &limit.terms).saturating_sub(at),
@@ -253,14 +253,14 @@ impl Limiter {
     /// Returns the service's view, the most refused keys of each policy, and why it is this node's alone, if it is.
     async fn service(&self) -> (Overview, BTreeMap<String, TopKeys>, Option<Error>) {
         let pipeline = &*self.pipeline;
-        let backend = pipeline.backend.stats();
+        let backend = pipeline.backend.operations().stats();
         let this = pipeline.observers.watch.node_report(
-            pipeline.backend.node(),
+            pipeline.backend.operations().node(),
             backend.breaker_open,
             backend.degraded,
             pipeline.overrides.is_enabled(),
         );
-        let (others, failed) = match pipeline.backend.reports().await {
+        let (others, failed) = match pipeline.backend.operations().reports().await {
             Ok(others) => (others, None),
             Err(error) => (Vec::new(), Some(error)),
         };

@@ -10,6 +10,7 @@
 //! forgotten early starts afresh, so its limit may admit more than `max` once). A flood pays that scan once
 //! per many new keys.
 
+mod operations;
 #[cfg(feature = "admin")]
 mod record;
 mod shard;
@@ -17,13 +18,11 @@ mod shard;
 use std::sync::{Arc, MutexGuard};
 
 use self::shard::Shard;
-use crate::algorithm::{peek, Algorithm, Outcome, Peek, Receipt, State, Terms};
+use crate::algorithm::{Algorithm, Outcome, Receipt, Terms};
 use crate::call::{Call, CallLimit, LimitRuling, OneOrMany, Ruling};
 use crate::clock::Clock;
 use crate::key::KeyRef;
-use crate::penalty::Block;
 use crate::sharded::{KeyHash, Sharded};
-use crate::Penalty;
 
 const SHARDS: usize = 32;
 /// A shard sweeps its expired keys once per this many decisions.
@@ -153,21 +152,6 @@ impl MemoryStore {
         (outcome, now)
     }
 
-    /// Returns what `limit`'s key holds now, read without charging it, and when (µs).
-    pub(crate) fn peek(&self, limit: &CallLimit<'_>) -> (Peek, u64) {
-        self.at_key(limit, |shard, key, now| {
-            let fresh;
-            let state = match shard.state(key, limit.algorithm, now) {
-                Some(state) => state,
-                None => {
-                    fresh = State::new(limit.algorithm);
-                    &fresh
-                }
-            };
-            peek(state, now, &limit.terms)
-        })
-    }
-
     /// Returns `f` of `limit`'s key in its shard, locked, at this store's "now" (read before the lock, then never
     /// behind the shard's latest decision, as a decision reads it); and that "now" (µs).
     fn at_key<T>(
@@ -268,43 +252,6 @@ impl MemoryStore {
             shard.latest = now;
             shard.give_back(key, limit.algorithm, charge, now, (units, receipt));
         });
-    }
-
-    /// Bans `limit`'s key for `length` µs from now (keeping the offences `penalty` counts).
-    pub(crate) fn ban(&self, limit: &CallLimit<'_>, length: u64, penalty: &Penalty) {
-        self.at_key(limit, |shard, key, now| {
-            let before = shard.block(key, now);
-            let ban = Block::ban(before.as_ref(), now.saturating_add(length));
-            shard.keep_block(key, ban, penalty, now, self.per_shard);
-        });
-    }
-
-    /// Lifts `limit`'s key's block; whether it had one in force.
-    pub(crate) fn unban(&self, limit: &CallLimit<'_>) -> bool {
-        let (in_force, _) = self.at_key(limit, |shard, key, now| {
-            let block = shard.block(key, now);
-            shard.lift(key);
-            block.is_some_and(|block| block.remaining(now).is_some())
-        });
-        in_force
-    }
-
-    /// Returns `limit`'s key's block, if one is remembered, and when (µs).
-    pub(crate) fn block(&self, limit: &CallLimit<'_>) -> (Option<Block>, u64) {
-        self.at_key(limit, |shard, key, now| shard.block(key, now))
-    }
-
-    /// Returns every block remembered (the store key it blocks, and the block), and when (µs).
-    pub(crate) fn blocks(&self) -> (Vec<(String, Block)>, u64) {
-        let now = self.clock.now_micros();
-        let mut blocks = Vec::new();
-        for i in 0..self.shards.count() {
-            let shard = self.shards.lock_shard(i);
-            let kept = shard.blocks.entries();
-            let live = kept.filter(|(_, kept)| kept.forgotten_at > now);
-            blocks.extend(live.map(|(key, kept)| (key.to_owned(), kept.block)));
-        }
-        (blocks, now)
     }
 
     /// Forgets idle keys now and then: after a decision, so the keys just used are never among them.

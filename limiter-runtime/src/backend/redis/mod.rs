@@ -43,8 +43,6 @@ pub(crate) use self::decision::pending::{InLine, ToAsk};
 pub(crate) use self::failure::breaker::BreakerConfig;
 pub(crate) use self::failure::degraded::Fallback;
 pub(crate) use self::failure::instances::Instances;
-pub(crate) use self::fleet::background::start as start_background;
-pub(crate) use self::fleet::overrides::publish;
 pub(crate) use self::wire::script::one_limit_source;
 pub(crate) use self::wire::tls::{redacted, Tls};
 pub(crate) use self::wire::{Connection, Topology};

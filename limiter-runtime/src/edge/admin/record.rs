@@ -37,12 +37,12 @@ pub(super) async fn add(limiter: &Limiter, caller: &Caller, what: &str) {
         .map_or(0, |since| since.as_millis() as u64);
     let entry = json!({
         "at_ms": at_ms,
-        "node": backend.node(),
+        "node": backend.operations().node(),
         "role": caller.role.as_str(),
         "client": caller.client,
         "change": what,
     });
-    if let Err(e) = backend.record(&entry.to_string(), KEPT).await {
+    if let Err(e) = backend.operations().record(&entry.to_string(), KEPT).await {
         tracing::warn!(
             change = what,
             "a change made through the admin door is in this log alone, not on the record: {e}"
@@ -52,7 +52,7 @@ pub(super) async fn add(limiter: &Limiter, caller: &Caller, what: &str) {
 
 /// Lists the newest changes, newest first: `[{"at_ms", "node", "role", "client", "change"}]`.
 pub(super) async fn list(limiter: &Limiter) -> Result<Vec<Value>, Error> {
-    let recorded = limiter.pipeline.backend.recorded(KEPT).await?;
+    let recorded = limiter.pipeline.backend.operations().recorded(KEPT).await?;
     Ok(recorded
         .iter()
         .filter_map(|entry| serde_json::from_str(entry).ok())

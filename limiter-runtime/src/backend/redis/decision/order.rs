@@ -4,7 +4,8 @@
 //! decided by its limits' `on_error`, and Redis's late answer reconciled.
 //!
 //! The walk of [`Limit::check`](crate::Limit::check) on one token bucket, from the public call to Redis and
-//! back. Each file is entered once per half, and none calls a file above it:
+//! back. Each file is entered once per half (the store's accessors in `redis/mod.rs` aside), and none calls
+//! back into a file that called it:
 //!
 //! 1. Now, when called: `limiter/limit.rs` (the call of one limit, made by `call/mod.rs` with the overrides in
 //!    force) → `pipeline.rs` (the switch, a preset) → `backend/mod.rs` ([`decide`](crate::backend::Backend::decide))

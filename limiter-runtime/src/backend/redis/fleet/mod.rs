@@ -6,6 +6,7 @@
 
 pub(super) mod background;
 pub(super) mod bans;
+pub(super) mod operations;
 pub(super) mod overrides;
 #[cfg(feature = "admin")]
 pub(super) mod record;
