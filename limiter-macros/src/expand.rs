@@ -187,7 +187,13 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             ),
             _ => quote!(::core::option::Option::None),
         };
-        quote!((#skipped, #key, #cost, #zone, #anchor))
+        quote!(#krate::__private::KeyArgs {
+            skip: #skipped,
+            key: #key,
+            cost: #cost,
+            zone: #zone,
+            anchor: #anchor,
+        })
     });
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
     // that cannot carry it is reported there, not at the attribute. It calls a name imported on a line of its own,

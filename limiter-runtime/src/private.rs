@@ -28,10 +28,20 @@ pub struct Site<const N: usize> {
     resolved: OnceLock<(u64, [Rule; N])>,
 }
 
-/// One limit of one call, as the expansion hands it over: whether the call skips it (`skip_if`), its key
-/// (the arguments, borrowed, written out only if needed), its cost, and a calendar limit's zone and billing
-/// day for this call (`tz = <expr>`, `anchor = <expr>`).
-pub type KeyArgs<'a> = (bool, fmt::Arguments<'a>, u64, Option<&'a Zone>, Option<u8>);
+/// One limit of one call, as the expansion hands it over.
+#[derive(Clone, Copy)]
+pub struct KeyArgs<'a> {
+    /// Whether the call skips this limit (`skip_if`).
+    pub skip: bool,
+    /// The key: the arguments, borrowed, written out only if needed.
+    pub key: fmt::Arguments<'a>,
+    /// The call's cost on this limit.
+    pub cost: u64,
+    /// A calendar limit's zone for this call (`tz = <expr>`).
+    pub zone: Option<&'a Zone>,
+    /// A calendar limit's billing day for this call (`anchor = <expr>`).
+    pub anchor: Option<u8>,
+}
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
 pub type Checked = Enforcing<()>;
@@ -105,7 +115,7 @@ impl<const N: usize> Site<N> {
 
     /// Returns the call's verdict, and, admitted, what `T` keeps of it.
     fn enforce<T: Kept<N>>(&'static self, keys: [KeyArgs<'_>; N]) -> Enforcing<T> {
-        if keys.iter().all(|(skip, ..)| *skip) {
+        if keys.iter().all(|args| args.skip) {
             return Either::Left(now(Ok(T::nothing())));
         }
         current::with_current(|limiter| {
@@ -127,28 +137,32 @@ impl<const N: usize> Site<N> {
         keys: [KeyArgs<'_>; N],
     ) -> Enforcing<T> {
         let rules = self.rules_for(limiter);
-        let asks = keys
-            .into_iter()
-            .enumerate()
-            .map(|(i, (skip, key, cost, zone, anchor))| {
-                let rule = match &rules {
-                    Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
-                    Cow::Owned(rules) => RuleRef::Shared(Arc::new(rules[i].clone())),
-                };
-                // A skipped limit's key is never written out: its prefix alone names it.
-                let key = match skip {
-                    true => StoreKey::joined(rule.prefix_value(), ""),
-                    false => StoreKey::new(rule.prefix_value(), key),
-                };
-                Ask {
-                    rule,
-                    key,
-                    cost,
-                    skip,
-                    zone: zone.cloned(),
-                    anchor,
-                }
-            });
+        let asks = keys.into_iter().enumerate().map(|(i, args)| {
+            let KeyArgs {
+                skip,
+                key,
+                cost,
+                zone,
+                anchor,
+            } = args;
+            let rule = match &rules {
+                Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
+                Cow::Owned(rules) => RuleRef::Shared(Arc::new(rules[i].clone())),
+            };
+            // A skipped limit's key is never written out: its prefix alone names it.
+            let key = match skip {
+                true => StoreKey::joined(rule.prefix_value(), ""),
+                false => StoreKey::new(rule.prefix_value(), key),
+            };
+            Ask {
+                rule,
+                key,
+                cost,
+                skip,
+                zone: zone.cloned(),
+                anchor,
+            }
+        });
         // The pipeline's one flow of an enforced call, with what the function keeps of it.
         let call: Call<'static> = limiter.pipeline.call(asks);
         Pipeline::enforce_owned(limiter, call, |limiter, call, decided| {
