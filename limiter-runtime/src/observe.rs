@@ -260,7 +260,7 @@ pub(crate) fn unidentified(policy: &str, outcome: &'static str) {
 /// minute.
 #[derive(Debug, Default)]
 pub(crate) struct Notice {
-    /// When it was last told, in ms since [`Notice::EPOCH`], plus one (0: never).
+    /// When it was last told, in ms since the first notice (`EPOCH`, below), plus one (0: never).
     last: std::sync::atomic::AtomicU64,
 }
 

@@ -55,8 +55,8 @@ impl Override {
         }
     }
 
-    /// Sets the new admissions per window: at least 1. A limit of zero would refuse every call, as `max = 0` on the
-    /// attribute would: [`Limiter::set_override`](crate::Limiter::set_override) refuses it
+    /// Sets the new admissions per window: at least 1. A limit of zero would refuse every call, as `max = 0` on
+    /// the attribute would: [`Limiter::set_override`](crate::Limiter::set_override) refuses it
     /// ([`Error::InvalidOverride`](crate::Error::InvalidOverride)).
     pub fn max(mut self, max: u64) -> Override {
         self.limits.max = Some(max);

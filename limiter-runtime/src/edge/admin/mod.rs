@@ -24,7 +24,7 @@
 //! | `GET /api/changes` | the newest changes made through the door on every node (100, kept in Redis; in memory, this node's), newest first: `[{"at_ms", "node", "role", "client", "change"}]` |
 //! | `GET /api/role` | `{"role": "operator" \| "viewer", "client"}`: what the request's token may do, and the address its failed tokens count under |
 //!
-//! **The door** ([`Door`], made by [`router`] or by a [`builder`]) stands before every route:
+//! **The door** ([`Door`], made by [`router`] or by a [`builder`](fn@builder)) stands before every route:
 //!
 //! - **Tokens and roles.** Every `/api` route wants `Authorization: Bearer <token>` (the scheme in any case,
 //!   the token compared in constant time), and answers 401 without it, saying whether the token is missing
@@ -82,7 +82,7 @@ impl Role {
 /// alike. (Mounted with axum 0.8's `nest`, only `/admin` would: a nested router's root is its prefix,
 /// without the slash.) A token shorter than 16 characters is refused ([`Error::InvalidAdminToken`]): the
 /// API changes limits for the whole service. For a viewer's token, proxies or your own operators' routes
-/// behind the same door, see [`builder`].
+/// behind the same door, see [`builder`](fn@builder).
 pub fn router(limiter: Limiter, token: impl AsRef<str>) -> Result<axum::Router, Error> {
     Ok(builder(limiter)
         .operator_token(token.as_ref())

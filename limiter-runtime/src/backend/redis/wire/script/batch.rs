@@ -19,8 +19,8 @@ pub(crate) struct Group<'a, 'r> {
 }
 
 /// Builds the command that decides `groups` (of one slot) in one script call, each group in turn exactly as
-/// [`decide_command`] decides it alone: many callers' calls, on any keys, for one command. Each limit's shape
-/// is sent once, and each group names its limits' shapes.
+/// [`decide_command`](super::decide_command) decides it alone: many callers' calls, on any keys, for one
+/// command. Each limit's shape is sent once, and each group names its limits' shapes.
 pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>) -> Cmd {
     // Each group's keys: its limits', then the block key of each of its limits under a penalty (made only
     // for those: a plain batch allocates nothing more).
@@ -171,7 +171,7 @@ fn read_group(text: &[u8], group: &Group<'_, '_>, now: u64) -> Option<Vec<Outcom
 /// A limit's block under a penalty (`Some(None)` for none), as [`Replay`] takes it.
 type Blocked = Option<Option<Block>>;
 
-/// Parses one limit's answer in a group: under a penalty, its key's block ("<until>:<offences>:<p|b>" or "")
+/// Parses one limit's answer in a group: under a penalty, its key's block (`"<until>:<offences>:<p|b>"` or `""`)
 /// before "|"; then its state, as values.
 fn answered(limit: &CallLimit<'_>, answer: &str) -> Option<(Blocked, Vec<Value>)> {
     let (block, state) = match limit.penalty {
