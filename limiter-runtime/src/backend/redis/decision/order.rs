@@ -117,13 +117,19 @@ impl RedisBackend {
         if permit == Route::Skip {
             return Ok(self.fallback.decide(call, self.breaker.probe_every()));
         }
-        let lease =
-            leased.map(
-                |(limit, terms)| match self.leases.take(limit, sent, self.taking_stale()) {
-                    Take::Lease(back) => LeaseStep::Take { terms, back },
-                    Take::Wait(taken) => LeaseStep::Wait(taken),
-                },
-            );
+        let lease = match leased {
+            Some((limit, terms)) => match self.leases.take(limit, sent, self.taking_stale()) {
+                Take::Lease(back) => Some(LeaseStep::Take { terms, back }),
+                Take::Wait(taken) => Some(LeaseStep::Wait(taken)),
+                Take::Spent(answer) => {
+                    return Ok(Ruling {
+                        admitted: answer.decision.allowed,
+                        limits: OneOrMany::One(answer),
+                    })
+                }
+            },
+            None => None,
+        };
         // A probe must reach Redis, to close the breaker or keep it open: it waits for no lease.
         let lease =
             lease.filter(|step| permit == Route::Call || !matches!(step, LeaseStep::Wait(_)));

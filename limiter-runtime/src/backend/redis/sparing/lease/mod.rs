@@ -82,6 +82,9 @@ pub(in crate::backend::redis) enum Take {
     Lease(Option<Box<HeldLease>>),
     /// Another call is taking one: wait for it (the receiver says when the slot changed), then spend it.
     Wait(watch::Receiver<()>),
+    /// A lease was held by the time the call came to take one (its taker finished in between): spent, this
+    /// call's answer.
+    Spent(LimitRuling),
 }
 
 impl Default for Leases {
@@ -164,7 +167,8 @@ impl Leases {
     }
 
     /// Returns what a call of `limit` that could not spend a lease does: take one, or wait for the call taking one
-    /// (one call at a time per key; a call taking one for longer than `stale` is taken to have been dropped).
+    /// (one call at a time per key; a call taking one for longer than `stale` is taken to have been dropped), or
+    /// spend the lease that came in the meantime.
     pub(in crate::backend::redis) fn take(
         &self,
         limit: &CallLimit<'_>,
@@ -177,10 +181,15 @@ impl Leases {
         if new {
             return Take::Lease(None);
         }
-        if let Slot::Taking(since, wake) = slot {
-            if now.saturating_sub(*since) < stale {
+        match slot {
+            Slot::Taking(since, wake) if now.saturating_sub(*since) < stale => {
                 return Take::Wait(wake.subscribe());
             }
+            // Spending and taking are two locks: the lease this call could not spend may have come since.
+            Slot::Held(held) if held.serves(limit, now) => {
+                return Take::Spent(held.spend(limit, now))
+            }
+            _ => {}
         }
         match std::mem::replace(slot, taking(now)) {
             // What is left goes back with the next lease: on the same limit only (a key whose algorithm

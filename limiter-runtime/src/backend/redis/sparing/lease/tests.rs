@@ -64,13 +64,20 @@ fn one_call_takes_a_lease_and_the_others_go_to_redis_meanwhile() {
     assert!(waiting.has_changed().is_err(), "the waiting call is woken");
     assert!(leases.spend(&call(&charge).limits()[0], SECOND).is_some());
     leases.abandon(KeyRef::from("p:hot"));
+    // A call that found no lease to spend, and a lease held by the time it came to take one (spending and
+    // taking are two locks), spends that lease: it neither takes another nor leaves the waiters without one.
+    let Take::Spent(answer) = leases.take(&call(&charge).limits()[0], SECOND, SECOND) else {
+        panic!("a lease that serves the call is spent, not taken again");
+    };
+    assert!(answer.decision.allowed && answer.charged == Charged::Lease);
+    // One past its time goes back with the next lease taken.
     assert!(matches!(
-        leases.take(&call(&charge).limits()[0], SECOND, SECOND),
+        leases.take(&call(&charge).limits()[0], 2 * SECOND, SECOND),
         Take::Lease(Some(_))
     ));
     // A taking older than `stale` was dropped: the next call takes the lease.
     assert!(matches!(
-        leases.take(&call(&charge).limits()[0], 3 * SECOND, SECOND),
+        leases.take(&call(&charge).limits()[0], 4 * SECOND, SECOND),
         Take::Lease(None)
     ));
 }
