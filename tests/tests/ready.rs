@@ -1,6 +1,7 @@
 //! Start-up: `Limiter::ready` (and `LimiterBuilder::connect`) find a Redis that cannot be used before the first
 //! request does, each with an error naming the cause; and making the connection never spends a decision's
-//! deadline, so the first call over TLS, with a deadline shorter than the handshake, is still decided by Redis.
+//! deadline, so the first call over TLS, with a deadline shorter than making the connection, is still decided
+//! by Redis; only the connection's own timeout bounds it.
 
 use std::time::Duration;
 
@@ -59,18 +60,58 @@ async fn a_redis_that_cannot_be_used_is_an_error_at_start_up() {
     assert!(error.contains("refused"), "{error}");
 }
 
-/// The first call of a process over TLS waits for the handshake outside its deadline: with a deadline far
-/// shorter than a handshake in a debug build, it is decided by Redis, not degraded.
-#[tokio::test]
+/// Forwards each connection on a loopback port to `upstream`, after holding it for `delay`: a connection
+/// (and the TLS handshake over it) that takes at least `delay` to make, however fast the machine.
+async fn slow_to_connect(upstream: u16, delay: Duration) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let mut server = tokio::net::TcpStream::connect(("127.0.0.1", upstream))
+                    .await
+                    .unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            });
+        }
+    });
+    port
+}
+
+/// The first call of a process over TLS waits for the connection and its handshake outside its deadline:
+/// with a connection held 400 ms and a deadline of 200 ms, it is decided by Redis, not degraded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn making_the_connection_spends_no_decisions_deadline() {
     let tls = Tls::new();
     let server = RedisServer::start_tls(&tls);
+    let port = slow_to_connect(server.port(), Duration::from_millis(400)).await;
+    let url = server
+        .url()
+        .replace(&format!(":{}/", server.port()), &format!(":{port}/"));
     let limiter = tls
-        .configure(Limiter::builder().redis(server.url()))
-        .deadline(Duration::from_millis(5))
+        .configure(Limiter::builder().redis(&url))
+        .deadline(Duration::from_millis(200))
+        .connect_timeout(Duration::from_secs(10))
         .build()
         .unwrap();
+    let started = std::time::Instant::now();
     let decision = limiter.check(&Rule::new().max(3), "k").await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "the connection was held: {:?}",
+        started.elapsed()
+    );
     assert!(!decision.degraded, "{decision:?}");
     assert_eq!(decision.remaining, 2);
+
+    // A connection that takes longer than its own timeout is a failure, decided by `on_error`.
+    let impatient = tls
+        .configure(Limiter::builder().redis(url))
+        .deadline(Duration::from_millis(200))
+        .connect_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let decision = impatient.check(&Rule::new().max(3), "k").await;
+    assert!(decision.degraded, "{decision:?}");
 }

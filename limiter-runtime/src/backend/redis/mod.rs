@@ -75,6 +75,8 @@ pub(crate) struct RedisBackend {
     /// a failure.
     connection: OnceLock<Connection>,
     deadline: Duration,
+    /// How long making the connection may take.
+    connect_timeout: Duration,
     /// Test-only: pass "now" from this clock instead of reading Redis `TIME`.
     test_clock: Option<Arc<dyn Clock>>,
     /// This process's clock: the time of the decisions made without Redis.
@@ -95,7 +97,7 @@ pub(crate) struct RedisBackend {
 impl RedisBackend {
     pub(crate) fn new(
         topology: Topology,
-        deadline: Duration,
+        (deadline, connect_timeout): (Duration, Duration),
         test_clock: Option<Arc<dyn Clock>>,
         fallback: Fallback,
         breaker: BreakerConfig,
@@ -105,6 +107,7 @@ impl RedisBackend {
             topology: Box::new(topology),
             connection: OnceLock::new(),
             deadline,
+            connect_timeout,
             test_clock,
             clock: Arc::clone(fallback.local.clock()),
             fallback,
@@ -149,7 +152,7 @@ impl RedisBackend {
         if connection.is_made() {
             return Ok(connection);
         }
-        let bound = connect_timeout(self.deadline);
+        let bound = self.connect_timeout;
         match tokio::time::timeout(bound, connection.establish()).await {
             Ok(made) => made.map(|()| connection).map_err(BackendError::from),
             Err(_) => Err(BackendError::Connect(bound)),
@@ -165,7 +168,7 @@ impl RedisBackend {
     /// Checks whether Redis can be used as set up: connected, authenticated, the database selected, every decision
     /// script loaded; else what failed.
     pub(crate) async fn ready(&self) -> Result<(), Error> {
-        let bound = connect_timeout(self.deadline).max(Duration::from_secs(5));
+        let bound = self.connect_timeout.max(Duration::from_secs(5));
         let work = async { script::load(&mut self.establish().await?).await };
         let failed = match tokio::time::timeout(bound, work).await {
             Ok(Ok(())) => return Ok(()),

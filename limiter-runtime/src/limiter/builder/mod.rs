@@ -42,6 +42,7 @@ pub struct LimiterBuilder {
     tls: Tls,
     defaults: Defaults,
     deadline: Option<Duration>,
+    connect_timeout: Option<Duration>,
     clock: Option<Arc<dyn Clock>>,
     local_clock: Option<Arc<dyn Clock>>,
     breaker: BreakerConfig,
@@ -239,6 +240,14 @@ impl LimiterBuilder {
         self
     }
 
+    /// Sets how long making a connection to Redis may take: connecting, the TLS handshake, authenticating and
+    /// selecting the database (default the deadline, and at least 250 ms). The first call of a process waits
+    /// for it outside its own deadline: a deadline is for Redis to decide, not to be connected to.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
     /// Sets the breaker: after `failures` consecutive failures (default 3) the limiter stops calling Redis and
     /// decides in degraded mode at once; every `probe_every` (default 250 ms) one call probes Redis, and the
     /// first success closes the breaker again.
@@ -392,7 +401,9 @@ impl LimiterBuilder {
             }
             Some(redis) => {
                 let deadline = self.deadline.unwrap_or(DEFAULT_DEADLINE);
-                let timeout = connect_timeout(deadline);
+                let timeout = self
+                    .connect_timeout
+                    .unwrap_or_else(|| connect_timeout(deadline));
                 let topology = match redis {
                     Redis::Server(url) if self.redis_from_env => {
                         Topology::server(&url, &self.tls, timeout).map_err(|source| {
@@ -416,7 +427,7 @@ impl LimiterBuilder {
                 let local = MemoryStore::new(clock.clone(), max_keys);
                 Backend::Redis(Arc::new(RedisBackend::new(
                     topology,
-                    deadline,
+                    (deadline, timeout),
                     self.clock,
                     Fallback::new(local, instances),
                     self.breaker,
