@@ -4,7 +4,8 @@
 //! which reads its value with a small parser of its kind: a string, an expression, a positive integer, a
 //! duration, or one of a few names. A positive integer or a duration is a literal, checked here, or a constant
 //! expression, checked by the code `constant.rs` generates. The wording the two checks share is in
-//! `messages.rs`, and a zone's name is looked up in `zone.rs`.
+//! `messages.rs`, a zone's name is looked up in `zone.rs`, and the texts of `penalty` and of `priority` and
+//! `reserve` are read by `penalty.rs` and `priority.rs`.
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
@@ -14,6 +15,7 @@ use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
 use crate::duration;
 use crate::messages::{self, ARGUMENTS};
 use crate::penalty::{self, Penalty};
+use crate::priority::{self, CallPriority, Reserve};
 use crate::zone;
 
 /// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
@@ -69,6 +71,12 @@ pub(crate) struct Args {
     pub(crate) anchor: Option<Spanned<Anchor>>,
     /// How long a key the limit refuses is blocked, spanned at the argument's name.
     pub(crate) penalty: Option<Spanned<Penalty>>,
+    /// Each call's priority: a name checked here (every call's), or each call's own, spanned at the argument's
+    /// name.
+    pub(crate) priority: Option<Spanned<CallPriority>>,
+    /// The shares of the limit kept for the calls of a priority and above, in the order written, spanned at the
+    /// argument's name.
+    pub(crate) reserve: Option<Spanned<Vec<Reserve>>>,
     pub(crate) krate: Option<Path>,
     /// Not an argument: this is the limit of calls in flight an attribute's `in_flight` adds beside its rate
     /// (the limit before it), skipped when that one is.
@@ -153,7 +161,13 @@ impl Args {
             "tz" => value.once(&mut self.tz, |v| v.spanned(tz(v))),
             "anchor" => value.once(&mut self.anchor, |v| v.spanned(anchor(v))),
             "penalty" => value.once(&mut self.penalty, |v| {
-                v.spanned(penalty_literal(v).and_then(|lit| penalty::parse(&lit)))
+                v.spanned(text(v, penalty::WHAT_IT_IS).and_then(|lit| penalty::parse(&lit)))
+            }),
+            "priority" => value.once(&mut self.priority, |v| v.spanned(call_priority(v))),
+            "reserve" => value.once(&mut self.reserve, |v| {
+                v.spanned(
+                    text(v, priority::WHAT_RESERVE_IS).and_then(|lit| priority::reserves(&lit)),
+                )
             }),
             "crate" => value.once(&mut self.krate, krate),
             other => unreachable!("`{other}` is in ARGUMENTS but has no parser"),
@@ -538,8 +552,9 @@ fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     })
 }
 
-/// Parses the string literal of `penalty = "..."`; any other value is refused, spanning it whole.
-fn penalty_literal(value: &Value<'_>) -> syn::Result<LitStr> {
+/// Parses the string literal of an argument whose text is read as it is parsed (`penalty = "..."`,
+/// `reserve = "..."`); any other value is refused with `what_it_is`, spanning it whole.
+fn text(value: &Value<'_>, what_it_is: &str) -> syn::Result<LitStr> {
     let input = value.input;
     if input.peek(LitStr) {
         return input.parse();
@@ -547,9 +562,21 @@ fn penalty_literal(value: &Value<'_>) -> syn::Result<LitStr> {
     let fork = input.fork();
     let Ok(expr) = fork.parse::<Expr>() else {
         let found: proc_macro2::TokenTree = input.parse()?;
-        return Err(syn::Error::new(found.span(), penalty::WHAT_IT_IS));
+        return Err(syn::Error::new(found.span(), what_it_is));
     };
-    Err(syn::Error::new_spanned(expr, penalty::WHAT_IT_IS))
+    Err(syn::Error::new_spanned(expr, what_it_is))
+}
+
+/// Parses a priority's name, checked here (every call's), or any other expression: each call's, whose type the
+/// compiler checks.
+fn call_priority(value: &Value<'_>) -> syn::Result<CallPriority> {
+    if !is_literal(value) {
+        return Ok(CallPriority::Call(expression(value)?));
+    }
+    match value.input.parse::<Lit>()? {
+        Lit::Str(lit) => priority::named(&lit).map(CallPriority::Named),
+        other => Err(syn::Error::new(other.span(), priority::WHAT_PRIORITY_IS)),
+    }
 }
 
 fn krate(value: &Value<'_>) -> syn::Result<Path> {

@@ -12,6 +12,7 @@ use syn::{
 use crate::attr::{Anchor, Args, Duration, Tz};
 use crate::constant;
 use crate::penalty::Penalty;
+use crate::priority::{CallPriority, Reserve};
 
 /// Rewrites `item` so that its body runs only when its limits (top first) admit the call.
 pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<TokenStream> {
@@ -47,8 +48,15 @@ pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<Tok
                             Anchor::Call(expr) => Some(expr),
                             Anchor::Day(_) => None,
                         });
+                    let priority = args
+                        .priority
+                        .as_mut()
+                        .and_then(|priority| match &mut priority.value {
+                            CallPriority::Call(expr) => Some(expr),
+                            CallPriority::Named(_) => None,
+                        });
                     let expressions = expressions.chain(&mut args.cost).chain(&mut args.skip_if);
-                    for expr in expressions.chain(zone).chain(anchor) {
+                    for expr in expressions.chain(zone).chain(anchor).chain(priority) {
                         SelfToAsyncTraitSelf.visit_expr_mut(expr);
                     }
                 }
@@ -65,7 +73,8 @@ pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<Tok
 
 /// Lists the limits of the attributes, top first: each attribute's one limit, or, for `in_flight = ..` beside a
 /// rate (`max`, `window`), the rate and then the limit of calls in flight on the same key (under the rate's
-/// prefix followed by `in_flight:`, named after the rate's name).
+/// prefix followed by `in_flight:`, named after the rate's name, keeping the rate's shares for higher
+/// priorities; each call's priority is the rate's, see [`guarded`]).
 fn limits_of(attributes: Vec<Args>) -> Vec<Args> {
     let mut limits = Vec::with_capacity(attributes.len());
     for args in attributes {
@@ -86,6 +95,7 @@ fn limits_of(attributes: Vec<Args>) -> Vec<Args> {
             shadow: args.shadow,
             in_flight: args.in_flight.clone(),
             in_flight_ttl: args.in_flight_ttl.clone(),
+            reserve: args.reserve.clone(),
             beside_rate: true,
             ..Args::default()
         };
@@ -146,6 +156,37 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             Some(quote_spanned!(expr.span()=> let #skip: bool = #expr;))
         })
         .collect();
+    // `priority = <expr>`: each call's priority, a `Priority` (a type error points at the expression), evaluated
+    // once, from the borrowed arguments like the key, and handed to each limit of its attribute: the limit of calls
+    // in flight beside a rate takes the rate's. `priority = "critical"` is every call's; without it, `Normal`.
+    let priority_local =
+        |i: usize| Ident::new(&format!("__limiter_priority_{i}"), Span::mixed_site());
+    let priorities: Vec<TokenStream> = limits
+        .iter()
+        .enumerate()
+        .filter_map(|(i, args)| match &args.priority.as_ref()?.value {
+            CallPriority::Call(expr) => {
+                let local = priority_local(i);
+                // The type spans the expression too: a type error is reported there alone, not also at the
+                // whole attribute ("expected due to this").
+                let ty = respanned(quote!(#krate::Priority), expr.span());
+                Some(quote_spanned!(expr.span()=> let #local: #ty = #expr;))
+            }
+            CallPriority::Named(_) => None,
+        })
+        .collect();
+    let priority = |i: usize| {
+        let owner = if limits[i].beside_rate { i - 1 } else { i };
+        match limits[owner]
+            .priority
+            .as_ref()
+            .map(|priority| &priority.value)
+        {
+            Some(CallPriority::Call(_)) => priority_local(owner).into_token_stream(),
+            Some(CallPriority::Named(variant)) => quote!(#krate::Priority::#variant),
+            None => quote!(#krate::Priority::Normal),
+        }
+    };
     let keys = limits.iter().enumerate().map(|(i, args)| {
         // The cost, like the key, is computed from borrowed arguments; a type that is not an unsigned integer
         // is reported at the expression.
@@ -187,12 +228,14 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             ),
             _ => quote!(::core::option::Option::None),
         };
+        let priority = priority(i);
         quote!(#krate::__private::KeyArgs {
             skip: #skipped,
             key: #key,
             cost: #cost,
             zone: #zone,
             anchor: #anchor,
+            priority: #priority,
         })
     });
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
@@ -226,6 +269,7 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             );
             &SITE
         };
+        #(#priorities)*
         // The keys are formatted here, by reference, so the arguments are neither moved nor held across
         // `.await`; switched off, nothing is formatted, counted or asked. (A `let` of its own: the formatting's
         // temporaries, `!Send`, end with it, before the `.await`.)
@@ -301,6 +345,24 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
         }
         _ => syn::parse_quote!({ #(#skips)* #check #body }),
     }
+}
+
+/// Gives every token of `tokens` the span `span` (a path's resolution does not change: spans in the user's code
+/// resolve where the attribute is written, as the attribute's own tokens do).
+fn respanned(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let proc_macro2::TokenTree::Group(group) = &token {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respanned(group.stream(), span));
+                inner.set_span(span);
+                token = proc_macro2::TokenTree::Group(inner);
+            }
+            token.set_span(span);
+            token
+        })
+        .collect()
 }
 
 /// Checks whether the written return type is an HTTP response, whose body holds the permits in flight: a path
@@ -404,6 +466,11 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
             }
         };
         rule = quote!(#rule.penalty(#penalty));
+    }
+    if let Some(reserve) = &args.reserve {
+        for Reserve { priority, percent } in &reserve.value {
+            rule = quote!(#rule.reserve(#krate::Priority::#priority, #percent));
+        }
     }
     if let Some(shadow) = args.shadow {
         rule = quote!(#rule.shadow(#shadow));

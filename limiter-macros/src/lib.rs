@@ -9,6 +9,7 @@ mod duration;
 mod expand;
 mod messages;
 mod penalty;
+mod priority;
 mod valid;
 mod zone;
 
@@ -196,6 +197,33 @@ mod zone;
 ///       Ok(())
 ///   }
 ///   ```
+/// - `priority = <expr>` — how much the call matters when the limit fills up: a [`Priority`] (`Low`, `Normal`,
+///   `High` or `Critical`) computed from the borrowed arguments like `key`, once per call, e.g.
+///   `priority = tenant.priority()` (an expression of another type is a type error at the expression).
+///   `priority = "critical"` gives every call of the function one priority, a name checked when compiled:
+///   `"low"`, `"normal"`, `"high"` or `"critical"`. Default `normal`. A call's priority matters where its limit
+///   keeps a share for higher ones (`reserve`).
+/// - `reserve = "critical 20%"` or `"critical 10%, high 30%"` — keep a share of the limit for the calls of a
+///   priority and above: calls below it fill the rest, and one the share refuses has the verdict `Reserved`.
+///   Shares nest: with `"critical 10%, high 30%"` and `max = 100`, `normal` and `low` calls fill 70, `high`
+///   calls 90, `critical` calls all 100. Each share is a priority above `low` (a share kept for `low` and above
+///   would be kept for every call) and a whole percent up to 100%, rounded up to whole units; each priority
+///   once. Needs `priority`: without it every call is `normal` (write `priority = "normal"` for a function whose
+///   calls are all `normal` and share their key with another function's of a higher priority). Beside
+///   `in_flight`, the permits keep the same shares. See [`Rule::reserve`].
+///
+///   ```
+///   # use limiter_runtime::{rate_limit, Priority, RateLimited};
+///   # struct Tenant { id: u64, paying: bool }
+///   # impl Tenant {
+///   #     fn priority(&self) -> Priority { if self.paying { Priority::High } else { Priority::Normal } }
+///   # }
+///   // 100 searches a minute per tenant, the last 20 only for paying tenants'.
+///   #[rate_limit(key = tenant.id, max = 100, window = "1m", priority = tenant.priority(), reserve = "high 20%")]
+///   async fn search(tenant: &Tenant, query: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///   ```
 /// - `crate = "path"` — where `limiter_runtime` is, for crates that re-export it under another name (on the
 ///   first attribute of a stack).
 ///
@@ -221,6 +249,8 @@ mod zone;
 /// [`Period`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/enum.Period.html
 /// [`Zone`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Zone.html
 /// [`Penalty`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Penalty.html
+/// [`Priority`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/enum.Priority.html
+/// [`Rule::reserve`]: https://docs.rs/limiter-runtime/latest/limiter_runtime/struct.Rule.html#method.reserve
 #[proc_macro_attribute]
 pub fn rate_limit(args: TokenStream, item: TokenStream) -> TokenStream {
     let expanded = syn::parse::<attr::Args>(args).and_then(|args| {
@@ -296,8 +326,8 @@ fn parse_function(item: TokenStream) -> syn::Result<syn::ItemFn> {
 
 /// Returns, on error, the user's function unchanged plus the one error, so the rest of the crate (and the IDE)
 /// keeps working and the user sees no cascade of secondary errors. Nor a warning: an argument only the
-/// rejected attribute read (in `key`, `cost` or `skip_if`) is not unused, so `unused_variables` is allowed on
-/// the function.
+/// rejected attribute read (in `key`, `cost`, `skip_if` or `priority`) is not unused, so `unused_variables` is
+/// allowed on the function.
 fn with_error(item: TokenStream, error: syn::Error) -> TokenStream {
     let mut tokens = quote::quote!(#[allow(unused_variables)]);
     tokens.extend(proc_macro2::TokenStream::from(item));

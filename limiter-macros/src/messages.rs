@@ -9,7 +9,7 @@ use crate::duration::{self, Refused};
 /// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in
 /// [`Args`](crate::attr::Args), a line here, an arm in [`Args::read`](crate::attr::Args::read), and its
 /// validation.
-pub(crate) const ARGUMENTS: [(&str, &str); 24] = [
+pub(crate) const ARGUMENTS: [(&str, &str); 26] = [
     ("prefix", "\"rate_limit:emp:\""),
     ("key", "id"),
     ("window", "10"),
@@ -33,6 +33,8 @@ pub(crate) const ARGUMENTS: [(&str, &str); 24] = [
     ("tz", "\"Europe/Berlin\""),
     ("anchor", "15"),
     ("penalty", "\"10m\""),
+    ("priority", "tier.priority()"),
+    ("reserve", "\"critical 20%\""),
     ("crate", "\"my_app::limiter\""),
 ];
 

@@ -93,7 +93,33 @@ fn validate_one(args: &Args) -> syn::Result<()> {
         ));
     }
     validate_in_flight(args)?;
-    validate_penalty(args)
+    validate_penalty(args)?;
+    validate_reserve(args)
+}
+
+/// Checks that a limit that keeps shares for calls of a higher priority has calls of more than one priority, and
+/// room to keep them in (a leaky bucket that does not wait has one slot).
+fn validate_reserve(args: &Args) -> syn::Result<()> {
+    let leaky = args.algorithm.as_ref().map(ToString::to_string).as_deref() == Some("leaky_bucket");
+    let waits = args.wait.as_ref().is_some_and(|mode| mode.value);
+    if let (Some(reserve), true, false) = (&args.reserve, leaky, waits) {
+        return Err(syn::Error::new(
+            reserve.span,
+            "`reserve` keeps a share of a leaky bucket's slots within its wait, but this one does not wait: \
+             it has one slot, and a share of it would keep it from every call below that priority; add \
+             `mode = wait` (and `max_wait`), or leave `reserve` out",
+        ));
+    }
+    match (&args.reserve, &args.priority) {
+        (Some(reserve), None) => Err(syn::Error::new(
+            reserve.span,
+            "`reserve` keeps a share of this limit for calls of a higher priority, but every call of this \
+             function is `normal` (it has no `priority`): give each call its priority with `priority = <expr>`, \
+             e.g. `priority = tier.priority()`; or, when other functions' calls of this limit are the higher \
+             ones, say so with `priority = \"normal\"`; or leave `reserve` out",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Checks what a penalty goes with: it blocks a key that abused a rate, and each call must read the block in

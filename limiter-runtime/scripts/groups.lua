@@ -9,8 +9,8 @@
 --   ARGV[1]  "" (now from Redis's TIME); tests pass "<now us> <minimum TTL ms>"
 --   ARGV[2]  the number of shapes; then each shape (4 arguments): the algorithm's code (1 sliding_log,
 --            2 fixed_window, 3 sliding_window, 4 token_bucket, 5 leaky_bucket, 6 in_flight, 7 calendar;
---            negated for a shadow limit, which does not veto), window us, max, and depth as one_limit.lua
---            takes it, followed, under a penalty, by "|<first block us>|<longest block us>"
+--            negated for a shadow limit, which does not veto), window us, max and depth as one_limit.lua
+--            takes them, followed, under a penalty, by "|<first block us>|<longest block us>"
 --   then the groups, each: its head (the indices, from 1, of its limits' shapes, comma-separated, and
 --   "/<calls>" when it has more than one call), then each call's nonce ("" when it names nothing) and its
 --   cost on each limit
@@ -32,14 +32,18 @@
 
 --> part clock
 
--- A limit's shape from ARGV[a + 1]: {code, window, max, depth, first block us, longest block us}.
+-- A limit's shape from ARGV[a + 1]: {code, window, max, depth, first block us, longest block us, kept}.
 local shapes = {}
 for i = 1, tonumber(ARGV[2]) do
   local a = 2 + (i - 1) * 4
   local depth, first, cap = ARGV[a + 4], nil, nil
   if string.find(depth, '|', 1, true) then depth, first, cap = string.match(depth, '^([^|]*)|(%d+)|(%d+)$') end
-  shapes[i] = {tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), depth, tonumber(first),
-    tonumber(cap)}
+  local max, kept = tonumber(ARGV[a + 3]), 0
+  if not max then
+    max, kept = string.match(ARGV[a + 3], '^(%d+)/(%d+)$')
+    max, kept = tonumber(max), tonumber(kept)
+  end
+  shapes[i] = {tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), max, depth, tonumber(first), tonumber(cap), kept}
 end
 
 -- A limit's state as the group answers it: its block (under a penalty), first, second, and notes.
@@ -69,7 +73,7 @@ local function decide(k, group, c, calls)
   if #group == 1 then
     local shape, cost_at = group[1], 1
     local key, code, window, max, depth = KEYS[k + 1], math.abs(shape[1]), shape[2], shape[3], shape[4]
-    local block_key, block_first, cap = KEYS[blocks[1]], shape[5], shape[6]
+    local block_key, block_first, cap, kept = KEYS[blocks[1]], shape[5], shape[6], shape[7]
     local answered
     --> each read: part one_group
     return answered
@@ -80,7 +84,7 @@ local function decide(k, group, c, calls)
     for i = 1, #group do
       local shape, cost_at = group[i], i
       local key, code, window, max, depth = KEYS[k + i], math.abs(shape[1]), shape[2], shape[3], shape[4]
-      local block_key, block_first, cap = KEYS[blocks[i]], shape[5], shape[6]
+      local block_key, block_first, cap, kept = KEYS[blocks[i]], shape[5], shape[6], shape[7]
       local ok, answered = false, nil
       --> each read: part check
       fitted[i] = ok
@@ -92,6 +96,7 @@ local function decide(k, group, c, calls)
         if fitted[i] then
           local shape, cost = group[i], tonumber(ARGV[c + i])
           local key, code, window, max, depth = KEYS[k + i], math.abs(shape[1]), shape[2], shape[3], shape[4]
+          local kept = shape[7]
           --> each take: part charge
         end
       end

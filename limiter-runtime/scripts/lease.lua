@@ -4,8 +4,8 @@
 --
 --   KEYS[1]  the limit's key
 --   ARGV[1]  "" (now from Redis's TIME); tests pass "<now us> <minimum TTL ms>"
---   ARGV[2]  the algorithm's code (as groups.lua numbers them: 2 or 4), then window us, max, depth (as
---            one_limit.lua takes it), the call's cost, the units wanted (at least the cost); then, when an
+--   ARGV[2]  the algorithm's code (as groups.lua numbers them: 2 or 4), then window us, max and depth (as
+--            one_limit.lua takes them), the call's cost, the units wanted (at least the cost); then, when an
 --            earlier lease is given back, its units left, its units, when it was taken (us) and its mark (as
 --            give_back.lua takes them)
 --
@@ -13,6 +13,11 @@
 
 --> part clock
 local key, code, window, max, depth = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local kept = 0
+if not max then
+  max, kept = string.match(ARGV[4], '^(%d+)/(%d+)$')
+  max, kept = tonumber(max), tonumber(kept)
+end
 local cost, want = tonumber(ARGV[6]), tonumber(ARGV[7])
 --> each room: part lease
 return redis.error_reply('ERR lease: no lease on this algorithm')

@@ -6,7 +6,8 @@
 --
 --   KEYS[1]  the limit's key
 --   ARGV[1]  window us (in flight: a permit's time to live); tests pass "<window us> <now us> <minimum TTL ms>"
---   ARGV[2]  max
+--   ARGV[2]  max; "<max>/<kept>" for calls that must leave `kept` units free for the priorities above their
+--            own (src/priority.rs)
 --   ARGV[3]  depth: the token bucket's burst, the leaky bucket's max wait (us), a calendar's ends
 --            "<us>:<us>:<us>" (where the previous, the current and the next periods end); else 0
 --   then the calls: none for one call of cost 1 that names nothing; its nonce (16 hex digits) alone for one
@@ -22,7 +23,11 @@
 --   redis-cli --eval target/debug/build/limiter-runtime-*/out/scripts/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
 
 --> part now
-local key, max, depth = KEYS[1], tonumber(ARGV[2]), ARGV[3]
+local key, max, depth, kept = KEYS[1], tonumber(ARGV[2]), ARGV[3], 0
+if not max then
+  max, kept = string.match(ARGV[2], '^(%d+)/(%d+)$')
+  max, kept = tonumber(max), tonumber(kept)
+end
 --> read
 local notes
 local last, c = #ARGV, 4

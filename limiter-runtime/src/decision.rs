@@ -64,6 +64,7 @@ pub struct Decision {
 /// | [`Admitted`](Verdict::Admitted) | `admitted` | goes ahead: the store admitted it |
 /// | [`Limited`](Verdict::Limited) | `limited` | is refused: the limit is reached |
 /// | [`Blocked`](Verdict::Blocked) | `blocked` | is refused: its key is blocked, by a [`Penalty`](crate::Penalty) or an operator's [ban](crate::Limiter::ban) |
+/// | [`Reserved`](Verdict::Reserved) | `reserved` | is refused: what is left is kept for calls of a higher [`Priority`](crate::Priority) |
 /// | [`Unavailable`](Verdict::Unavailable) | `unavailable` | is refused: Redis could not decide, and the rule fails closed |
 /// | [`DegradedOpen`](Verdict::DegradedOpen) | `degraded_open` | goes ahead: Redis could not decide, and the rule fails open |
 /// | [`DegradedLocal`](Verdict::DegradedLocal) | `degraded_local` | was decided by this node's share of the limit, Redis being unreachable |
@@ -81,6 +82,10 @@ pub enum Verdict {
     /// or one is in force) or by an operator's [ban](crate::Limiter::ban): the call is refused, and
     /// `retry_after` is what is left of the block.
     Blocked,
+    /// The limit would admit the call but for the share it keeps for calls of a higher
+    /// [`Priority`](crate::Priority) ([`Rule::reserve`](crate::Rule::reserve)): the call is refused, and
+    /// `retry_after` is when its own priority has room again. Not an offence for a penalty.
+    Reserved,
     /// Redis could not decide and the rule fails closed: the call is refused.
     Unavailable,
     /// Redis could not decide and the rule fails open: the call goes ahead.
@@ -98,10 +103,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// Every verdict, in the table's order.
-    pub const ALL: [Verdict; 9] = [
+    pub const ALL: [Verdict; 10] = [
         Verdict::Admitted,
         Verdict::Limited,
         Verdict::Blocked,
+        Verdict::Reserved,
         Verdict::Unavailable,
         Verdict::DegradedOpen,
         Verdict::DegradedLocal,
@@ -110,13 +116,14 @@ impl Verdict {
         Verdict::SwitchedOff,
     ];
 
-    /// Returns its name in metrics labels and tracing fields: `admitted`, `limited`, `blocked`, `unavailable`,
-    /// `degraded_open`, `degraded_local`, `shadow`, `skipped` or `switched_off`.
+    /// Returns its name in metrics labels and tracing fields: `admitted`, `limited`, `blocked`, `reserved`,
+    /// `unavailable`, `degraded_open`, `degraded_local`, `shadow`, `skipped` or `switched_off`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Verdict::Admitted => "admitted",
             Verdict::Limited => "limited",
             Verdict::Blocked => "blocked",
+            Verdict::Reserved => "reserved",
             Verdict::Unavailable => "unavailable",
             Verdict::DegradedOpen => "degraded_open",
             Verdict::DegradedLocal => "degraded_local",
@@ -150,10 +157,11 @@ impl Decision {
             degraded,
             in_flight: false,
             // What the store said; the pipeline names degraded, shadow, skipped and switched-off decisions.
-            verdict: match (outcome.allowed, outcome.blocked) {
-                (true, _) => Verdict::Admitted,
-                (false, true) => Verdict::Blocked,
-                (false, false) => Verdict::Limited,
+            verdict: match (outcome.allowed, outcome.blocked, outcome.reserved) {
+                (true, _, _) => Verdict::Admitted,
+                (false, true, _) => Verdict::Blocked,
+                (false, false, true) => Verdict::Reserved,
+                (false, false, false) => Verdict::Limited,
             },
         }
     }

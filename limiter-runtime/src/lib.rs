@@ -70,6 +70,7 @@ mod key;
 mod parse;
 mod penalty;
 mod policy;
+mod priority;
 mod sharded;
 
 mod call;
@@ -114,8 +115,9 @@ pub use crate::limiter::{
 pub use crate::overrides::Override;
 pub use crate::parse::ParseError;
 pub use crate::penalty::{Penalty, PenaltyError};
+pub use crate::priority::Priority;
 pub use crate::rule::{OnError, Rule};
-pub use crate::watch::{Ban, Inspection, NodeView, Overview, PolicyView, TopKey};
+pub use crate::watch::{Ban, Ceiling, Inspection, NodeView, Overview, PolicyView, TopKey};
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.
 #[cfg(feature = "macros")]

@@ -24,7 +24,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::call::{Call, Ruling};
 use crate::watch::Watch;
-use crate::Decision;
+use crate::{Decision, Priority};
 
 /// What a service edge records of the decisions made while it serves a request (the quotas its response
 /// advertises), installed by the edge itself: the pipeline knows no edge.
@@ -70,10 +70,15 @@ impl Observers {
         for (limit, answer) in call.limits().iter().zip(decided.limits.iter()) {
             let decision = &answer.decision;
             self.metrics.decision(limit.key.parts().prefix, decision);
+            if let Some(priority) = limit.priority {
+                self.metrics
+                    .prioritized(limit.key.parts().prefix, priority, decision);
+            }
             tracing::trace!(
                 key = %limit.key.parts(),
                 allowed = decision.allowed,
                 reason = decision.verdict.as_str(),
+                priority = limit.priority.map(Priority::as_str),
                 "rate limiter: decided"
             );
         }
@@ -117,7 +122,7 @@ pub(crate) struct Metrics {
 #[derive(Debug)]
 struct Handles {
     /// By verdict, in [`Verdict::ALL`](crate::Verdict::ALL)'s order.
-    decisions: [metrics::Counter; 9],
+    decisions: [metrics::Counter; 10],
     shadow: metrics::Counter,
     redis: metrics::Histogram,
 }
@@ -131,9 +136,10 @@ impl Handles {
                 crate::Verdict::Unavailable
                 | crate::Verdict::DegradedOpen
                 | crate::Verdict::DegradedLocal => "degraded",
-                crate::Verdict::Limited | crate::Verdict::Blocked | crate::Verdict::Shadow => {
-                    "limited"
-                }
+                crate::Verdict::Limited
+                | crate::Verdict::Blocked
+                | crate::Verdict::Reserved
+                | crate::Verdict::Shadow => "limited",
                 _ => "allowed",
             };
             metrics::counter!("limiter_decisions_total", "prefix" => prefix.to_owned(), "outcome" => outcome, "reason" => verdict.as_str())
@@ -178,6 +184,22 @@ impl Metrics {
         });
         #[cfg(not(feature = "metrics"))]
         let _ = (prefix, decision);
+    }
+
+    /// Counts one decision of a limit that keeps shares for the higher priorities, by the call's priority:
+    /// `limiter_priority_decisions_total{prefix, priority, reason}` (a limit without reserves counts none).
+    #[inline]
+    pub(crate) fn prioritized(&self, prefix: &str, priority: Priority, decision: &Decision) {
+        #[cfg(feature = "metrics")]
+        metrics::counter!(
+            "limiter_priority_decisions_total",
+            "prefix" => prefix.to_owned(),
+            "priority" => priority.as_str(),
+            "reason" => decision.verdict.as_str()
+        )
+        .increment(1);
+        #[cfg(not(feature = "metrics"))]
+        let _ = (prefix, priority, decision);
     }
 
     /// Counts a call a shadow rule would have rejected.

@@ -371,7 +371,14 @@ impl Pipeline {
         };
         let (limit, decision) = (&limits[refused], decided.limits[refused].decision);
         if !decision.degraded {
-            tracing::debug!(key = %limit.key.parts(), limit = decision.limit, retry_after = ?decision.retry_after, reason = decision.verdict.as_str(), "rate limiter: limited");
+            tracing::debug!(
+                key = %limit.key.parts(),
+                limit = decision.limit,
+                retry_after = ?decision.retry_after,
+                reason = decision.verdict.as_str(),
+                priority = limit.priority.map(crate::Priority::as_str),
+                "rate limiter: limited"
+            );
         }
         // Each limit's state, when there are several (one is the rejection's own); a shadow or skipped limit,
         // or a decision made without a count, is not advertised in quota headers.

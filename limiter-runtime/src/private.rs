@@ -41,6 +41,8 @@ pub struct KeyArgs<'a> {
     pub zone: Option<&'a Zone>,
     /// A calendar limit's billing day for this call (`anchor = <expr>`).
     pub anchor: Option<u8>,
+    /// The call's priority (`priority = <expr>`; `Normal` unless given).
+    pub priority: crate::Priority,
 }
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
@@ -144,6 +146,7 @@ impl<const N: usize> Site<N> {
                 cost,
                 zone,
                 anchor,
+                priority,
             } = args;
             let rule = match &rules {
                 Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
@@ -161,6 +164,7 @@ impl<const N: usize> Site<N> {
                 skip,
                 zone: zone.cloned(),
                 anchor,
+                priority,
             }
         });
         // The pipeline's one flow of an enforced call, with what the function keeps of it.

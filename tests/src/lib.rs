@@ -212,6 +212,135 @@ pub mod deployment {
     }
 }
 
+/// Shares of a limit kept for the calls that matter most, on every node: what each deployment must keep.
+pub mod priorities {
+    use std::time::Duration;
+
+    use limiter_runtime::{Algorithm, Limiter, Period, Priority, Rule, Verdict};
+
+    /// What one caller's calls were told: admitted, refused for a share kept above them, refused for the limit.
+    #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+    pub struct Told {
+        pub admitted: u64,
+        pub reserved: u64,
+        pub limited: u64,
+    }
+
+    /// Makes `calls` calls of `priority` on `rule`'s `key` through `runtime`, `pause` apart.
+    pub async fn calls(
+        runtime: Limiter,
+        rule: Rule,
+        key: &'static str,
+        priority: Priority,
+        calls: u64,
+        pause: Duration,
+    ) -> Told {
+        let mut told = Told::default();
+        for _ in 0..calls {
+            let decision = runtime.check_with(&rule, key, 1, priority).await;
+            assert!(!decision.degraded, "a decision failed: {decision:?}");
+            match decision.verdict {
+                Verdict::Admitted => told.admitted += 1,
+                Verdict::Reserved => told.reserved += 1,
+                Verdict::Limited => told.limited += 1,
+                other => panic!("{priority}: {other:?}"),
+            }
+            if !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+        }
+        told
+    }
+
+    /// A flood of `Normal` calls at 10× a limit of 100 from two runtimes `a` and `b`, while a trickle of 20
+    /// `Critical` calls arrives from both, under a rule that keeps 20% for `Critical` calls; for each count over a
+    /// long window (nothing leaves it meanwhile): every `Critical` call within its share is admitted, the
+    /// `Normal` calls never pass their ceiling of 80 (they fill it, less the `Critical` calls that came
+    /// first), and the total never passes 100: more `Critical` calls fill it to exactly 100, then are refused.
+    pub async fn a_flood_leaves_the_critical_share(a: &Limiter, b: &Limiter, prefix: &str) {
+        let rules = [
+            Algorithm::SlidingLog,
+            Algorithm::FixedWindow,
+            Algorithm::SlidingWindow,
+            Algorithm::TokenBucket,
+        ]
+        .map(|algorithm| {
+            Rule::new()
+                .algorithm(algorithm)
+                .window(Duration::from_secs(3_600))
+        })
+        .into_iter()
+        .chain([Rule::new().period(Period::Day)]);
+        for (i, rule) in rules.enumerate() {
+            let rule = rule
+                .max(100)
+                .prefix(format!("{prefix}{i}:"))
+                .reserve(Priority::Critical, 20);
+            let mut tasks = Vec::new();
+            for runtime in [a, b] {
+                for _ in 0..4 {
+                    let flood = calls(
+                        runtime.clone(),
+                        rule.clone(),
+                        "shop",
+                        Priority::Normal,
+                        125,
+                        Duration::ZERO,
+                    );
+                    tasks.push((Priority::Normal, tokio::spawn(flood)));
+                }
+                let pause = Duration::from_millis(3);
+                let trickle = calls(
+                    runtime.clone(),
+                    rule.clone(),
+                    "shop",
+                    Priority::Critical,
+                    10,
+                    pause,
+                );
+                tasks.push((Priority::Critical, tokio::spawn(trickle)));
+            }
+            let (mut normal, mut critical) = (Told::default(), Told::default());
+            for (priority, task) in tasks {
+                let told = task.await.unwrap();
+                let sum = match priority {
+                    Priority::Critical => &mut critical,
+                    _ => &mut normal,
+                };
+                sum.admitted += told.admitted;
+                sum.reserved += told.reserved;
+                sum.limited += told.limited;
+            }
+            let name = format!("{:?}", rule.clone());
+            assert_eq!(
+                critical.admitted, 20,
+                "every critical call within its share: {name}"
+            );
+            assert!(
+                (60..=80).contains(&normal.admitted),
+                "normal calls fill their ceiling of 80, less the critical calls before them: {normal:?}, {name}"
+            );
+            assert_eq!(normal.admitted + normal.reserved + normal.limited, 1_000);
+            // The total is below 100 by the critical calls that came before the flood filled its ceiling: more
+            // critical calls fill it to exactly 100, never more.
+            let used = normal.admitted + critical.admitted;
+            let mut more = 0;
+            loop {
+                let decision = a.check_with(&rule, "shop", 1, Priority::Critical).await;
+                if !decision.allowed {
+                    assert_eq!(decision.verdict, Verdict::Limited, "{name}");
+                    break;
+                }
+                more += 1;
+                assert!(used + more <= 100, "{name}");
+            }
+            assert_eq!(used + more, 100, "{name}");
+            let refused = b.check(&rule, "shop").await;
+            assert!(!refused.allowed && refused.remaining == 0, "{refused:?}");
+        }
+    }
+}
+
 /// A small deterministic random generator (SplitMix64), so schedules replay from their seed.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);

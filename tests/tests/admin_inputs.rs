@@ -317,6 +317,11 @@ async fn a_inspected(limiter: &Limiter, rule: &Rule, key: &str) -> Value {
         "blocked_ms": state.blocked_for.as_millis() as u64,
         "banned": state.banned,
         "offences": state.offences,
+        "ceilings": state.ceilings.iter().map(|c| json!({
+            "priority": c.priority.as_str(),
+            "ceiling": c.ceiling,
+            "remaining": c.remaining,
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -443,12 +448,42 @@ async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
     let listed = api(at, "GET", "/admin/api/overrides", None).await.json;
     assert_eq!(
         listed,
-        json!([{ "prefix": "api:login:", "key": null, "max": null, "window_ms": 2_000 }])
+        json!([{ "prefix": "api:login:", "key": null, "max": null, "window_ms": 2_000, "reserve": null }])
     );
     let decision = limiter.check(&login, "bob").await;
     assert_eq!(
         decision.limit, 5,
         "null is the limit's own max: {decision:?}"
+    );
+    // Shares kept for the higher priorities, as the attribute writes them; inspect shows each ceiling.
+    for (reserve, says) in [
+        (json!("critical 120%"), "a whole percent"),
+        (json!("urgent 20%"), "unknown priority `urgent`"),
+        (json!(20), "reserve is a string"),
+    ] {
+        let body = json!({ "prefix": "api:login:", "reserve": reserve });
+        let refused = api(at, "PUT", "/admin/api/overrides", Some(body)).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{reserve}");
+        assert!(
+            sentence(&refused).contains(says),
+            "{:?}",
+            sentence(&refused)
+        );
+    }
+    let reserve = json!({ "prefix": "api:login:", "reserve": "critical 40%" });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(reserve)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    let inspected = api(at, "GET", "/admin/api/inspect?policy=login&key=bob", None)
+        .await
+        .json;
+    assert_eq!(
+        inspected["ceilings"],
+        json!([
+            { "priority": "critical", "ceiling": 5, "remaining": 4 },
+            { "priority": "high", "ceiling": 3, "remaining": 2 },
+            { "priority": "normal", "ceiling": 3, "remaining": 2 },
+            { "priority": "low", "ceiling": 3, "remaining": 2 },
+        ])
     );
     let not_a_number = json!({ "prefix": "api:login:", "max": "5" });
     let refused = api(at, "PUT", "/admin/api/overrides", Some(not_a_number)).await;

@@ -5,7 +5,7 @@ use std::fmt::Display;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use limiter_runtime::{rate_limit, Limiter, RateLimited};
+use limiter_runtime::{rate_limit, Limiter, Priority, RateLimited, Verdict};
 
 fn limiter() -> Limiter {
     Limiter::in_memory()
@@ -290,4 +290,65 @@ async fn a_rejection_names_its_policy() {
         limiter.enforce(&rule, "k").await.unwrap_err().policy(),
         "logins"
     );
+}
+
+#[rate_limit(prefix = "reserved:", key = user, max = 10, window = 60, reserve = "critical 20%", priority = *level)]
+async fn prioritized(user: &str, level: &Priority) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+/// A share kept for critical calls: normal calls fill 8 of 10, and the 9th is refused for the share, not for the
+/// limit; critical calls fill the last 2, and then the limit refuses them too.
+#[tokio::test]
+async fn a_reserve_keeps_a_share_for_higher_priorities() {
+    limiter()
+        .scope(async {
+            for _ in 0..8 {
+                prioritized("ada", &Priority::Normal).await.unwrap();
+            }
+            let refused = prioritized("ada", &Priority::Normal).await.unwrap_err();
+            assert_eq!(refused.decision().verdict, Verdict::Reserved);
+            assert!(
+                prioritized("bob", &Priority::Normal).await.is_ok(),
+                "each key has its own share"
+            );
+            for _ in 0..2 {
+                prioritized("ada", &Priority::Critical).await.unwrap();
+            }
+            let refused = prioritized("ada", &Priority::Critical).await.unwrap_err();
+            assert_eq!(refused.decision().verdict, Verdict::Limited);
+        })
+        .await;
+}
+
+fn traced_priority(evaluations: &AtomicUsize, level: Priority) -> Priority {
+    evaluations.fetch_add(1, Ordering::SeqCst);
+    level
+}
+
+#[rate_limit(prefix = "once:", max = 10, in_flight = 2, priority = traced_priority(evaluations, level),
+             reserve = "critical 50%")]
+async fn prioritized_in_flight(
+    evaluations: &AtomicUsize,
+    level: Priority,
+) -> Result<Priority, RateLimited> {
+    Ok(level)
+}
+
+/// The priority is computed once per call, even for two limits (a rate and the calls in flight beside it), and
+/// the body still has the argument it was computed from.
+#[tokio::test]
+async fn the_priority_is_evaluated_once_per_call() {
+    let evaluations = AtomicUsize::new(0);
+    limiter()
+        .scope(async {
+            for level in [Priority::Low, Priority::Critical, Priority::High] {
+                assert_eq!(
+                    prioritized_in_flight(&evaluations, level).await.unwrap(),
+                    level
+                );
+            }
+        })
+        .await;
+    assert_eq!(evaluations.load(Ordering::SeqCst), 3);
 }

@@ -2,7 +2,7 @@
 //! three Sentinels), all on loopback. Every algorithm, the heartbeats and the switch work as on one server;
 //! limits hold over keys spread across every slot; a killed master is failed over and decisions heal by
 //! themselves (the new master has never seen the scripts: NOSCRIPT is the EVAL fallback's business, never a
-//! failed decision); a slot migrated under load (ASK, then MOVED) fails no decision and loses no count.
+//! failed decision); a share kept for critical calls holds on a cluster as on one server; a slot migrated under load (ASK, then MOVED) fails no decision and loses no count.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use limiter_runtime::{Decision, Limiter, Rule};
 use tests::deployment::{behaves_like_one_server, evalsha_calls, with_heartbeats, KEYS};
 use tests::logs::Captured;
+use tests::priorities::a_flood_leaves_the_critical_share;
 use tests::{RedisCluster, RedisSentinel, RedisServer};
 use tracing::instrument::WithSubscriber;
 
@@ -28,7 +29,8 @@ async fn a_cluster_behaves_like_one_server_with_limits_spread_over_every_master(
     let cluster = RedisCluster::start();
     let runtime = || with_heartbeats(Limiter::builder().redis_cluster(cluster.seeds()));
     let count = || cluster.calls_everywhere("evalsha");
-    behaves_like_one_server(&runtime(), &runtime(), count).await;
+    let (a, b) = (runtime(), runtime());
+    behaves_like_one_server(&a, &b, count).await;
 
     let keys = cluster.limit_keys();
     let masters: BTreeSet<u16> = keys.iter().map(|(port, _)| *port).collect();
@@ -39,6 +41,9 @@ async fn a_cluster_behaves_like_one_server_with_limits_spread_over_every_master(
     for (port, key) in &keys {
         assert_eq!(cluster.master_of_slot(cluster.slot(key)).port, *port);
     }
+
+    // A share kept for the critical calls, decided in the same script call on the master of its key.
+    a_flood_leaves_the_critical_share(&a, &b, "flood:").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,9 @@
 //! Differential: the same seeded schedule of calls (many keys, mixed costs, controlled times) gives
 //! identical decisions in memory and in Redis, for every algorithm. A mismatch names the first diverging call.
 //!
+//! Seeds 3 and 4 keep shares of the limit for the higher priorities ([`Rule::reserve`]) and give each call a
+//! priority: a call fits only under its own ceiling, in both stores alike.
+//!
 //! Run twice: without the deny cache, whole decisions are identical; with it (the default), whether each call
 //! is admitted, its `retry_after` and its limit still are (a cached answer's `remaining` and `reset_after` are
 //! as Redis last reported them).
@@ -8,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use limiter_runtime::{Algorithm, Decision, FakeClock, Limiter, Penalty, Rule};
+use limiter_runtime::{Algorithm, Decision, FakeClock, Limiter, Penalty, Priority, Rule};
 use tests::{RedisServer, Rng};
 
 const CALLS: usize = 3_000;
@@ -34,6 +37,14 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
         max_wait = *rng.pick(&[Duration::ZERO, window, window / 3]);
         rule = rule.max_wait(max_wait);
     }
+    // Its own generator, so that the schedules of seeds 1 and 2 stay as they were.
+    let mut priorities = Rng::new(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let prioritized = seed >= 3;
+    if prioritized {
+        rule = rule
+            .reserve(Priority::Critical, *priorities.pick(&[10, 20, 50]))
+            .reserve(Priority::High, *priorities.pick(&[0, 30, 60]));
+    }
 
     let memory_clock = FakeClock::new();
     let redis_clock = FakeClock::new();
@@ -50,7 +61,7 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
         .build()
         .unwrap();
     let slot = window.as_micros() as u64 / max;
-    let (mut admitted, mut rejected, mut delayed) = (0, 0, 0);
+    let (mut admitted, mut rejected, mut delayed, mut reserved) = (0, 0, 0, 0);
 
     for call in 0..CALLS {
         // Mostly bursts and steps around one slot, sometimes whole windows.
@@ -66,15 +77,27 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
         let heavy = rng.below(max + 1);
         let cost = *rng.pick(&[1, 1, 1, 1, 2, 3, 0, max, max + 1, heavy, heavy]);
 
-        let in_memory = memory.check_cost(&rule, &key, cost).await;
-        let in_redis = redis.check_cost(&rule, &key, cost).await;
+        let priority = match prioritized {
+            true => *priorities.pick(&Priority::ALL),
+            false => Priority::Normal,
+        };
+        let in_memory = memory.check_with(&rule, &key, cost, priority).await;
+        let in_redis = redis.check_with(&rule, &key, cost, priority).await;
         assert!(!in_redis.degraded, "Redis failed at call {call}");
         let compared = |d: &limiter_runtime::Decision| {
             if deny_cache {
-                (d.allowed, d.retry_after, d.limit, Duration::ZERO, 0)
+                (
+                    d.allowed,
+                    d.verdict,
+                    d.retry_after,
+                    d.limit,
+                    Duration::ZERO,
+                    0,
+                )
             } else {
                 (
                     d.allowed,
+                    d.verdict,
                     d.retry_after,
                     d.limit,
                     d.reset_after,
@@ -87,11 +110,12 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
             compared(&in_memory),
             compared(&in_redis),
             "{algorithm:?}, seed {seed}, deny cache {deny_cache}: first divergence at call {call} (key {key}, cost {cost}, \
-             rule {rule:?}):\n memory {in_memory:?}\n redis  {in_redis:?}"
+             priority {priority}, rule {rule:?}):\n memory {in_memory:?}\n redis  {in_redis:?}"
         );
         admitted += usize::from(in_memory.allowed);
         rejected += usize::from(!in_memory.allowed);
         delayed += usize::from(!in_memory.delay.is_zero());
+        reserved += usize::from(in_memory.verdict == limiter_runtime::Verdict::Reserved);
     }
     // Agreement means something only if the schedule exercised both answers.
     assert!(
@@ -101,6 +125,11 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
     if max_wait.is_zero() {
         assert_eq!(delayed, 0, "without max_wait nothing waits");
     }
+    assert_eq!(
+        reserved > 0,
+        prioritized,
+        "{algorithm:?}, seed {seed}: {reserved} refused for a share kept above them"
+    );
 }
 
 async fn differential(algorithm: Algorithm) {

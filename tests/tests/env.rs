@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use limiter_runtime::{Error, Limiter, Rule};
+use limiter_runtime::{Error, Limiter, Priority, Rule};
 
 #[tokio::test]
 async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_error_naming_it() {
@@ -80,6 +80,27 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
     );
 
     std::env::remove_var("LIMITER_ON_ERROR");
+
+    // Shares kept for the higher priorities, as the attribute writes them.
+    std::env::set_var("LIMITER_RESERVE", "critical 33%");
+    let limiter = Limiter::from_env().unwrap();
+    let rule = Rule::new().prefix("reserved:");
+    for _ in 0..2 {
+        assert!(limiter.check(&rule, "k").await.allowed);
+    }
+    assert!(
+        !limiter.check(&rule, "k").await.allowed,
+        "a ceiling of 2 of 3"
+    );
+    let critical = limiter.check_with(&rule, "k", 1, Priority::Critical).await;
+    assert!(critical.allowed);
+    std::env::set_var("LIMITER_RESERVE", "critical 120%");
+    let error = Limiter::from_env().unwrap_err().to_string();
+    assert!(
+        error.starts_with(r#"LIMITER_RESERVE="critical 120%" is invalid"#),
+        "{error}"
+    );
+    std::env::remove_var("LIMITER_RESERVE");
 
     // Set up from the environment without LIMITER_REDIS_URL, a limiter counts in memory: it says so when it
     // is built (the README's own layer example does this).

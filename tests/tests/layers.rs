@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// The runtime's modules, bottom up: a module may use its own layer's and those below. The one table of the
 /// runtime's layers (the README's layout and `guide` follow it).
 const LAYERS: [&[&str]; 10] = [
-    // Keys, algorithms and penalties, the clock, parsing and policy names; Tokio's budget.
+    // Keys, algorithms, penalties and priorities, the clock, parsing and policy names; Tokio's budget.
     &[
         "algorithm",
         "budget",
@@ -19,6 +19,7 @@ const LAYERS: [&[&str]; 10] = [
         "parse",
         "penalty",
         "policy",
+        "priority",
     ],
     // What a decision is, the errors, the calendar; sharded key maps.
     &["calendar", "decision", "error", "sharded"],

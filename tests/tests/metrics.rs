@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use limiter_runtime::{rate_limit, Limiter, OnError, RateLimited, Rule};
+use limiter_runtime::{rate_limit, Limiter, OnError, Priority, RateLimited, Rule};
 use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
     SharedString, Unit,
@@ -130,6 +130,15 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
                     }
                 })
                 .await;
+            // A limit that keeps half for critical calls: a normal call admitted, one refused for the share,
+            // a critical one admitted.
+            let tiered = Rule::new()
+                .prefix("tiered:")
+                .max(2)
+                .reserve(Priority::Critical, 50);
+            for priority in [Priority::Normal, Priority::Normal, Priority::Critical] {
+                limiter.check_with(&tiered, "x", 1, priority).await;
+            }
             server.kill();
             limiter.check(&Rule::new().prefix("api:"), "dave").await;
         })
@@ -150,6 +159,25 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
         get("limiter_decisions_total{prefix=api:,outcome=degraded,reason=degraded_open}"),
         1,
         "{recorded:#?}"
+    );
+    // A refusal for a share kept for the higher priorities is named so; and those limits count by priority.
+    assert_eq!(
+        get("limiter_decisions_total{prefix=tiered:,outcome=limited,reason=reserved}"),
+        1,
+        "{recorded:#?}"
+    );
+    for (priority, reason) in [
+        ("normal", "admitted"),
+        ("normal", "reserved"),
+        ("critical", "admitted"),
+    ] {
+        let key = format!("limiter_priority_decisions_total{{prefix=tiered:,priority={priority},reason={reason}}}");
+        assert_eq!(get(&key), 1, "{key}: {recorded:#?}");
+    }
+    assert_eq!(
+        get("limiter_priority_decisions_total{prefix=api:,priority=normal,reason=admitted}"),
+        0,
+        "a limit without reserves counts by priority nothing"
     );
     // A key blocked by its penalty is named so.
     assert_eq!(

@@ -340,6 +340,7 @@ async fn every_decision_names_its_verdict() {
             "admitted",
             "limited",
             "blocked",
+            "reserved",
             "unavailable",
             "degraded_open",
             "degraded_local",
@@ -507,7 +508,7 @@ async fn the_admin_api_answers_its_token_alone_in_json() {
     let (_, list) = api(at, "GET", "/admin/api/overrides", None).await;
     assert_eq!(
         list,
-        serde_json::json!([{ "prefix": "rate_limit:emp:", "key": "1001", "max": 10, "window_ms": null }])
+        serde_json::json!([{ "prefix": "rate_limit:emp:", "key": "1001", "max": 10, "window_ms": null, "reserve": null }])
     );
     assert!(limiter.check(&rule, "1001").await.allowed);
     let bad = serde_json::json!({ "prefix": "rate_limit:emp:", "max": -1 });

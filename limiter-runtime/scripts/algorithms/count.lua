@@ -10,7 +10,7 @@ if open then first = tonumber(state[2]) end
 local count, second = first, nil
 
 --@fits
-local fits = count + cost <= max
+local fits = count + cost + kept <= max
 
 --@take
 count = count + cost
@@ -35,4 +35,4 @@ if state[1] == mark then
 end
 
 --@room
-room = max - count
+room = max - kept - count

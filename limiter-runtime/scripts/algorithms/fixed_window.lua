@@ -14,7 +14,7 @@ local state = redis.call('HMGET', key, 'w', 'n')
 --> count.take
 
 --@retry
-if cost <= max then retry = ends - now end
+if cost + kept <= max then retry = ends - now end
 
 --@write
 --> count.write

@@ -10,7 +10,7 @@ if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', no
 local held, second = first, nil
 
 --@fits
-local fits = held < max
+local fits = held + kept < max
 
 --@take
 redis.call('ZADD', key, now + window, nonce)
@@ -18,7 +18,7 @@ held = held + 1
 
 --@retry
 -- When a permit comes back is its holder's to say.
-if max > 0 then retry = 0 end
+if kept < max then retry = 0 end
 
 --@write
 if held > first then

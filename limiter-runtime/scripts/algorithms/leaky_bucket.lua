@@ -7,13 +7,13 @@
 local limit = tonumber(depth) * max
 
 --@fits
-local fits = cost <= max and queued <= limit
+local fits = cost <= max and queued + kept * window <= limit
 
 --@take
 queued = queued + cost * window
 
 --@retry
-if cost <= max then retry = math.floor((queued - limit + max - 1) / max) end
+if cost <= max then retry = math.floor((queued + kept * window - limit + max - 1) / max) end
 
 --@write
 --> queue.write

@@ -76,15 +76,15 @@ if back == 0 then break end
 -- The queue's last charge given back moves no other: the queue is as if it had weighed less. Any other is
 -- recorded, in the queue's order, for the charges queued after it.
 local last = (t - ended) * max + f - fraction + g - given == 0
-local kept, placed, record = {}, last, string.format('|%d,%d,%d,%d', ended, fraction, given, back)
+local records_left, placed, record = {}, last, string.format('|%d,%d,%d,%d', ended, fraction, given, back)
 for k = oldest, #records do
   local r = records[k]
   if not placed and (r[1] - ended) * max + r[2] - fraction + r[3] - given > 0 then
-    kept[#kept + 1], placed = record, true
+    records_left[#records_left + 1], placed = record, true
   end
-  kept[#kept + 1] = string.format('|%d,%d,%d,%d', r[1], r[2], r[3], r[4])
+  records_left[#records_left + 1] = string.format('|%d,%d,%d,%d', r[1], r[2], r[3], r[4])
 end
-if not placed then kept[#kept + 1] = record end
+if not placed then records_left[#records_left + 1] = record end
 if not last then g = g + back end
 used = used - back
 if used == 0 then
@@ -93,7 +93,7 @@ if used == 0 then
 end
 local ahead = math.floor(used / max)
 local ttl = math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl)
-redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(kept),
+redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(records_left),
   'PX', ttl)
 
 --@peek

@@ -35,7 +35,7 @@ end
 local count, second, pending, named = first, nil, 0, nil
 
 --@fits
-local fits = count + cost <= max
+local fits = count + cost + kept <= max
 
 --@take
 if cost > 0 then
@@ -44,19 +44,20 @@ if cost > 0 then
 end
 
 --@refused
--- Admitted once the oldest members holding (count + cost - max) units have left the window ("#", when there,
+-- Admitted once the oldest members holding (count + cost + kept - max) units have left the window ("#", when there,
 -- is the lowest: past it): the score of the member whose leaving admits it ("" when its cost is above max;
 -- now when it is the units admitted here, not yet written), and the newest member's score, for its twin.
 local blocking, skip = '', 0
 if written then skip = 1 end
-if cost <= max and count + cost - max > count - pending then
+local asked = cost + kept
+if asked <= max and count + asked - max > count - pending then
   blocking = string.format('%d', now)
-elseif cost <= max and not heavy then
-  local index = count + cost - max - 1 + skip
+elseif asked <= max and not heavy then
+  local index = count + asked - max - 1 + skip
   blocking = redis.call('ZRANGE', key, index, index, 'WITHSCORES')[2]
-elseif cost <= max then
+elseif asked <= max then
   -- Heavier calls may be among them: their weights, from the oldest, 64 members at a time.
-  local need, start, page = count + cost - max, skip, nil
+  local need, start, page = count + asked - max, skip, nil
   repeat
     page = redis.call('ZRANGE', key, start, start + 63, 'WITHSCORES')
     for m = 1, #page, 2 do
@@ -79,7 +80,7 @@ else
 end
 
 --@retry
-if cost <= max then
+if cost + kept <= max then
   retry = window
   if blocking ~= '' then retry = tonumber(blocking) + window - now end
 end

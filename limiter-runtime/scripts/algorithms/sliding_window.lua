@@ -22,20 +22,20 @@ local current, second = first, nil
 if previous > 0 then second = previous end
 
 --@fits
-local fits = (current + cost) * window <= room
+local fits = (current + cost + kept) * window <= room
 
 --@take
 current = current + cost
 
 --@retry
-if cost <= max then
-  local left = (max - cost - current) * window
+if cost + kept <= max then
+  local left = (max - cost - kept - current) * window
   if left >= 0 then
     -- Later in this window, once the previous window weighs little enough.
     retry = window - elapsed - math.floor(left / previous)
   else
     -- In the next window, once this window (then the previous one) weighs little enough.
-    retry = window - elapsed + window - math.floor((max - cost) * window / current)
+    retry = window - elapsed + window - math.floor((max - cost - kept) * window / current)
   end
 end
 

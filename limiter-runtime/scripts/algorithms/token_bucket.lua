@@ -7,15 +7,15 @@
 local capacity = tonumber(depth) * window
 
 --@fits
-local need = cost * window
+local need = (cost + kept) * window
 local fits = need <= capacity and queued + need <= capacity
 
 --@take
 queued = queued + cost * window
 
 --@retry
-if cost <= max and cost * window <= capacity then
-  retry = math.floor((queued + cost * window - capacity + max - 1) / max)
+if cost <= max and (cost + kept) * window <= capacity then
+  retry = math.floor((queued + (cost + kept) * window - capacity + max - 1) / max)
 end
 
 --@write
@@ -25,7 +25,7 @@ end
 --> queue.give_back
 
 --@room
-room = math.floor((capacity - first) / window)
+room = math.floor((capacity - first) / window) - kept
 
 --@peek
 --> queue.peek

@@ -1,9 +1,17 @@
 -- The limit's own refusal of a call it could admit some day (`retry`, when it would) is an offence under a
--- penalty: it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
+-- penalty, unless it refused the call only for the share kept above its priority (`kept`: it fits without
+-- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
 -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
 -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
 -- waits as long as it is told is never an offender for it.
-if block_key and cap > 0 and max > 0 then
+local reserved = false
+if block_key and kept > 0 then
+  local asked = kept
+  kept = 0
+  --> fits
+  reserved, kept = fits, asked
+end
+if block_key and cap > 0 and max > 0 and not reserved then
   local retry
   --> retry
   if retry then

@@ -41,8 +41,9 @@ impl FixedWindow {
         req: &Terms,
     ) -> Outcome {
         let count = if self.index == index { self.count } else { 0 };
+        let asked = req.cost.saturating_add(req.kept);
 
-        if count + req.cost <= req.max {
+        if count.saturating_add(asked) <= req.max {
             // A call of nothing writes nothing, as in Redis: a calendar key keeps the count of the period it
             // holds, should a call of another zone's period weigh nothing.
             if req.cost > 0 {
@@ -53,7 +54,7 @@ impl FixedWindow {
             }
             return Outcome {
                 allowed: true,
-                remaining: req.max - count - req.cost,
+                remaining: req.max - count - asked,
                 retry_after: 0,
                 reset_after,
                 delay: 0,
@@ -63,14 +64,21 @@ impl FixedWindow {
                     ..Receipt::default()
                 },
                 blocked: false,
+                reserved: false,
             };
         }
-        let retry_after = if req.cost > req.max {
+        let retry_after = if asked > req.max {
             req.window
         } else {
             reset_after
         };
-        Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
+        let reserved = req.kept > 0 && count + req.cost <= req.max;
+        Outcome::denied(
+            req.ceiling().saturating_sub(count),
+            retry_after,
+            reset_after,
+        )
+        .reserved(reserved)
     }
 
     /// Takes `units` off the window charged, if it is still the current one.

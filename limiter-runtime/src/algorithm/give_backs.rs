@@ -34,6 +34,7 @@ fn charge(window: u64, max: u64, burst: u64, wait_windows: u64, cost: u64) -> Te
         burst,
         max_wait: wait_windows * window,
         ends: [0; 3],
+        kept: 0,
     }
 }
 

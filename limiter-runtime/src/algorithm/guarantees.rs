@@ -56,6 +56,7 @@ fn charge(window: u64, max: u64, cost: u64) -> Terms {
         burst: max,
         max_wait: 0,
         ends: [0; 3],
+        kept: 0,
     }
 }
 

@@ -32,12 +32,12 @@ impl InFlight {
     pub(crate) fn decide(&mut self, now: u64, charge: &Terms) -> Outcome {
         self.permits.retain(|&(_, expires)| expires > now);
         let held = self.permits.len() as u64;
-        if held < charge.max {
+        if held.saturating_add(charge.kept) < charge.max {
             self.next += 1;
             self.permits.push((self.next, HELD));
             return Outcome {
                 allowed: true,
-                remaining: charge.max - held - 1,
+                remaining: charge.max - charge.kept - held - 1,
                 retry_after: 0,
                 reset_after: 0,
                 delay: 0,
@@ -47,10 +47,11 @@ impl InFlight {
                     ..Receipt::default()
                 },
                 blocked: false,
+                reserved: false,
             };
         }
         // When a permit comes back is not known: it is the holder's to say.
-        Outcome::denied(0, 0, 0)
+        Outcome::denied(0, 0, 0).reserved(charge.kept > 0 && held < charge.max)
     }
 
     /// Gives back the permit `receipt` names (a permit is given back whole, whatever `units` says).
@@ -82,6 +83,7 @@ mod tests {
             burst: max,
             max_wait: 0,
             ends: [0; 3],
+            kept: 0,
         }
     }
 

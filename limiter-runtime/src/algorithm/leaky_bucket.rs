@@ -22,12 +22,14 @@ impl LeakyBucket {
         // How far ahead the next free slot starts, in µs × max: one slot weighs `window`.
         let queued = self.free_at.used(now, req.max);
         let limit = u128::from(req.max_wait) * max;
+        // The slots kept above the call's priority, at the end of those within max wait.
+        let kept = u128::from(req.kept) * w;
 
-        if req.cost <= req.max && queued <= limit {
+        if req.cost <= req.max && queued + kept <= limit {
             let after = queued + u128::from(req.cost) * w;
             let receipt = self.free_at.charge(now, after, req.max);
-            let remaining = if after <= limit {
-                (div(limit - after, w) + 1).min(max)
+            let remaining = if after + kept <= limit {
+                (div(limit - after - kept, w) + 1).min(max)
             } else {
                 0
             };
@@ -39,14 +41,16 @@ impl LeakyBucket {
                 delay: narrow(ceil_div(queued, max)),
                 receipt,
                 blocked: false,
+                reserved: false,
             };
         }
         let retry_after = if req.cost > req.max {
             w
         } else {
-            ceil_div(queued - limit, max)
+            ceil_div(queued + kept - limit, max)
         };
         Outcome::denied(0, narrow(retry_after), narrow(ceil_div(queued, max)))
+            .reserved(kept > 0 && req.cost <= req.max && queued <= limit)
     }
 
     /// Gives back `units` of what a charge left in the queue (see [`Queue::give_back`]).

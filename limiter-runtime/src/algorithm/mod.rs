@@ -171,6 +171,11 @@ pub(crate) struct Terms {
     /// Calendar: where the previous, the current and the next periods end on the call's clock (µs since the
     /// Unix epoch; `window` is the current one's length). Zeros for a rate.
     pub(crate) ends: [u64; 3],
+    /// Units this call must leave free: the share kept for the priorities above its own (see
+    /// [`crate::priority`]; 0 for a call of the highest priority, and for every call of a limit without a
+    /// reserve). A call fits when its cost and these fit; it takes only its cost. In the algorithm's units:
+    /// a leaky bucket's are slots.
+    pub(crate) kept: u64,
 }
 
 impl Terms {
@@ -180,12 +185,35 @@ impl Terms {
         if self.max == 0 {
             return false;
         }
+        let asked = self.cost.saturating_add(self.kept);
         match algorithm {
             // A call holds one permit, whatever its cost.
-            Algorithm::InFlight => true,
-            Algorithm::TokenBucket => self.cost <= self.max && self.cost <= self.burst,
-            _ => self.cost <= self.max,
+            Algorithm::InFlight => self.kept < self.max,
+            Algorithm::TokenBucket => self.cost <= self.max && asked <= self.burst,
+            Algorithm::LeakyBucket => self.cost <= self.max && self.kept < self.capacity(algorithm),
+            _ => asked <= self.max,
         }
+    }
+
+    /// Returns what a share kept is a share of ([`Reserves`](crate::priority::Reserves)): `max`, a token bucket's
+    /// `burst`, or a leaky bucket's slots within its `max_wait` (the one now and those after it).
+    pub(crate) fn capacity(&self, algorithm: Algorithm) -> u64 {
+        match algorithm {
+            Algorithm::TokenBucket => self.burst,
+            Algorithm::LeakyBucket => narrow(
+                div(
+                    u128::from(self.max_wait) * u128::from(self.max),
+                    u128::from(self.window),
+                ) + 1,
+            ),
+            _ => self.max,
+        }
+    }
+
+    /// Returns the most the call may see its limit hold: `max` less what it must leave free.
+    #[inline]
+    pub(crate) fn ceiling(&self) -> u64 {
+        self.max.saturating_sub(self.kept)
     }
 }
 
@@ -333,6 +361,9 @@ pub(crate) struct Outcome {
     /// Refused for its key's block (a penalty's or a ban), in force or started by this very call; then
     /// `retry_after` is what is left of the block.
     pub(crate) blocked: bool,
+    /// Refused for the share kept for the priorities above the call's: without it, the limit would have
+    /// admitted the call. Not an offence for a penalty.
+    pub(crate) reserved: bool,
 }
 
 /// What an admission charged, so that it can be given back exactly: see each algorithm's `give_back`.
@@ -363,6 +394,7 @@ impl Outcome {
             delay: 0,
             receipt: Receipt::default(),
             blocked: false,
+            reserved: false,
         }
     }
 
@@ -377,6 +409,7 @@ impl Outcome {
             delay: 0,
             receipt: Receipt::default(),
             blocked: true,
+            reserved: false,
         }
     }
 
@@ -389,7 +422,16 @@ impl Outcome {
             delay: 0,
             receipt: Receipt::default(),
             blocked: false,
+            reserved: false,
         }
+    }
+
+    /// Marks this refusal as one for the share kept above the call (`reserved`: the limit would have admitted the
+    /// call without it).
+    #[inline]
+    pub(crate) fn reserved(mut self, reserved: bool) -> Outcome {
+        self.reserved = reserved;
+        self
     }
 }
 

@@ -123,10 +123,11 @@ pub(crate) fn outcome(
     blocking: impl FnOnce(u64) -> u64,
     newest: Option<u64>,
 ) -> Outcome {
-    if count + req.cost <= req.max {
+    let asked = req.cost.saturating_add(req.kept);
+    if count.saturating_add(asked) <= req.max {
         return Outcome {
             allowed: true,
-            remaining: req.max - count - req.cost,
+            remaining: req.max - count - asked,
             retry_after: 0,
             reset_after: req.window,
             delay: 0,
@@ -135,16 +136,23 @@ pub(crate) fn outcome(
                 ..Receipt::default()
             },
             blocked: false,
+            reserved: false,
         };
     }
-    let retry_after = if req.cost <= req.max {
-        // Admitted once the oldest (count + cost - max) units have left the window.
-        (blocking(count + req.cost - req.max) + req.window).saturating_sub(now)
+    let retry_after = if asked <= req.max {
+        // Admitted once the oldest (count + cost + kept - max) units have left the window.
+        (blocking(count + asked - req.max) + req.window).saturating_sub(now)
     } else {
         req.window
     };
     let reset_after = newest.map_or(0, |s| (s + req.window).saturating_sub(now));
-    Outcome::denied(req.max.saturating_sub(count), retry_after, reset_after)
+    let reserved = req.kept > 0 && count + req.cost <= req.max;
+    Outcome::denied(
+        req.ceiling().saturating_sub(count),
+        retry_after,
+        reset_after,
+    )
+    .reserved(reserved)
 }
 
 #[cfg(test)]
@@ -161,6 +169,7 @@ mod tests {
             burst: max,
             max_wait: 0,
             ends: [0; 3],
+            kept: 0,
         }
     }
 

@@ -46,11 +46,13 @@ impl SlidingWindow {
         };
         let (current_w, previous_w) = (u128::from(current), u128::from(previous));
         let (max, cost) = (u128::from(req.max), u128::from(req.cost));
+        // What the call must find free: its cost, and the units kept above its priority.
+        let asked = cost + u128::from(req.kept);
 
         // Weights scaled by `window`: a unit of the current window weighs `window`.
         let used = previous_w * (w - elapsed) + current_w * w;
         let capacity = max * w;
-        if used + cost * w <= capacity {
+        if used + asked * w <= capacity {
             *self = SlidingWindow {
                 index,
                 current: current + req.cost,
@@ -58,7 +60,7 @@ impl SlidingWindow {
             };
             return Outcome {
                 allowed: true,
-                remaining: narrow(div(capacity - used - cost * w, w)),
+                remaining: narrow(div(capacity - used - asked * w, w)),
                 retry_after: 0,
                 reset_after: narrow(2 * w - elapsed),
                 delay: 0,
@@ -68,17 +70,18 @@ impl SlidingWindow {
                     ..Receipt::default()
                 },
                 blocked: false,
+                reserved: false,
             };
         }
 
-        let retry_after = if cost > max {
+        let retry_after = if asked > max {
             w
-        } else if max >= cost + current_w {
+        } else if max >= asked + current_w {
             // Later in this window, once the previous window weighs little enough.
-            w - elapsed - div((max - cost - current_w) * w, previous_w)
+            w - elapsed - div((max - asked - current_w) * w, previous_w)
         } else {
             // In the next window, once this window (then the previous one) weighs little enough.
-            w - elapsed + w - div((max - cost) * w, current_w)
+            w - elapsed + w - div((max - asked) * w, current_w)
         };
         let reset_after = if current > 0 {
             2 * w - elapsed
@@ -87,11 +90,13 @@ impl SlidingWindow {
         } else {
             0
         };
+        let kept = u128::from(req.kept) * w;
         Outcome::denied(
-            narrow(div(capacity.saturating_sub(used), w)),
+            narrow(div(capacity.saturating_sub(used + kept), w)),
             narrow(retry_after),
             narrow(reset_after),
         )
+        .reserved(kept > 0 && used + cost * w <= capacity)
     }
 
     /// Takes `units` off the window charged, while it counts: as the current window, or as the previous.

@@ -22,30 +22,34 @@ impl TokenBucket {
         let used = self.full_at.used(now, req.max);
         let capacity = u128::from(req.burst) * w;
         let need = u128::from(req.cost) * w;
+        // What the call must leave free: the tokens kept above its priority.
+        let kept = u128::from(req.kept) * w;
 
-        if req.cost <= req.burst && used + need <= capacity {
+        if req.cost <= req.burst && used + need + kept <= capacity {
             let used = used + need;
             let receipt = self.full_at.charge(now, used, req.max);
             return Outcome {
                 allowed: true,
-                remaining: narrow(div(capacity - used, w)),
+                remaining: narrow(div(capacity - used - kept, w)),
                 retry_after: 0,
                 reset_after: narrow(ceil_div(used, max)),
                 delay: 0,
                 receipt,
                 blocked: false,
+                reserved: false,
             };
         }
-        let retry_after = if req.cost > req.burst {
+        let retry_after = if need + kept > capacity {
             w
         } else {
-            ceil_div(used + need - capacity, max)
+            ceil_div(used + need + kept - capacity, max)
         };
         Outcome::denied(
-            narrow(div(capacity.saturating_sub(used), w)),
+            narrow(div(capacity.saturating_sub(used + kept), w)),
             narrow(retry_after),
             narrow(ceil_div(used, max)),
         )
+        .reserved(kept > 0 && req.cost <= req.burst && used + need <= capacity)
     }
 
     /// Gives back `units` of what a charge left in the queue (see [`Queue::give_back`]).

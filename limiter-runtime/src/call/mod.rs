@@ -17,7 +17,7 @@ use crate::clock::{as_micros, Clock};
 use crate::key::StoreKey;
 use crate::overrides::Overrides;
 use crate::rule::Wait;
-use crate::{Decision, OnError, Penalty, Rule};
+use crate::{Decision, OnError, Penalty, Priority, Rule};
 
 /// How long a permit in flight lives in Redis unless renewed, by default.
 pub(crate) const IN_FLIGHT_TTL: Duration = Duration::from_secs(30);
@@ -113,6 +113,8 @@ pub(crate) struct Ask<'r> {
     /// rule's.
     pub(crate) zone: Option<Zone>,
     pub(crate) anchor: Option<u8>,
+    /// How much the call matters: what it must leave free of a limit with reserves.
+    pub(crate) priority: Priority,
 }
 
 /// One limit of a call, resolved: its rule, store key, and what it asks of the store.
@@ -133,6 +135,9 @@ pub(crate) struct CallLimit<'r> {
     pub(crate) lease: Option<LeaseTerms>,
     /// Its rule's penalty: a call it refuses blocks its key (see [`crate::penalty`]).
     pub(crate) penalty: Option<crate::Penalty>,
+    /// The call's priority, when its rule keeps shares for the higher ones (else it changes nothing): for the
+    /// metrics and traces.
+    pub(crate) priority: Option<Priority>,
 }
 
 /// A limit of a call decided before any store is asked.
@@ -222,6 +227,7 @@ impl<'r> Call<'r> {
                 on_error: limit.on_error,
                 lease: limit.lease,
                 penalty: limit.penalty,
+                priority: limit.priority,
             }),
         }
     }
@@ -270,12 +276,13 @@ impl<'r> CallLimit<'r> {
     fn new(overrides: &Overrides, clock: &dyn Clock, ask: Ask<'r>) -> CallLimit<'r> {
         let rule = &*ask.rule;
         let key = ask.key.parts();
-        let (max, window) = match overrides.lookup(key.prefix, key.rest) {
+        let (max, window, reserves) = match overrides.lookup(key.prefix, key.rest) {
             Some(set) => (
                 set.max.unwrap_or_else(|| rule.max_value()),
                 set.window.unwrap_or_else(|| rule.window_value()),
+                set.reserves.unwrap_or_else(|| rule.reserves_value()),
             ),
-            None => (rule.max_value(), rule.window_value()),
+            None => (rule.max_value(), rule.window_value(), rule.reserves_value()),
         };
         let algorithm = rule.algorithm_value();
         // A permit in flight lives its time to live (the window it is counted in).
@@ -295,6 +302,7 @@ impl<'r> CallLimit<'r> {
             burst: rule.burst.unwrap_or(max),
             max_wait: as_micros(max_wait),
             ends: [0; 3],
+            kept: 0,
         };
         if algorithm == Algorithm::Calendar {
             // The periods around this node's "now", in the call's zone: the store picks the one it is in.
@@ -304,6 +312,12 @@ impl<'r> CallLimit<'r> {
             charge.ends = ends;
             charge.window = ends[1] - ends[0];
             charge.max_wait = 0;
+        }
+        // What the call must leave free: the share kept for the priorities above its own, of its limit as
+        // overridden.
+        let priority = (!reserves.is_none()).then_some(ask.priority);
+        if priority.is_some() {
+            charge.kept = reserves.kept(ask.priority, charge.capacity(algorithm));
         }
         let preset = if ask.skip {
             Some(Preset::Skipped)
@@ -334,6 +348,7 @@ impl<'r> CallLimit<'r> {
             on_error: rule.on_error_value(),
             lease,
             penalty,
+            priority,
             key: ask.key,
             rule: ask.rule,
         }
@@ -350,6 +365,10 @@ impl<'r> CallLimit<'r> {
     ) -> Decision {
         let mut decision = Decision::new(charge, outcome, at, degraded);
         decision.in_flight = self.algorithm == Algorithm::InFlight;
+        if self.algorithm != Algorithm::LeakyBucket {
+            // The limit as the call sees it: its own ceiling (a leaky bucket keeps slots, not admissions).
+            decision.limit = charge.ceiling();
+        }
         decision
     }
 
@@ -390,6 +409,7 @@ impl Call<'static> {
                     on_error: OnError::Open,
                     lease: None,
                     penalty: None,
+                    priority: None,
                 })
                 .collect(),
         }
@@ -449,6 +469,7 @@ mod tests {
                 skip: false,
                 zone: None,
                 anchor: None,
+                priority: Priority::Normal,
             };
             Call::new(&overrides, &crate::FakeClock::new(), [ask]).limits()[0].terms
         };

@@ -119,6 +119,7 @@ impl Ruling {
                 _ if decision.allowed => Verdict::Admitted,
                 _ if !limit.vetoes => Verdict::Shadow,
                 _ if decision.verdict == Verdict::Blocked => Verdict::Blocked,
+                _ if decision.verdict == Verdict::Reserved => Verdict::Reserved,
                 _ => Verdict::Limited,
             };
         }

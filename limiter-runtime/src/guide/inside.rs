@@ -33,6 +33,7 @@
 //! |---|---|
 //! | call | one request to the limiter: its limits (one, or several stacked), each with a key and a cost |
 //! | terms | what a limit asks of a call in integers: max, window, burst, the call's cost (`algorithm::Terms`) |
+//! | kept | the units a call must leave free for the priorities above its own (`Terms::kept`, from the rule's reserves): it fits when its cost and these fit, and takes its cost |
 //! | outcome | what an algorithm says of one limit from its state: admitted or not, remaining, when to retry |
 //! | [`Decision`](crate::Decision) | one limit's part of a call's result, as a caller sees it |
 //! | ruling | a call's result: each limit's part (`LimitRuling`: its decision, what it charged, its receipt) and whether the call is admitted |

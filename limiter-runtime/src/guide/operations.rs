@@ -196,6 +196,7 @@
 //! | metric | kind | labels, and what it counts |
 //! |---|---|---|
 //! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded`, and `reason`, the decision's [verdict](crate::Verdict) |
+//! | `limiter_priority_decisions_total` | counter | `prefix`, `priority` and `reason`: the decisions of the limits that keep shares for the higher priorities ([`Rule::reserve`](crate::Rule::reserve)), by the call's [priority](crate::Priority) |
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow limit would have refused |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | in-memory keys forgotten before their expiry, to stay within `max_keys` |

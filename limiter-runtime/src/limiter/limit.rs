@@ -8,7 +8,7 @@ use futures_util::FutureExt as _;
 
 use crate::call::{Ask, Call, RuleRef};
 use crate::key::StoreKey;
-use crate::{Decision, Limiter, RateLimited, Rule};
+use crate::{Decision, Limiter, Priority, RateLimited, Rule};
 
 /// A [`Rule`] resolved once against a [`Limiter`] (its defaults filled in), to check many keys against:
 /// what [`Limiter::limit`] returns.
@@ -44,10 +44,10 @@ use crate::{Decision, Limiter, RateLimited, Rule};
 /// ```
 #[derive(Clone)]
 pub struct Limit {
-    limiter: Limiter,
+    pub(super) limiter: Limiter,
     /// The rule as the limiter resolved it, once, every part set. A call applies only the overrides in force
     /// (the plain API's resolution, from this point on).
-    rule: Rule,
+    pub(super) rule: Rule,
 }
 
 impl Limit {
@@ -96,6 +96,7 @@ impl Limit {
             skip: false,
             zone: None,
             anchor: None,
+            priority: Priority::Normal,
         }])
     }
 

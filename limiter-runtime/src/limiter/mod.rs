@@ -10,6 +10,7 @@ mod limit;
 mod list;
 mod operators;
 mod permit;
+mod priority;
 mod reservation;
 
 pub use self::builder::LimiterBuilder;
@@ -31,7 +32,7 @@ use crate::call::{Ask, Call, RuleRef, Ruling};
 use crate::key::StoreKey;
 use crate::pipeline::{Owner, Pipeline};
 use crate::rule::Defaults;
-use crate::{Clock, Decision, Error, RateLimited, Rule, SystemClock};
+use crate::{Clock, Decision, Error, Priority, RateLimited, Rule, SystemClock};
 
 /// The default bound on one Redis decision.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(50);
@@ -180,14 +181,13 @@ impl Limiter {
     }
 
     /// Does what [`check`](Limiter::check) does, for a call that weighs `cost` units.
-    pub async fn check_cost(&self, rule: &Rule, key: impl fmt::Display, cost: u64) -> Decision {
-        let rule = self.pipeline.defaults.resolved(rule);
-        let call = self.one(&rule, format_args!("{key}"), cost);
-        if call.holds_permits() {
-            // Rare, and boxed: the common call's future stays small.
-            return Box::pin(self.decision_letting_go(call)).await;
-        }
-        self.pipeline.decision(&call).await
+    pub fn check_cost<'a, K: fmt::Display>(
+        &'a self,
+        rule: &'a Rule,
+        key: K,
+        cost: u64,
+    ) -> impl Future<Output = Decision> + use<'a, K> {
+        self.check_with(rule, key, cost, Priority::Normal)
     }
 
     /// Returns the decision of `call`, a permit in flight it took given back ([`let_go`](Limiter::let_go)).
@@ -209,9 +209,15 @@ impl Limiter {
         }
     }
 
-    /// Returns the call of one limit, `rule` (resolved), for `key`, weighing `cost`.
+    /// Returns the call of one limit, `rule` (resolved), for `key`, weighing `cost`, of `priority`.
     #[inline(always)]
-    pub(crate) fn one<'r>(&self, rule: &'r Rule, key: fmt::Arguments<'_>, cost: u64) -> Call<'r> {
+    pub(crate) fn one<'r>(
+        &self,
+        rule: &'r Rule,
+        key: fmt::Arguments<'_>,
+        cost: u64,
+        priority: Priority,
+    ) -> Call<'r> {
         let key = StoreKey::new(rule.prefix_value(), key);
         self.pipeline.call([Ask {
             rule: RuleRef::Borrowed(rule),
@@ -220,6 +226,7 @@ impl Limiter {
             skip: false,
             zone: None,
             anchor: None,
+            priority,
         }])
     }
 
@@ -234,27 +241,33 @@ impl Limiter {
             skip: false,
             zone: None,
             anchor: None,
+            priority: Priority::Normal,
         }])
     }
 
     /// Returns the call of `limits`, their rules resolved into `rules`.
     fn list<'r, L: LimitList>(&self, limits: &L, rules: &'r mut Vec<Rule>) -> Call<'r> {
         let mut keys = Vec::new();
-        limits.each(&mut |rule, key, cost| {
+        limits.each(&mut |rule, key, cost, priority| {
             let rule = self.pipeline.defaults.resolve(rule, "");
-            keys.push((StoreKey::new(rule.prefix_value(), key), cost));
+            keys.push((StoreKey::new(rule.prefix_value(), key), cost, priority));
             rules.push(rule);
         });
         let rules: &'r [Rule] = rules;
-        self.pipeline
-            .call(rules.iter().zip(keys).map(|(rule, (key, cost))| Ask {
-                rule: RuleRef::Borrowed(rule),
-                key,
-                cost,
-                skip: false,
-                zone: None,
-                anchor: None,
-            }))
+        self.pipeline.call(
+            rules
+                .iter()
+                .zip(keys)
+                .map(|(rule, (key, cost, priority))| Ask {
+                    rule: RuleRef::Borrowed(rule),
+                    key,
+                    cost,
+                    skip: false,
+                    zone: None,
+                    anchor: None,
+                    priority,
+                }),
+        )
     }
 
     /// Decides one call under several limits at once, each `(rule, key)` (or `(rule, key, cost)`): admitted
@@ -321,17 +334,13 @@ impl Limiter {
     }
 
     /// Does what [`enforce`](Limiter::enforce) does, for a call that weighs `cost` units.
-    pub async fn enforce_cost(
-        &self,
-        rule: &Rule,
-        key: impl fmt::Display,
+    pub fn enforce_cost<'a, K: fmt::Display>(
+        &'a self,
+        rule: &'a Rule,
+        key: K,
         cost: u64,
-    ) -> Result<Decision, RateLimited> {
-        let rule = self.pipeline.defaults.resolved(rule);
-        let call = self.one(&rule, format_args!("{key}"), cost);
-        let (call, decided) = self.pipeline.enforce(call).await?;
-        self.let_go(&call, &decided).await;
-        Ok(decided.decision())
+    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a, K> {
+        self.enforce_with(rule, key, cost, Priority::Normal)
     }
 
     /// Takes a permit of `rule`, an [in-flight](Rule::in_flight) limit, for `key`: at most its `permits`
@@ -407,6 +416,7 @@ impl Limiter {
             skip: false,
             zone: None,
             anchor: None,
+            priority: Priority::Normal,
         }]);
         let (call, decided) = self.pipeline.enforce(call).await?;
         Ok(Reservation::new(self.clone(), call, decided))

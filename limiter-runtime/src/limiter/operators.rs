@@ -9,8 +9,9 @@ use std::time::Duration;
 use super::Limiter;
 use crate::algorithm::{calendar, Algorithm};
 use crate::overrides::Change;
+use crate::watch::Ceiling;
 use crate::watch::{self, TopKeys};
-use crate::{Error, Inspection, Override, Overview, Rule, TopKey, Usage};
+use crate::{Error, Inspection, Override, Overview, Priority, Rule, TopKey, Usage};
 
 /// What a limiter has seen: for dashboards and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,6 +162,28 @@ impl Limiter {
             None => None,
         };
         let blocked_for = block.and_then(|block| block.remaining(at)).unwrap_or(0);
+        // The reserves in force: an override's, else the rule's (as the call was built).
+        let key = limit.key.parts();
+        let overridden = self.pipeline.overrides.lookup(key.prefix, key.rest);
+        let reserves = overridden
+            .and_then(|set| set.reserves)
+            .unwrap_or_else(|| rule.reserves_value());
+        let capacity = limit.terms.capacity(limit.algorithm);
+        let ceilings = match reserves.is_none() {
+            true => Vec::new(),
+            false => Priority::ALL
+                .into_iter()
+                .rev()
+                .map(|priority| {
+                    let kept = reserves.kept(priority, capacity);
+                    Ceiling {
+                        priority,
+                        ceiling: capacity.saturating_sub(kept),
+                        remaining: peek.remaining.saturating_sub(kept),
+                    }
+                })
+                .collect(),
+        };
         Ok(Inspection {
             policy: rule.policy_name().to_string(),
             key: crate::key::unescaped(limit.key.parts().rest),
@@ -176,6 +199,7 @@ impl Limiter {
             blocked_for: Duration::from_micros(blocked_for),
             banned: blocked_for > 0 && block.is_some_and(|block| block.banned),
             offences: block.map_or(0, |block| block.offences),
+            ceilings,
         })
     }
 
@@ -199,7 +223,7 @@ impl Limiter {
     /// ```
     pub async fn usage(&self, rule: &Rule, key: impl fmt::Display) -> Result<Usage, Error> {
         let rule = self.pipeline.defaults.resolved(rule);
-        let call = self.one(&rule, format_args!("{key}"), 1);
+        let call = self.one(&rule, format_args!("{key}"), 1, Priority::Normal);
         let limit = &call.limits()[0];
         let (peek, at, _) = self.pipeline.backend.operations().inspect(limit).await?;
         let reset_after = match limit.algorithm {

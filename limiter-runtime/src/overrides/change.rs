@@ -5,7 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use super::Limits;
-use crate::Error;
+use crate::priority::ReservesError;
+use crate::{Error, Priority};
 
 /// The hash's field that holds the switch of every runtime: `on` or `off` (absent: on).
 pub(crate) const SWITCH: &str = "switch";
@@ -63,6 +64,15 @@ impl Override {
         self
     }
 
+    /// Sets the share of the limit kept for calls of `priority` and above, as [`Rule::reserve`](crate::Rule::reserve)
+    /// does (each call sets one priority's share; the others stay the override's, or none: an override's
+    /// reserves replace the rule's whole).
+    pub fn reserve(mut self, priority: Priority, percent: u8) -> Override {
+        let reserves = self.limits.reserves.unwrap_or_default();
+        self.limits.reserves = Some(reserves.with(priority, percent));
+        self
+    }
+
     /// Sets the new window: at least a microsecond (windows are counted in microseconds), or
     /// [`Limiter::set_override`](crate::Limiter::set_override) refuses it.
     pub fn window(mut self, window: Duration) -> Override {
@@ -96,6 +106,20 @@ impl Override {
     /// Returns the window it sets, if it does.
     pub fn window_value(&self) -> Option<Duration> {
         self.limits.window
+    }
+
+    /// Returns the shares it keeps for the higher priorities, written as the attribute takes them
+    /// (`critical 20%, high 30%`; `none`), if it sets them.
+    pub fn reserve_value(&self) -> Option<String> {
+        self.limits.reserves.map(|reserves| reserves.to_string())
+    }
+
+    /// Sets the shares kept for the higher priorities from their text (`critical 20%, high 30%`, or `none`).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) fn reserves_text(mut self, text: &str) -> Result<Override, String> {
+        let reserves = text.parse().map_err(|e: ReservesError| e.to_string())?;
+        self.limits.reserves = Some(reserves);
+        Ok(self)
     }
 
     /// Returns this override, if it can be set; else [`Error::InvalidOverride`] saying why.
@@ -145,6 +169,9 @@ impl Override {
         if let Some(window) = self.limits.window {
             parts.push(format!("window={}", window.as_micros()));
         }
+        if let Some(reserves) = self.limits.reserves {
+            parts.push(format!("reserve={reserves}"));
+        }
         parts.join(";")
     }
 
@@ -166,6 +193,7 @@ impl Override {
                 ("window", micros) => {
                     limits.window = Some(Duration::from_micros(micros.parse().ok()?))
                 }
+                ("reserve", text) => limits.reserves = Some(text.parse().ok()?),
                 _ => return None,
             }
         }

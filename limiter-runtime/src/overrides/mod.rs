@@ -21,15 +21,18 @@ pub(crate) use self::change::{parse_switch, Change, SWITCH};
 use self::switch::Switch;
 use self::table::Table;
 use crate::clock::Clock;
+use crate::priority::Reserves;
 
 /// The Redis hash of overrides, and the channel changes are announced on.
 pub(crate) const OVERRIDES: &str = "limiter:overrides";
 
-/// What an override sets: `max` and `window`, each if it does.
+/// What an override sets: `max`, `window` and the reserves, each if it does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Limits {
     pub(crate) max: Option<u64>,
     pub(crate) window: Option<Duration>,
+    /// The shares kept for the priorities above others ([`Rule::reserve`](crate::Rule::reserve)).
+    pub(crate) reserves: Option<Reserves>,
 }
 
 impl Limits {
@@ -38,6 +41,7 @@ impl Limits {
         Limits {
             max: self.max.or(fallback.max),
             window: self.window.or(fallback.window),
+            reserves: self.reserves.or(fallback.reserves),
         }
     }
 }

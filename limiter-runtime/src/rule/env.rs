@@ -4,11 +4,12 @@ use std::str::FromStr;
 
 use super::Rule;
 use crate::parse::duration;
+use crate::priority::Reserves;
 use crate::{Algorithm, Error, OnError};
 
 impl Rule {
     /// Returns `self`, with what the environment sets over it: `LIMITER_PREFIX`, `LIMITER_WINDOW`, `LIMITER_MAX`,
-    /// `LIMITER_MESSAGE`, `LIMITER_ALGORITHM` and `LIMITER_ON_ERROR`. A variable that cannot be read changes
+    /// `LIMITER_MESSAGE`, `LIMITER_RESERVE`, `LIMITER_ALGORITHM` and `LIMITER_ON_ERROR`. A variable that cannot be read changes
     /// nothing, and its error (naming it) goes to `errors`.
     pub(crate) fn with_env(mut self, errors: &mut Vec<Error>) -> Rule {
         if let Some(prefix) = env("LIMITER_PREFIX") {
@@ -35,6 +36,11 @@ impl Rule {
         }
         if let Some(message) = env("LIMITER_MESSAGE") {
             self.message = Some(message.into());
+        }
+        if let Some(v) = env("LIMITER_RESERVE") {
+            let expected = "shares kept for the higher priorities, such as `critical 20%, high 30%`, or `none`";
+            let reserves = parse_env("LIMITER_RESERVE", &v, expected, from_str::<Reserves>);
+            set(&mut self.reserves, reserves, errors);
         }
         if let Some(v) = env("LIMITER_ALGORITHM") {
             let expected = Algorithm::expected();

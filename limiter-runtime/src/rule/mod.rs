@@ -9,7 +9,8 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use crate::calendar::{CalendarTerms, Period, Zone};
-use crate::{Algorithm, Penalty};
+use crate::priority::Reserves;
+use crate::{Algorithm, Penalty, Priority};
 
 pub(crate) use self::env::{env, parse_env, set};
 pub use self::on_error::OnError;
@@ -57,6 +58,8 @@ pub struct Rule {
     pub(crate) lease_ttl: Option<Duration>,
     pub(crate) in_flight_ttl: Option<Duration>,
     pub(crate) penalty: Option<Penalty>,
+    /// The shares kept for calls of a priority and above.
+    pub(crate) reserves: Option<Reserves>,
     /// A calendar quota's period, zone and billing day.
     pub(crate) calendar: CalendarTerms,
     /// The limit of calls in flight an attribute's `in_flight` adds beside its rate: counted under the rate's
@@ -222,6 +225,26 @@ impl Rule {
         self
     }
 
+    /// Keeps `percent` of the limit for calls of `priority` and above ([`Priority`]): calls below it fill the
+    /// rest, decided in the same step as the count, on every node. With `reserve(Critical, 20)` a limit of 100
+    /// lets calls below `Critical` fill 80, and `Critical` calls all 100. Reserves nest: with
+    /// `reserve(Critical, 10)` and `reserve(High, 30)` as well, `Normal` and `Low` calls fill 70, `High` calls 90.
+    /// `reserve = "critical 20%, high 30%"` on the attribute.
+    ///
+    /// A share is of `max` (a token bucket's `burst`; a leaky bucket's slots within its `max_wait`), rounded
+    /// up to whole units: 20% of 7 keeps 2. `percent` above 100 counts as 100; a share kept for
+    /// [`Low`](Priority::Low) and above is kept for every call, so keeps nothing. A call refused for a share
+    /// kept above it, which its limit would otherwise admit, is [`Verdict::Reserved`](crate::Verdict::Reserved):
+    /// not an offence for a [`penalty`](Rule::penalty). See `guide::priorities`.
+    pub const fn reserve(mut self, priority: Priority, percent: u8) -> Self {
+        let reserves = match self.reserves {
+            Some(reserves) => reserves,
+            None => Reserves::NONE,
+        };
+        self.reserves = Some(reserves.with(priority, percent));
+        self
+    }
+
     /// Sets a calendar quota: at most `max` units per `period` of the calendar ([`Algorithm::Calendar`]), counted
     /// again from the period's first instant in the rule's [`tz`](Rule::tz) (UTC unless set): midnight, Monday's
     /// midnight, or the billing day's ([`anchor`](Rule::anchor)). `window`, `burst`, leases and waiting do
@@ -300,6 +323,7 @@ impl Rule {
             lease_ttl: None,
             in_flight_ttl: None,
             penalty: None,
+            reserves: None,
             calendar: CalendarTerms {
                 period: None,
                 zone: None,

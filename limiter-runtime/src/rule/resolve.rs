@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::Rule;
 use crate::policy::PolicyName;
+use crate::priority::Reserves;
 use crate::{Algorithm, OnError};
 
 /// The built-in prefix and message.
@@ -93,6 +94,7 @@ impl Rule {
             && (self.lease_ttl.is_some() || fallback.lease_ttl.is_none())
             && (self.in_flight_ttl.is_some() || fallback.in_flight_ttl.is_none())
             && (self.penalty.is_some() || fallback.penalty.is_none())
+            && (self.reserves.is_some() || fallback.reserves.is_none())
             && self.calendar.covers(&fallback.calendar)
     }
 
@@ -113,6 +115,7 @@ impl Rule {
             lease_ttl: self.lease_ttl.or(fallback.lease_ttl),
             in_flight_ttl: self.in_flight_ttl.or(fallback.in_flight_ttl),
             penalty: self.penalty.or(fallback.penalty),
+            reserves: self.reserves.or(fallback.reserves),
             calendar: self.calendar.or(&fallback.calendar),
             beside_rate: self.beside_rate,
             ignores_switch: self.ignores_switch,
@@ -138,6 +141,7 @@ impl Rule {
             lease_ttl: self.lease_ttl,
             in_flight_ttl: self.in_flight_ttl,
             penalty: self.penalty,
+            reserves: self.reserves,
             calendar: self.calendar,
             beside_rate: self.beside_rate,
             ignores_switch: self.ignores_switch,
@@ -179,6 +183,12 @@ impl Rule {
 
     pub(crate) fn on_error_value(&self) -> OnError {
         self.on_error.unwrap_or_default()
+    }
+
+    /// Returns the shares kept for calls of a priority and above (none unless set).
+    #[inline]
+    pub(crate) fn reserves_value(&self) -> Reserves {
+        self.reserves.unwrap_or_default()
     }
 
     #[inline]

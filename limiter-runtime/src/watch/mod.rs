@@ -26,7 +26,7 @@ pub(crate) use self::report::{NodeReport, PolicyReport};
 pub(crate) use self::tally::TRACKED;
 use self::tally::{Counted, Tally};
 pub(crate) use self::top::TopKeys;
-pub use self::view::{Ban, Inspection, NodeView, Overview, PolicyView, TopKey};
+pub use self::view::{Ban, Ceiling, Inspection, NodeView, Overview, PolicyView, TopKey};
 use crate::call::{Call, Ruling};
 use crate::{Rule, Verdict};
 
@@ -67,7 +67,7 @@ impl Watch {
             let decision = &answer.decision;
             let counted = match decision.verdict {
                 Verdict::SwitchedOff | Verdict::Skipped => continue,
-                Verdict::Limited | Verdict::Blocked => Counted::Limited,
+                Verdict::Limited | Verdict::Blocked | Verdict::Reserved => Counted::Limited,
                 Verdict::DegradedLocal if !decision.allowed => Counted::Limited,
                 // Refused all the same (`on_error = closed`, Redis down), though its key was not the cause.
                 Verdict::Unavailable => Counted::Unavailable,

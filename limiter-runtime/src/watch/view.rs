@@ -39,6 +39,22 @@ pub struct Inspection {
     pub banned: bool,
     /// The key's offences its penalty still counts (each makes the next block longer, until forgiven).
     pub offences: u32,
+    /// What each priority may use, when the rule keeps shares for the higher ones
+    /// ([`Rule::reserve`](crate::Rule::reserve)): one per priority, from the highest; empty when it keeps none.
+    pub ceilings: Vec<Ceiling>,
+}
+
+/// What calls of one priority may use of a limit that keeps shares for the priorities above it, in the units of
+/// [`Inspection::used`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ceiling {
+    /// The calls' priority.
+    pub priority: crate::Priority,
+    /// The most they may see used: the limit less the shares kept above them.
+    pub ceiling: u64,
+    /// What a call of theirs could take now.
+    pub remaining: u64,
 }
 
 /// A key's block in force, an operator's ban or a penalty's ([`Limiter::bans`](crate::Limiter::bans)).

@@ -1,6 +1,6 @@
 //! Every argument of the attribute, each written in every form it takes.
 
-use limiter_runtime::{rate_limit, RateLimited, Zone};
+use limiter_runtime::{rate_limit, Priority, RateLimited, Zone};
 
 use crate::AppError;
 
@@ -242,4 +242,22 @@ pub async fn anchor_argument(tenant: &Tenant<'_>, day: u16) -> Result<u16, RateL
 #[rate_limit(prefix = "zone_monthly:", max = 100, period = month, anchor = 15, tz = zone, skip_if = zone == Zone::UTC)]
 pub async fn tz_argument(zone: Zone) -> Result<Zone, RateLimited> {
     Ok(zone)
+}
+
+/// `priority = <expr>` over an argument's field, with `reserve`'s shares.
+#[rate_limit(prefix = "prioritized:", key = user.id, max = 100, priority = if user.admin { Priority::Critical } else { Priority::Normal }, reserve = "critical 10%, high 30%")]
+pub async fn priority(user: &User) -> Result<u64, RateLimited> {
+    Ok(user.id)
+}
+
+/// `priority = <expr>`: a `Priority` argument, copied, which the body still has; skipped, beside `in_flight`.
+#[rate_limit(prefix = "prioritized_in_flight:", max = 100, in_flight = 2, priority = level, reserve = "high 50%", skip_if = level == Priority::Low)]
+pub async fn priority_argument(level: Priority) -> Result<Priority, RateLimited> {
+    Ok(level)
+}
+
+/// `priority = "..."`: every call's, named.
+#[rate_limit(prefix = "health:", max = 100, priority = "critical")]
+pub async fn priority_named() -> Result<(), RateLimited> {
+    Ok(())
 }

@@ -319,6 +319,7 @@ mod tests {
             burst: 2,
             max_wait: 0,
             ends: [0; 3],
+            kept: 0,
         };
         let (first, at) = decide(&store, Algorithm::SlidingLog, "k", &charge);
         assert_eq!((first.allowed, at), (true, 10 * second));
@@ -339,6 +340,7 @@ mod tests {
             burst: 1,
             max_wait: 0,
             ends: [0; 3],
+            kept: 0,
         };
         for i in 0..5_000 {
             decide(&store, Algorithm::SlidingLog, &format!("k{i}"), &charge);
@@ -362,6 +364,7 @@ mod tests {
             burst: 3,
             max_wait: 1_000_000,
             ends: [0; 3],
+            kept: 0,
         };
         for algorithm in Algorithm::ALL {
             for calls in [1, 2, 5] {
@@ -401,6 +404,7 @@ mod tests {
             burst: 1,
             max_wait: 0,
             ends: [0; 3],
+            kept: 0,
         };
         let twice = Terms {
             max: 2,

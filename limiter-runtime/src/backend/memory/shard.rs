@@ -57,7 +57,11 @@ impl Shard {
             return Outcome::denied(0, 0, 0).blocked(left);
         }
         let outcome = self.decide((hash, key), algorithm, charge, now, most);
-        if outcome.allowed || !charge.can_fit(algorithm) || !penalty.starts_blocks() {
+        if outcome.allowed
+            || outcome.reserved
+            || !charge.can_fit(algorithm)
+            || !penalty.starts_blocks()
+        {
             return outcome;
         }
         let block = Block::offence(kept.as_ref(), now, &penalty, outcome.retry_after);

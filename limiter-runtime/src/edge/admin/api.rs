@@ -130,6 +130,11 @@ pub(super) async fn inspect(
             "blocked_ms": ms(state.blocked_for),
             "banned": state.banned,
             "offences": state.offences,
+            "ceilings": state.ceilings.iter().map(|c| json!({
+                "priority": c.priority.as_str(),
+                "ceiling": c.ceiling,
+                "remaining": c.remaining,
+            })).collect::<Vec<_>>(),
         })),
         Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
     }
@@ -173,6 +178,7 @@ pub(super) async fn overrides(State(door): State<Door>) -> Response {
                 "key": o.target_key(),
                 "max": o.max_value(),
                 "window_ms": o.window_value().map(ms),
+                "reserve": o.reserve_value(),
             })
         })
         .collect();
@@ -209,12 +215,23 @@ fn number(body: &Value, field: &str) -> Result<Option<u64>, String> {
     }
 }
 
-/// Returns the override a `PUT` body sets: its target, and `max`, `window_ms` or both; else why not.
+/// Returns the override a `PUT` body sets: its target, and `max`, `window_ms`, `reserve` (`"critical 20%"`) or
+/// several; else why not.
 fn change(body: &Value) -> Result<Override, String> {
     let mut change = target(body)?;
     let (max, window) = (number(body, "max")?, number(body, "window_ms")?);
-    if max.is_none() && window.is_none() {
-        return Err("an override sets max, window_ms or both".into());
+    let reserve = match body.get("reserve") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.as_str()),
+        Some(_) => {
+            return Err("reserve is a string, like \"critical 20%, high 30%\", or null".into())
+        }
+    };
+    if max.is_none() && window.is_none() && reserve.is_none() {
+        return Err("an override sets max, window_ms, reserve or several".into());
+    }
+    if let Some(reserve) = reserve {
+        change = change.reserves_text(reserve)?;
     }
     // As strict as the attribute: a limit of zero would refuse every call of every node.
     if max == Some(0) {
@@ -275,6 +292,9 @@ fn described(o: &Override) -> String {
     }
     if let Some(window) = o.window_value() {
         terms.push(format!("window {window:?}"));
+    }
+    if let Some(reserve) = o.reserve_value() {
+        terms.push(format!("reserve {reserve}"));
     }
     match terms.is_empty() {
         true => format!("the override of {target}"),

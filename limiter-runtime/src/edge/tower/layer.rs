@@ -14,7 +14,7 @@ use crate::call::{Ask, RuleRef};
 use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::observe::Notice;
-use crate::{Algorithm, Limiter, Permit, RateLimited, Rule};
+use crate::{Algorithm, Limiter, Permit, Priority, RateLimited, Rule};
 
 /// A tower [`Layer`] that limits each request under one or more rules, its key taken from the request.
 ///
@@ -56,7 +56,12 @@ pub(super) struct Config {
     told: Arc<Notice>,
     /// Whether the handlers behind the layer decide in its limiter (the default).
     pub(super) scoped: bool,
+    /// What a request's priority is (`Normal` for every request, unless set).
+    priority: Option<PriorityOf>,
 }
+
+/// A function of a request that says how much it matters.
+type PriorityOf = Arc<dyn Fn(&Parts) -> Priority + Send + Sync>;
 
 /// The key every request shares that has no key and no peer address: the server did not record its peers'
 /// addresses (axum's `serve` without `into_make_service_with_connect_info`).
@@ -99,6 +104,7 @@ impl RateLimitLayer {
                 unidentified: Unidentified::Peer,
                 told: Arc::default(),
                 scoped: true,
+                priority: None,
             }),
         }
     }
@@ -121,6 +127,32 @@ impl RateLimitLayer {
         self
     }
 
+    /// Sets how much each request matters ([`Priority`]), from its head (a header, its route, an extension an
+    /// authentication layer set): a request must leave free the shares its rules
+    /// [`reserve`](Rule::reserve) for the priorities above its own. Every request is
+    /// [`Normal`](Priority::Normal) unless set. The quota fields of its answer count against its own
+    /// ceiling: a `Low` client sees what is left to `Low` calls.
+    ///
+    /// ```
+    /// use limiter_runtime::tower::{Key, RateLimitLayer};
+    /// use limiter_runtime::{Limiter, Priority, Rule};
+    ///
+    /// let rule = Rule::new().prefix("api:").max(100).reserve(Priority::Critical, 20);
+    /// let layer = RateLimitLayer::new(&Limiter::in_memory(), [rule], Key::header("x-api-key"))
+    ///     .priority(|request| match request.headers.get("x-priority") {
+    ///         Some(value) => value.to_str().ok().and_then(|p| p.parse().ok()).unwrap_or_default(),
+    ///         None => Priority::Normal,
+    ///     });
+    /// # let _ = layer;
+    /// ```
+    pub fn priority(
+        mut self,
+        priority: impl Fn(&Parts) -> Priority + Send + Sync + 'static,
+    ) -> Self {
+        Arc::make_mut(&mut self.config).priority = Some(Arc::new(priority));
+        self
+    }
+
     /// Lets every request the [`Key`] finds nothing in through, unlimited, instead of counting it under its
     /// peer's address (the default). Each is still counted in the metric
     /// `limiter_unidentified_requests_total` (`outcome = "passed"`) and told of in a warning at most once a
@@ -132,6 +164,13 @@ impl RateLimitLayer {
 }
 
 impl Config {
+    /// Returns how much `request` matters: as the layer's function says, else `Normal`.
+    pub(super) fn priority_of(&self, request: &Parts) -> Priority {
+        self.priority
+            .as_ref()
+            .map_or(Priority::Normal, |priority| priority(request))
+    }
+
     /// Returns the key of `request`: what the [`Key`] finds; else its peer's address, the fallback key, or none (not
     /// limited, only with [`pass_unidentified`](RateLimitLayer::pass_unidentified)), as the layer says, each
     /// counted and told of. A request with no peer address either counts under [`NO_PEER`], with an error in
@@ -192,7 +231,11 @@ impl Config {
     /// Decides a request keyed `key` under every rule, as one call of the pipeline: admitted (after its slot,
     /// for a leaky bucket that waits), with the permits of its limits in flight when it has any (held until
     /// the response's body is done), or refused.
-    pub(super) async fn decide(&self, key: &str) -> Result<Option<Permit>, RateLimited> {
+    pub(super) async fn decide(
+        &self,
+        key: &str,
+        priority: Priority,
+    ) -> Result<Option<Permit>, RateLimited> {
         let pipeline = &self.limiter.pipeline;
         let call = pipeline.call(self.rules.iter().map(|rule| Ask {
             rule: RuleRef::Borrowed(rule),
@@ -201,6 +244,7 @@ impl Config {
             skip: false,
             zone: None,
             anchor: None,
+            priority,
         }));
         let (call, decided) = pipeline.enforce(call).await?;
         let in_flight = self

@@ -269,6 +269,7 @@ mod tests {
             burst: 5,
             max_wait: 0,
             ends: [0; 3],
+            kept: 0,
         };
         let decision = Decision::new(&charge, Outcome::denied(5, 2_500_000, 0), 0, false);
         let policy = PolicyName::named("handler".into());

@@ -13,6 +13,7 @@ use super::layer::Config;
 use super::response::{Refusal, ResponseBody};
 use crate::edge::http::write_quota_fields;
 use crate::edge::quota;
+use crate::Priority;
 
 /// The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around `S`.
 pub struct RateLimitService<S> {
@@ -48,6 +49,7 @@ where
     fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
         let (parts, body) = request.into_parts();
         let key = self.config.key_of(&parts);
+        let priority = self.config.priority_of(&parts);
         let refusal = Refusal::for_request(&parts);
         let request = http::Request::from_parts(parts, body);
         // The service polled ready serves this request; its clone, not known to be ready, stays for the next.
@@ -55,7 +57,7 @@ where
         let inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(serve(
             Arc::clone(&self.config),
-            key,
+            key.map(|key| (key, priority)),
             refusal,
             inner,
             request,
@@ -63,12 +65,12 @@ where
     }
 }
 
-/// Decides `request` (keyed `key`; none is not limited), serves it or answers its refusal, and writes the
+/// Decides `request` (keyed `key`, of its priority; none is not limited), serves it or answers its refusal, and writes the
 /// quota fields of every decision made meanwhile (unless a layer outside this one records them: that one
 /// writes them).
 async fn serve<S, ReqBody, ResBody>(
     config: Arc<Config>,
-    key: Option<String>,
+    key: Option<(String, Priority)>,
     refusal: Refusal,
     mut inner: S,
     request: http::Request<ReqBody>,
@@ -78,8 +80,8 @@ where
 {
     let deciding = quota::scope(async {
         let mut permit = None;
-        if let Some(key) = &key {
-            match config.decide(key).await {
+        if let Some((key, priority)) = &key {
+            match config.decide(key, *priority).await {
                 Ok(held) => permit = held,
                 Err(rejection) => return Ok(refusal.response(&rejection)),
             }

@@ -480,11 +480,13 @@ impl RedisBackend {
 }
 
 /// Returns what the deny cache tells a call's limits apart by: each one's cost and terms (max, window, burst, wait, a
-/// calendar's current period), so that a denial made under other terms (an override since, the same key in
-/// another zone or on another billing day) is never taken for this call's.
+/// calendar's current period, the share kept above its priority), so that a denial made under other terms (an
+/// override since, the same key in another zone or on another billing day, a call of another priority) is
+/// never taken for this call's.
 fn terms_mark(limit: &CallLimit<'_>) -> u64 {
     use std::hash::BuildHasher;
     let charge = &limit.terms;
     let terms = (charge.cost, charge.max, charge.window, charge.burst);
-    foldhash::fast::FixedState::with_seed(0).hash_one((terms, charge.max_wait, charge.ends[1]))
+    let hasher = foldhash::fast::FixedState::with_seed(0);
+    hasher.hash_one((terms, charge.max_wait, charge.ends[1], charge.kept))
 }

@@ -79,12 +79,14 @@ impl Fallback {
         self.degraded.load(Ordering::Relaxed)
     }
 
-    /// Returns this node's share of `limit`'s charge, among the runtimes last seen sharing it.
+    /// Returns this node's share of `limit`'s charge, among the runtimes last seen sharing it: what the call must
+    /// leave free is shared alike, so the share keeps the limit's proportions.
     fn local(&self, limit: &CallLimit<'_>) -> Terms {
         let instances = self.instances.live();
         Terms {
             max: share(limit.terms.max, instances),
             burst: share(limit.terms.burst, instances),
+            kept: share(limit.terms.kept, instances),
             ..limit.terms
         }
     }

@@ -16,6 +16,7 @@ fn charge(max: u64) -> Terms {
         burst: max,
         max_wait: 0,
         ends: [0; 3],
+        kept: 0,
     }
 }
 

@@ -21,7 +21,6 @@ use crate::clock::as_micros;
 use crate::error::BackendError;
 use crate::key::{KeyRef, StoreKey};
 use crate::sharded::{Keys, Sharded};
-use crate::Decision;
 
 /// Shards of the leases: enough that hot keys rarely share one.
 const SHARDS: usize = 16;
@@ -97,13 +96,15 @@ impl Default for Leases {
 }
 
 impl HeldLease {
-    /// Returns whether a call of `limit` can spend it at `now` (same limit, time and units left).
+    /// Returns whether a call of `limit` can spend it at `now` (same limit, time and units left; taken leaving free at
+    /// least what the call must: a lease taken for `Normal` calls serves `Critical` ones, never `Low` ones).
     fn serves(&self, limit: &CallLimit<'_>, now: Duration) -> bool {
         let terms = |c: &Terms| (c.window, c.max, c.burst);
         now < self.expires
             && self.left >= limit.terms.cost
             && self.algorithm == limit.algorithm
             && terms(&self.terms) == terms(&limit.terms)
+            && self.terms.kept >= limit.terms.kept
     }
 
     /// Returns the answer to a call of `limit` spending its cost of it at `now`.
@@ -118,9 +119,10 @@ impl HeldLease {
             delay: 0,
             receipt: self.mark(),
             blocked: false,
+            reserved: false,
         };
         LimitRuling {
-            decision: Decision::new(&limit.terms, outcome, self.taken_at + elapsed, false),
+            decision: limit.decision(&limit.terms, outcome, self.taken_at + elapsed, false),
             receipt: outcome.receipt,
             charged: Charged::Lease,
         }

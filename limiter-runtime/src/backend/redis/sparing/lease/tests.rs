@@ -45,6 +45,7 @@ fn charge() -> Terms {
         burst: 100,
         max_wait: 0,
         ends: [0; 3],
+        kept: 0,
     }
 }
 

@@ -39,7 +39,7 @@ pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>)
     }
     let calls = groups.iter().map(|group| group.calls.len()).sum();
     // The shapes, each with a limit of it; and each group's limits' places among them (from 1).
-    let mut shapes: Vec<([u64; 9], &'a CallLimit<'_>)> = Vec::new();
+    let mut shapes: Vec<([u64; 10], &'a CallLimit<'_>)> = Vec::new();
     let mut place = |limit: &'a CallLimit<'_>| {
         let shape = shape(limit);
         match shapes.iter().position(|(known, _)| *known == shape) {

@@ -3,7 +3,7 @@
 use redis::{Cmd, Value};
 
 use super::reply::{bucket, int};
-use super::{clock, code, depth, ends_text, GiveBack, LuaScript, LEASE};
+use super::{clock, code, depth, ends_text, max_arg, GiveBack, LuaScript, LEASE};
 use crate::algorithm::{Algorithm, Reported};
 use crate::call::CallLimit;
 use crate::error::BackendError;
@@ -21,8 +21,8 @@ pub(crate) fn lease_command(
     let mut cmd = LEASE.command(&[&limit.key], 1);
     cmd.arg(&*clock(test_now))
         .arg(code(limit.algorithm))
-        .arg(charge.window)
-        .arg(charge.max);
+        .arg(charge.window);
+    max_arg(&mut cmd, charge);
     match limit.algorithm {
         Algorithm::Calendar => cmd.arg(ends_text(charge)),
         _ => cmd.arg(depth(limit)),

@@ -166,9 +166,10 @@ fn depth(limit: &CallLimit<'_>) -> u64 {
 }
 
 /// Returns what the script is told of `limit` but a call's cost: the algorithm's code (negated when it does not
-/// veto), window, max and depth, a calendar's ends, and a penalty's first and longest block (µs; zeros without
-/// one). Calls of the same go in one batch.
-pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 9] {
+/// veto), window, max and depth, a calendar's ends, a penalty's first and longest block (µs; zeros without
+/// one), and the units the call must leave free for the priorities above its own. Calls of the same go in one
+/// batch.
+pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 10] {
     let code = match limit.vetoes {
         true => code(limit.algorithm),
         false => -code(limit.algorithm),
@@ -184,14 +185,25 @@ pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 9] {
         next,
         limit.penalty.map_or(0, |penalty| penalty.first_micros()),
         limit.penalty.map_or(0, |penalty| penalty.cap_micros()),
+        limit.terms.kept,
     ]
+}
+
+/// Adds a limit's max as the scripts take it: `<max>`, or `<max>/<kept>` for calls that must leave `kept` units
+/// free for the priorities above their own (a call without one pays for nothing more).
+fn max_arg(cmd: &mut Cmd, terms: &Terms) {
+    match terms.kept {
+        0 => cmd.arg(terms.max),
+        kept => cmd.arg(format!("{}/{kept}", terms.max)),
+    };
 }
 
 /// Adds `limit`'s four arguments to `scripts/groups.lua`: its shape, a calendar's ends in place of the depth.
 fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
-    let [code, window, max, depth, _, _, _, first, cap] = shape(limit);
+    let [code, window, _, depth, _, _, _, first, cap, _] = shape(limit);
     // The code as it was made: negative for a shadow limit.
-    cmd.arg(code as i64).arg(window).arg(max);
+    cmd.arg(code as i64).arg(window);
+    max_arg(cmd, &limit.terms);
     match (limit.algorithm, limit.penalty) {
         (Algorithm::Calendar, None) => cmd.arg(ends_text(&limit.terms)),
         (_, None) => cmd.arg(depth),

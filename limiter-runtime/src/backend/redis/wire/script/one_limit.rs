@@ -6,7 +6,7 @@ use redis::{Cmd, Value};
 use super::nonce::nonce_text;
 use super::replay::Replay;
 use super::reply::state;
-use super::{depth, ends_text, window_arg, BatchCall, LuaScript, Outcomes};
+use super::{depth, ends_text, max_arg, window_arg, BatchCall, LuaScript, Outcomes};
 use crate::algorithm::Algorithm;
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
@@ -30,7 +30,7 @@ pub(super) fn one_limit_command(
         None => cmd.arg(charge.window),
         Some(_) => cmd.arg(window_arg(charge.window, test_now)),
     };
-    cmd.arg(charge.max);
+    max_arg(&mut cmd, charge);
     match limit.algorithm {
         Algorithm::Calendar => cmd.arg(ends_text(charge)),
         _ => cmd.arg(depth(limit)),

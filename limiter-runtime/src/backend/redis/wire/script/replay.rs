@@ -75,7 +75,8 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
                 times,
                 named,
             } => {
-                let (blocking, newest) = match *count + cost <= charge.max {
+                let asked = cost.saturating_add(charge.kept);
+                let (blocking, newest) = match *count + asked <= charge.max {
                     true => (None, None),
                     false => match times.next()? {
                         [blocking, newest] => (score(blocking), score(newest)),
@@ -103,7 +104,11 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
         let (Some(penalty), Some(kept)) = (limit.penalty, &mut self.block) else {
             return Some(outcome);
         };
-        if outcome.allowed || !charge.can_fit(limit.algorithm) || !penalty.starts_blocks() {
+        if outcome.allowed
+            || outcome.reserved
+            || !charge.can_fit(limit.algorithm)
+            || !penalty.starts_blocks()
+        {
             return Some(outcome);
         }
         let block = Block::offence(kept.as_ref(), now, &penalty, outcome.retry_after);

@@ -1,0 +1,8 @@
+use limiter_runtime::{rate_limit, Priority, RateLimited};
+
+#[rate_limit(key = user, max = 10, priority = level, reserve = "urgent 20%")]
+async fn f(user: &str, level: Priority) -> Result<(), RateLimited> {
+    Ok(())
+}
+
+fn main() {}
