@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Stdio;
 
-use limiter_runtime::{Algorithm, Limiter, Rule};
+use limiter_runtime::{Algorithm, Limiter, Priority, Rule};
 use test_support::RedisServer;
 
 use self::callgrind::{client_launcher, server_launcher, tools, total, Counted};
@@ -131,6 +131,53 @@ fn redis_side(plan: &Plan, valgrind: &Path, control: &Path, dir: &Path) -> Resul
             per_call[1],
             per_call[1] / per_call[0]
         );
+        // A priority: a limit that keeps a share for critical calls, called at `Normal` (each call must leave the
+        // share free, and sends it beside `max`), against the same limit without a reserve.
+        let _ = write!(
+            text,
+            "### A priority\n\nRedis's instructions per call (plain API, a limit of 1 000 per 10 s, a fresh \
+             key each call, admitted; a leaky bucket waiting up to 10 s): without a reserve, and with `reserve(Critical, 20)`, \
+             the calls `Normal`.\n\n\
+             | algorithm | no reserve | a reserve, a normal call | ratio |\n|---|---|---|---|\n"
+        );
+        for &algorithm in &plan.algorithms {
+            empty(&server)?;
+            let mut plain = Rule::new()
+                .prefix(format!("priority:{algorithm}:"))
+                .algorithm(algorithm)
+                .max(1_000)
+                .window(std::time::Duration::from_secs(10));
+            if algorithm == Algorithm::LeakyBucket {
+                // A share of a leaky bucket is of its slots within its wait: one that does not wait has one.
+                plain = plain.max_wait(std::time::Duration::from_secs(10));
+            }
+            let kept = plain
+                .clone()
+                .prefix(format!("priority:{algorithm}:kept:"))
+                .reserve(Priority::Critical, 20);
+            limiter.check(&plain, "warm").await;
+            limiter.check(&kept, "warm").await;
+            let mut per_call = Vec::new();
+            for rule in [&plain, &kept] {
+                let count = counted
+                    .count(async {
+                        for i in 0..calls {
+                            let decision = limiter.check(rule, i).await;
+                            assert!(decision.allowed && !decision.degraded, "{decision:?}");
+                        }
+                    })
+                    .await?;
+                per_call.push(count as f64 / calls as f64);
+            }
+            let _ = writeln!(
+                text,
+                "| {algorithm} | {:.0} | {:.0} | {:.3}× |",
+                per_call[0],
+                per_call[1],
+                per_call[1] / per_call[0]
+            );
+        }
+        text.push('\n');
         // A permit in flight: taking it, and giving it back, beside a sliding log's call, on the same keys.
         empty(&server)?;
         let log = Rule::new()
