@@ -477,8 +477,9 @@ mod tests {
         let check = std::mem::size_of_val(&limiter.check(&rule, &key));
         let enforce = std::mem::size_of_val(&limiter.enforce(&rule, &key));
         // The rule it resolves and the call it builds are held across the await: 552 bytes since a rule and
-        // a charge can name a calendar's zone and periods, 592 since both can carry a penalty.
-        assert!(check <= 600, "check's future is {check} bytes");
+        // a charge can name a calendar's zone and periods, 592 since both can carry a penalty, 608 since a
+        // charge says what it must leave free for the priorities above its own.
+        assert!(check <= 608, "check's future is {check} bytes");
         assert!(enforce <= 1024, "enforce's future is {enforce} bytes");
     }
 
