@@ -25,7 +25,9 @@ use crate::algorithm::{Outcome, Terms};
 pub struct Decision {
     /// Whether the call may go ahead.
     pub allowed: bool,
-    /// The limit that applied: admissions per window.
+    /// The limit that applied: admissions per window; for a call that must leave free a share kept for the
+    /// priorities above its own ([`Rule::reserve`](crate::Rule::reserve)), its own ceiling (`max` less that
+    /// share), which `remaining` counts against.
     pub limit: u64,
     /// The window the limit applies to.
     pub window: Duration,

@@ -31,6 +31,8 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 struct Run {
     /// Every admission's Redis time, µs, sorted.
     admissions: Vec<u64>,
+    /// The critical calls' admissions among them (`HAMMER_PRIORITIES`), sorted.
+    critical: Vec<u64>,
     /// Each process's own clock minus Redis's, µs, measured before the run.
     offsets: Vec<i64>,
     calls: u64,
@@ -85,13 +87,17 @@ fn hammer_with(
     for child in &mut children {
         writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
     }
-    let (mut admissions, mut calls, mut degraded) = (Vec::new(), 0, 0);
+    let (mut admissions, mut critical, mut calls, mut degraded) = (Vec::new(), Vec::new(), 0, 0);
     for output in outputs {
         for line in output {
             let line = line.unwrap();
             let words: Vec<&str> = line.split_whitespace().collect();
             match words[..] {
                 ["admitted", at] => admissions.push(at.parse::<u64>().unwrap()),
+                ["admitted", at, "critical"] => {
+                    admissions.push(at.parse::<u64>().unwrap());
+                    critical.push(at.parse::<u64>().unwrap());
+                }
                 ["done", c, d] => {
                     calls += c.parse::<u64>().unwrap();
                     degraded += d.parse::<u64>().unwrap();
@@ -104,8 +110,10 @@ fn hammer_with(
         assert!(child.wait().unwrap().success(), "a hammer process failed");
     }
     admissions.sort_unstable();
+    critical.sort_unstable();
     Run {
         admissions,
+        critical,
         offsets,
         calls,
         degraded,
@@ -213,6 +221,51 @@ fn four_processes_keep_both_limits_of_a_stacked_pair() {
         t.len() as u64 * 100 >= allowance * 99,
         "{} admitted of the bucket's {allowance}",
         t.len()
+    );
+}
+
+/// Four processes, one task in five calling as `Critical`, on a limit that keeps 20% for critical calls: no
+/// interval of a window holds more than 100 admissions; a normal call was admitted only while the window held
+/// fewer than 80 (its ceiling); the limit is still filled, and the critical calls get at least their share.
+#[test]
+fn four_processes_keep_the_critical_share() {
+    let server = RedisServer::start();
+    let env = [("HAMMER_PRIORITIES", "1")];
+    let run = hammer_with(&server.url(), "prioritized", &[0; 4], 6_000, &env);
+    assert_eq!(run.degraded, 0, "every decision was made in Redis");
+    assert_never_too_many(&run);
+    assert_never_too_few(&run, 3);
+    let t = &run.admissions;
+    let mut critical = run.critical.iter().peekable();
+    for (j, &at) in t.iter().enumerate() {
+        // Admissions at the same microsecond were one script call's: whichever came first, a normal call
+        // among them found the window holding what was admitted strictly before it.
+        if critical.next_if_eq(&&at).is_some() {
+            continue;
+        }
+        let before = t[..j]
+            .iter()
+            .filter(|&&s| s > at.saturating_sub(WINDOW_US) && s < at)
+            .count();
+        assert!(
+            before < 80,
+            "a normal call admitted with {before} in its window"
+        );
+    }
+    let first = t[0];
+    let in_three = run
+        .critical
+        .iter()
+        .filter(|&&at| at < first + 3 * WINDOW_US)
+        .count();
+    eprintln!(
+        "{} admitted, {} of them critical; {in_three} critical in the first 3 windows",
+        t.len(),
+        run.critical.len()
+    );
+    assert!(
+        in_three * 100 >= 60 * 95,
+        "the critical calls' share: {in_three} of 60"
     );
 }
 

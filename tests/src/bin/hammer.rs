@@ -8,17 +8,19 @@
 //! a lease of 20 units for at most 200 ms. With `HAMMER_CALENDAR=<zone>` it is a calendar quota instead: 100
 //! a day in that zone. With `HAMMER_ACROSS_KEYS=1` the limiter batches calls of different keys together
 //! (`batch_across_keys`), and as many tasks again call on 10,000 other keys meanwhile, so that the key's calls
-//! go in batches with theirs.
+//! go in batches with theirs. With `HAMMER_PRIORITIES=1` the limit keeps 20% for critical calls, and one task in
+//! five calls as `Critical` (the others `Normal`).
 //!
 //! It makes one decision on another key, then prints `ready <own clock µs> <Redis time µs>`: its own clock is
 //! read from a decision with the switch off, which is decided in-process. Then it waits for a `go` line on
 //! stdin, runs `<tasks>` tasks for `<millis>` ms of its own time (a rejected task pauses 5 ms), and prints
-//! `admitted <Redis time µs>` for every admission and `done <calls> <degraded>` last.
+//! `admitted <Redis time µs>` for every admission (`admitted <µs> critical` for a critical call's) and
+//! `done <calls> <degraded>` last.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use limiter_runtime::{Algorithm, Clock, Limiter, Period, Rule, SystemClock, Zone};
+use limiter_runtime::{Algorithm, Clock, Limiter, Period, Priority, Rule, SystemClock, Zone};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const USAGE: &str = "usage: hammer <redis-url | cluster:url,url,...> <key> <tasks> <millis>";
@@ -102,6 +104,11 @@ async fn main() {
             .lease_ttl(Duration::from_millis(200)),
         (None, Err(_)) => rule,
     });
+    let prioritized = std::env::var("HAMMER_PRIORITIES").is_ok_and(|v| v == "1");
+    let rule = match prioritized {
+        true => Arc::new((*rule).clone().reserve(Priority::Critical, 20)),
+        false => rule,
+    };
     let quota = Arc::new(
         Rule::new()
             .prefix("quota:")
@@ -113,14 +120,18 @@ async fn main() {
     let stacked = std::env::var("HAMMER_STACKED").is_ok_and(|v| v == "1");
     let started = Instant::now();
     let workers: Vec<_> = (0..tasks)
-        .map(|_| {
+        .map(|task| {
             let (limiter, rule, quota, key) =
                 (limiter.clone(), rule.clone(), quota.clone(), key.clone());
+            let priority = match prioritized && task % 5 == 0 {
+                true => Priority::Critical,
+                false => Priority::Normal,
+            };
             tokio::spawn(async move {
                 let (mut admitted, mut calls, mut degraded) = (Vec::new(), 0u64, 0u64);
                 while started.elapsed() < run_for {
                     let decision = match stacked {
-                        false => limiter.check(&rule, &key).await,
+                        false => limiter.check_with(&rule, &key, 1, priority).await,
                         true => {
                             let [mut first, second] =
                                 limiter.check_all([(&*rule, &key), (&*quota, &key)]).await;
@@ -137,7 +148,7 @@ async fn main() {
                         tokio::time::sleep(Duration::from_millis(5)).await;
                     }
                 }
-                (admitted, calls, degraded)
+                (admitted, calls, degraded, priority)
             })
         })
         .collect();
@@ -158,11 +169,15 @@ async fn main() {
     let (mut calls, mut degraded) = (0, 0);
     let mut out = String::new();
     for worker in workers {
-        let (admitted, c, d) = worker.await.expect("a task panicked");
+        let (admitted, c, d, priority) = worker.await.expect("a task panicked");
         calls += c;
         degraded += d;
+        let mark = match priority {
+            Priority::Critical => " critical",
+            _ => "",
+        };
         for at in admitted {
-            out.push_str(&format!("admitted {at}\n"));
+            out.push_str(&format!("admitted {at}{mark}\n"));
         }
     }
     for task in noise {
