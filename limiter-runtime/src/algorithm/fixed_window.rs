@@ -72,13 +72,7 @@ impl FixedWindow {
         } else {
             reset_after
         };
-        let reserved = req.kept > 0 && count + req.cost <= req.max;
-        Outcome::denied(
-            req.ceiling().saturating_sub(count),
-            retry_after,
-            reset_after,
-        )
-        .reserved(reserved)
+        Outcome::counted_out(req, count, retry_after, reset_after)
     }
 
     /// Takes `units` off the window charged, if it is still the current one.

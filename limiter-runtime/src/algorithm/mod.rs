@@ -426,6 +426,23 @@ impl Outcome {
         }
     }
 
+    /// Returns a refusal by a limit that counts units and holds `count` of them (the windows, the log): what is left
+    /// under the call's ceiling, and whether it was refused only for the share kept above its priority.
+    pub(crate) fn counted_out(
+        req: &Terms,
+        count: u64,
+        retry_after: u64,
+        reset_after: u64,
+    ) -> Outcome {
+        let reserved = req.kept > 0 && count.saturating_add(req.cost) <= req.max;
+        Outcome::denied(
+            req.ceiling().saturating_sub(count),
+            retry_after,
+            reset_after,
+        )
+        .reserved(reserved)
+    }
+
     /// Marks this refusal as one for the share kept above the call (`reserved`: the limit would have admitted the
     /// call without it).
     #[inline]

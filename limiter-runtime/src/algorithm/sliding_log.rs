@@ -146,13 +146,7 @@ pub(crate) fn outcome(
         req.window
     };
     let reset_after = newest.map_or(0, |s| (s + req.window).saturating_sub(now));
-    let reserved = req.kept > 0 && count + req.cost <= req.max;
-    Outcome::denied(
-        req.ceiling().saturating_sub(count),
-        retry_after,
-        reset_after,
-    )
-    .reserved(reserved)
+    Outcome::counted_out(req, count, retry_after, reset_after)
 }
 
 #[cfg(test)]

@@ -117,6 +117,23 @@ pub(crate) struct Ask<'r> {
     pub(crate) priority: Priority,
 }
 
+impl<'r> Ask<'r> {
+    /// Creates the ask of a call of the plain API, the layer or an operator: `rule`'s limit for `key`, weighing
+    /// `cost`, of `priority`, skipping nothing, in the rule's own zone and billing day.
+    #[inline(always)]
+    pub(crate) fn of(rule: RuleRef<'r>, key: StoreKey, cost: u64, priority: Priority) -> Ask<'r> {
+        Ask {
+            rule,
+            key,
+            cost,
+            skip: false,
+            zone: None,
+            anchor: None,
+            priority,
+        }
+    }
+}
+
 /// One limit of a call, resolved: its rule, store key, and what it asks of the store.
 #[derive(Debug, Clone)]
 pub(crate) struct CallLimit<'r> {

@@ -44,10 +44,10 @@ use crate::{Decision, Limiter, Priority, RateLimited, Rule};
 /// ```
 #[derive(Clone)]
 pub struct Limit {
-    pub(super) limiter: Limiter,
+    limiter: Limiter,
     /// The rule as the limiter resolved it, once, every part set. A call applies only the overrides in force
     /// (the plain API's resolution, from this point on).
-    pub(super) rule: Rule,
+    rule: Rule,
 }
 
 impl Limit {
@@ -73,7 +73,19 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Decision> + use<'a> {
-        let call = self.call(key, cost);
+        self.check_with(key, cost, Priority::Normal)
+    }
+
+    /// Does what [`check_cost`](Limit::check_cost) does, for a call of `priority`: [`Limiter::check_with`] with
+    /// this rule.
+    #[inline]
+    pub fn check_with<'a>(
+        &'a self,
+        key: &str,
+        cost: u64,
+        priority: Priority,
+    ) -> impl Future<Output = Decision> + use<'a> {
+        let call = self.call(key, cost, priority);
         let pipeline = &self.limiter.pipeline;
         if call.holds_permits() {
             // Its permit given back before the decision is handed over (see `Limiter::let_go`).
@@ -86,18 +98,12 @@ impl Limit {
         Either::Left(pipeline.decision_owned(call))
     }
 
-    /// Returns the call of one limit, this one, for `key`, weighing `cost`.
+    /// Returns the call of one limit, this one, for `key`, weighing `cost`, of `priority`.
     #[inline(always)]
-    fn call(&self, key: &str, cost: u64) -> Call<'_> {
-        self.limiter.pipeline.call([Ask {
-            rule: RuleRef::Borrowed(&self.rule),
-            key: StoreKey::of_str(self.rule.prefix_value(), key),
-            cost,
-            skip: false,
-            zone: None,
-            anchor: None,
-            priority: Priority::Normal,
-        }])
+    fn call(&self, key: &str, cost: u64, priority: Priority) -> Call<'_> {
+        let key = StoreKey::of_str(self.rule.prefix_value(), key);
+        let ask = Ask::of(RuleRef::Borrowed(&self.rule), key, cost, priority);
+        self.limiter.pipeline.call([ask])
     }
 
     /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
@@ -125,7 +131,18 @@ impl Limit {
         key: &str,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
-        let call = self.call(key, cost);
+        self.enforce_with(key, cost, Priority::Normal)
+    }
+
+    /// Does what [`enforce_cost`](Limit::enforce_cost) does, for a call of `priority`: [`Limiter::enforce_with`]
+    /// with this rule.
+    pub fn enforce_with<'a>(
+        &'a self,
+        key: &str,
+        cost: u64,
+        priority: Priority,
+    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
+        let call = self.call(key, cost, priority);
         let pipeline = &self.limiter.pipeline;
         if call.holds_permits() {
             return Either::Right(Box::pin(async move {

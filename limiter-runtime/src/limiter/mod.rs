@@ -219,30 +219,16 @@ impl Limiter {
         priority: Priority,
     ) -> Call<'r> {
         let key = StoreKey::new(rule.prefix_value(), key);
-        self.pipeline.call([Ask {
-            rule: RuleRef::Borrowed(rule),
-            key,
-            cost,
-            skip: false,
-            zone: None,
-            anchor: None,
-            priority,
-        }])
+        self.pipeline
+            .call([Ask::of(RuleRef::Borrowed(rule), key, cost, priority)])
     }
 
     /// Returns the call an operator's action names: `key` of `rule`, or the long key it lists as `key` (see
     /// `StoreKey::named`).
     pub(crate) fn named<'r>(&self, rule: &'r Rule, key: &dyn fmt::Display) -> Call<'r> {
         let key = StoreKey::named(rule.prefix_value(), &key.to_string());
-        self.pipeline.call([Ask {
-            rule: RuleRef::Borrowed(rule),
-            key,
-            cost: 1,
-            skip: false,
-            zone: None,
-            anchor: None,
-            priority: Priority::Normal,
-        }])
+        self.pipeline
+            .call([Ask::of(RuleRef::Borrowed(rule), key, 1, Priority::Normal)])
     }
 
     /// Returns the call of `limits`, their rules resolved into `rules`.
@@ -254,20 +240,10 @@ impl Limiter {
             rules.push(rule);
         });
         let rules: &'r [Rule] = rules;
-        self.pipeline.call(
-            rules
-                .iter()
-                .zip(keys)
-                .map(|(rule, (key, cost, priority))| Ask {
-                    rule: RuleRef::Borrowed(rule),
-                    key,
-                    cost,
-                    skip: false,
-                    zone: None,
-                    anchor: None,
-                    priority,
-                }),
-        )
+        self.pipeline
+            .call(rules.iter().zip(keys).map(|(rule, (key, cost, priority))| {
+                Ask::of(RuleRef::Borrowed(rule), key, cost, priority)
+            }))
     }
 
     /// Decides one call under several limits at once, each `(rule, key)` (or `(rule, key, cost)`): admitted
@@ -409,15 +385,8 @@ impl Limiter {
     ) -> Result<Reservation, RateLimited> {
         let rule = Arc::new(self.pipeline.defaults.resolve(rule, ""));
         let key = StoreKey::new(rule.prefix_value(), format_args!("{key}"));
-        let call = self.pipeline.call([Ask {
-            rule: RuleRef::Shared(rule),
-            key,
-            cost: estimate,
-            skip: false,
-            zone: None,
-            anchor: None,
-            priority: Priority::Normal,
-        }]);
+        let ask = Ask::of(RuleRef::Shared(rule), key, estimate, Priority::Normal);
+        let call = self.pipeline.call([ask]);
         let (call, decided) = self.pipeline.enforce(call).await?;
         Ok(Reservation::new(self.clone(), call, decided))
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{Limit, Limiter};
+use super::Limiter;
 use crate::{Decision, Permit, Priority, RateLimited, Rule};
 
 impl Limiter {
@@ -71,28 +71,5 @@ impl Limiter {
         priority: Priority,
     ) -> Result<Permit, RateLimited> {
         self.acquire_all([(rule, key, 1, priority)]).await
-    }
-}
-
-impl Limit {
-    /// Does what [`check_cost`](Limit::check_cost) does, for a call of `priority`: [`Limiter::check_with`] with this
-    /// rule.
-    pub async fn check_with(&self, key: &str, cost: u64, priority: Priority) -> Decision {
-        self.limiter
-            .check_with(&self.rule, key, cost, priority)
-            .await
-    }
-
-    /// Does what [`enforce_cost`](Limit::enforce_cost) does, for a call of `priority`: [`Limiter::enforce_with`] with
-    /// this rule.
-    pub async fn enforce_with(
-        &self,
-        key: &str,
-        cost: u64,
-        priority: Priority,
-    ) -> Result<Decision, RateLimited> {
-        self.limiter
-            .enforce_with(&self.rule, key, cost, priority)
-            .await
     }
 }

@@ -237,14 +237,9 @@ impl Config {
         priority: Priority,
     ) -> Result<Option<Permit>, RateLimited> {
         let pipeline = &self.limiter.pipeline;
-        let call = pipeline.call(self.rules.iter().map(|rule| Ask {
-            rule: RuleRef::Borrowed(rule),
-            key: StoreKey::of_str(rule.prefix_value(), key),
-            cost: 1,
-            skip: false,
-            zone: None,
-            anchor: None,
-            priority,
+        let call = pipeline.call(self.rules.iter().map(|rule| {
+            let key = StoreKey::of_str(rule.prefix_value(), key);
+            Ask::of(RuleRef::Borrowed(rule), key, 1, priority)
         }));
         let (call, decided) = pipeline.enforce(call).await?;
         let in_flight = self
