@@ -50,14 +50,27 @@ impl Limits {
 #[derive(Debug)]
 pub(crate) struct Overrides {
     table: Table,
-    /// The version of the Redis hash the table holds (0 before any change): changes are applied one at a
-    /// time, under this lock.
-    version: Mutex<u64>,
+    /// The version of the Redis hash the table holds, and how many changes it has applied: changes are
+    /// applied one at a time, under this lock.
+    version: Mutex<Seen>,
     /// Off: every call goes ahead with no store traffic at all.
     switch: Switch,
     /// The policies with bans in force, whose calls read their keys' blocks.
     banning: Banning,
 }
+
+/// The version of the Redis hash the table holds (0 before any change) and how many changes were applied
+/// to it one by one: a whole hash read before one of them was applied is older than the table.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    version: u64,
+    changes: u64,
+}
+
+/// A mark taken before the whole hash is read ([`Overrides::mark`]): what was read is installed only if no
+/// change was applied since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark(u64);
 
 /// An announced change came after one this runtime has not seen: the whole table must be read again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +80,7 @@ impl Default for Overrides {
     fn default() -> Self {
         Overrides {
             table: Table::default(),
-            version: Mutex::new(0),
+            version: Mutex::new(Seen::default()),
             switch: Switch::default(),
             banning: Banning::default(),
         }
@@ -107,25 +120,29 @@ impl Overrides {
     /// Redis. The table takes that version only if it follows the table's own; otherwise the announcements
     /// in between are still to come and will bring it there.
     pub(crate) fn apply(&self, change: &Change, version: Option<u64>) {
-        let mut current = self.lock_version();
+        let mut seen = self.lock_version();
         self.change(change);
-        if version == Some(*current + 1) {
-            *current += 1;
+        seen.changes += 1;
+        if version == Some(seen.version + 1) {
+            seen.version += 1;
         }
     }
 
     /// Applies a change announced as `version`: says whether it was new (a change already applied is
     /// announced again to the runtime that made it); [`MissedChanges`] if one came in between unseen.
     pub(crate) fn announced(&self, change: &Change, version: u64) -> Result<bool, MissedChanges> {
-        let mut current = self.lock_version();
-        if version <= *current {
+        let mut seen = self.lock_version();
+        if version <= seen.version {
             return Ok(false);
         }
-        if version > *current + 1 {
+        if version > seen.version + 1 {
             return Err(MissedChanges);
         }
         self.change(change);
-        *current = version;
+        *seen = Seen {
+            version,
+            changes: seen.changes + 1,
+        };
         Ok(true)
     }
 
@@ -138,27 +155,37 @@ impl Overrides {
         }
     }
 
+    /// Marks the table before the whole hash is read, for [`install`](Self::install).
+    pub(crate) fn mark(&self) -> Mark {
+        Mark(self.lock_version().changes)
+    }
+
     /// Installs every override, the switch of every runtime and the bans noted (prefix, until) as read from
-    /// Redis at `version`; says whether that version differs from the table's.
+    /// Redis at `version`, unless a change was applied here since `mark` (the read may be older than the
+    /// table: the next look reads again); says whether the table moved to another version.
     pub(crate) fn install(
         &self,
+        mark: Mark,
         overrides: Vec<Override>,
         on_everywhere: bool,
         banning: Vec<(String, u64)>,
         version: u64,
     ) -> bool {
-        let mut current = self.lock_version();
+        let mut seen = self.lock_version();
+        if Mark(seen.changes) != mark {
+            return false;
+        }
         self.table.replace(overrides);
         self.banning.replace(banning);
         self.switch.turn_everywhere(on_everywhere);
-        let moved = *current != version;
-        *current = version;
+        let moved = seen.version != version;
+        seen.version = version;
         moved
     }
 
     /// Returns the version of the Redis hash the table holds.
     pub(crate) fn version(&self) -> u64 {
-        *self.lock_version()
+        self.lock_version().version
     }
 
     /// Returns how many overrides are in force.
@@ -172,7 +199,7 @@ impl Overrides {
 
     /// Takes the version's lock. It guards a number and the table's single-step changes, so a poisoned lock is
     /// taken as is.
-    fn lock_version(&self) -> std::sync::MutexGuard<'_, u64> {
+    fn lock_version(&self) -> std::sync::MutexGuard<'_, Seen> {
         self.version.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -210,9 +237,27 @@ mod tests {
         // The switch of every runtime is a change like the others.
         assert_eq!(overrides.announced(&Change::Switch(false), 5), Ok(true));
         assert!(!overrides.is_enabled() && overrides.is_enabled_here());
-        assert!(overrides.install(Vec::new(), true, Vec::new(), 9));
-        assert!(!overrides.install(Vec::new(), true, Vec::new(), 9));
+        let mark = overrides.mark();
+        assert!(overrides.install(mark, Vec::new(), true, Vec::new(), 9));
+        assert!(!overrides.install(mark, Vec::new(), true, Vec::new(), 9));
         assert_eq!((overrides.version(), overrides.len()), (9, 0));
         assert!(overrides.is_enabled());
+    }
+
+    /// Checks that a whole hash read before this runtime's own change landed does not undo it: the read is
+    /// older than the table (the race a CI run met: an override set, then inspected as if it were not).
+    #[test]
+    fn a_reload_read_before_a_change_does_not_undo_it() {
+        let overrides = Overrides::default();
+        let mark = overrides.mark();
+        // The reload's HGETALL answers the hash as it was, at version 0; meanwhile the change goes through.
+        overrides.apply(&Change::Set(Override::key("p:", "vip").max(100)), Some(1));
+        assert!(!overrides.install(mark, Vec::new(), true, Vec::new(), 0));
+        assert_eq!(overrides.lookup("p:", "vip").unwrap().max, Some(100));
+        assert_eq!(overrides.version(), 1);
+        // A read marked after it installs, even a version that went back (a Redis that lost its data).
+        let mark = overrides.mark();
+        assert!(overrides.install(mark, Vec::new(), true, Vec::new(), 0));
+        assert_eq!((overrides.version(), overrides.len()), (0, 0));
     }
 }

@@ -155,6 +155,7 @@ pub(in crate::backend::redis) async fn reload(
     let Ok(mut connection) = redis.connection() else {
         return true;
     };
+    let mark = overrides.mark();
     let mut read = redis::cmd("HGETALL");
     read.arg(OVERRIDES);
     let fields = read.query_async::<Vec<(String, String)>>(&mut connection);
@@ -190,7 +191,7 @@ pub(in crate::backend::redis) async fn reload(
                     }
                 }
             }
-            if overrides.install(all, on_everywhere, banning, version) {
+            if overrides.install(mark, all, on_everywhere, banning, version) {
                 redis.forget_denials();
             }
         }
