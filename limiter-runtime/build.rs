@@ -29,7 +29,15 @@ const ALGORITHMS: [&str; 7] = [
 ];
 
 /// The templates assembled for every algorithm at once.
-const TEMPLATES: [&str; 6] = ["groups", "give_back", "lease", "ban", "renew", "inspect"];
+const TEMPLATES: [&str; 7] = [
+    "groups",
+    "give_back",
+    "lease",
+    "ban",
+    "pause",
+    "renew",
+    "inspect",
+];
 
 fn main() {
     let scripts = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("scripts");

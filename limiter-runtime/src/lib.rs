@@ -83,6 +83,7 @@ mod pipeline;
 mod watch;
 
 mod limiter;
+mod outbound;
 
 mod edge;
 
@@ -109,7 +110,7 @@ pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::decision::{Decision, Verdict};
 pub use crate::error::{Error, RateLimited, Reason};
 pub use crate::limiter::{
-    Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Permit, Reservation, Stats,
+    Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Permit, Reservation, Stats, Turn,
     DEFAULT_DEADLINE, REDIS_URL_ENV,
 };
 pub use crate::overrides::Override;

@@ -102,6 +102,11 @@ impl Observers {
         self.metrics.shadow_rejection(prefix);
     }
 
+    /// Counts an upstream's refusal (429, 503) of a call that waited its turn under `prefix`.
+    pub(crate) fn upstream_refusal(&self, prefix: &str, status: u16) {
+        self.metrics.upstream_refusal(prefix, status);
+    }
+
     /// Records how long one Redis round trip of `call` took, from `timer`.
     pub(crate) fn redis(&self, call: &Call<'_>, timer: Timer) {
         self.metrics.redis(
@@ -209,6 +214,20 @@ impl Metrics {
         self.with(prefix, |h| h.shadow.increment(1));
         #[cfg(not(feature = "metrics"))]
         let _ = prefix;
+    }
+
+    /// Counts an upstream's refusal (429, 503) of a call that waited its turn under `prefix`:
+    /// `limiter_upstream_refusals_total{prefix, status}`.
+    pub(crate) fn upstream_refusal(&self, prefix: &str, status: u16) {
+        #[cfg(feature = "metrics")]
+        metrics::counter!(
+            "limiter_upstream_refusals_total",
+            "prefix" => prefix.to_owned(),
+            "status" => status.to_string()
+        )
+        .increment(1);
+        #[cfg(not(feature = "metrics"))]
+        let _ = (prefix, status);
     }
 
     /// Records how long one Redis decision took, from `timer`, under each of its limits' prefixes.

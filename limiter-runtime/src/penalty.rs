@@ -178,6 +178,9 @@ pub(crate) struct Block {
     pub(crate) offences: u32,
     /// An operator's ban, not a penalty.
     pub(crate) banned: bool,
+    /// A pause learned from an upstream's answer (see [`outbound`](crate::outbound)), not a penalty: the
+    /// status it answered (429, 503), or 0 when its quota fields said nothing was left.
+    pub(crate) upstream: Option<u16>,
 }
 
 impl Block {
@@ -208,6 +211,7 @@ impl Block {
             until: now.saturating_add(length(offences, penalty).max(admits_after)),
             offences,
             banned: false,
+            upstream: None,
         }
     }
 
@@ -217,6 +221,21 @@ impl Block {
             until,
             offences: previous.map_or(0, |block| block.offences),
             banned: true,
+            upstream: None,
+        }
+    }
+
+    /// Creates an upstream's pause until `until`, for its answer `status` (unless `previous` ends later: it
+    /// stays).
+    pub(crate) fn pause(previous: Option<&Block>, until: u64, status: u16) -> Block {
+        match previous {
+            Some(block) if block.until >= until => *block,
+            _ => Block {
+                until,
+                offences: 0,
+                banned: false,
+                upstream: Some(status),
+            },
         }
     }
 
@@ -226,28 +245,35 @@ impl Block {
         self.until.saturating_add(penalty.cap)
     }
 
-    /// Returns it as Redis keeps it: `<until>:<offences>:<p|b>` (`scripts/parts/offence.lua` and `scripts/ban.lua`
-    /// write it).
+    /// Returns it as Redis keeps it: `<until>:<offences>:<p|b>`, or `<until>:<status>:u` for a pause
+    /// (`scripts/parts/offence.lua`, `scripts/ban.lua` and `scripts/pause.lua` write it).
     #[cfg(test)]
     pub(crate) fn text(&self) -> String {
-        let kind = if self.banned { 'b' } else { 'p' };
-        format!("{}:{}:{kind}", self.until, self.offences)
+        match self.upstream {
+            Some(status) => format!("{}:{status}:u", self.until),
+            None => {
+                let kind = if self.banned { 'b' } else { 'p' };
+                format!("{}:{}:{kind}", self.until, self.offences)
+            }
+        }
     }
 
     /// Parses a block as Redis keeps it, if `text` is one.
     pub(crate) fn parse(text: &str) -> Option<Block> {
         let mut parts = text.split(':');
         let until = parts.next()?.parse().ok()?;
-        let offences = parts.next()?.parse().ok()?;
-        let banned = match parts.next()? {
-            "p" => false,
-            "b" => true,
+        let second = parts.next()?;
+        let (offences, banned, upstream) = match parts.next()? {
+            "p" => (second.parse().ok()?, false, None),
+            "b" => (second.parse().ok()?, true, None),
+            "u" => (0, false, Some(second.parse().ok()?)),
             _ => return None,
         };
         parts.next().is_none().then_some(Block {
             until,
             offences,
             banned,
+            upstream,
         })
     }
 }
@@ -342,16 +368,22 @@ mod tests {
                 until: 17,
                 offences: 3,
                 banned: false,
+                upstream: None,
             },
             Block {
                 until: u64::MAX,
                 offences: 0,
                 banned: true,
+                upstream: None,
             },
+            Block::pause(None, 99, 429),
         ] {
             assert_eq!(Block::parse(&block.text()), Some(block));
         }
-        for bad in ["", "1:2", "1:2:x", "1:2:p:3", "a:2:p"] {
+        // A pause does not shorten a longer block.
+        let ban = Block::ban(None, 500);
+        assert_eq!(Block::pause(Some(&ban), 99, 503), ban);
+        for bad in ["", "1:2", "1:2:x", "1:2:p:3", "a:2:p", "1:x:u"] {
             assert_eq!(Block::parse(bad), None, "{bad}");
         }
     }

@@ -55,6 +55,8 @@ pub(crate) struct Pipeline {
     pub(crate) shadowed: AtomicU64,
     /// Who hears of each decision: the metrics, and a service edge.
     pub(crate) observers: Observers,
+    /// The calls waiting here for their turn to go to an upstream, by key ([`Limiter::turn`](crate::Limiter::turn)).
+    pub(crate) lines: crate::outbound::Lines,
 }
 
 /// A ruling ready at once; or a ruling to await, then reported and `then` of it, polled in place (the store's
@@ -112,6 +114,42 @@ pub(crate) type Enforcing<T> =
 /// What a future that outlives its caller owns to reach a pipeline: a [`Limiter`](crate::Limiter).
 pub(crate) trait Owner: Clone + Send + Sync + 'static {
     fn pipeline(&self) -> &Pipeline;
+
+    /// Gives back everything an admitted `call` charged (as `decided` says), from a destructor: a call
+    /// dropped while it waited for its slot.
+    fn give_back_now(&self, call: Call<'static>, decided: Ruling);
+}
+
+/// An admitted call waiting for its slot ([`Pipeline::enforce_owned`]): dropped before the slot comes (the
+/// caller gave up), it gives back what it charged, so that the next call takes the slot.
+struct Slot<O: Owner> {
+    owner: O,
+    held: Option<(Call<'static>, Ruling)>,
+}
+
+impl<O: Owner> Slot<O> {
+    /// Returns the call and its ruling once `wait` has passed.
+    async fn wait(
+        owner: &O,
+        wait: Duration,
+        call: Call<'static>,
+        decided: Ruling,
+    ) -> (Call<'static>, Ruling) {
+        let mut slot = Slot {
+            owner: owner.clone(),
+            held: Some((call, decided)),
+        };
+        after_slot(wait, ()).await;
+        slot.held.take().expect("a slot is waited for once")
+    }
+}
+
+impl<O: Owner> Drop for Slot<O> {
+    fn drop(&mut self) {
+        if let Some((call, decided)) = self.held.take() {
+            self.owner.give_back_now(call, decided);
+        }
+    }
 }
 
 impl Pipeline {
@@ -125,6 +163,7 @@ impl Pipeline {
             background: Once::new(),
             shadowed: AtomicU64::new(0),
             observers: Observers::default(),
+            lines: crate::outbound::Lines::default(),
         }
     }
 
@@ -317,21 +356,28 @@ impl Pipeline {
         match pipeline.decide_now(&call) {
             Ok(decided) => match pipeline.slot_or_refusal(&call, &decided) {
                 Ok(wait) if !wait.is_zero() => {
-                    let kept = then(owner, call, decided);
-                    Either::Right(Box::pin(after_slot(wait, Ok(kept))))
+                    let owner = owner.clone();
+                    Either::Right(Box::pin(async move {
+                        let (call, decided) = Slot::wait(&owner, wait, call, decided).await;
+                        Ok(then(&owner, call, decided))
+                    }))
                 }
                 verdict => Either::Left(now(verdict.map(|_| then(owner, call, decided)))),
             },
-            // As `enforce_later`, with what the caller keeps made before the slot is waited for: one future
-            // fewer around the round trip's (the attribute's Redis path counts about 800 instructions less).
+            // As `enforce_later`, with what the caller keeps made at once when there is no slot to wait
+            // for: one future fewer around the round trip's (the attribute's Redis path counts about 800
+            // instructions less). A slot waited for gives its charge back if the caller gives up.
             Err(pending) => {
                 let owner = owner.clone();
                 Either::Right(Box::pin(async move {
                     let pipeline = owner.pipeline();
                     let decided = pipeline.ruling_later(&call, pending).await;
                     let wait = pipeline.slot_or_refusal(&call, &decided)?;
-                    let kept = then(&owner, call, decided);
-                    Ok(after_slot(wait, kept).await)
+                    if wait.is_zero() {
+                        return Ok(then(&owner, call, decided));
+                    }
+                    let (call, decided) = Slot::wait(&owner, wait, call, decided).await;
+                    Ok(then(&owner, call, decided))
                 }))
             }
         }

@@ -25,8 +25,8 @@ const LAYERS: [&[&str]; 10] = [
     &["calendar", "decision", "error", "sharded"],
     // Rules and the overrides in force.
     &["rule", "overrides"],
-    // The call built of them.
-    &["call"],
+    // The call built of them, and the lines calls to an upstream wait in.
+    &["call", "outbound"],
     // The backends, who hears of each decision, and what the operators see of them.
     &["backend", "observe", "watch"],
     // The pipeline.

@@ -84,6 +84,16 @@ pub(crate) trait Operations: Send + Sync {
         penalty: &'a Penalty,
     ) -> BoxFuture<'a, Result<(), Error>>;
 
+    /// Pauses `limit`'s key for `length` µs, as an upstream that answered `status` asked (unless its block
+    /// in force ends later), telling every node: in memory at once; with Redis, one script call and its
+    /// announcement. Returns how long (µs) the key's block in force lasts from now.
+    fn pause<'a>(
+        &'a self,
+        limit: &'a CallLimit<'_>,
+        length: u64,
+        status: u16,
+    ) -> BoxFuture<'a, Result<u64, Error>>;
+
     /// Lifts `limit`'s key's block, telling every node; returns whether it had one.
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>>;
 

@@ -205,7 +205,6 @@ impl<'r> Call<'r> {
     }
 
     /// Changes each limit with `f`.
-    #[cfg(test)]
     pub(crate) fn each_limit(&mut self, f: impl FnMut(&mut CallLimit<'r>)) {
         self.limits.iter_mut().for_each(f);
     }

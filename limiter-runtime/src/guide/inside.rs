@@ -3,9 +3,9 @@
 //! # Layers
 //!
 //! The runtime reads top down; each module uses only its own layer and those below (`tests/layers.rs`
-//! checks it): keys, algorithms, the clock → decisions and errors → rules and overrides → the call → the
-//! backends and observers → the pipeline → the public API → what expansions call → the edges (HTTP, gRPC,
-//! tower, admin).
+//! checks it): keys, algorithms, the clock → decisions and errors → rules and overrides → the call (and the
+//! lines calls to an upstream wait in) → the backends and observers → the pipeline → the public API → what
+//! expansions call → the edges (HTTP, gRPC, tower, admin).
 //!
 //! A backend is a small interface: the pipeline asks it to *decide* a call (a ruling now, or a pending one to
 //! await) and to *give back* what an admitted call charged. What operators ask of a store (reads, bans, reports,

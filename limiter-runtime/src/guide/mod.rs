@@ -17,6 +17,7 @@
 //! | [`in_flight`] | `in_flight = N`: at most N calls of a key running at once, across nodes; permits, their time to live, crashes |
 //! | [`penalties`] | `penalty = "1m..1h"`: blocking a key that abuses a limit, escalating, on every node; operators' bans |
 //! | [`priorities`] | `reserve = "critical 20%"`, `priority = <expr>`: a share of every limit kept for the calls that matter most |
+//! | [`outbound`] | calling a rate-limited API: a fleet that waits its turn together, pauses on 429s, settles tokens |
 //! | [`hot_keys`] | one key that one Redis core cannot serve: coalescing and leases, and the exact bounds a lease costs |
 //! | [`testing`] | testing code that is rate limited: the in-memory store, [`FakeClock`](crate::FakeClock), [`Limiter::scope`](crate::Limiter::scope) |
 //! | [`inside`] | for contributors: the layers, the Redis store's rooms, the walk of one decision, one word for each idea |
@@ -38,6 +39,7 @@ pub mod http;
 pub mod in_flight;
 pub mod inside;
 pub mod operations;
+pub mod outbound;
 pub mod penalties;
 pub mod plain_api;
 pub mod priorities;

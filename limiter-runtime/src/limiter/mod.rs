@@ -12,6 +12,7 @@ mod operators;
 mod permit;
 mod priority;
 mod reservation;
+mod turn;
 
 pub use self::builder::LimiterBuilder;
 pub use self::current::REDIS_URL_ENV;
@@ -21,6 +22,7 @@ pub use self::operators::Stats;
 pub use self::permit::Permit;
 pub(crate) use self::reservation::HeldCall;
 pub use self::reservation::Reservation;
+pub use self::turn::Turn;
 
 use std::fmt;
 use std::future::Future;
@@ -232,7 +234,7 @@ impl Limiter {
     }
 
     /// Returns the call of `limits`, their rules resolved into `rules`.
-    fn list<'r, L: LimitList>(&self, limits: &L, rules: &'r mut Vec<Rule>) -> Call<'r> {
+    pub(crate) fn list<'r, L: LimitList>(&self, limits: &L, rules: &'r mut Vec<Rule>) -> Call<'r> {
         let mut keys = Vec::new();
         limits.each(&mut |rule, key, cost, priority| {
             let rule = self.pipeline.defaults.resolve(rule, "");
@@ -429,6 +431,16 @@ impl Owner for Limiter {
     #[inline]
     fn pipeline(&self) -> &Pipeline {
         &self.pipeline
+    }
+
+    fn give_back_now(&self, call: Call<'static>, decided: crate::call::Ruling) {
+        let held = HeldCall {
+            limiter: self.clone(),
+            call,
+            decided,
+        };
+        let costs = held.costs();
+        held.give_back_now(costs);
     }
 }
 

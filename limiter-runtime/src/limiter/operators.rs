@@ -155,12 +155,9 @@ impl Limiter {
         let call = self.named(&rule, &key);
         let limit = &call.limits()[0];
         let (peek, at, deny_cached) = self.pipeline.backend.operations().inspect(limit).await?;
-        // A key's block, where its calls read one: under a penalty, or while a ban is in force under its
-        // policy (else an inspection stays one read).
-        let block = match limit.penalty {
-            Some(_) => self.pipeline.backend.operations().block(limit).await?,
-            None => None,
-        };
+        // A key's block: a penalty's, a ban's, or an upstream's pause (read by the calls that wait their turn
+        // whatever their rule).
+        let block = self.pipeline.backend.operations().block(limit).await?;
         let blocked_for = block.and_then(|block| block.remaining(at)).unwrap_or(0);
         // The reserves in force: an override's, else the rule's (as the call was built).
         let key = limit.key.parts();
@@ -198,6 +195,9 @@ impl Limiter {
             read_at: Duration::from_micros(at),
             blocked_for: Duration::from_micros(blocked_for),
             banned: blocked_for > 0 && block.is_some_and(|block| block.banned),
+            paused: block
+                .and_then(|block| block.upstream)
+                .filter(|_| blocked_for > 0),
             offences: block.map_or(0, |block| block.offences),
             ceilings,
         })

@@ -9,6 +9,7 @@
 
 mod banning;
 mod change;
+mod pauses;
 mod switch;
 mod table;
 
@@ -18,6 +19,7 @@ use std::time::Duration;
 use self::banning::Banning;
 pub use self::change::Override;
 pub(crate) use self::change::{parse_switch, Change, SWITCH};
+pub(crate) use self::pauses::Pauses;
 use self::switch::Switch;
 use self::table::Table;
 use crate::clock::Clock;
@@ -57,6 +59,8 @@ pub(crate) struct Overrides {
     switch: Switch,
     /// The policies with bans in force, whose calls read their keys' blocks.
     banning: Banning,
+    /// The keys an upstream paused, as this node heard.
+    pub(crate) pauses: Pauses,
 }
 
 /// The version of the Redis hash the table holds (0 before any change) and how many changes were applied
@@ -83,6 +87,7 @@ impl Default for Overrides {
             version: Mutex::new(Seen::default()),
             switch: Switch::default(),
             banning: Banning::default(),
+            pauses: Pauses::default(),
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct Inspection {
     pub blocked_for: Duration,
     /// Whether the block in force is an operator's ban.
     pub banned: bool,
+    /// Whether the block in force is a pause an upstream asked for ([`Turn::answered`](crate::Turn::answered)),
+    /// and its cause: the status it answered (429, 503), or 0 when its quota fields said nothing was left.
+    pub paused: Option<u16>,
     /// The key's offences its penalty still counts (each makes the next block longer, until forgiven).
     pub offences: u32,
     /// What each priority may use, when the rule keeps shares for the higher ones

@@ -55,6 +55,17 @@ impl Operations for MemoryStore {
         Box::pin(future::ready(Ok(())))
     }
 
+    fn pause<'a>(
+        &'a self,
+        limit: &'a CallLimit<'_>,
+        length: u64,
+        status: u16,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(future::ready(Ok(MemoryStore::pause(
+            self, limit, length, status,
+        ))))
+    }
+
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(future::ready(Ok(MemoryStore::unban(self, limit))))
     }
@@ -117,6 +128,17 @@ impl MemoryStore {
             let ban = Block::ban(before.as_ref(), now.saturating_add(length));
             shard.keep_block(key, ban, penalty, now, self.per_shard);
         });
+    }
+
+    /// Pauses `limit`'s key for `length` µs (see [`Block::pause`]); returns how long its block in force lasts.
+    pub(crate) fn pause(&self, limit: &CallLimit<'_>, length: u64, status: u16) -> u64 {
+        let (left, _) = self.at_key(limit, |shard, key, now| {
+            let before = shard.block(key, now);
+            let pause = Block::pause(before.as_ref(), now.saturating_add(length), status);
+            shard.keep_block(key, pause, &Penalty::READS_BLOCKS, now, self.per_shard);
+            pause.until.saturating_sub(now)
+        });
+        left
     }
 
     /// Lifts `limit`'s key's block; whether it had one in force.

@@ -256,6 +256,7 @@ mod tests {
                 until,
                 offences: 1,
                 banned: false,
+                upstream: None,
             };
             shard.keep_block((hashes.hash(key), key), block, &penalty, 0, most as usize);
         };

@@ -21,6 +21,10 @@ use crate::Penalty;
 /// runtimes of the version before bans on any limit announced unbans with: they understand it too.
 pub(in crate::backend::redis) const REASK: &str = "lift\n";
 
+/// What a pause announces on the overrides' channel, then its length (µs) and the limit's store key: every
+/// node notes the pause, so that none of its calls waiting for their turn goes before it ends.
+pub(in crate::backend::redis) const PAUSE: &str = "pause\n";
+
 /// Keys a scan asks each master for at a time, and blocks read in one pipeline.
 const SCAN_COUNT: usize = 1_000;
 
@@ -40,6 +44,33 @@ impl RedisBackend {
         let banned = script::BAN.run::<Vec<i64>>(&mut connection, &cmd);
         self.within_patience(banned).await?;
         self.announce_reask(&mut connection, &limit.key).await
+    }
+
+    /// Pauses `limit`'s key for `length` µs, as an upstream that answered `status` asked, then tells every
+    /// node ([`PAUSE`]); returns how long (µs) the key's block in force lasts.
+    pub(crate) async fn pause(
+        &self,
+        limit: &CallLimit<'_>,
+        length: u64,
+        status: u16,
+    ) -> Result<u64, Error> {
+        let mut connection = self.establish().await.map_err(read_failed)?;
+        let block = script::block_key(&limit.key);
+        let mut cmd = script::PAUSE.command(&[&block], 1);
+        cmd.arg(&*script::clock(self.test_now()));
+        cmd.arg(length).arg(status);
+        let paused = script::PAUSE.run::<(u64, u64)>(&mut connection, &cmd);
+        let (now, until) = self.within_patience(paused).await?;
+        let left = until.saturating_sub(now);
+        let mut announce = redis::cmd("PUBLISH");
+        announce
+            .arg(OVERRIDES)
+            .arg(format!("{PAUSE}{left}\n{}", &*limit.key));
+        let _: Value = self
+            .within_patience(announce.query_async(&mut connection))
+            .await?;
+        self.forget_denials();
+        Ok(left)
     }
 
     /// Tells every node, this one first, to forget what Redis told it of `key` ([`REASK`]).

@@ -58,6 +58,15 @@ impl Operations for Arc<RedisBackend> {
         Box::pin(RedisBackend::ban(self, limit, length, penalty))
     }
 
+    fn pause<'a>(
+        &'a self,
+        limit: &'a CallLimit<'_>,
+        length: u64,
+        status: u16,
+    ) -> BoxFuture<'a, Result<u64, Error>> {
+        Box::pin(RedisBackend::pause(self, limit, length, status))
+    }
+
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(RedisBackend::unban(self, limit))
     }

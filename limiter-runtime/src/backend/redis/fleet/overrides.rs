@@ -86,6 +86,14 @@ pub(in crate::backend::redis) async fn follow(
         return false;
     };
     let up_to_date = match event {
+        Event::Message(message) if paused(&message).is_some() => {
+            // A key an upstream paused: every call of it waiting here waits for the pause's end.
+            if let Some((length, key)) = paused(&message) {
+                table.pauses.note(&key, Duration::from_micros(length));
+            }
+            backend.forget_denials();
+            true
+        }
         Event::Message(message) if reask(&message) => {
             // A key banned or unbanned: what Redis said of it may no longer hold.
             backend.forget_denials();
@@ -122,6 +130,14 @@ fn reask(message: &redis::Msg) -> bool {
     message
         .get_payload_bytes()
         .starts_with(super::bans::REASK.as_bytes())
+}
+
+/// Returns the length (µs) and the store key of a pause `message` announces, if it announces one.
+fn paused(message: &redis::Msg) -> Option<(u64, String)> {
+    let payload = message.get_payload::<String>().ok()?;
+    let rest = payload.strip_prefix(super::bans::PAUSE)?;
+    let (length, key) = rest.split_once('\n')?;
+    Some((length.parse().ok()?, key.to_owned()))
 }
 
 /// Returns whether the hash's version is the table's (also when Redis cannot say: the next look will tell).

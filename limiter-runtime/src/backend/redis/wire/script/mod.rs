@@ -97,6 +97,10 @@ static LEASE: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(assembled!("
 /// Bans a key (`scripts/ban.lua`).
 pub(crate) static BAN: LazyLock<LuaScript> = LazyLock::new(|| LuaScript::new(assembled!("ban")));
 
+/// Pauses a key, as an upstream asked (`scripts/pause.lua`).
+pub(crate) static PAUSE: LazyLock<LuaScript> =
+    LazyLock::new(|| LuaScript::new(assembled!("pause")));
+
 /// Renews the permits a node holds on one in-flight key (`scripts/renew.lua`).
 pub(crate) static RENEW: LazyLock<LuaScript> =
     LazyLock::new(|| LuaScript::new(assembled!("renew")));
@@ -120,6 +124,7 @@ pub(crate) fn assembled() -> Vec<(String, &'static str)> {
         ("give_back".to_owned(), assembled!("give_back")),
         ("lease".to_owned(), assembled!("lease")),
         ("ban".to_owned(), assembled!("ban")),
+        ("pause".to_owned(), assembled!("pause")),
         ("renew".to_owned(), assembled!("renew")),
         ("inspect".to_owned(), assembled!("inspect")),
     ]);
@@ -134,6 +139,7 @@ pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), Bac
         &*GIVE_BACK,
         &*LEASE,
         &*BAN,
+        &*PAUSE,
         &*RENEW,
         &*inspect::INSPECT,
     ];

@@ -1,0 +1,132 @@
+//! # Outbound: a fleet that calls a rate-limited API waits its turn together
+//!
+//! The other side of rate limiting: a service that *calls* an API with limits of its own. An LLM provider
+//! allows an organisation 500 requests and 200,000 tokens a minute; a partner, 10 calls a second. Every
+//! instance of the service shares that one allowance. [`Limiter::turn`](crate::Limiter::turn) keeps the
+//! whole fleet to it: each call waits for its slot in one line kept in Redis, and the upstream's answers
+//! teach every node when to hold back.
+//!
+//! ## A partner API with a fixed quota, by hand (reqwest)
+//!
+//! A [`LeakyBucket`](crate::Algorithm::LeakyBucket) spaces the calls: `max` a `window`, one slot every
+//! `window / max`, the fleet's slots handed out in the order calls reach Redis. Configure it at the
+//! upstream's published limit; [`max_wait`](crate::Rule::max_wait) is each call's deadline.
+//!
+//! ```no_run
+//! use limiter_runtime::{Algorithm, Limiter, RateLimited, Rule};
+//! use std::time::Duration;
+//!
+//! # struct Client; struct Response;
+//! # impl Client { async fn send(&self) -> Response { Response } }
+//! # impl Response {
+//! #     fn status(&self) -> u16 { 200 }
+//! #     fn headers(&self) -> Vec<(&'static str, &'static str)> { Vec::new() }
+//! # }
+//! async fn call_partner(limiter: &Limiter, client: &Client, org: &str) -> Result<Response, RateLimited> {
+//!     let partner = Rule::new()
+//!         .prefix("partner:")
+//!         .algorithm(Algorithm::LeakyBucket)
+//!         .max(10)
+//!         .window(Duration::from_secs(1))
+//!         .max_wait(Duration::from_secs(30));
+//!     // Wait: fleet-wide, in order; past 30 s, `RateLimited` says how long it would have waited.
+//!     let turn = limiter.turn(&partner, org).await?;
+//!     // Send.
+//!     let response = client.send().await;
+//!     // Tell the fleet what the partner answered: a 429 pauses the key on every node.
+//!     if let Err(error) = turn.answered(response.status(), response.headers()).await {
+//!         tracing::warn!(%error, "the pause could not reach Redis");
+//!     }
+//!     Ok(response)
+//! }
+//! ```
+//!
+//! With reqwest, `answered(response.status().as_u16(), response.headers())`: any `(name, value)` pairs
+//! will do, an `http::HeaderMap` among them.
+//!
+//! What the wait promises:
+//! - **In order, across the fleet.** Redis gives each call the next free slot as it reaches it; no node's
+//!   burst passes the limit and none starves another (three nodes × 32 callers sharing 10 calls a second
+//!   each sent a third, `tests/tests/outbound.rs`).
+//! - **Within a node, by priority.** [`turn_with`](crate::Limiter::turn_with) takes a
+//!   [`Priority`](crate::Priority): the slots a node holds go to its most important waiting call first, then
+//!   in the order calls came. A lower call moves one slot later for each one that passes it, and fails if
+//!   that passes its deadline.
+//! - **A caller that gives up gives its slot back.** Drop the future (a timeout, a cancelled request) and
+//!   the slot returns to the line: exact, in any order (see [`Reservation`](crate::Reservation)).
+//! - **No call is sent while its key is paused**, once its node has heard of the pause (milliseconds:
+//!   the announcement on Redis's channel); Redis refuses every call of the key until the pause ends.
+//! - **Refused, it waits and asks again** (tokens short, a pause, no slot within `max_wait`), while its
+//!   deadline allows.
+//!
+//! ## Learning from the upstream
+//!
+//! [`Turn::answered`](crate::Turn::answered) reads the answer:
+//! - a 429 or a 503 pauses the key on every node until its `Retry-After` (seconds or an HTTP date; else the
+//!   reset its quota fields give; else one second);
+//! - quota fields that leave nothing (`RateLimit: "default";r=0;t=3` of the IETF draft, the older
+//!   `RateLimit-Remaining`/`-Reset`, `X-RateLimit-Remaining`/`-Reset` with seconds, a Unix time or a
+//!   duration such as `6m0s`) pause it until their reset, whatever the local count thought;
+//! - anything else teaches nothing.
+//!
+//! A pause is one script call in Redis (the key's block, as a ban's: `"<until>:<status>:u"`) and one
+//! message. [`inspect`](crate::Limiter::inspect) shows it: `blocked_for` and `paused` (the status, or 0
+//! for quota fields); the metric `limiter_upstream_refusals_total{prefix, status}` counts the 429s and 503s.
+//! When the upstream lowers its limit, each 429 pauses the fleet for its `Retry-After`: it sends less than
+//! the new limit until an operator lowers `max` ([`set_override`](crate::Limiter::set_override)).
+//!
+//! ## An LLM: requests and tokens in one call
+//!
+//! The first limit is the upstream's (what a pause holds); the tokens beside it are reserved with an
+//! estimate and settled with the real count:
+//!
+//! ```
+//! use limiter_runtime::{Algorithm, Limiter, Rule};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let limiter = Limiter::in_memory();
+//! let requests = Rule::new()
+//!     .prefix("llm:requests:")
+//!     .algorithm(Algorithm::LeakyBucket)
+//!     .max(500)
+//!     .window(Duration::from_secs(60))
+//!     .max_wait(Duration::from_secs(30));
+//! let tokens = Rule::new()
+//!     .prefix("llm:tokens:")
+//!     .algorithm(Algorithm::TokenBucket)
+//!     .max(200_000)
+//!     .window(Duration::from_secs(60));
+//! let turn = limiter
+//!     .turn_all([(&requests, "acme", 1), (&tokens, "acme", 4_000)])
+//!     .await
+//!     .unwrap();
+//! // ... send the prompt; the answer says it used 1,250 tokens:
+//! turn.settle(&[1, 1_250]).await;
+//! assert_eq!(limiter.inspect(&tokens, "acme").await.unwrap().remaining, 198_750);
+//! # }
+//! ```
+//!
+//! ## The attribute on the client function
+//!
+//! `#[rate_limit(key = org, window = 60, max = 500, algorithm = leaky_bucket, mode = wait, max_wait = "30s")]`
+//! on the function that calls the upstream waits for the call's slot in the same fleet-wide line, and a call
+//! dropped while it waits gives its slot back (without `algorithm = leaky_bucket`, the one algorithm that
+//! hands out slots, the attribute says to add it). The attribute cannot read the upstream's answer: to learn
+//! from 429s, call [`turn`](crate::Limiter::turn) and [`answered`](crate::Turn::answered) in the body's
+//! place.
+//!
+//! ## When Redis fails
+//!
+//! Waiting calls that hold a slot keep it. Calls that ask while Redis cannot answer are decided by their
+//! `on_error`, with one change: `open` is taken as `local`, so a node releases its waiting calls at its own
+//! share of the rate, never all at once. Use `on_error = local` (the same, said) for outbound limits;
+//! `closed` refuses while Redis is down, and each caller retries until its deadline.
+//!
+//! ## What is not promised
+//!
+//! The slots start `window / max` apart on Redis's clock, so a fleet at the upstream's published limit sends
+//! no more than `max` in any window of that length *as the slots start*. A call sent late (its task
+//! scheduled late, a slow connection) may land next to the following one; an upstream that counts strict
+//! windows of its own may then refuse one call, which pauses the fleet until its `Retry-After`. In the test
+//! above, no call of 140 met a 429 over 15 s.
