@@ -78,6 +78,7 @@ async fn answer(
     if admitted {
         seen.count += 1;
         return Response::builder()
+            .header("x-tokens-used", "10")
             .header(
                 "x-ratelimit-remaining",
                 (seen.limit - seen.count).to_string(),
@@ -564,4 +565,92 @@ async fn the_attributes_callers_that_give_up_give_their_slots_back() {
             );
         })
         .await;
+}
+
+/// The client layer: requests through a hyper-util client wait their turn (spaced at the upstream's rate,
+/// none refused), their tokens settle to what the answer says, and a 429 pauses the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_layer_waits_sends_learns_and_settles() {
+    use limiter_runtime::tower::{OutboundError, OutboundLayer};
+    use tower_service::Service;
+
+    let server = RedisServer::start();
+    let limiter = server.limiter();
+    let upstream = Upstream::start(10).await;
+    let tokens = Rule::new()
+        .prefix("out:layer:tokens:")
+        .algorithm(Algorithm::TokenBucket)
+        .max(10_000)
+        .window(Duration::from_secs(3600));
+    let layer = OutboundLayer::by_host(&limiter, partner("out:layer:", Duration::from_secs(5)))
+        .tokens(
+            tokens.clone(),
+            |_| 100,
+            |answer| {
+                answer
+                    .headers
+                    .get("x-tokens-used")?
+                    .to_str()
+                    .ok()?
+                    .parse()
+                    .ok()
+            },
+        );
+    let client = tower_layer::Layer::layer(&layer, client());
+    let mut callers = Vec::new();
+    for _ in 0..15 {
+        let (mut client, uri) = (client.clone(), format!("{}/acme", upstream.url));
+        callers.push(tokio::spawn(async move {
+            let request = http::Request::get(uri).body(Body::empty()).unwrap();
+            std::future::poll_fn(|cx| client.poll_ready(cx))
+                .await
+                .unwrap();
+            client.call(request).await.map(|response| response.status())
+        }));
+    }
+    for caller in callers {
+        assert_eq!(caller.await.unwrap().unwrap(), StatusCode::OK);
+    }
+    let arrivals = upstream.arrivals();
+    assert_eq!(arrivals.len(), 15);
+    for pair in arrivals.windows(2) {
+        assert!(
+            pair[1].0 - pair[0].0 >= Duration::from_millis(80),
+            "{arrivals:?}"
+        );
+    }
+    // Each reserved 100 tokens and used 10: the rest came back.
+    let left = limiter
+        .inspect(&tokens, "127.0.0.1")
+        .await
+        .unwrap()
+        .remaining;
+    assert!((9_850..=9_860).contains(&left), "{left}"); // and a few refilled meanwhile
+                                                        // The upstream refuses: the host pauses for its Retry-After, and a request that cannot wait that long
+                                                        // is refused before it is sent.
+    upstream.set_limit(0, 30);
+    let mut client = client.clone();
+    let uri = format!("{}/acme", upstream.url);
+    let answer = client
+        .call(http::Request::get(&uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+    let refused = client
+        .call(http::Request::get(&uri).body(Body::empty()).unwrap())
+        .await;
+    match refused {
+        Err(OutboundError::Limited(limited)) => {
+            assert!(
+                limited.retry_after() > Duration::from_secs(25),
+                "{limited:?}"
+            )
+        }
+        other => panic!("{:?}", other.map(|response| response.status())),
+    }
+    assert_eq!(
+        upstream.arrivals().len(),
+        16,
+        "the refused request was not sent"
+    );
 }

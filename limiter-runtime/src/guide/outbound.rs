@@ -114,7 +114,16 @@
 //! dropped while it waits gives its slot back (without `algorithm = leaky_bucket`, the one algorithm that
 //! hands out slots, the attribute says to add it). The attribute cannot read the upstream's answer: to learn
 //! from 429s, call [`turn`](crate::Limiter::turn) and [`answered`](crate::Turn::answered) in the body's
-//! place.
+//! place, or put the client layer on the client.
+//!
+//! ## The client layer
+//!
+//! With the feature `tower`, [`OutboundLayer`](crate::tower::OutboundLayer) does it all for any
+//! `Service<http::Request<B>>` (a hyper-util client, a tonic channel): it waits for the request's turn
+//! (keyed by its host, or any function of the request), sends it, tells the fleet what the answer taught,
+//! and settles the tokens the answer reports (`.tokens(rule, estimate, used)`). A request whose turn does
+//! not come within its deadline fails with [`OutboundError::Limited`](crate::tower::OutboundError::Limited),
+//! unsent.
 //!
 //! ## When Redis fails
 //!

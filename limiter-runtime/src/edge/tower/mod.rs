@@ -13,6 +13,9 @@
 //! limit decided while serving it: the layer's own, and those of the annotated handlers (and plain API calls)
 //! behind it. See [`crate::http`] for the fields.
 //!
+//! For a client, [`OutboundLayer`] makes each request wait its turn under an upstream's limit, fleet-wide
+//! ([`outbound`]).
+//!
 //! ```
 //! use std::net::SocketAddr;
 //! use std::time::Duration;
@@ -41,10 +44,12 @@
 mod forwarded;
 mod key;
 mod layer;
+pub mod outbound;
 mod response;
 mod service;
 
 pub use self::key::Key;
 pub use self::layer::RateLimitLayer;
+pub use self::outbound::{Outbound, OutboundError, OutboundLayer};
 pub use self::response::ResponseBody;
 pub use self::service::{RateLimitService, ResponseFuture};
