@@ -203,6 +203,14 @@ async fn three_nodes_share_an_upstreams_allowance_without_its_429s() {
         "{refused} of {} calls met a 429",
         after_first.len()
     );
+    // Never more than the limit in any second, as the upstream saw them arrive.
+    for (k, (at, _)) in arrivals.iter().enumerate() {
+        let within = arrivals[k..]
+            .iter()
+            .take_while(|(later, _)| *later < *at + Duration::from_secs(1))
+            .count();
+        assert!(within <= 10, "{within} calls within a second from {at:?}");
+    }
     let allowance = 10 * (run.as_secs() - 1);
     assert!(
         admitted as u64 * 10 >= allowance * 9,

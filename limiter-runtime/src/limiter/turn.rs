@@ -140,10 +140,20 @@ impl Limiter {
     }
 }
 
+/// How much later than its slot a call may leave without landing in the same window of the upstream as the
+/// call `max` slots after it: a leaky bucket's slots for calls to an upstream are spaced over its window and
+/// this much more (1% of a one-second window; nothing worth counting of a minute's).
+pub(crate) const SEND_TOLERANCE: Duration = Duration::from_millis(10);
+
 /// Makes a call's limits those of a call to an upstream: each reads its key's block (where a pause is kept),
-/// spends nothing from a lease (which would not see one), and fails to its node's share rather than open.
+/// spends nothing from a lease (which would not see one), and fails to its node's share rather than open. A
+/// leaky bucket spaces its slots over its window and [`SEND_TOLERANCE`]: `max` calls that each leave up to
+/// that late never land in one window of the upstream's.
 fn outbound(call: &mut Call<'static>) {
     call.each_limit(|limit| {
+        if limit.algorithm == crate::Algorithm::LeakyBucket {
+            limit.terms.window += SEND_TOLERANCE.as_micros() as u64;
+        }
         limit.penalty.get_or_insert(Penalty::READS_BLOCKS);
         limit.lease = None;
         if limit.on_error == OnError::Open {
