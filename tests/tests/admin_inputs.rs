@@ -316,6 +316,7 @@ async fn a_inspected(limiter: &Limiter, rule: &Rule, key: &str) -> Value {
         "in_flight": state.in_flight,
         "blocked_ms": state.blocked_for.as_millis() as u64,
         "banned": state.banned,
+        "paused": state.paused,
         "offences": state.offences,
         "ceilings": state.ceilings.iter().map(|c| json!({
             "priority": c.priority.as_str(),

@@ -314,3 +314,34 @@ fn requests_a_layers_key_finds_nothing_in_are_counted() {
         );
     }
 }
+
+/// An upstream's refusals a turn was told of are counted by prefix and status: a 429 and a 503, not a 200.
+#[test]
+fn upstream_refusals_are_counted_by_prefix_and_status() {
+    let recorded = Recorded::default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    metrics::with_local_recorder(&recorded, || {
+        runtime.block_on(async {
+            let limiter = Limiter::in_memory();
+            let rule = Rule::new()
+                .prefix("partner:")
+                .algorithm(limiter_runtime::Algorithm::LeakyBucket)
+                .max(1_000)
+                .max_wait(Duration::from_secs(1));
+            for (key, status) in [("a", 429), ("b", 503), ("c", 200), ("d", 429)] {
+                let turn = limiter.turn(&rule, key).await.unwrap();
+                turn.answered(status, [("retry-after", "1")]).await.unwrap();
+            }
+        })
+    });
+    let recorded = recorded.0.lock().unwrap().clone();
+    let get = |key: &str| recorded.get(key).copied().unwrap_or(0);
+    let refusals =
+        |status| format!("limiter_upstream_refusals_total{{prefix=partner:,status={status}}}");
+    assert_eq!(get(&refusals(429)), 2, "{recorded:#?}");
+    assert_eq!(get(&refusals(503)), 1, "{recorded:#?}");
+    assert_eq!(get(&refusals(200)), 0, "{recorded:#?}");
+}

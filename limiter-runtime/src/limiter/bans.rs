@@ -133,6 +133,7 @@ impl Limiter {
                     key: crate::key::unescaped(key),
                     remaining: Duration::from_micros(remaining),
                     banned: block.banned,
+                    paused: block.upstream,
                     offences: block.offences,
                 })
             })

@@ -73,8 +73,12 @@ pub struct Ban {
     pub key: String,
     /// What is left of it.
     pub remaining: Duration,
-    /// Whether an operator banned the key ([`Limiter::ban`](crate::Limiter::ban)); else a penalty blocked it.
+    /// Whether an operator banned the key ([`Limiter::ban`](crate::Limiter::ban)); else a penalty blocked it,
+    /// or an upstream paused it.
     pub banned: bool,
+    /// The status an upstream answered when it paused the key ([`Turn::answered`](crate::Turn::answered)):
+    /// 429, 503, or 0 for quota fields that left nothing; `None` for a ban or a penalty's block.
+    pub paused: Option<u16>,
     /// The key's offences its penalty still counts.
     pub offences: u32,
 }

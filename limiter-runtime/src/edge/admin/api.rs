@@ -129,6 +129,7 @@ pub(super) async fn inspect(
             "deny_cached": state.deny_cached,
             "blocked_ms": ms(state.blocked_for),
             "banned": state.banned,
+            "paused": state.paused,
             "offences": state.offences,
             "ceilings": state.ceilings.iter().map(|c| json!({
                 "priority": c.priority.as_str(),

@@ -35,6 +35,7 @@ pub(super) async fn bans(
                         "key": b.key,
                         "remaining_ms": ms(b.remaining),
                         "banned": b.banned,
+                        "paused": b.paused,
                         "offences": b.offences,
                     })
                 })
