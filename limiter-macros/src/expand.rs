@@ -429,6 +429,9 @@ fn rule(args: &Args, krate: &TokenStream) -> TokenStream {
     if let Some(name) = &args.algorithm {
         let variant = Ident::new(&camel_case(&name.to_string()), name.span());
         rule = quote!(#rule.algorithm(#krate::Algorithm::#variant));
+    } else if args.wait.as_ref().is_some_and(|mode| mode.value) {
+        // `mode = wait` is the leaky bucket's: the one algorithm that hands out slots.
+        rule = quote!(#rule.algorithm(#krate::Algorithm::LeakyBucket));
     }
     // After the algorithm: a period is the calendar's (`algorithm = fixed_window` beside it says as much).
     if let Some(period) = &args.period {

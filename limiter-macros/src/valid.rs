@@ -35,9 +35,14 @@ fn validate_one(args: &Args) -> syn::Result<()> {
     // First: what a rate needs (`burst`, `mode = wait`, a lease) is wrong beside a period whatever the
     // algorithm, and saying which algorithm it needs would send the user the wrong way.
     validate_calendar(args)?;
-    let algorithm = args.algorithm.as_ref().map(ToString::to_string);
+    let waits = args.wait.as_ref().is_some_and(|mode| mode.value);
+    let written = args.algorithm.as_ref().map(ToString::to_string);
+    // `mode = wait` without an algorithm is the leaky bucket's, the one algorithm that hands out slots.
+    let algorithm = written
+        .clone()
+        .or_else(|| waits.then(|| "leaky_bucket".to_owned()));
     // "add `algorithm = x`" when none is written, "not `algorithm = y`" when another one is.
-    let fix = |needed: &str| match &algorithm {
+    let fix = |needed: &str| match &written {
         Some(other) => format!("it applies to `algorithm = {needed}`, not `algorithm = {other}`"),
         None => format!("add `algorithm = {needed}`"),
     };
@@ -52,7 +57,6 @@ fn validate_one(args: &Args) -> syn::Result<()> {
             ));
         }
     }
-    let waits = args.wait.as_ref().is_some_and(|mode| mode.value);
     if let Some(mode) = args.wait.as_ref().filter(|mode| mode.value) {
         if algorithm.as_deref() != Some("leaky_bucket") {
             return Err(syn::Error::new(
@@ -100,8 +104,11 @@ fn validate_one(args: &Args) -> syn::Result<()> {
 /// Checks that a limit that keeps shares for calls of a higher priority has calls of more than one priority, and
 /// room to keep them in (a leaky bucket that does not wait has one slot).
 fn validate_reserve(args: &Args) -> syn::Result<()> {
-    let leaky = args.algorithm.as_ref().map(ToString::to_string).as_deref() == Some("leaky_bucket");
     let waits = args.wait.as_ref().is_some_and(|mode| mode.value);
+    let leaky = match &args.algorithm {
+        Some(algorithm) => algorithm == "leaky_bucket",
+        None => waits,
+    };
     if let (Some(reserve), true, false) = (&args.reserve, leaky, waits) {
         return Err(syn::Error::new(
             reserve.span,

@@ -70,7 +70,7 @@
 //! | `algorithm = ...` | `sliding_log`, `fixed_window`, `sliding_window`, `token_bucket` or `leaky_bucket` (see [`algorithms`](super::algorithms)) | `sliding_log` |
 //! | `burst = 20` | with `algorithm = token_bucket`: the bucket's capacity | `max` |
 //! | `cost = <expr>` | the weight of one call, an unsigned integer computed from the arguments (see [Costs](#costs)) | 1 |
-//! | `mode = wait` | with `algorithm = leaky_bucket`: wait for the call's slot instead of refusing the call (see [Waiting for a slot](#waiting-for-a-slot)) | `reject` |
+//! | `mode = wait` | a leaky bucket's (its algorithm when none is written): wait for the call's slot instead of refusing the call, giving the slot back if the caller gives up (see [Waiting for a slot](#waiting-for-a-slot)) | `reject` |
 //! | `max_wait = "2s"` | with `mode = wait`: the longest wait; a call whose slot is further away is refused | the window |
 //! | `lease = 50` | with `algorithm = token_bucket` or `fixed_window`, on Redis: units a node takes at once and spends in memory (see [`hot_keys`](super::hot_keys)) | no lease |
 //! | `lease_ttl = "100ms"` | with `lease`: how long a node may spend a lease | 100 ms |

@@ -1,4 +1,5 @@
-//! Every algorithm, `burst`, `cost`, `mode = wait`, `max_wait`, `lease` and `lease_ttl`.
+//! Every algorithm, `burst`, `cost`, `mode = wait` (with or without `algorithm`), `max_wait`, `lease` and
+//! `lease_ttl`.
 use limiter_runtime::{rate_limit, Limiter, RateLimited};
 
 #[rate_limit(algorithm = sliding_log, max = 2, prefix = "log:")]
@@ -31,6 +32,12 @@ async fn shaped() -> Result<(), RateLimited> {
     Ok(())
 }
 
+// `mode = wait` is the leaky bucket's: without `algorithm`, it is the one.
+#[rate_limit(max = 100, window = "1s", mode = wait, max_wait = "15ms", prefix = "waits:")]
+async fn waits() -> Result<(), RateLimited> {
+    Ok(())
+}
+
 // A lease applies on Redis; in memory the limit counts as written.
 #[rate_limit(algorithm = token_bucket, max = 2, window = "1h", lease = 50, lease_ttl = "250ms", prefix = "leased:")]
 async fn leased() -> Result<(), RateLimited> {
@@ -55,6 +62,8 @@ async fn main() {
             // Slots every 10 ms: of three concurrent calls the first runs now, the second waits 10 ms, the third
             // would wait 20 ms, past `max_wait`.
             let (a, b, c) = tokio::join!(shaped(), shaped(), shaped());
+            assert!(a.is_ok() && b.is_ok() && c.is_err());
+            let (a, b, c) = tokio::join!(waits(), waits(), waits());
             assert!(a.is_ok() && b.is_ok() && c.is_err());
             assert_eq!(upload("ada", vec![0; 7]).await.unwrap(), 7);
             assert!(upload("ada", vec![0; 4]).await.is_err());
