@@ -83,6 +83,7 @@
 //! ## The plain API and the layer
 //!
 //! ```
+//! # #[cfg(feature = "tower")]
 //! use limiter_runtime::tower::{Key, RateLimitLayer};
 //! use limiter_runtime::{Limiter, Priority, Rule, Verdict};
 //!
@@ -102,12 +103,14 @@
 //! assert!(decisions.iter().all(|d| d.allowed));
 //!
 //! // The layer reads each request's priority from its head: a header, its route, an extension.
+//! # #[cfg(feature = "tower")]
 //! let layer = RateLimitLayer::new(&limiter, [rule], Key::header("x-api-key")).priority(|request| {
 //!     match request.uri.path().starts_with("/checkout") {
 //!         true => Priority::Critical,
 //!         false => Priority::Normal,
 //!     }
 //! });
+//! # #[cfg(feature = "tower")]
 //! # let _ = layer;
 //! # }
 //! ```

@@ -155,9 +155,13 @@ impl Limiter {
         let call = self.named(&rule, &key);
         let limit = &call.limits()[0];
         let (peek, at, deny_cached) = self.pipeline.backend.operations().inspect(limit).await?;
-        // A key's block: a penalty's, a ban's, or an upstream's pause (read by the calls that wait their turn
-        // whatever their rule).
-        let block = self.pipeline.backend.operations().block(limit).await?;
+        // A key's block, where its calls read one: under a penalty, while a ban is in force under its policy,
+        // or while an upstream's pause this node heard of is (else an inspection stays one read).
+        let paused = self.pipeline.overrides.pauses.until(&limit.key).is_some();
+        let block = match limit.penalty.is_some() || paused {
+            true => self.pipeline.backend.operations().block(limit).await?,
+            false => None,
+        };
         let blocked_for = block.and_then(|block| block.remaining(at)).unwrap_or(0);
         // The reserves in force: an override's, else the rule's (as the call was built).
         let key = limit.key.parts();

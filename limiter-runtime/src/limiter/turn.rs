@@ -37,9 +37,9 @@ impl Limiter {
     /// the upstream's own (what [`Turn::answered`] pauses), say requests a minute, and the others beside it,
     /// say tokens a minute reserved with an estimate ([`Turn::settle`] gives back what was not used).
     ///
-    /// The call waits for its slot, fleet-wide, up to the longest `max_wait` of its limits (its deadline);
-    /// refused by a limit (no slot within it, tokens short, a pause), it waits as long as it is told and asks
-    /// again, while that is within its deadline; past it, it fails with [`RateLimited`], whose
+    /// The call waits for its slot, fleet-wide, up to the longest `max_wait` of its limits (its deadline; the
+    /// longest window when none has one); refused by a limit (no slot within it, tokens short, a pause), it
+    /// waits as long as it is told and asks again, while that is within its deadline; past it, it fails with [`RateLimited`], whose
     /// [`retry_after`](RateLimited::retry_after) says how long it would have waited. Dropped while it
     /// waits, it gives back what it was charged. A limit that would fail open while Redis cannot answer fails
     /// to its node's share instead ([`OnError::Local`]): a fleet never releases its waiting calls all at once.
@@ -111,7 +111,8 @@ impl Limiter {
                     }
                     // Spread over a slot: the refused callers of every node ask again in no fixed order,
                     // so each node wins slots in proportion to its callers, not by whose timer fires first.
-                    tokio::time::sleep_until((again + spread(&call)).into()).await;
+                    let asks_at = (again + spread(&call)).min(deadline);
+                    tokio::time::sleep_until(asks_at.into()).await;
                     continue;
                 }
             };
@@ -171,10 +172,20 @@ fn spread(call: &Call<'_>) -> Duration {
     Duration::from_micros(random % slot.max(1))
 }
 
-/// Returns how long a call may wait for its turn: the longest `max_wait` of its limits.
+/// Returns how long a call may wait for its turn: the longest `max_wait` of its limits, or, when none waits,
+/// the longest window (a call refused asks again as told until then).
 fn patience(call: &Call<'_>) -> Duration {
-    let longest = call.limits().iter().map(|limit| limit.terms.max_wait).max();
-    Duration::from_micros(longest.unwrap_or(0))
+    let limits = call.limits().iter();
+    let longest = limits
+        .clone()
+        .map(|limit| limit.terms.max_wait)
+        .max()
+        .unwrap_or(0);
+    let window = limits.map(|limit| limit.terms.window).max().unwrap_or(0);
+    match longest {
+        0 => Duration::from_micros(window) + SEND_TOLERANCE,
+        longest => Duration::from_micros(longest),
+    }
 }
 
 /// Returns the refusal of a call that would wait `wait` for its turn (past its deadline), by its limit `i`
