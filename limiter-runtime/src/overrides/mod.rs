@@ -166,8 +166,8 @@ impl Overrides {
     }
 
     /// Installs every override, the switch of every runtime and the bans noted (prefix, until) as read from
-    /// Redis at `version`, unless a change was applied here since `mark` (the read may be older than the
-    /// table: the next look reads again); says whether the table moved to another version.
+    /// Redis at `version`, and says whether the table moved to another version; `None`, installing nothing,
+    /// when a change was applied here since `mark` (the read may be older than the table: read again).
     pub(crate) fn install(
         &self,
         mark: Mark,
@@ -175,17 +175,17 @@ impl Overrides {
         on_everywhere: bool,
         banning: Vec<(String, u64)>,
         version: u64,
-    ) -> bool {
+    ) -> Option<bool> {
         let mut seen = self.lock_version();
         if Mark(seen.changes) != mark {
-            return false;
+            return None;
         }
         self.table.replace(overrides);
         self.banning.replace(banning);
         self.switch.turn_everywhere(on_everywhere);
         let moved = seen.version != version;
         seen.version = version;
-        moved
+        Some(moved)
     }
 
     /// Returns the version of the Redis hash the table holds.
@@ -243,8 +243,14 @@ mod tests {
         assert_eq!(overrides.announced(&Change::Switch(false), 5), Ok(true));
         assert!(!overrides.is_enabled() && overrides.is_enabled_here());
         let mark = overrides.mark();
-        assert!(overrides.install(mark, Vec::new(), true, Vec::new(), 9));
-        assert!(!overrides.install(mark, Vec::new(), true, Vec::new(), 9));
+        assert_eq!(
+            overrides.install(mark, Vec::new(), true, Vec::new(), 9),
+            Some(true)
+        );
+        assert_eq!(
+            overrides.install(mark, Vec::new(), true, Vec::new(), 9),
+            Some(false)
+        );
         assert_eq!((overrides.version(), overrides.len()), (9, 0));
         assert!(overrides.is_enabled());
     }
@@ -257,12 +263,18 @@ mod tests {
         let mark = overrides.mark();
         // The reload's HGETALL answers the hash as it was, at version 0; meanwhile the change goes through.
         overrides.apply(&Change::Set(Override::key("p:", "vip").max(100)), Some(1));
-        assert!(!overrides.install(mark, Vec::new(), true, Vec::new(), 0));
+        assert_eq!(
+            overrides.install(mark, Vec::new(), true, Vec::new(), 0),
+            None
+        );
         assert_eq!(overrides.lookup("p:", "vip").unwrap().max, Some(100));
         assert_eq!(overrides.version(), 1);
         // A read marked after it installs, even a version that went back (a Redis that lost its data).
         let mark = overrides.mark();
-        assert!(overrides.install(mark, Vec::new(), true, Vec::new(), 0));
+        assert_eq!(
+            overrides.install(mark, Vec::new(), true, Vec::new(), 0),
+            Some(true)
+        );
         assert_eq!((overrides.version(), overrides.len()), (0, 0));
     }
 }

@@ -157,6 +157,9 @@ async fn read_version(overrides: &Overrides, redis: &RedisBackend) -> bool {
     }
 }
 
+/// How many times a reload reads the hash again when a change of this node's landed during its read.
+const READS: usize = 3;
+
 /// Loads every override from Redis, and the version they are at; `false` once the limiter is gone.
 pub(in crate::backend::redis) async fn reload(
     overrides: &Weak<Overrides>,
@@ -171,10 +174,26 @@ pub(in crate::backend::redis) async fn reload(
     let Ok(mut connection) = redis.connection() else {
         return true;
     };
+    // A read that a change of this node's overtook is older than the table: read again (the next look would
+    // be the backstop's, seconds away).
+    for _ in 0..READS {
+        if !read_whole(&overrides, &redis, &mut connection).await {
+            break;
+        }
+    }
+    true
+}
+
+/// Reads the whole hash and installs it; says whether a change applied here meanwhile made the read stale.
+async fn read_whole(
+    overrides: &Overrides,
+    redis: &RedisBackend,
+    connection: &mut crate::backend::redis::wire::connection::Connection,
+) -> bool {
     let mark = overrides.mark();
     let mut read = redis::cmd("HGETALL");
     read.arg(OVERRIDES);
-    let fields = read.query_async::<Vec<(String, String)>>(&mut connection);
+    let fields = read.query_async::<Vec<(String, String)>>(connection);
     match tokio::time::timeout(CHANGE_DEADLINE, fields).await {
         Ok(Ok(fields)) => {
             let (mut version, mut on_everywhere) = (0, true);
@@ -207,14 +226,16 @@ pub(in crate::backend::redis) async fn reload(
                     }
                 }
             }
-            if overrides.install(mark, all, on_everywhere, banning, version) {
-                redis.forget_denials();
+            match overrides.install(mark, all, on_everywhere, banning, version) {
+                Some(true) => redis.forget_denials(),
+                Some(false) => {}
+                None => return true,
             }
         }
         Ok(Err(error)) => tracing::debug!(%error, "rate limiter: could not load the overrides"),
         Err(_) => tracing::debug!("rate limiter: loading the overrides timed out"),
     }
-    true
+    false
 }
 
 #[cfg(test)]
