@@ -3,11 +3,13 @@
 //! and the tower layer). It travels as itself to the store and back; what was decided ([`Ruling`]) and what is
 //! given back refer to it, limit by limit.
 
+mod one_or_many;
 mod ruling;
 
+pub(crate) use self::one_or_many::OneOrMany;
 pub(crate) use self::ruling::{Charged, LimitRuling, Ruling};
 
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,64 +23,6 @@ use crate::{Decision, OnError, Penalty, Priority, Rule};
 
 /// How long a permit in flight lives in Redis unless renewed, by default.
 pub(crate) const IN_FLIGHT_TTL: Duration = Duration::from_secs(30);
-
-/// One value, or several: a call of one limit (the common call) keeps its limit, and its answer, inline.
-#[derive(Debug, Clone)]
-pub(crate) enum OneOrMany<T> {
-    One(T),
-    Many(Vec<T>),
-}
-
-impl<T> Deref for OneOrMany<T> {
-    type Target = [T];
-
-    #[inline]
-    fn deref(&self) -> &[T] {
-        match self {
-            OneOrMany::One(one) => std::slice::from_ref(one),
-            OneOrMany::Many(many) => many,
-        }
-    }
-}
-
-impl<T> DerefMut for OneOrMany<T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut [T] {
-        match self {
-            OneOrMany::One(one) => std::slice::from_mut(one),
-            OneOrMany::Many(many) => many,
-        }
-    }
-}
-
-impl<T> FromIterator<T> for OneOrMany<T> {
-    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-        let mut iter = iter.into_iter();
-        let Some(first) = iter.next() else {
-            return OneOrMany::Many(Vec::new());
-        };
-        match iter.next() {
-            None => OneOrMany::One(first),
-            Some(second) => {
-                let mut many = Vec::with_capacity(2 + iter.size_hint().0);
-                many.push(first);
-                many.push(second);
-                many.extend(iter);
-                OneOrMany::Many(many)
-            }
-        }
-    }
-}
-
-impl<T> OneOrMany<T> {
-    /// Returns each value, made by `f` of each of these.
-    pub(crate) fn map<U>(&self, f: impl FnMut(&T) -> U) -> OneOrMany<U> {
-        match self {
-            OneOrMany::One(one) => OneOrMany::One({ f }(one)),
-            OneOrMany::Many(many) => OneOrMany::Many(many.iter().map(f).collect()),
-        }
-    }
-}
 
 /// A rule a call holds: borrowed from where it lives (an annotated function's resolved rules, a
 /// [`Limit`](crate::Limit), a layer, the caller's frame), or shared, for a call that outlives its caller (a

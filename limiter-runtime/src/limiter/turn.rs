@@ -103,9 +103,10 @@ impl Limiter {
                     if again > deadline {
                         // Its deadline spent: the refusal says a wait, never none (a denial this node
                         // held may end as it is read).
-                        let wait = refused.retry_after().max(Duration::from_millis(1));
                         return Err(match refused.retry_after().is_zero() {
-                            true => refusal(&call, None, wait, Verdict::Limited),
+                            true => {
+                                refusal(&call, None, Duration::from_millis(1), Verdict::Limited)
+                            }
                             false => refused,
                         });
                     }
