@@ -2,21 +2,23 @@
 //! same script call as the count, on real Redis from two runtimes and in memory: a flood of `Normal` calls
 //! leaves the `Critical` share free; reserves nest over four priorities; a limit in flight keeps permits for
 //! `Critical` calls; a stacked call refused by a reserve is charged nothing; a refusal for a reserve is not an
-//! offence; a lease taken for `Normal` calls never spends the reserve; `on_error = local` keeps the
-//! proportions; and the tower layer reads the priority from a header, its quota fields counting against the
-//! request's own ceiling. (On a Cluster: `cluster.rs`.)
+//! offence; a cost above its priority's ceiling (within `max`) is too large; a lease taken for `Normal` calls
+//! never spends the reserve; `on_error = local` keeps the proportions, on one node and on each of three; and
+//! the tower layer reads the priority from a header, its quota fields counting against the request's own
+//! ceiling. (On a Cluster: `cluster.rs`.)
 
 mod fields;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
 use limiter_runtime::tower::{Key, RateLimitLayer};
-use limiter_runtime::{Algorithm, Limiter, OnError, Override, Penalty, Priority, Rule, Verdict};
+use limiter_runtime::{
+    Algorithm, Clock, FakeClock, Limiter, OnError, Override, Penalty, Permit, Priority, Reason,
+    Rule, Verdict,
+};
 use tests::http::request_with;
 use tests::priorities::{a_flood_leaves_the_critical_share, calls, Told};
 use tests::RedisServer;
@@ -156,6 +158,14 @@ async fn flood(
 
 /// `in_flight = 10` with 2 kept for `Critical`: never more than 8 calls below `Critical` hold a permit at once,
 /// from two runtimes, and a `Critical` call finds one while 8 others run.
+///
+/// Counted exactly: in each round every caller holding no permit asks at once (12 callers below `Critical`, on
+/// two runtimes), and nobody gives a permit back until all have been answered. So what is held when a round's
+/// asking ends is every permit the limit granted and has not taken back: a ninth granted at any moment would
+/// still be held then. With more callers than permits, exactly 8 are held after each round (a `Critical`
+/// permit held meanwhile would count against their ceiling too, so the `Critical` caller asks next, racing
+/// the callers still without one). Then some permits are given back (awaited; a different number each round)
+/// and taken again by the next round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_in_flight_keep_permits_for_critical_calls() {
     let server = RedisServer::start();
@@ -177,40 +187,64 @@ async fn calls_in_flight_keep_permits_for_critical_calls() {
             .await
             .unwrap();
         assert_eq!(critical.decision().remaining, 1);
-        drop((held, critical));
-        tokio::time::sleep(Duration::from_millis(100)).await;
-
-        // Many callers at once, holding their permits a little: at most 8 below critical at any moment,
-        // while a critical caller is never refused.
-        let running = Arc::new(AtomicU64::new(0));
-        let most = Arc::new(AtomicU64::new(0));
-        let mut tasks = Vec::new();
-        for i in 0..12 {
-            let runtime = if i % 2 == 0 { a.clone() } else { b.clone() };
-            let (rule, running, most) = (rule.clone(), Arc::clone(&running), Arc::clone(&most));
-            tasks.push(tokio::spawn(async move {
-                for _ in 0..20 {
-                    if let Ok(permit) = runtime.acquire(&rule, "db").await {
-                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        running.fetch_sub(1, Ordering::SeqCst);
-                        permit.release().await;
-                    }
-                }
-            }));
-        }
-        for _ in 0..20 {
-            let permit = a.acquire_with(&rule, "db", Priority::Critical).await;
-            let permit = permit.expect("a critical call finds a permit");
-            tokio::time::sleep(Duration::from_millis(3)).await;
+        // Each given back before the rounds start: `release` returns once the next call finds it free.
+        for permit in held.into_iter().chain([critical]) {
             permit.release().await;
         }
-        for task in tasks {
-            task.await.unwrap();
+        assert_eq!(a.inspect(&rule, "db").await.unwrap().used, 0);
+
+        // Every caller of 12 without a permit asks at once, on both runtimes, with `priority`.
+        let ask = |from: usize, priority| {
+            (from..12)
+                .map(|i| {
+                    let runtime = if i % 2 == 0 { a.clone() } else { b.clone() };
+                    let rule = rule.clone();
+                    tokio::spawn(async move { runtime.acquire_with(&rule, "db", priority).await })
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut held: Vec<Permit> = Vec::new();
+        for round in 0..10 {
+            let before = held.len();
+            for task in ask(before, Priority::Normal) {
+                match task.await.unwrap() {
+                    Ok(permit) => held.push(permit),
+                    Err(refused) => {
+                        assert_eq!(refused.decision().verdict, Verdict::Reserved, "{refused:?}")
+                    }
+                }
+            }
+            // Exactly the ceiling: a ninth below `Critical` would be held still; fewer would leave a permit
+            // below the ceiling free while callers were refused.
+            assert_eq!(held.len(), 8, "round {round}: {before} held before it");
+            // The `Critical` caller, racing the 4 still without one: it finds a permit, they do not.
+            let critical = ask(11, Priority::Critical).pop().unwrap();
+            for task in ask(8, Priority::Normal) {
+                let refused = task.await.unwrap().unwrap_err();
+                assert_eq!(refused.decision().verdict, Verdict::Reserved, "{refused:?}");
+            }
+            let critical = critical.await.unwrap();
+            let critical = critical.expect("a critical call finds a permit while 8 others run");
+            // The store counts the 8 too: 1 left after the critical one.
+            let decision = critical.decision();
+            assert_eq!(
+                (decision.limit, decision.remaining),
+                (10, 1),
+                "round {round}"
+            );
+            critical.release().await;
+            // Some given back, all at once; each round, a different number.
+            let back: Vec<_> = held
+                .drain(..1 + round % 8)
+                .map(|permit| tokio::spawn(permit.release()))
+                .collect();
+            for task in back {
+                task.await.unwrap();
+            }
         }
-        let most = most.load(Ordering::SeqCst);
-        assert!((1..=8).contains(&most), "{most} normal calls at once");
+        for permit in held {
+            permit.release().await;
+        }
     }
 }
 
@@ -249,28 +283,39 @@ async fn a_stacked_call_refused_by_a_reserve_is_charged_nothing() {
 }
 
 /// A refusal for a share kept above the call is not an offence: no block starts, and the critical calls still
-/// find their share; a refusal of the full limit is, and blocks the key.
+/// find their share; a refusal of the full limit is, and blocks the key. On the fake clock, so that the
+/// refusal's retry is exact.
 #[tokio::test]
 async fn a_refusal_for_a_reserve_is_not_an_offence() {
     let server = RedisServer::start();
-    for (a, _) in deployments(&server) {
+    let clock = FakeClock::new();
+    let memory = Limiter::builder().clock(clock.clone()).build().unwrap();
+    for a in [server.limiter_with_clock(&clock), memory] {
         let rule = Rule::new()
             .prefix("penalized:")
             .max(5)
             .window(Duration::from_secs(60))
             .reserve(Priority::Critical, 40)
             .penalty(Penalty::fixed(Duration::from_secs(60)));
+        // Admitted at 0 s, 1 s and 2 s: the ceiling of 3 (5 less 40% of 5).
+        let start = clock.now();
         for _ in 0..3 {
             assert!(a.check(&rule, "k").await.allowed);
+            clock.advance(Duration::from_secs(1));
         }
-        for _ in 0..3 {
+        clock.advance(Duration::from_secs(7));
+        for second in 10..13 {
             let decision = a.check(&rule, "k").await;
             assert_eq!(decision.verdict, Verdict::Reserved, "{decision:?}");
-            // Its retry is its own priority's: when a unit leaves the window.
-            assert!(
-                decision.retry_after > Duration::from_secs(50),
-                "{decision:?}"
+            // Its retry is its own priority's: when a unit leaves the window, the first admitted (at 0 s) leaving
+            // it at 60 s (a sliding log counts an admission at s while s > now - 60 s).
+            assert_eq!(
+                decision.retry_after,
+                Duration::from_secs(60 - second),
+                "at {second} s: {decision:?}"
             );
+            assert_eq!(clock.now() - start, Duration::from_secs(second));
+            clock.advance(Duration::from_secs(1));
         }
         let inspected = a.inspect(&rule, "k").await.unwrap();
         assert_eq!(
@@ -288,6 +333,53 @@ async fn a_refusal_for_a_reserve_is_not_an_offence() {
         let decision = a.check_with(&rule, "k", 1, Priority::Critical).await;
         assert_eq!(decision.verdict, Verdict::Blocked, "{decision:?}");
         assert_eq!(a.inspect(&rule, "k").await.unwrap().offences, 1);
+        // The clock is shared: the next limiter's calls come an hour later.
+        clock.advance(Duration::from_secs(3_600));
+    }
+}
+
+/// A call whose cost does not fit under its own ceiling at all, though it fits under `max` (cost 9, of a ceiling
+/// of 8 and a `max` of 10), is refused as too large ([`Reason::TooLarge`]: no wait admits it, so no retry
+/// time), and charged nothing; the same cost fits a `Critical` call's ceiling, all 10. Each algorithm, on Redis
+/// and in memory.
+#[tokio::test]
+async fn a_cost_above_its_ceiling_but_within_max_is_too_large() {
+    let server = RedisServer::start();
+    for (a, _) in deployments(&server) {
+        for algorithm in [
+            Algorithm::SlidingLog,
+            Algorithm::FixedWindow,
+            Algorithm::SlidingWindow,
+            Algorithm::TokenBucket,
+        ] {
+            let rule = Rule::new()
+                .prefix(format!("large:{algorithm:?}:"))
+                .algorithm(algorithm)
+                .max(10)
+                .window(Duration::from_secs(3_600))
+                .reserve(Priority::Critical, 20);
+            for priority in [Priority::Low, Priority::Normal, Priority::High] {
+                let refused = a.enforce_with(&rule, "k", 9, priority).await.unwrap_err();
+                assert_eq!(
+                    (refused.reason(), refused.retry_after(), refused.limit()),
+                    (Reason::TooLarge, Duration::ZERO, 8),
+                    "{algorithm:?} {priority}: {refused:?}"
+                );
+                let decision = a.check_with(&rule, "k", 9, priority).await;
+                assert!(!decision.allowed, "{algorithm:?} {priority}: {decision:?}");
+                assert_eq!(decision.retry_after, Duration::ZERO, "{decision:?}");
+            }
+            assert_eq!(
+                a.inspect(&rule, "k").await.unwrap().used,
+                0,
+                "{algorithm:?}"
+            );
+            // The ceiling itself fits, and so does 9 for a critical call on another key.
+            let normal = a.enforce_with(&rule, "k", 8, Priority::Normal).await;
+            assert_eq!(normal.unwrap().remaining, 0, "{algorithm:?}");
+            let critical = a.enforce_with(&rule, "other", 9, Priority::Critical).await;
+            assert_eq!(critical.unwrap().remaining, 1, "{algorithm:?}");
+        }
     }
 }
 
@@ -366,6 +458,70 @@ async fn a_local_share_keeps_the_proportions() {
     );
 }
 
+/// With Redis unreachable and `on_error = local`, each of three live nodes decides with its share of the limit
+/// and of each share kept, so that the proportions hold: `ceil(max / 3)` and `ceil(kept / 3)` (a node's share
+/// of a reserve is its share of the reserve). Of 100 keeping 10% for `Critical` and 30% for `High`: each node
+/// may fill `ceil(100 / 3)` = 34; `Normal` and `Low` calls must leave `ceil(30 / 3)` = 10 of it free, so fill
+/// 24; `High` calls `ceil(10 / 3)` = 4, so fill 30; `Critical` calls all 34.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_of_three_nodes_keeps_its_share_of_each_reserve() {
+    let mut server = RedisServer::start();
+    // Counted by being there: none of them has decided anything yet.
+    let nodes: Vec<Limiter> = (0..3)
+        .map(|_| {
+            server
+                .builder()
+                .deadline(Duration::from_millis(100))
+                .on_error(OnError::Local)
+                .heartbeat_every(Duration::from_millis(100))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    while nodes.iter().any(|node| node.stats().instances != 3) {
+        let seen: Vec<_> = nodes.iter().map(|node| node.stats().instances).collect();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "heartbeats: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill();
+    let rule = Rule::new()
+        .prefix("shares:")
+        .max(100)
+        .window(Duration::from_secs(3_600))
+        .reserve(Priority::Critical, 10)
+        .reserve(Priority::High, 30);
+    for (n, node) in nodes.iter().enumerate() {
+        // What each priority in turn is admitted, calling far past it; and each admission's (limit, remaining).
+        let mut admitted = Vec::new();
+        for (priority, ceiling) in [
+            (Priority::Low, 24),
+            (Priority::Normal, 24),
+            (Priority::High, 30),
+            (Priority::Critical, 34),
+        ] {
+            let mut count = 0;
+            for _ in 0..40 {
+                let decision = node.check_with(&rule, "k", 1, priority).await;
+                assert_eq!(decision.verdict, Verdict::DegradedLocal, "{decision:?}");
+                if decision.allowed {
+                    count += 1;
+                    assert_eq!(decision.limit, ceiling, "node {n} {priority}: {decision:?}");
+                }
+            }
+            admitted.push(count);
+        }
+        assert_eq!(
+            admitted,
+            [24, 0, 6, 4],
+            "node {n}: low, normal, high, critical"
+        );
+    }
+}
+
 async fn hello() -> &'static str {
     "hello"
 }
@@ -441,8 +597,43 @@ async fn the_layer_takes_the_priority_from_a_header() {
         ),
         (10, 3)
     );
-    // A request that names no priority is normal; one that names none we know is too.
-    assert_eq!(get("urgent").await.status, 200);
+    // A request that names no priority we know is normal (the layer's function parses the name, and takes
+    // the default, `Normal`, for one it cannot): its ceiling of 8, whose last unit it takes (8 used)...
+    let unknown = get("urgent").await;
+    assert_eq!(unknown.status, 200, "{unknown:?}");
+    let (policy, state) = fields::quota(&unknown);
+    assert_eq!(
+        (
+            fields::member(&policy, "api").get("q"),
+            fields::member(&state, "api").get("r")
+        ),
+        (8, 0),
+        "{unknown:?}"
+    );
+    // ...so the next is refused for the critical share, as is one that names no priority at all, though 2 units
+    // are left to a critical request.
+    for headers in [
+        &[("x-client", "acme"), ("x-priority", "urgent")][..],
+        &[("x-client", "acme")],
+    ] {
+        let refused = request_with(address, "GET", "/hello", headers).await;
+        assert_eq!(refused.status, 429, "{headers:?}: {refused:?}");
+        let (policy, state) = fields::quota(&refused);
+        assert_eq!(
+            (
+                fields::member(&policy, "api").get("q"),
+                fields::member(&state, "api").get("r")
+            ),
+            (8, 0),
+            "{headers:?}: {refused:?}"
+        );
+    }
+    let critical = get("critical").await;
+    assert_eq!(critical.status, 200, "{critical:?}");
+    assert_eq!(
+        fields::member(&fields::quota(&critical).1, "api").get("r"),
+        1
+    );
 }
 
 /// The deny cache tells priorities apart: the refusals of `Normal` calls it answers say nothing of `Critical`
