@@ -383,6 +383,58 @@ async fn a_cost_above_its_ceiling_but_within_max_is_too_large() {
     }
 }
 
+/// An inspection of a limit with a reserve reads the whole limit, whatever the algorithm: 8 normal calls and a
+/// critical one used 9 of 10; the critical calls have 1 left, the others none (their ceiling, 8, is reached).
+#[tokio::test]
+async fn an_inspection_reads_the_whole_limit_and_each_priority_s_part() {
+    let server = RedisServer::start();
+    for (a, b) in deployments(&server) {
+        for algorithm in [
+            Algorithm::SlidingLog,
+            Algorithm::FixedWindow,
+            Algorithm::SlidingWindow,
+            Algorithm::TokenBucket,
+            Algorithm::InFlight,
+        ] {
+            let rule = Rule::new()
+                .prefix(format!("inspected:{algorithm:?}:"))
+                .algorithm(algorithm)
+                .max(10)
+                .window(Duration::from_secs(3_600))
+                .reserve(Priority::Critical, 20);
+            let mut held = Vec::new();
+            for priority in [[Priority::Normal; 8].as_slice(), &[Priority::Critical]].concat() {
+                let permit = a.acquire_with(&rule, "k", priority).await;
+                held.push(permit.unwrap_or_else(|refused| panic!("{algorithm:?}: {refused:?}")));
+            }
+            let inspected = b.inspect(&rule, "k").await.unwrap();
+            let parts: Vec<_> = inspected
+                .ceilings
+                .iter()
+                .map(|c| (c.priority, c.ceiling, c.remaining))
+                .collect();
+            assert_eq!(
+                (inspected.used, inspected.remaining, parts),
+                (
+                    9,
+                    1,
+                    vec![
+                        (Priority::Critical, 10, 1),
+                        (Priority::High, 8, 0),
+                        (Priority::Normal, 8, 0),
+                        (Priority::Low, 8, 0),
+                    ]
+                ),
+                "{algorithm:?}"
+            );
+            assert_eq!(b.usage(&rule, "k").await.unwrap().used, 9, "{algorithm:?}");
+            for permit in held {
+                permit.release().await;
+            }
+        }
+    }
+}
+
 /// A lease taken for `Normal` calls takes only what their ceiling leaves: the reserve stays for `Critical` calls.
 #[tokio::test]
 async fn a_lease_taken_for_normal_calls_never_spends_the_reserve() {

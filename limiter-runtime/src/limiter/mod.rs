@@ -226,11 +226,12 @@ impl Limiter {
     }
 
     /// Returns the call an operator's action names: `key` of `rule`, or the long key it lists as `key` (see
-    /// `StoreKey::named`).
+    /// `StoreKey::named`). It is asked as [`Critical`](Priority::Critical), the priority that keeps no share
+    /// above it, so that a read sees the whole limit (each priority's part is the reader's to work out).
     pub(crate) fn named<'r>(&self, rule: &'r Rule, key: &dyn fmt::Display) -> Call<'r> {
         let key = StoreKey::named(rule.prefix_value(), &key.to_string());
         self.pipeline
-            .call([Ask::of(RuleRef::Borrowed(rule), key, 1, Priority::Normal)])
+            .call([Ask::of(RuleRef::Borrowed(rule), key, 1, Priority::Critical)])
     }
 
     /// Returns the call of `limits`, their rules resolved into `rules`.

@@ -227,7 +227,8 @@ impl Limiter {
     /// ```
     pub async fn usage(&self, rule: &Rule, key: impl fmt::Display) -> Result<Usage, Error> {
         let rule = self.pipeline.defaults.resolved(rule);
-        let call = self.one(&rule, format_args!("{key}"), 1, Priority::Normal);
+        // As `inspect`: the whole limit, seen from the priority that keeps nothing above it.
+        let call = self.one(&rule, format_args!("{key}"), 1, Priority::Critical);
         let limit = &call.limits()[0];
         let (peek, at, _) = self.pipeline.backend.operations().inspect(limit).await?;
         let reset_after = match limit.algorithm {
