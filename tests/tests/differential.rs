@@ -2,7 +2,8 @@
 //! identical decisions in memory and in Redis, for every algorithm. A mismatch names the first diverging call.
 //!
 //! Seeds 3 and 4 keep shares of the limit for the higher priorities ([`Rule::reserve`]) and give each call a
-//! priority: a call fits only under its own ceiling, in both stores alike.
+//! priority: a call fits only under its own ceiling, in both stores alike. So do the stacked runs of seeds 4
+//! to 6 and the batched rounds: each limit's share, each call's priority.
 //!
 //! Run twice: without the deny cache, whole decisions are identical; with it (the default), whether each call
 //! is admitted, its `retry_after` and its limit still are (a cached answer's `remaining` and `reset_after` are
@@ -190,6 +191,17 @@ fn random_rule(rng: &mut Rng, name: &str) -> Rule {
     rule
 }
 
+/// `rule`, keeping shares of its limit for the higher priorities when `prioritized` (`rng`'s draws, as the single
+/// limit's schedules draw them: critical 10, 20 or 50%, high 0, 30 or 60%). (Its own generator, so that the
+/// schedules drawn without priorities stay as they were.)
+fn maybe_reserved(rng: &mut Rng, rule: Rule, prioritized: bool) -> Rule {
+    if !prioritized {
+        return rule;
+    }
+    rule.reserve(Priority::Critical, *rng.pick(&[10, 20, 50]))
+        .reserve(Priority::High, *rng.pick(&[0, 30, 60]))
+}
+
 /// `rule`, under a penalty half the time (`rng`'s draw): blocks read and written in the call that counts, and
 /// their decay. (Its own generator, so that the schedules drawn without penalties stay as they were.)
 fn maybe_penalized(rng: &mut Rng, rule: Rule) -> Rule {
@@ -202,7 +214,9 @@ fn maybe_penalized(rng: &mut Rng, rule: Rule) -> Rule {
 }
 
 /// Stacked calls (two or three limits of random algorithms) and reservations settled or cancelled later, the
-/// same seeded schedule in memory and in Redis: identical decisions, call by call.
+/// same seeded schedule in memory and in Redis: identical decisions, call by call. From seed 4, each limit keeps
+/// shares for the higher priorities and each stacked call has a priority: some calls are refused for a share
+/// kept above them ([`Verdict::Reserved`](limiter_runtime::Verdict::Reserved)), alike in both stores.
 ///
 /// With the deny cache, a cached answer of a call reports its other limits as Redis last did (another call
 /// sharing one of their keys may have charged it since) and a charge given back by another call can end a
@@ -212,12 +226,16 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
     let mut rng = Rng::new(seed);
     let tag = format!("stacked:{seed}:{deny_cache}");
     let mut penalties = Rng::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    // Its own generator, so that the schedules of seeds 1 to 3 stay as they were.
+    let mut priorities = Rng::new(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let prioritized = seed >= 4;
     let rules = [
         random_rule(&mut rng, &format!("{tag}:a")),
         random_rule(&mut rng, &format!("{tag}:b")),
         random_rule(&mut rng, &format!("{tag}:c")),
     ]
-    .map(|rule| maybe_penalized(&mut penalties, rule));
+    .map(|rule| maybe_penalized(&mut penalties, rule))
+    .map(|rule| maybe_reserved(&mut priorities, rule, prioritized));
     let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
     let memory = Limiter::builder()
         .clock(memory_clock.clone())
@@ -264,7 +282,12 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
         (seen(in_memory), seen(in_redis))
     };
     let mut held = Vec::new();
-    let (mut admitted, mut refused, mut settled) = (0, 0, 0);
+    let (mut admitted, mut refused, mut settled, mut reserved) = (0, 0, 0, 0);
+    let any_reserved = |decisions: &[Decision]| {
+        decisions
+            .iter()
+            .any(|d| d.verdict == limiter_runtime::Verdict::Reserved)
+    };
     for call in 0..1_500 {
         let step = match rng.below(10) {
             0..=5 => 0,
@@ -275,13 +298,19 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
         redis_clock.advance(Duration::from_micros(step));
         let key = |rng: &mut Rng| format!("k{}", rng.below(2));
         let cost = |rng: &mut Rng| *rng.pick(&[1, 1, 1, 2, 3, 0, 600_000]);
-        let context = format!("seed {seed}, deny cache {deny_cache}, call {call}, rules {rules:?}");
+        let priority = match prioritized {
+            true => *priorities.pick(&Priority::ALL),
+            false => Priority::Normal,
+        };
+        let context = format!(
+            "seed {seed}, deny cache {deny_cache}, call {call}, priority {priority}, rules {rules:?}"
+        );
         match rng.below(10) {
             0..=4 => {
                 let (i, j) = *rng.pick(&[(0, 1), (1, 2), (2, 0)]);
                 let limits = [
-                    (&rules[i], key(&mut rng), cost(&mut rng)),
-                    (&rules[j], key(&mut rng), cost(&mut rng)),
+                    (&rules[i], key(&mut rng), cost(&mut rng), priority),
+                    (&rules[j], key(&mut rng), cost(&mut rng), priority),
                 ];
                 let in_memory = memory.check_all_cost(limits.clone()).await;
                 let in_redis = redis.check_all_cost(limits.clone()).await;
@@ -293,9 +322,11 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
                 let all = in_memory.iter().all(|d| d.allowed);
                 admitted += usize::from(all);
                 refused += usize::from(!all);
+                reserved += usize::from(any_reserved(&in_memory));
             }
             5 => {
-                let limits = [0, 1, 2].map(|i| (&rules[i], key(&mut rng), cost(&mut rng)));
+                let limits =
+                    [0, 1, 2].map(|i| (&rules[i], key(&mut rng), cost(&mut rng), priority));
                 let in_memory = memory.check_all_cost(limits.clone()).await;
                 let in_redis = redis.check_all_cost(limits.clone()).await;
                 let (m, r) = verdicts(&in_memory, &in_redis);
@@ -303,6 +334,7 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
                     m, r,
                     "{context}: {limits:?}\n memory {in_memory:?}\n redis {in_redis:?}"
                 );
+                reserved += usize::from(any_reserved(&in_memory));
             }
             6..=7 if !deny_cache => {
                 let (rule, key, estimate) = (rng.pick(&rules), key(&mut rng), cost(&mut rng) * 2);
@@ -342,6 +374,14 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
         "{admitted} admitted, {refused} refused"
     );
     assert!(deny_cache || settled > 50, "{settled} settled");
+    // Each prioritized seed refuses 166 to 380 of its 1,500 calls for a share: at least 100 of them.
+    assert!(
+        match prioritized {
+            true => reserved > 100,
+            false => reserved == 0,
+        },
+        "seed {seed}: {reserved} refused for a share kept above them"
+    );
 }
 
 #[tokio::test]
@@ -353,14 +393,20 @@ async fn stacked_calls_and_give_backs() {
     }
 }
 
-/// One call of a batched round: each limit's rule (an index), key and cost.
-type Limits = Vec<(usize, String, u64)>;
+/// One call of a batched round: each limit's rule (an index), key, cost and the call's priority.
+type Limits = Vec<(usize, String, u64, Priority)>;
 
 /// What one limiter decides of `limits` (one call, stacked or not).
 async fn decide(limiter: &Limiter, rules: &[Rule], limits: &Limits) -> Vec<Decision> {
-    let at = |i: usize| (&rules[limits[i].0], limits[i].1.as_str(), limits[i].2);
+    let at = |i: usize| {
+        let (rule, key, cost, priority) = &limits[i];
+        (&rules[*rule], key.as_str(), *cost, *priority)
+    };
     match limits.len() {
-        1 => vec![limiter.check_cost(at(0).0, at(0).1, at(0).2).await],
+        1 => {
+            let (rule, key, cost, priority) = at(0);
+            vec![limiter.check_with(rule, key, cost, priority).await]
+        }
         2 => limiter.check_all_cost([at(0), at(1)]).await.to_vec(),
         _ => limiter.check_all_cost([at(0), at(1), at(2)]).await.to_vec(),
     }
@@ -369,16 +415,22 @@ async fn decide(limiter: &Limiter, rules: &[Rule], limits: &Limits) -> Vec<Decis
 /// Batched: 64 calls at once, round after round, on a frozen clock that moves between rounds; random keys,
 /// algorithms, costs and stacked limits. In a round, no two calls share a key, so what each is decided does
 /// not depend on the order Redis runs them: Redis, deciding them in batches of many keys, answers each call
-/// exactly as memory does, whole decisions compared; and the batches are few script calls
-/// ([`batch_across_keys`](limiter_runtime::LimiterBuilder::batch_across_keys)).
+/// exactly as memory does, whole decisions compared (verdict, limit, remaining, retry, reset, delay); and the
+/// batches are few script calls ([`batch_across_keys`](limiter_runtime::LimiterBuilder::batch_across_keys)).
+/// Four of the six rules keep shares for the higher priorities, and each call has a priority: a call refused for
+/// a share kept above it is refused so in both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batched_calls_on_many_keys_decide_as_memory_does() {
     const TASKS: usize = 64;
     let server = RedisServer::start();
     let mut rng = Rng::new(40);
+    // Its own generator, so that the rounds' keys and costs stay as they were.
+    let mut priorities = Rng::new(41);
     let rules: Arc<Vec<Rule>> = Arc::new(
         (0..6)
             .map(|i| random_rule(&mut rng, &format!("batched:{i}")))
+            .enumerate()
+            .map(|(i, rule)| maybe_reserved(&mut priorities, rule, i >= 2))
             .collect(),
     );
     let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
@@ -394,7 +446,7 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
         .deny_cache(false)
         .build()
         .unwrap();
-    let (mut decisions, mut admitted, mut refused) = (0, 0, 0);
+    let (mut decisions, mut admitted, mut refused, mut reserved) = (0, 0, 0, 0);
     let scripts_before = server.calls("evalsha") + server.calls("eval");
     for round in 0..60 {
         let step = Duration::from_micros(*rng.pick(&[0, 0, 100_000, 700_000, 2_000_000]));
@@ -410,11 +462,12 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
             .map(|_| {
                 let mut picked: Vec<usize> = (0..rules.len()).collect();
                 let n = *rng.pick(&[1, 1, 1, 2, 3]);
+                let priority = *priorities.pick(&Priority::ALL);
                 (0..n)
                     .map(|_| {
                         let rule = picked.swap_remove(rng.below(picked.len() as u64) as usize);
                         let cost = *rng.pick(&[1, 1, 1, 2, 3, 0, 600_000]);
-                        (rule, format!("k{}", keys.next().unwrap()), cost)
+                        (rule, format!("k{}", keys.next().unwrap()), cost, priority)
                     })
                     .collect()
             })
@@ -433,26 +486,17 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
             .collect();
         for ((task, call), in_memory) in tasks.into_iter().zip(&calls).zip(in_memory) {
             let in_redis = task.await.unwrap();
-            let seen = |decisions: &[Decision]| -> Vec<_> {
-                decisions
-                    .iter()
-                    .map(|d| {
-                        (
-                            d.allowed,
-                            d.remaining,
-                            d.retry_after,
-                            d.reset_after,
-                            d.delay,
-                        )
-                    })
-                    .collect()
-            };
+            // Whole decisions: verdict, limit, remaining, retry, reset, delay, when each was decided.
             assert_eq!(
-                seen(&in_memory),
-                seen(&in_redis),
+                in_memory, in_redis,
                 "round {round}: {call:?}\n memory {in_memory:?}\n redis {in_redis:?}"
             );
             decisions += 1;
+            reserved += usize::from(
+                in_memory
+                    .iter()
+                    .any(|d| d.verdict == limiter_runtime::Verdict::Reserved),
+            );
             match in_memory.iter().all(|d| d.allowed) {
                 true => admitted += 1,
                 false => refused += 1,
@@ -464,11 +508,16 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
         admitted > 500 && refused > 100,
         "{admitted} admitted, {refused} refused"
     );
+    // 398 of its 3,840 calls are refused for a share kept above them: at least 50.
+    assert!(
+        reserved > 50,
+        "{reserved} refused for a share kept above them"
+    );
     assert!(
         scripts * 4 <= decisions,
         "{scripts} script calls for {decisions} decisions: not batched"
     );
-    eprintln!("{decisions} decisions in {scripts} script calls");
+    eprintln!("{decisions} decisions ({reserved} refused for a share) in {scripts} script calls");
 }
 
 /// A token bucket's reservations settled in random order while it drains: its records of give-backs out of

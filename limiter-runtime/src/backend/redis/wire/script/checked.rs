@@ -425,18 +425,63 @@ fn the_check_reads_every_script_of_the_directory() {
     assert_eq!(names, ["added"]);
     assert_eq!(faults(&found[0].0, &found[0].1).len(), 1);
 
-    // The scripts' own directory: every `.lua` file there is among those the check reads.
-    let listed = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts"))
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|e| e == "lua")
-        })
-        .count();
-    assert_eq!(scripts().len(), listed + super::assembled().len());
-    assert!(listed >= 10, "{listed} scripts");
+    // The scripts' own directory: every `.lua` file there is among those the check reads, by name, against a
+    // list written here (not the check's own reading of the directory), as are the scripts `build.rs` assembles.
+    let files = [
+        "ban",
+        "give_back",
+        "groups",
+        "inspect",
+        "instances",
+        "lease",
+        "one_limit",
+        "overrides",
+        "pause",
+        "renew",
+        "reports",
+    ];
+    let algorithms = [
+        "sliding_log",
+        "fixed_window",
+        "sliding_window",
+        "token_bucket",
+        "leaky_bucket",
+        "in_flight",
+        "calendar",
+    ];
+    let templates = [
+        "groups",
+        "give_back",
+        "lease",
+        "ban",
+        "pause",
+        "renew",
+        "inspect",
+    ];
+    let expected: Vec<String> = files
+        .iter()
+        .map(|name| name.to_string())
+        .chain(
+            algorithms
+                .iter()
+                .map(|algorithm| format!("one_limit {algorithm} (assembled)")),
+        )
+        .chain(templates.iter().map(|name| format!("{name} (assembled)")))
+        .collect();
+    let names: Vec<String> = scripts().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, expected);
+
+    // And the assembled scripts are each what `build.rs` wrote, every file it wrote among them: read from its
+    // output directory, not from `assembled()`'s list.
+    let out = Path::new(env!("OUT_DIR")).join("scripts");
+    let mut written: BTreeMap<String, String> = scripts_in(&out.join("one_limit"))
+        .into_iter()
+        .map(|(algorithm, source)| (format!("one_limit {algorithm}"), source))
+        .chain(scripts_in(&out))
+        .collect();
+    for (name, source) in super::assembled() {
+        let file = written.remove(&name);
+        assert_eq!(file.as_deref(), Some(source), "{name}");
+    }
+    assert!(written.is_empty(), "not checked: {:?}", written.keys());
 }
