@@ -251,16 +251,26 @@ impl Waiting {
         deadline: Instant,
     ) -> Result<HeldCall, RateLimited> {
         let held = self.held.as_mut().expect("a call waits once");
-        if wait.is_zero() {
-            return Ok(self.held.take().expect("a call waits once"));
-        }
-        // The limit that gives the slot: the one that makes it wait longest.
-        let i = (0..held.decided.limits.len())
-            .max_by_key(|&i| held.decided.limits[i].decision.delay)
-            .unwrap_or(0);
+        let lines = &held.limiter.pipeline.lines;
+        // The limit that gives the slot: the one that makes it wait longest. A call whose slot is now goes at
+        // once, unless calls of this node wait in a line of its limits (slots Redis gave them before it failed,
+        // this one's the node's share's): it then joins that line, and its slot goes to the first of them.
+        let i = match wait.is_zero() {
+            false => (0..held.decided.limits.len())
+                .max_by_key(|&i| held.decided.limits[i].decision.delay)
+                .unwrap_or(0),
+            true => {
+                let limits = held.call.limits();
+                let waiting = (0..limits.len())
+                    .find(|&i| lines.waiting(&limits[i].key.to_string(), limits[i].terms.cost));
+                match waiting {
+                    Some(i) => i,
+                    None => return Ok(self.held.take().expect("a call waits once")),
+                }
+            }
+        };
         let limit = &held.call.limits()[i];
         let key = limit.key.to_string();
-        let lines = &held.limiter.pipeline.lines;
         let decision = held.decided.limits[i].decision;
         let charged = std::mem::replace(
             &mut held.decided.limits[i],

@@ -81,6 +81,14 @@ impl Lines {
         Place { id, wake }
     }
 
+    /// Returns whether calls of `cost` wait in `key`'s line.
+    pub(crate) fn waiting(&self, key: &str, cost: u64) -> bool {
+        let lines = self.lock();
+        lines
+            .get(key)
+            .is_some_and(|line| line.iter().any(|seat| seat.cost == cost))
+    }
+
     /// Returns what seat `id` in `key`'s line finds at `now`: its turn once its slot has come (it holds the
     /// earliest slot of the calls like it: none more important waits), else the slot it holds now.
     pub(crate) fn at_slot(&self, key: &str, id: u64, now: Instant) -> Option<AtSlot> {
