@@ -9,13 +9,17 @@
 //! a day in that zone. With `HAMMER_ACROSS_KEYS=1` the limiter batches calls of different keys together
 //! (`batch_across_keys`), and as many tasks again call on 10,000 other keys meanwhile, so that the key's calls
 //! go in batches with theirs. With `HAMMER_PRIORITIES=1` the limit keeps 20% for critical calls, and one task in
-//! five calls as `Critical` (the others `Normal`).
+//! ten calls as `Critical` (the others `Normal`): fewer than the share, so that a limit that did not keep it
+//! would give them less.
 //!
 //! It makes one decision on another key, then prints `ready <own clock µs> <Redis time µs>`: its own clock is
 //! read from a decision with the switch off, which is decided in-process. Then it waits for a `go` line on
 //! stdin, runs `<tasks>` tasks for `<millis>` ms of its own time (a rejected task pauses 5 ms), and prints
-//! `admitted <Redis time µs>` for every admission (`admitted <µs> critical` for a critical call's) and
-//! `done <calls> <degraded>` last.
+//! `admitted <Redis time µs>` for every admission (`admitted <µs> critical` for a critical call's),
+//! `refused <Redis time µs> <retry_after µs> <verdict>` for every refusal (` critical` added for a critical
+//! call's; of a stacked pair, the later `retry_after` of the two and the refusing limit's verdict), and
+//! `done <calls> <degraded>` last. A refusal's time is its `decided_at`: when Redis decided it, or, served from
+//! the node's deny cache, Redis's time of the cached refusal plus the time since it was sent.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -123,18 +127,26 @@ async fn main() {
         .map(|task| {
             let (limiter, rule, quota, key) =
                 (limiter.clone(), rule.clone(), quota.clone(), key.clone());
-            let priority = match prioritized && task % 5 == 0 {
+            let priority = match prioritized && task % 10 == 0 {
                 true => Priority::Critical,
                 false => Priority::Normal,
             };
             tokio::spawn(async move {
-                let (mut admitted, mut calls, mut degraded) = (Vec::new(), 0u64, 0u64);
+                let (mut admitted, mut refused, mut calls, mut degraded) =
+                    (Vec::new(), Vec::new(), 0u64, 0u64);
                 while started.elapsed() < run_for {
                     let decision = match stacked {
                         false => limiter.check_with(&rule, &key, 1, priority).await,
                         true => {
                             let [mut first, second] =
                                 limiter.check_all([(&*rule, &key), (&*quota, &key)]).await;
+                            // Refused: when the pair is asked again, whichever limit refused.
+                            if !second.allowed {
+                                first.retry_after = first.retry_after.max(second.retry_after);
+                                if first.allowed {
+                                    first.verdict = second.verdict;
+                                }
+                            }
                             first.allowed &= second.allowed;
                             first.degraded |= second.degraded;
                             first
@@ -145,10 +157,15 @@ async fn main() {
                     if decision.allowed {
                         admitted.push(decision.decided_at.as_micros());
                     } else {
+                        refused.push((
+                            decision.decided_at.as_micros(),
+                            decision.retry_after.as_micros(),
+                            decision.verdict,
+                        ));
                         tokio::time::sleep(Duration::from_millis(5)).await;
                     }
                 }
-                (admitted, calls, degraded, priority)
+                (admitted, refused, calls, degraded, priority)
             })
         })
         .collect();
@@ -169,7 +186,7 @@ async fn main() {
     let (mut calls, mut degraded) = (0, 0);
     let mut out = String::new();
     for worker in workers {
-        let (admitted, c, d, priority) = worker.await.expect("a task panicked");
+        let (admitted, refused, c, d, priority) = worker.await.expect("a task panicked");
         calls += c;
         degraded += d;
         let mark = match priority {
@@ -178,6 +195,9 @@ async fn main() {
         };
         for at in admitted {
             out.push_str(&format!("admitted {at}{mark}\n"));
+        }
+        for (at, retry_after, verdict) in refused {
+            out.push_str(&format!("refused {at} {retry_after} {verdict}{mark}\n"));
         }
     }
     for task in noise {
