@@ -3,11 +3,13 @@
 //! `caller <redis-url> <upstream-url> <callers> <millis> <max-wait-ms>`: a leaky bucket of 10 calls a second
 //! (the upstream's published limit) with a deadline of `<max-wait-ms>`; each of `<callers>` tasks (the i-th
 //! starting 5 ms after the one before) waits its turn for key `acme`, sends `GET <upstream-url>/acme` over
-//! plain HTTP/1.1, and tells the fleet what the upstream answered, until `<millis>` ms have passed. It prints
-//! `ready`, waits for a `go` line on stdin, then prints `sent <status> <waited µs>` for each call sent,
-//! `refused <waited µs> <retry after µs>` for each turn refused, and `done` last.
+//! plain HTTP/1.1 with its slot in an `x-slot` header (the decision's time plus its delay, µs since the Unix
+//! epoch on Redis's clock), and tells the fleet what the upstream answered, until `<millis>` ms have passed.
+//! It prints `ready`, waits for a `go` line on stdin, then prints `sent <caller> <status> <waited µs> <slot
+//! less when it asked, µs>` for each call sent, `refused <caller> <waited µs> <retry after µs>` for each turn
+//! refused, and `done` last.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use limiter_runtime::{Algorithm, Limiter, Rule};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -28,7 +30,12 @@ async fn main() {
         .expect("the upstream's URL is http://host:port")
         .to_owned();
     let limiter = Limiter::builder().redis(redis.as_str()).build().unwrap();
-    limiter.ready().await.unwrap();
+    // Ready once Redis answers within the limiter's deadline: on a loaded machine a first answer may not.
+    let patience = Instant::now() + Duration::from_secs(10);
+    while let Err(error) = limiter.ready().await {
+        assert!(Instant::now() < patience, "{error}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let rule = Rule::new()
         .prefix("out:processes:")
         .algorithm(Algorithm::LeakyBucket)
@@ -50,7 +57,7 @@ async fn main() {
             tokio::time::sleep(Duration::from_millis(5 * i)).await;
             let end = (started + run).into();
             loop {
-                let asked = Instant::now();
+                let (asked, asked_wall) = (Instant::now(), since_epoch(SystemTime::now()));
                 let Ok(turn) = tokio::time::timeout_at(end, limiter.turn(&rule, "acme")).await
                 else {
                     break;
@@ -58,12 +65,14 @@ async fn main() {
                 let waited = asked.elapsed().as_micros();
                 match turn {
                     Ok(turn) => {
-                        let (status, headers) = get(&address).await;
+                        let decision = turn.decisions()[0];
+                        let slot = (decision.decided_at + decision.delay).as_micros() as i128;
+                        let (status, headers) = get(&address, slot).await;
                         turn.answered(status, headers).await.unwrap();
-                        println!("sent {status} {waited}");
+                        println!("sent {i} {status} {waited} {}", slot - asked_wall);
                     }
                     Err(refused) => {
-                        println!("refused {waited} {}", refused.retry_after().as_micros())
+                        println!("refused {i} {waited} {}", refused.retry_after().as_micros())
                     }
                 }
             }
@@ -75,10 +84,17 @@ async fn main() {
     println!("done");
 }
 
-/// Sends `GET /acme` to `address` and reads the answer's status and headers.
-async fn get(address: &str) -> (u16, Vec<(String, String)>) {
+/// Returns `at` in µs since the Unix epoch.
+fn since_epoch(at: SystemTime) -> i128 {
+    at.duration_since(UNIX_EPOCH).unwrap().as_micros() as i128
+}
+
+/// Sends `GET /acme` to `address`, saying its `slot`, and reads the answer's status and headers.
+async fn get(address: &str, slot: i128) -> (u16, Vec<(String, String)>) {
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = format!("GET /acme HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    let request = format!(
+        "GET /acme HTTP/1.1\r\nHost: {address}\r\nx-slot: {slot}\r\nConnection: close\r\n\r\n"
+    );
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).await.unwrap();
