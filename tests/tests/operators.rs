@@ -10,7 +10,7 @@ use limiter_runtime::{admin, Algorithm, FakeClock, Limiter, OnError, Override, R
 use serde_json::Value;
 use tests::deployment::with_heartbeats;
 use tests::http::{request_with, Response};
-use tests::{RedisServer, Rng, ALGORITHMS};
+use tests::{RedisServer, Rng, ALGORITHMS, PATIENT};
 
 /// A schedule of calls of random costs at random times, on memory and on Redis (each on its own fake clock,
 /// moved alike): after each call, `inspect` reads the key alike on both, reads it again the same (it charges
@@ -25,9 +25,11 @@ async fn inspect_reads_a_key_as_the_next_call_finds_it_on_redis_and_in_memory() 
             .clock(memory_clock.clone())
             .build()
             .unwrap();
+        // Patient: a call past the default deadline on a loaded machine would be decided without Redis.
         let redis = server
             .builder()
             .clock(redis_clock.clone())
+            .deadline(PATIENT)
             .deny_cache(false)
             .build()
             .unwrap();
@@ -121,11 +123,9 @@ async fn inspect_counts_permits_in_flight_and_the_deny_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overridden_limit_is_inspected_as_overridden_and_a_dead_redis_says_so() {
     let mut server = RedisServer::start();
-    let limiter = server
-        .builder()
-        .deadline(Duration::from_millis(200))
-        .build()
-        .unwrap();
+    // Patient: a short deadline missed on a loaded machine would decide (or fail) the calls made before the
+    // kill without Redis; once Redis is killed, a call fails at once (the port refuses connections).
+    let limiter = server.builder().deadline(PATIENT).build().unwrap();
     let rule = Rule::new().prefix("inspect:o:").max(10);
     limiter
         .set_override(Override::key("inspect:o:", "vip").max(100))
@@ -164,14 +164,23 @@ async fn the_most_limited_keys_of_three_nodes_are_never_below_the_truth() {
     }
     // Each key's first call was admitted; the rest refused.
     truth.values_mut().for_each(|calls| *calls -= 1);
-    let mut top = Vec::new();
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        top = nodes[0].top_limited("many", 150).await.unwrap();
-        if nodes[0].overview().await.nodes.len() == 3 && top.len() >= 100 {
+    // Until every node's report holds all its refusals (an event: the merged count reaches the truth's);
+    // a report written during the calls would list fewer.
+    let refusals: u64 = truth.values().sum();
+    let started = std::time::Instant::now();
+    loop {
+        let overview = nodes[0].overview().await;
+        let many = overview.policies.iter().find(|p| p.policy == "many");
+        if overview.nodes.len() == 3 && many.is_some_and(|p| p.refused == refusals) {
             break;
         }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never every node's refusals: {overview:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let top = nodes[0].top_limited("many", 150).await.unwrap();
     assert!(top.len() >= 100, "{} keys listed", top.len());
     let mut above = 0;
     for listed in &top {
@@ -294,11 +303,9 @@ async fn with_redis_gone_the_overview_is_this_nodes_alone_and_top_keys_an_error(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_decision_names_its_verdict() {
     let mut server = RedisServer::start();
-    let limiter = server
-        .builder()
-        .deadline(Duration::from_millis(100))
-        .build()
-        .unwrap();
+    // Patient: a short deadline missed on a loaded machine would decide (or fail) the calls made before the
+    // kill without Redis; once Redis is killed, a call fails at once (the port refuses connections).
+    let limiter = server.builder().deadline(PATIENT).build().unwrap();
     let rule = Rule::new()
         .prefix("why:")
         .max(1)
@@ -413,7 +420,10 @@ async fn api(at: SocketAddr, method: &str, path: &str, body: Option<Value>) -> (
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admin_api_answers_its_token_alone_in_json() {
     let server = RedisServer::start();
-    let limiter = with_heartbeats(server.builder());
+    // On a fake clock that never moves: the refusals below stay in the deny cache (held a second of the
+    // limiter's clock) however long a loaded machine takes to reach the inspection.
+    let clock = FakeClock::new();
+    let limiter = with_heartbeats(server.builder().clock(clock));
     assert!(admin::router(limiter.clone(), "short").is_err());
     let at = serve_admin(limiter.clone(), TOKEN).await;
     let rule = Rule::new()
@@ -602,4 +612,114 @@ async fn a_node_may_tally_nothing() {
     assert!(limiter.overview().await.policies.is_empty());
     assert!(limiter.top_limited("", 10).await.unwrap().is_empty());
     assert_eq!(limiter.inspect(&rule, "k").await.unwrap().used, 1);
+}
+
+/// Keys holding what some layer escapes: the store key's `%`, `:` and `|`, escapes written literally, the
+/// node report's `\`, tab, newline and carriage return, quotes, control characters, glob and tag characters,
+/// non-ASCII. Each is one policy's key, decided on two nodes.
+const AWKWARD: [&str; 10] = [
+    "a:b|c%d",
+    "%3A%7C%25",
+    "quote\"d 'single'",
+    "back\\slash\\n\\t\\",
+    "tab\tnew\nline\rcr",
+    "ünï cödé ✓ 🦀",
+    "ctl\u{0}\u{1}\u{1b}[31m\u{7f}",
+    "*?[glob]{tag}",
+    " spaced <b>&amp;</b> ",
+    "%",
+];
+
+/// `text` percent-encoded whole but its unreserved characters (RFC 3986), as a query's value.
+fn query_value(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Checks that a key holding what the store key, the nodes' reports or JSON escape comes out of the admin API
+/// as it was written (read with a real JSON parser): in a policy's busiest keys (decided on this node, or on
+/// another one and read from its report through Redis), in the most refused keys, and in `inspect`, which
+/// reads the same count the calls made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn awkward_keys_come_out_of_the_admin_api_as_written() {
+    let server = RedisServer::start();
+    let (here, there) = (
+        with_heartbeats(server.builder()),
+        with_heartbeats(server.builder()),
+    );
+    let at = serve_admin(here.clone(), TOKEN).await;
+    let rule = Rule::new()
+        .prefix("awkward:")
+        .name("awkward")
+        .max(1)
+        .window(Duration::from_secs(600));
+    // 16 calls a key in a row on each node: a node's tally puts every 16th decision's key among the busiest
+    // (weighing 16), so each node puts each key there once, with 16; its first call admitted, 31 refused.
+    for key in AWKWARD {
+        for node in [&here, &there] {
+            for _ in 0..16 {
+                node.check(&rule, key).await;
+            }
+        }
+    }
+    let mut expected: Vec<&str> = AWKWARD.to_vec();
+    expected.sort_unstable();
+
+    // Within a few heartbeats, the other node's report is read back through Redis: each key is listed once,
+    // as this node counted it and as that node reported it, merged.
+    let started = std::time::Instant::now();
+    let busiest = loop {
+        let (_, policies) = api(at, "GET", "/admin/api/policies", None).await;
+        let awkward = policies
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["policy"] == "awkward")
+            .cloned();
+        if let Some(awkward) = awkward.filter(|p| p["decided"] == 32 * AWKWARD.len()) {
+            break awkward["busiest"].as_array().unwrap().clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "never both nodes' reports: {policies:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let mut listed: Vec<(&str, u64)> = busiest
+        .iter()
+        .map(|b| (b["key"].as_str().unwrap(), b["decided"].as_u64().unwrap()))
+        .collect();
+    listed.sort_unstable();
+    let wanted: Vec<(&str, u64)> = expected.iter().map(|key| (*key, 32)).collect();
+    assert_eq!(listed, wanted, "{busiest:#?}");
+
+    let (_, top) = api(at, "GET", "/admin/api/top?n=100&policy=awkward", None).await;
+    let mut refused: Vec<(&str, u64)> = top
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["key"].as_str().unwrap(), t["refused"].as_u64().unwrap()))
+        .collect();
+    refused.sort_unstable();
+    let wanted: Vec<(&str, u64)> = expected.iter().map(|key| (*key, 31)).collect();
+    assert_eq!(refused, wanted, "{top:#}");
+
+    for key in AWKWARD {
+        let path = format!("/admin/api/inspect?policy=awkward&key={}", query_value(key));
+        let (answer, state) = api(at, "GET", &path, None).await;
+        assert_eq!(answer.status, 200, "{key:?}: {}", answer.body);
+        assert_eq!(state["key"].as_str(), Some(key), "{state:#}");
+        // The key the calls counted: full, its one call admitted.
+        assert_eq!(
+            (state["used"].as_u64(), state["remaining"].as_u64()),
+            (Some(1), Some(0)),
+            "{key:?}: {state:#}"
+        );
+    }
 }
