@@ -18,7 +18,8 @@ pub struct Inspection {
     /// Units counted now, of what a fresh key holds: of `limit` (permits held, for a limit in flight), of a
     /// token bucket's burst, of the slots a leaky bucket's `max_wait` allows.
     pub used: u64,
-    /// Units a call could take now.
+    /// Units a call could take now: a call of the whole limit, `Critical`'s (what each priority below it may
+    /// take, where the limit keeps shares, is in [`ceilings`](Inspection::ceilings)).
     pub remaining: u64,
     /// Until a call of one unit fits again: zero while one does (and for a limit in flight, whose permits
     /// come back when their holders say).
