@@ -819,13 +819,15 @@ async fn with_redis_killed_waiting_callers_keep_the_nodes_share() {
             slots.push(slot);
         }
     }
-    // Alone, the node's share is the whole limit: the slots it gives are still 101 ms apart (exact but for
-    // µs of rounding on its own clock), the window and its send tolerance over 10.
+    // Alone, the node's share is the whole limit: the slots it gives are still 101 ms apart, the window and
+    // its send tolerance over 10. Exact but for how a slot is read back here: a decision's time and the `now`
+    // its delay was counted from are two readings of this node's clock, µs apart on a loaded machine (seen:
+    // 8 µs), so a millisecond, a tenth of the send tolerance, is allowed.
     assert!(!slots.is_empty());
     slots.sort_unstable();
     for pair in slots.windows(2) {
         assert!(
-            pair[1] - pair[0] >= SLOT.as_micros() as u64 - 5,
+            pair[1] - pair[0] >= (SLOT - Duration::from_millis(1)).as_micros() as u64,
             "slots {} µs apart: {slots:?}",
             pair[1] - pair[0]
         );
