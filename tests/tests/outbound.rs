@@ -240,8 +240,8 @@ fn partner(prefix: &'static str, max_wait: Duration) -> Rule {
 /// - so any second in which 11 calls land holds a call that left more than 10 ms after its slot (what the
 ///   tolerance cannot cover), and a 429 only comes of one such;
 /// - no slot is past its caller's deadline;
-/// - the line goes round the callers in turn: each sends as many calls as any other, give or take one (and
-///   what a refusal or a late call costs);
+/// - the line goes round the callers in turn: each sends as many calls as any other, give or take one, the
+///   two its start may give it, and what a refusal or a late call costs;
 /// - the fleet sends one call a slot: all but the slots a 429's pause takes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_share_an_upstreams_allowance_without_its_429s() {
@@ -399,13 +399,16 @@ async fn three_processes_share_an_upstreams_allowance_without_its_429s() {
     // What sends a caller to the end of the line costs it a call, and the slot it gives back may go to
     // another (two calls of spread): a 429 or a turn refused, and a pause of the quota fields over a slot,
     // which only a call that left later than the send tolerance brings (the tenth call of a window, which
-    // leaves none, pauses the fleet to the window's end, and the next slot comes after it).
+    // leaves none, pauses the fleet to the window's end, and the next slot comes after it). And the start:
+    // each process's callers first ask over 155 ms (31 × 5 ms), so until the last has asked, the first go
+    // round a line that does not hold everyone yet, while the slots at 0 and 101 ms pass: a caller may start
+    // two calls ahead (seen in an unloaded run: 4 calls against 2).
     let (fewest, most) = (
         per_caller.iter().min().unwrap(),
         per_caller.iter().max().unwrap(),
     );
     assert!(
-        most - fewest <= 1 + 2 * (refused as u64 + turned_away + late_calls),
+        most - fewest <= 1 + 2 + 2 * (refused as u64 + turned_away + late_calls),
         "calls per caller from {fewest} to {most}: {per_caller:?}"
     );
     // The line is never empty, so the fleet sends one call every slot: after the first second, 19 s hold
