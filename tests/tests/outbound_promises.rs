@@ -334,11 +334,12 @@ async fn while_redis_fails_waiting_calls_keep_their_order_and_new_ones_the_nodes
     }
 }
 
-/// Checks that with `on_error = closed`, a call that asks while Redis is down is refused for now and asks
-/// again (as the breaker probes Redis, every 200 ms here) until its deadline, then fails as unavailable: not at
-/// once, and asking no more than its deadline holds.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closed_a_call_keeps_asking_until_its_deadline_then_fails() {
+/// A limiter whose calls of `prefix` (`on_error = closed`, waiting up to `max_wait`) have gone once through
+/// Redis, which is then killed: it asks Redis within 100 ms, and probes it every 200 ms once it failed.
+async fn closed_with_redis_killed(
+    prefix: &'static str,
+    max_wait: Duration,
+) -> (RedisServer, Limiter, Rule) {
     let mut server = RedisServer::start();
     let limiter = server
         .builder()
@@ -346,9 +347,19 @@ async fn closed_a_call_keeps_asking_until_its_deadline_then_fails() {
         .breaker(1, Duration::from_millis(200))
         .build()
         .unwrap();
-    let rule = partner("out:closed:", Duration::from_secs(1)).on_error(OnError::Closed);
+    let rule = partner(prefix, max_wait).on_error(OnError::Closed);
     limiter.turn(&rule, "acme").await.unwrap().settle(&[]).await;
     server.kill();
+    (server, limiter, rule)
+}
+
+/// Checks that with `on_error = closed`, a call that asks while Redis is down is refused for now and asks
+/// again (as the breaker probes Redis, every 200 ms here) until its deadline, then fails as unavailable: not at
+/// once, and asking no more than its deadline holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_a_call_keeps_asking_until_its_deadline_then_fails() {
+    let (_server, limiter, rule) =
+        closed_with_redis_killed("out:closed:", Duration::from_secs(1)).await;
     let before = limiter.stats().degraded;
     let asked = Instant::now();
     let refused = limiter.turn(&rule, "acme").await.unwrap_err();
@@ -366,16 +377,8 @@ async fn closed_a_call_keeps_asking_until_its_deadline_then_fails() {
 /// its deadline: refused twice while Redis is down (counted), then Redis restarts and its next ask decides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_a_call_goes_once_redis_is_back_within_its_deadline() {
-    let mut server = RedisServer::start();
-    let limiter = server
-        .builder()
-        .deadline(Duration::from_millis(100))
-        .breaker(1, Duration::from_millis(200))
-        .build()
-        .unwrap();
-    let rule = partner("out:closed-back:", Duration::from_secs(10)).on_error(OnError::Closed);
-    limiter.turn(&rule, "acme").await.unwrap().settle(&[]).await;
-    server.kill();
+    let (mut server, limiter, rule) =
+        closed_with_redis_killed("out:closed-back:", Duration::from_secs(10)).await;
     let before = limiter.stats().degraded;
     let asked = Instant::now();
     let call = {
