@@ -6,7 +6,7 @@
 //!   is 1 000 too; ours: `max = 1000`, `window = 1 s`). So the hot key is almost always denied, and the spread
 //!   keys almost always admitted. Every contender gets the same `&String` key from the same table; the library
 //!   builds its store key (prefix + key) from it, as it does for every call. The library's contenders: a
-//!   `Limit` per algorithm (`Limiter::limit`: the rule resolved once, keys handed over as `&str`, as governor's
+//!   `Limit` per algorithm (`Limiter::resolve`: the rule resolved once, keys handed over as `&str`, as governor's
 //!   keyed limiter has its quota fixed when built and is handed its keys), and the plain API (`check`: the rule
 //!   resolved and the key formatted on every call) for the token bucket and the sliding log.
 //! - `attribute/<n>t/*`: the same `async fn` with and without `#[rate_limit]`, the limiter switched off
@@ -24,7 +24,7 @@
 //! governor again, interleaved (rotating rounds, medians of per-round ratios: less sensitive to drift than
 //! benchmarks run one after another), which is what the targets are judged on.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::pin::pin;
@@ -47,19 +47,19 @@ const PLAIN_API: [(&str, Algorithm); 2] = [
 ];
 const GOVERNOR: &str = "governor";
 
-/// Drives a future that completes on its first poll: polls it once, in place (as `.await` polls the future it
-/// awaits), with a waker that does nothing.
-trait PollOnce: Future + Sized {
+/// Drives a future (or a request, awaited as it is) that completes on its first poll: polls it once, in place
+/// (as `.await` polls the future it awaits), with a waker that does nothing.
+trait PollOnce: IntoFuture + Sized {
     #[inline]
     fn poll_once(self, pending: &str) -> Self::Output {
-        match pin!(self).poll(&mut Context::from_waker(Waker::noop())) {
+        match pin!(self.into_future()).poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(output) => output,
             Poll::Pending => panic!("{pending}"),
         }
     }
 }
 
-impl<F: Future> PollOnce for F {}
+impl<F: IntoFuture> PollOnce for F {}
 
 /// xorshift64*: cheap enough not to matter, the same for every contender.
 struct Rng(u64);
@@ -147,7 +147,7 @@ fn contenders() -> Vec<(String, Decide)> {
     let mut contenders: Vec<(String, Decide)> = Vec::new();
     for algorithm in Algorithm::ALL {
         let name = algorithm.name();
-        let limit = Limiter::in_memory().limit(&rule(algorithm));
+        let limit = Limiter::in_memory().resolve(&rule(algorithm));
         let decide = move |key: &String| {
             limit
                 .check(key)
@@ -163,7 +163,7 @@ fn contenders() -> Vec<(String, Decide)> {
         .period(Period::Day)
         .tz(berlin)
         .max(u64::from(PER_SECOND));
-    let limit = Limiter::in_memory().limit(&daily);
+    let limit = Limiter::in_memory().resolve(&daily);
     let decide = move |key: &String| {
         limit
             .check(key)

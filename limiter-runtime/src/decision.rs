@@ -59,7 +59,8 @@ pub struct Decision {
 }
 
 /// Why a decision was made: every decision carries one ([`Decision::verdict`]), and the metrics and tracing
-/// events name it by [`as_str`](Verdict::as_str).
+/// events name it by [`as_str`](Verdict::as_str). (What a refusal asks of its caller, the response it
+/// becomes, is its [`Reason`](crate::Reason).)
 ///
 /// | verdict | text | the call |
 /// |---|---|---|

@@ -61,7 +61,13 @@ pub(crate) struct LimitState {
     pub(crate) advertised: bool,
 }
 
-/// Why a call was rejected.
+/// What a rejection asks of its caller: to come back later (429), to wait out a limiter that cannot decide
+/// (503), or never to send this call again as it is (413). The response a refusal becomes (its status, and
+/// whether it has a `Retry-After`) is decided by this alone.
+///
+/// Beside it, each limit's [`Verdict`](crate::Verdict) says why it was decided so, finer (a refusal for the
+/// limit reached, a block, a share kept for a higher priority are all [`Limited`](Reason::Limited)), for the
+/// metrics, traces and operators' views: a verdict explains a decision, a reason answers a caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {

@@ -57,7 +57,7 @@
 
 // The layers, bottom up: keys, algorithms, the clock, policy names, decisions and errors; then rules, the
 // overrides, the call; the backends, the observers and the operators' watch; the pipeline; the public API
-// (the limiter, its builder, a resolved limit, a reservation); and, on top, the service edges.
+// (the limiter, its builder, a resolved limit, an estimate); and, on top, the service edges.
 // `tests/tests/layers.rs` holds them to it.
 mod algorithm;
 mod budget;
@@ -109,9 +109,10 @@ pub use crate::calendar::{Period, Usage, Zone};
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::decision::{Decision, Verdict};
 pub use crate::error::{Error, RateLimited, Reason};
+pub use crate::limiter::request::{self, All, Request};
 pub use crate::limiter::{
-    Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Permit, Reservation, Stats, Turn,
-    DEFAULT_DEADLINE, REDIS_URL_ENV,
+    AsCharged, Estimate, Limit, LimitList, Limiter, LimiterBuilder, ListedLimit, Permit, Stats,
+    Turn, Used, DEFAULT_DEADLINE, REDIS_URL_ENV,
 };
 pub use crate::overrides::Override;
 pub use crate::parse::ParseError;

@@ -32,7 +32,7 @@ use crate::error::LimitState;
 use crate::observe::{Observers, Timer};
 use crate::overrides::Overrides;
 use crate::rule::Defaults;
-use crate::{Decision, OnError, RateLimited, Reason};
+use crate::{Decision, OnError, Priority, RateLimited, Reason};
 
 /// The id of the next pipeline built.
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -60,12 +60,11 @@ pub(crate) struct Pipeline {
 }
 
 /// A ruling ready at once; or a ruling to await, then reported and `then` of it, polled in place (the store's
-/// [`Settling`] boxes only a round trip of its own); or, boxed, an admitted call's slot to wait for. `C` is
-/// the call, owned or borrowed; `T` what the caller makes of the ruling.
+/// [`Settling`] boxes only a round trip of its own). `C` is the call, owned or borrowed; `T` what the caller
+/// makes of the ruling.
 pub(crate) enum Deciding<'a, C: AsCall, T> {
     Now(Now<T>),
     Waits(Settling<'a, C, Reported<'a, C, T>>),
-    Boxed(BoxFuture<'a, T>),
 }
 
 impl<C: AsCall, T> Future for Deciding<'_, C, T> {
@@ -76,13 +75,12 @@ impl<C: AsCall, T> Future for Deciding<'_, C, T> {
         match self.get_mut() {
             Deciding::Now(now) => Pin::new(now).poll(cx),
             Deciding::Waits(settling) => Pin::new(settling).poll(cx),
-            Deciding::Boxed(boxed) => boxed.as_mut().poll(cx),
         }
     }
 }
 
 /// What the caller makes of a call and its ruling (the pipeline at hand).
-type ThenFn<C, T> = fn(&Pipeline, C, Ruling) -> T;
+pub(crate) type ThenFn<C, T> = fn(&Pipeline, C, Ruling) -> T;
 
 /// What follows a pending ruling: reported (how long it took, from `timer`), and then `then` of it.
 pub(crate) struct Reported<'a, C, T> {
@@ -102,9 +100,17 @@ impl<C: AsCall, T> Then<C> for Reported<'_, C, T> {
     }
 }
 
-/// What an enforced call comes to: admitted (after its slot), with the call and what was decided of it, or
-/// refused.
-pub(crate) type Admitted<'r> = Result<(Call<'r>, Ruling), RateLimited>;
+/// An admitted call, what was decided of it, and how long it waits for its slot (a leaky bucket's that
+/// waits; zero for any other): the slot is waited for in its node's line, above the pipeline (see
+/// [`Owner::after_slot`]).
+pub(crate) struct Enforced<'r> {
+    pub(crate) call: Call<'r>,
+    pub(crate) decided: Ruling,
+    pub(crate) slot: Duration,
+}
+
+/// What an enforced call comes to: admitted, or refused.
+pub(crate) type Admitted<'r> = Result<Enforced<'r>, RateLimited>;
 
 /// What a caller keeps of an enforced call ([`Pipeline::enforce_owned`]), or its refusal: at once, or boxed
 /// with the rest to await.
@@ -115,41 +121,15 @@ pub(crate) type Enforcing<T> =
 pub(crate) trait Owner: Clone + Send + Sync + 'static {
     fn pipeline(&self) -> &Pipeline;
 
-    /// Gives back everything an admitted `call` charged (as `decided` says), from a destructor: a call
-    /// dropped while it waited for its slot.
-    fn give_back_now(&self, call: Call<'static>, decided: Ruling);
-}
-
-/// An admitted call waiting for its slot ([`Pipeline::enforce_owned`]): dropped before the slot comes (the
-/// caller gave up), it gives back what it charged, so that the next call takes the slot.
-struct Slot<O: Owner> {
-    owner: O,
-    held: Option<(Call<'static>, Ruling)>,
-}
-
-impl<O: Owner> Slot<O> {
-    /// Returns the call and its ruling once `wait` has passed.
-    async fn wait(
-        owner: &O,
-        wait: Duration,
-        call: Call<'static>,
-        decided: Ruling,
-    ) -> (Call<'static>, Ruling) {
-        let mut slot = Slot {
-            owner: owner.clone(),
-            held: Some((call, decided)),
-        };
-        after_slot(wait, ()).await;
-        slot.held.take().expect("a slot is waited for once")
-    }
-}
-
-impl<O: Owner> Drop for Slot<O> {
-    fn drop(&mut self) {
-        if let Some((call, decided)) = self.held.take() {
-            self.owner.give_back_now(call, decided);
-        }
-    }
+    /// Waits for the slot of an admitted call of `priority` in its node's line: the call and its ruling once
+    /// its turn comes, or a refusal when a more important call took the slot past its deadline. Dropped
+    /// before, it leaves the line and gives back what the call charged. A call with no slot to wait for
+    /// (none waits in its line) comes back at once.
+    fn after_slot(
+        &self,
+        enforced: Enforced<'static>,
+        priority: Priority,
+    ) -> BoxFuture<'static, Result<(Call<'static>, Ruling), RateLimited>>;
 }
 
 impl Pipeline {
@@ -268,115 +248,79 @@ impl Pipeline {
         }
     }
 
-    /// Returns [`decision`](Pipeline::decision) of a call taken by value, for a caller that keeps nothing of it but
-    /// its decision ([`Limit`](crate::Limit)): the call is moved into the future only when Redis must be
-    /// asked; decided at once, nothing large is moved.
+    /// Decides `call`, taken by value, and returns `then` of it and its ruling: at once, or with the round trip
+    /// left to await (the call is moved into the future only then; decided at once, nothing large is moved).
+    /// What a check keeps (each limit's decision, or the call beside its ruling) is `then`'s to make.
     #[inline(always)]
-    pub(crate) fn decision_owned<'a, 'r: 'a>(
+    pub(crate) fn decide<'a, 'r: 'a, T: Send + 'a>(
         &'a self,
         call: Call<'r>,
-    ) -> Deciding<'a, Call<'r>, Decision> {
+        then: ThenFn<Call<'r>, T>,
+    ) -> Deciding<'a, Call<'r>, T> {
         match self.decide_now(&call) {
-            Ok(decided) => Deciding::Now(now(decided.decision())),
-            Err(pending) => self.deciding(call, pending, |_, _, decided| decided.decision()),
+            Ok(decided) => Deciding::Now(now(then(self, call, decided))),
+            Err(pending) => self.deciding(call, pending, then),
         }
     }
 
-    /// Returns [`ruling`](Pipeline::ruling) for a call of one limit: its decision alone, so that what is kept across
-    /// the await stays small.
-    #[inline(always)]
-    pub(crate) fn decision<'a, 'r>(
-        &'a self,
-        call: &'a Call<'r>,
-    ) -> Deciding<'a, &'a Call<'r>, Decision> {
-        match self.decide_now(call) {
-            Ok(decided) => Deciding::Now(now(decided.decision())),
-            Err(pending) => self.deciding(call, pending, |_, _, decided| decided.decision()),
-        }
-    }
-
-    /// Decides `call`: at once, or with the round trip left to await. The call comes back beside its answer.
-    #[inline(always)]
-    pub(crate) fn ruling_owned<'a, 'r: 'a>(
-        &'a self,
-        call: Call<'r>,
-    ) -> Deciding<'a, Call<'r>, (Call<'r>, Ruling)> {
-        match self.decide_now(&call) {
-            Ok(decided) => Deciding::Now(now((call, decided))),
-            Err(pending) => self.deciding(call, pending, |_, call, decided| (call, decided)),
-        }
-    }
-
-    /// Decides `call` for an enforced call: its [verdict](Pipeline::slot_or_refusal) (a rejection, or, admitted, the
-    /// call and its answer once its slot has come), at once or with the round trip (and the slot) left to
-    /// await.
+    /// Decides `call` for an enforced call: its [verdict](Pipeline::slot_or_refusal) (a rejection, or,
+    /// admitted, the call, its answer and its slot to wait for), at once or with the round trip left to await.
     #[inline(always)]
     pub(crate) fn enforce<'a, 'r: 'a>(
         &'a self,
         call: Call<'r>,
     ) -> Deciding<'a, Call<'r>, Admitted<'r>> {
-        match self.decide_now(&call) {
-            Ok(decided) => match self.slot_or_refusal(&call, &decided) {
-                Ok(wait) if !wait.is_zero() => {
-                    Deciding::Boxed(Box::pin(after_slot(wait, Ok((call, decided)))))
-                }
-                verdict => Deciding::Now(now(verdict.map(|_| (call, decided)))),
-            },
-            // No slot to wait for once admitted: the verdict is all that follows the decision.
-            Err(pending) if !call.may_wait_for_slot() => {
-                self.deciding(call, pending, |pipeline, call, decided| {
-                    pipeline
-                        .slot_or_refusal(&call, &decided)
-                        .map(|_| (call, decided))
-                })
-            }
-            Err(pending) => Deciding::Boxed(Box::pin(self.enforce_later(call, pending))),
-        }
+        self.decide(call, |pipeline, call, decided| {
+            let slot = pipeline.slot_or_refusal(&call, &decided)?;
+            Ok(Enforced {
+                call,
+                decided,
+                slot,
+            })
+        })
     }
 
-    /// Returns the rest of an enforced call's decision that Redis is to make: its verdict, and, admitted, the call and
-    /// its answer once its slot has come.
-    async fn enforce_later<'r>(&self, call: Call<'r>, pending: Pending) -> Admitted<'r> {
-        let decided = self.ruling_later(&call, pending).await;
-        let wait = self.slot_or_refusal(&call, &decided)?;
-        Ok(after_slot(wait, (call, decided)).await)
-    }
-
-    /// Returns [`enforce`](Pipeline::enforce) for a caller whose future must own what it keeps (the attribute's, which
-    /// outlives the borrow it finds its limiter by): the rest, when there is one, holds `owner`, and is boxed.
+    /// Returns [`enforce`](Pipeline::enforce) for a caller whose future must own what it keeps (the
+    /// attribute's, which outlives the borrow it finds its limiter by): the rest, when there is one, holds
+    /// `owner`, and is boxed; a slot is waited for in its node's line (given back if the caller gives up).
     /// `then` makes what the caller keeps of an admitted call, given its owner.
     #[inline(always)]
-    pub(crate) fn enforce_owned<O, T, F>(owner: &O, call: Call<'static>, then: F) -> Enforcing<T>
+    pub(crate) fn enforce_owned<O, T, F>(
+        owner: &O,
+        call: Call<'static>,
+        priority: Priority,
+        then: F,
+    ) -> Enforcing<T>
     where
         O: Owner,
         T: Send + 'static,
         F: FnOnce(&O, Call<'static>, Ruling) -> T + Send + 'static,
     {
         let pipeline = owner.pipeline();
+        let waits = call.may_wait_for_slot();
         match pipeline.decide_now(&call) {
-            Ok(decided) => match pipeline.slot_or_refusal(&call, &decided) {
-                Ok(wait) if !wait.is_zero() => {
-                    let owner = owner.clone();
-                    Either::Right(Box::pin(async move {
-                        let (call, decided) = Slot::wait(&owner, wait, call, decided).await;
-                        Ok(then(&owner, call, decided))
-                    }))
-                }
-                verdict => Either::Left(now(verdict.map(|_| then(owner, call, decided)))),
-            },
-            // As `enforce_later`, with what the caller keeps made at once when there is no slot to wait
-            // for: one future fewer around the round trip's (the attribute's Redis path counts about 800
-            // instructions less). A slot waited for gives its charge back if the caller gives up.
-            Err(pending) => {
+            Ok(decided) if !waits => {
+                let verdict = pipeline.slot_or_refusal(&call, &decided);
+                Either::Left(now(verdict.map(|_| then(owner, call, decided))))
+            }
+            decided => {
                 let owner = owner.clone();
                 Either::Right(Box::pin(async move {
                     let pipeline = owner.pipeline();
-                    let decided = pipeline.ruling_later(&call, pending).await;
-                    let wait = pipeline.slot_or_refusal(&call, &decided)?;
-                    if wait.is_zero() {
+                    let decided = match decided {
+                        Ok(decided) => decided,
+                        Err(pending) => pipeline.ruling_later(&call, pending).await,
+                    };
+                    let slot = pipeline.slot_or_refusal(&call, &decided)?;
+                    if !waits {
                         return Ok(then(&owner, call, decided));
                     }
-                    let (call, decided) = Slot::wait(&owner, wait, call, decided).await;
+                    let enforced = Enforced {
+                        call,
+                        decided,
+                        slot,
+                    };
+                    let (call, decided) = owner.after_slot(enforced, priority).await?;
                     Ok(then(&owner, call, decided))
                 }))
             }
@@ -481,13 +425,4 @@ impl Pipeline {
 pub(crate) fn advertised(limit: &crate::call::CallLimit<'_>, decision: &Decision) -> bool {
     let applies = limit.vetoes && limit.preset != Some(crate::call::Preset::Skipped);
     applies && (!decision.degraded || limit.on_error == OnError::Local)
-}
-
-/// Returns `value` once `wait` (an admitted call's slot, leaky bucket) has passed.
-pub(crate) async fn after_slot<T>(wait: Duration, value: T) -> T {
-    if !wait.is_zero() {
-        // Boxed, as the Redis round trip is: a timer is large, and rarely needed.
-        Box::pin(tokio::time::sleep(wait)).await;
-    }
-    value
 }

@@ -139,6 +139,8 @@ impl<const N: usize> Site<N> {
         keys: [KeyArgs<'_>; N],
     ) -> Enforcing<T> {
         let rules = self.rules_for(limiter);
+        // The call's priority, for its place in a line: each limit is given the same.
+        let priority = keys[0].priority;
         let asks = keys.into_iter().enumerate().map(|(i, args)| {
             let KeyArgs {
                 skip,
@@ -169,7 +171,7 @@ impl<const N: usize> Site<N> {
         });
         // The pipeline's one flow of an enforced call, with what the function keeps of it.
         let call: Call<'static> = limiter.pipeline.call(asks);
-        Pipeline::enforce_owned(limiter, call, |limiter, call, decided| {
+        Pipeline::enforce_owned(limiter, call, priority, |limiter, call, decided| {
             T::kept(|| HeldCall {
                 limiter: limiter.clone(),
                 call,
@@ -272,7 +274,7 @@ pub fn streamed<R: Streamed>(response: &mut R, permit: Option<Permit>) -> Option
 /// Gives back a permit no body holds, and returns once it is.
 pub async fn release(permit: Option<Permit>) {
     if let Some(permit) = permit {
-        permit.release().await;
+        permit.settle(crate::AsCharged).await;
     }
 }
 

@@ -240,7 +240,7 @@ pub mod priorities {
     ) -> Told {
         let mut told = Told::default();
         for _ in 0..calls {
-            let decision = runtime.check_with(&rule, key, 1, priority).await;
+            let decision = runtime.check(&rule, key).priority(priority).await;
             assert!(!decision.degraded, "a decision failed: {decision:?}");
             match decision.verdict {
                 Verdict::Admitted => told.admitted += 1,
@@ -329,7 +329,7 @@ pub mod priorities {
             let used = normal.admitted + critical.admitted;
             let mut more = 0;
             loop {
-                let decision = a.check_with(&rule, "shop", 1, Priority::Critical).await;
+                let decision = a.check(&rule, "shop").priority(Priority::Critical).await;
                 if !decision.allowed {
                     assert_eq!(decision.verdict, Verdict::Limited, "{name}");
                     break;

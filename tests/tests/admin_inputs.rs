@@ -243,7 +243,7 @@ async fn inspect_answers_for_a_policy_any_node_used() {
     for _ in 0..3 {
         assert!(a.check(&bucket, "1001").await.allowed);
     }
-    assert!(a.check_cost(&daily, "acme", 250).await.allowed);
+    assert!(a.check(&daily, "acme").cost(250).await.allowed);
 
     // Within a heartbeat or two, a has reported both.
     let started = Instant::now();

@@ -251,7 +251,7 @@ async fn fill(
 ) -> (Vec<Decision>, Decision) {
     let mut admitted = Vec::new();
     loop {
-        let decision = limiter.check_with(rule, key, 1, priority).await;
+        let decision = limiter.check(rule, key).priority(priority).await;
         assert!(!decision.degraded, "{decision:?}");
         match decision.allowed {
             true => admitted.push(decision),
@@ -317,17 +317,17 @@ async fn a_token_buckets_shares_are_of_its_burst() {
             "{store}: {refused:?}"
         );
         // The bucket full: a `Normal` call fits once 9 tokens are back, not a microsecond before.
-        let normal = limiter.check_with(&rule, "k", 1, Priority::Normal).await;
+        let normal = limiter.check(&rule, "k").await;
         assert_eq!(normal.retry_after, 9 * second, "{store}: {normal:?}");
         clock.advance(9 * second - Duration::from_micros(1));
-        let early = limiter.check_with(&rule, "k", 1, Priority::Normal).await;
+        let early = limiter.check(&rule, "k").await;
         assert_eq!(
             (early.verdict, early.retry_after),
             (Verdict::Reserved, Duration::from_micros(1)),
             "{store}: {early:?}"
         );
         clock.advance(Duration::from_micros(1));
-        let due = limiter.check_with(&rule, "k", 1, Priority::Normal).await;
+        let due = limiter.check(&rule, "k").await;
         assert!(due.allowed, "{store}: {due:?}");
     }
 }

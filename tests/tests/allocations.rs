@@ -4,6 +4,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::future::IntoFuture;
 
 use futures::FutureExt;
 use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
@@ -53,19 +54,27 @@ fn the_plain_api_allocates_nothing() {
             .max(100)
             .window(std::time::Duration::from_secs(3_600));
         for _ in 0..CALLS {
-            limiter.check(&rule, "hot").now_or_never().unwrap();
+            limiter
+                .check(&rule, "hot")
+                .into_future()
+                .now_or_never()
+                .unwrap();
         }
         let made = allocations(|| {
             for _ in 0..CALLS {
-                limiter.check(&rule, "hot").now_or_never().unwrap();
+                limiter
+                    .check(&rule, "hot")
+                    .into_future()
+                    .now_or_never()
+                    .unwrap();
             }
         });
         assert_eq!(made, 0, "{algorithm:?}: no allocation per decision");
         // A `Limit` of the same rule: the same count, and no allocation either.
-        let limit = limiter.limit(&rule);
+        let limit = limiter.resolve(&rule);
         let made = allocations(|| {
             for _ in 0..CALLS {
-                limit.check("hot").now_or_never().unwrap();
+                limit.check("hot").into_future().now_or_never().unwrap();
             }
         });
         assert_eq!(
@@ -90,7 +99,12 @@ fn admissions_allocate_nothing_for_every_algorithm() {
             .window(std::time::Duration::from_secs(1));
         let call = || {
             clock.advance(std::time::Duration::from_millis(11));
-            limiter.check(&rule, "hot").now_or_never().unwrap().allowed
+            limiter
+                .check(&rule, "hot")
+                .into_future()
+                .now_or_never()
+                .unwrap()
+                .allowed
         };
         // Two windows of warm-up: the state at its working size.
         for _ in 0..200 {
@@ -113,10 +127,18 @@ fn a_key_too_long_for_the_stack_costs_one_allocation() {
     let rule = Rule::new().algorithm(Algorithm::TokenBucket).max(1_000_000);
     // The default prefix and 120 bytes: past the 56 bytes kept on the stack, short enough to be verbatim.
     let key = "k".repeat(120);
-    limiter.check(&rule, &key).now_or_never().unwrap();
+    limiter
+        .check(&rule, &key)
+        .into_future()
+        .now_or_never()
+        .unwrap();
     let made = allocations(|| {
         for _ in 0..CALLS {
-            limiter.check(&rule, &key).now_or_never().unwrap();
+            limiter
+                .check(&rule, &key)
+                .into_future()
+                .now_or_never()
+                .unwrap();
         }
     });
     assert_eq!(made, CALLS, "one allocation per decision: the key's");
@@ -137,6 +159,7 @@ fn the_attribute_allocates_nothing() {
                     annotated(7).await.unwrap();
                 }
             })
+            .into_future()
             .now_or_never()
             .unwrap()
     };
@@ -165,11 +188,13 @@ fn a_rejection_costs_one_allocation() {
                     assert!(once_an_hour(7).await.is_err());
                 }
             })
+            .into_future()
             .now_or_never()
             .unwrap()
     };
     limiter
         .scope(once_an_hour(7))
+        .into_future()
         .now_or_never()
         .unwrap()
         .unwrap();

@@ -228,7 +228,7 @@ async fn tenants_in_utc_plus_14_and_utc_minus_11_at_the_same_instant() {
 
 /// The same seeded schedule (keys, costs, zones, steps of minutes to days across both changes of the clocks)
 /// gives identical decisions in memory and on Redis: calls of the quota alone (its own script), stacked with
-/// a fixed window (decided as one: a call the window refuses charges the quota nothing), and reservations
+/// a fixed window (decided as one: a call the window refuses charges the quota nothing), and estimates
 /// settled below their estimate (units given back to the period they were charged in, none to a later one).
 #[tokio::test]
 async fn memory_and_redis_decide_a_calendar_schedule_alike() {
@@ -284,7 +284,8 @@ async fn memory_and_redis_decide_a_calendar_schedule_alike() {
                     let (quota, key, burst) = (quota.clone(), key.clone(), burst.clone());
                     let l = l.clone();
                     async move {
-                        l.check_all_cost([(&burst, &key, 1), (&quota, &key, cost)])
+                        l.all([(&burst, &key, 1), (&quota, &key, cost)])
+                            .check()
                             .await
                             .to_vec()
                     }
@@ -296,10 +297,10 @@ async fn memory_and_redis_decide_a_calendar_schedule_alike() {
                     let (quota, key) = (quota.clone(), key.clone());
                     let l = l.clone();
                     async move {
-                        match l.reserve(&quota, &key, cost).await {
-                            Ok(reservation) => {
-                                let decision = *reservation.decision();
-                                reservation.settle(cost / 2).await;
+                        match l.estimate(&quota, &key).cost(cost).await {
+                            Ok(estimate) => {
+                                let decision = estimate.decision();
+                                estimate.settle(cost / 2).await;
                                 vec![decision]
                             }
                             Err(refused) => vec![*refused.decision()],
@@ -309,8 +310,8 @@ async fn memory_and_redis_decide_a_calendar_schedule_alike() {
                 (reserve(&memory).await, reserve(&redis).await)
             }
             _ => (
-                vec![memory.check_cost(&quota, &key, cost).await],
-                vec![redis.check_cost(&quota, &key, cost).await],
+                vec![memory.check(&quota, &key).cost(cost).await],
+                vec![redis.check(&quota, &key).cost(cost).await],
             ),
         };
         let seen = |ds: &[limiter_runtime::Decision]| {
@@ -527,8 +528,9 @@ async fn a_give_back_on_another_node_is_seen_within_a_second() {
     let server = RedisServer::start();
     let (a, b) = (server.limiter(), server.limiter());
     let monthly = Rule::new().prefix("month:").period(Period::Month).max(1);
-    let reservation = b
-        .reserve(&monthly, "acme", 1)
+    let estimate = b
+        .estimate(&monthly, "acme")
+        .cost(1)
         .await
         .expect("the month's one unit");
     assert!(
@@ -542,7 +544,7 @@ async fn a_give_back_on_another_node_is_seen_within_a_second() {
         before,
         "node a refuses from its deny cache"
     );
-    reservation.cancel().await;
+    estimate.cancel().await;
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     assert!(
         a.check(&monthly, "acme").await.allowed,
@@ -716,7 +718,7 @@ async fn nothing_goes_back_to_an_ended_period_and_another_zone_or_day_starts_afr
                 .period(Period::Day)
                 .max(5);
             // 3 reserved on the 10th, settled on the 11th having used none of them.
-            let reserved = limiter.reserve(&daily, "k", 3).await.unwrap();
+            let reserved = limiter.estimate(&daily, "k").cost(3).await.unwrap();
             clock.set(at("2026-05-11T01:00:00+00:00"));
             for _ in 0..5 {
                 assert!(limiter.check(&daily, "k").await.allowed, "{store}");

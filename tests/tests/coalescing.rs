@@ -41,10 +41,11 @@ async fn hammer(
                 let mut admitted = 0;
                 for _ in 0..calls {
                     let allowed = match rules.as_slice() {
-                        [one] => limiter.check_cost(one, &key, cost).await.allowed,
+                        [one] => limiter.check(one, &key).cost(cost).await.allowed,
                         [a, b] => {
                             let [x, y] = limiter
-                                .check_all_cost([(a, &key, cost), (b, &key, cost)])
+                                .all([(a, &key, cost), (b, &key, cost)])
+                                .check()
                                 .await;
                             x.allowed && y.allowed
                         }
@@ -127,9 +128,9 @@ async fn coalesced_calls_share_a_member_and_each_gives_back_its_own_part() {
         .prefix("shared:")
         .max(1_000)
         .window(Duration::from_secs(60));
-    let reservations: Vec<_> = futures::future::join_all((0..64u64).map(|i| {
+    let estimates: Vec<_> = futures::future::join_all((0..64u64).map(|i| {
         let (limiter, rule) = (limiter.clone(), rule.clone());
-        tokio::spawn(async move { limiter.reserve(&rule, "k", 1 + i % 3).await.unwrap() })
+        tokio::spawn(async move { limiter.estimate(&rule, "k").cost(1 + i % 3).await.unwrap() })
     }))
     .await
     .into_iter()
@@ -142,7 +143,7 @@ async fn coalesced_calls_share_a_member_and_each_gives_back_its_own_part() {
     assert!(members < 64, "coalesced calls share members: {members}");
     // Settled in an order of their own: every third given back whole, every third kept, the rest in part.
     let mut kept = 0;
-    for (i, reservation) in reservations.into_iter().enumerate().rev() {
+    for (i, estimate) in estimates.into_iter().enumerate().rev() {
         let cost = 1 + i as u64 % 3;
         let settled = match i % 3 {
             0 => 0,
@@ -150,10 +151,10 @@ async fn coalesced_calls_share_a_member_and_each_gives_back_its_own_part() {
             _ => cost - 1,
         };
         kept += settled;
-        reservation.settle(settled).await;
+        estimate.settle(settled).await;
     }
     assert_eq!(tests::logged_calls(&mut redis, "shared:k") as u64, kept);
-    let decision = limiter.check_cost(&rule, "k", 0).await;
+    let decision = limiter.check(&rule, "k").cost(0).await;
     assert_eq!(decision.remaining, 1_000 - kept);
 }
 

@@ -82,8 +82,12 @@ async fn replay(algorithm: Algorithm, seed: u64, server: &RedisServer, deny_cach
             true => *priorities.pick(&Priority::ALL),
             false => Priority::Normal,
         };
-        let in_memory = memory.check_with(&rule, &key, cost, priority).await;
-        let in_redis = redis.check_with(&rule, &key, cost, priority).await;
+        let in_memory = memory
+            .check(&rule, &key)
+            .cost(cost)
+            .priority(priority)
+            .await;
+        let in_redis = redis.check(&rule, &key).cost(cost).priority(priority).await;
         assert!(!in_redis.degraded, "Redis failed at call {call}");
         let compared = |d: &limiter_runtime::Decision| {
             if deny_cache {
@@ -213,14 +217,14 @@ fn maybe_penalized(rng: &mut Rng, rule: Rule) -> Rule {
     rule.penalty(Penalty::escalating(first, cap))
 }
 
-/// Stacked calls (two or three limits of random algorithms) and reservations settled or cancelled later, the
+/// Stacked calls (two or three limits of random algorithms) and estimates settled or cancelled later, the
 /// same seeded schedule in memory and in Redis: identical decisions, call by call. From seed 4, each limit keeps
 /// shares for the higher priorities and each stacked call has a priority: some calls are refused for a share
 /// kept above them ([`Verdict::Reserved`](limiter_runtime::Verdict::Reserved)), alike in both stores.
 ///
 /// With the deny cache, a cached answer of a call reports its other limits as Redis last did (another call
 /// sharing one of their keys may have charged it since) and a charge given back by another call can end a
-/// denial early: so that run makes no reservations, and compares whether each call is admitted, which stays
+/// denial early: so that run makes no estimates, and compares whether each call is admitted, which stays
 /// exact.
 async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
     let mut rng = Rng::new(seed);
@@ -309,11 +313,11 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
             0..=4 => {
                 let (i, j) = *rng.pick(&[(0, 1), (1, 2), (2, 0)]);
                 let limits = [
-                    (&rules[i], key(&mut rng), cost(&mut rng), priority),
-                    (&rules[j], key(&mut rng), cost(&mut rng), priority),
+                    (&rules[i], key(&mut rng), cost(&mut rng)),
+                    (&rules[j], key(&mut rng), cost(&mut rng)),
                 ];
-                let in_memory = memory.check_all_cost(limits.clone()).await;
-                let in_redis = redis.check_all_cost(limits.clone()).await;
+                let in_memory = memory.all(limits.clone()).check().priority(priority).await;
+                let in_redis = redis.all(limits.clone()).check().priority(priority).await;
                 let (m, r) = verdicts(&in_memory, &in_redis);
                 assert_eq!(
                     m, r,
@@ -325,10 +329,9 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
                 reserved += usize::from(any_reserved(&in_memory));
             }
             5 => {
-                let limits =
-                    [0, 1, 2].map(|i| (&rules[i], key(&mut rng), cost(&mut rng), priority));
-                let in_memory = memory.check_all_cost(limits.clone()).await;
-                let in_redis = redis.check_all_cost(limits.clone()).await;
+                let limits = [0, 1, 2].map(|i| (&rules[i], key(&mut rng), cost(&mut rng)));
+                let in_memory = memory.all(limits.clone()).check().priority(priority).await;
+                let in_redis = redis.all(limits.clone()).check().priority(priority).await;
                 let (m, r) = verdicts(&in_memory, &in_redis);
                 assert_eq!(
                     m, r,
@@ -338,21 +341,21 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
             }
             6..=7 if !deny_cache => {
                 let (rule, key, estimate) = (rng.pick(&rules), key(&mut rng), cost(&mut rng) * 2);
-                let in_memory = memory.reserve(rule, &key, estimate).await;
-                let in_redis = redis.reserve(rule, &key, estimate).await;
+                let in_memory = memory.estimate(rule, &key).cost(estimate).await;
+                let in_redis = redis.estimate(rule, &key).cost(estimate).await;
                 match (in_memory, in_redis) {
                     (Ok(m), Ok(r)) => {
                         assert_eq!(
-                            compared(m.decision()),
-                            compared(r.decision()),
+                            compared(&m.decision()),
+                            compared(&r.decision()),
                             "{context}: reserve {key}"
                         );
                         held.push((m, r, estimate));
                     }
                     (Err(m), Err(r)) => {
                         assert_eq!(
-                            compared(m.decision()),
-                            compared(r.decision()),
+                            compared(&m.decision()),
+                            compared(&r.decision()),
                             "{context}: reserve {key}"
                         )
                     }
@@ -396,19 +399,31 @@ async fn stacked_calls_and_give_backs() {
 /// One call of a batched round: each limit's rule (an index), key, cost and the call's priority.
 type Limits = Vec<(usize, String, u64, Priority)>;
 
-/// What one limiter decides of `limits` (one call, stacked or not).
+/// What one limiter decides of `limits` (one call, stacked or not, of the first limit's priority: a call's
+/// limits share one).
 async fn decide(limiter: &Limiter, rules: &[Rule], limits: &Limits) -> Vec<Decision> {
     let at = |i: usize| {
-        let (rule, key, cost, priority) = &limits[i];
-        (&rules[*rule], key.as_str(), *cost, *priority)
+        let (rule, key, cost, _) = &limits[i];
+        (&rules[*rule], key.as_str(), *cost)
     };
+    let priority = limits[0].3;
     match limits.len() {
         1 => {
-            let (rule, key, cost, priority) = at(0);
-            vec![limiter.check_with(rule, key, cost, priority).await]
+            let (rule, key, cost) = at(0);
+            vec![limiter.check(rule, key).cost(cost).priority(priority).await]
         }
-        2 => limiter.check_all_cost([at(0), at(1)]).await.to_vec(),
-        _ => limiter.check_all_cost([at(0), at(1), at(2)]).await.to_vec(),
+        2 => limiter
+            .all([at(0), at(1)])
+            .check()
+            .priority(priority)
+            .await
+            .to_vec(),
+        _ => limiter
+            .all([at(0), at(1), at(2)])
+            .check()
+            .priority(priority)
+            .await
+            .to_vec(),
     }
 }
 
@@ -520,7 +535,7 @@ async fn batched_calls_on_many_keys_decide_as_memory_does() {
     eprintln!("{decisions} decisions ({reserved} refused for a share) in {scripts} script calls");
 }
 
-/// A token bucket's reservations settled in random order while it drains: its records of give-backs out of
+/// A token bucket's estimates settled in random order while it drains: its records of give-backs out of
 /// order, in memory and in Redis's scripts, leave the same bucket after every step.
 #[tokio::test]
 async fn a_bucket_settled_in_any_order_while_it_drains() {
@@ -551,8 +566,8 @@ async fn a_bucket_settled_in_any_order_while_it_drains() {
             match rng.below(10) {
                 0..=3 => {
                     let cost = 1 + rng.below(8);
-                    let m = memory.reserve(&rule, "k", cost).await;
-                    let r = redis.reserve(&rule, "k", cost).await;
+                    let m = memory.estimate(&rule, "k").cost(cost).await;
+                    let r = redis.estimate(&rule, "k").cost(cost).await;
                     assert_eq!(m.is_ok(), r.is_ok(), "seed {seed}, step {step}");
                     if let (Ok(m), Ok(r)) = (m, r) {
                         held.push((m, r, cost));
@@ -572,8 +587,8 @@ async fn a_bucket_settled_in_any_order_while_it_drains() {
                 }
             }
             let (m, r) = (
-                memory.check_cost(&rule, "k", 0).await,
-                redis.check_cost(&rule, "k", 0).await,
+                memory.check(&rule, "k").cost(0).await,
+                redis.check(&rule, "k").cost(0).await,
             );
             assert_eq!(
                 (m.remaining, m.reset_after),

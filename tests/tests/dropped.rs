@@ -6,7 +6,7 @@
 //! MONITOR) that dropped calls did reach Redis and were given back there: none passes with every dropped
 //! call gone before it was sent.
 
-use std::future::Future;
+use std::future::IntoFuture;
 use std::pin::pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -16,8 +16,8 @@ use tests::{Monitor, RedisServer, Rng};
 
 /// Polls `call` `polls` times, yielding between polls, and drops it unless it was decided meanwhile: its
 /// output if it was.
-async fn poll_then_drop<F: Future>(call: F, polls: u64) -> Option<F::Output> {
-    let mut call = pin!(call);
+async fn poll_then_drop<F: IntoFuture>(call: F, polls: u64) -> Option<F::Output> {
+    let mut call = pin!(call.into_future());
     for _ in 0..polls {
         if let Poll::Ready(output) = futures::poll!(call.as_mut()) {
             return Some(output);
@@ -247,7 +247,7 @@ async fn dropped_calls_across_slots_are_not_charged() {
             .max(1_000)
             .window(Duration::from_secs(3_600))
     });
-    assert!(limiter.check_all([(&one, "warm"), (&two, "warm")]).await[0].allowed);
+    assert!(limiter.all([(&one, "warm"), (&two, "warm")]).check().await[0].allowed);
     let monitors = ["{one}:dropped:k", "{two}:dropped:k"]
         .map(|key| Monitor::start(cluster.master_of_slot(cluster.slot(key)).port));
     let tasks: Vec<_> = (0..16)
@@ -258,7 +258,7 @@ async fn dropped_calls_across_slots_are_not_charged() {
                 let (mut admitted, mut dropped) = (0, 0);
                 for _ in 0..10 {
                     let polls = 1 + rng.below(6);
-                    let call = limiter.check_all([(&one, "k"), (&two, "k")]);
+                    let call = limiter.all([(&one, "k"), (&two, "k")]).check();
                     match poll_then_drop(call, polls).await {
                         Some(decisions) => {
                             admitted += usize::from(decisions.iter().all(|d| d.allowed))

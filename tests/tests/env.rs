@@ -12,7 +12,7 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
     std::env::set_var("LIMITER_WINDOW", "500ms");
     std::env::set_var("LIMITER_MESSAGE", "from the environment");
     std::env::set_var("LIMITER_ALGORITHM", "fixed_window");
-    let limiter = Limiter::from_env().unwrap();
+    let limiter = from_env().unwrap();
     let rule = Rule::new();
     for _ in 0..3 {
         assert!(limiter.check(&rule, "k").await.allowed);
@@ -29,7 +29,7 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
     assert_eq!(limiter.check(&Rule::new().max(10), "other").await.limit, 10);
 
     std::env::set_var("LIMITER_WINDOW", "ten seconds");
-    match Limiter::from_env() {
+    match from_env() {
         Err(Error::InvalidEnv { name, value, .. }) => {
             assert_eq!((name, value.as_str()), ("LIMITER_WINDOW", "ten seconds"))
         }
@@ -38,7 +38,7 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
     std::env::set_var("LIMITER_WINDOW", "1s");
     // As `max = 0` is a compile error, so is LIMITER_MAX=0 an error at start-up.
     std::env::set_var("LIMITER_MAX", "0");
-    let error = Limiter::from_env().unwrap_err();
+    let error = from_env().unwrap_err();
     assert_eq!(
         error.to_string(),
         r#"LIMITER_MAX="0" is invalid: expected a whole number, at least 1"#
@@ -46,13 +46,13 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
     std::env::set_var("LIMITER_MAX", "3");
     // A URL without its scheme, and one that parses but cannot be used: both name the variable.
     std::env::set_var("LIMITER_REDIS_URL", "localhost:6379");
-    let error = Limiter::from_env().unwrap_err().to_string();
+    let error = from_env().unwrap_err().to_string();
     assert!(
         error.starts_with(r#"LIMITER_REDIS_URL="localhost:6379" is invalid: expected a Redis URL"#),
         "{error}"
     );
     std::env::set_var("LIMITER_REDIS_URL", "redis://");
-    let error = Limiter::from_env().unwrap_err().to_string();
+    let error = from_env().unwrap_err().to_string();
     assert!(
         error.starts_with("LIMITER_REDIS_URL cannot be used: "),
         "{error}"
@@ -61,7 +61,7 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
     // A deadline is a bound on one decision: a minute at most (what a hung Redis may cost each call).
     for (deadline, bounded) in [("60s", true), ("1m", true), ("61s", false), ("1h", false)] {
         std::env::set_var("LIMITER_DEADLINE", deadline);
-        match Limiter::from_env() {
+        match from_env() {
             Ok(_) => assert!(bounded, "LIMITER_DEADLINE={deadline} was taken"),
             Err(Error::InvalidEnv { name, value, .. }) if !bounded => {
                 assert_eq!((name, value.as_str()), ("LIMITER_DEADLINE", deadline))
@@ -69,11 +69,11 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
             Err(other) => panic!("LIMITER_DEADLINE={deadline}: {other}"),
         }
     }
-    let error = Limiter::from_env().unwrap_err().to_string();
+    let error = from_env().unwrap_err().to_string();
     assert!(error.contains("at most 60s"), "{error}");
     std::env::remove_var("LIMITER_DEADLINE");
     std::env::set_var("LIMITER_ON_ERROR", "sometimes");
-    let error = Limiter::from_env().unwrap_err();
+    let error = from_env().unwrap_err();
     assert_eq!(
         error.to_string(),
         r#"LIMITER_ON_ERROR="sometimes" is invalid: expected open, closed or local"#
@@ -83,7 +83,7 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
 
     // Shares kept for the higher priorities, as the attribute writes them.
     std::env::set_var("LIMITER_RESERVE", "critical 33%");
-    let limiter = Limiter::from_env().unwrap();
+    let limiter = from_env().unwrap();
     let rule = Rule::new().prefix("reserved:");
     for _ in 0..2 {
         assert!(limiter.check(&rule, "k").await.allowed);
@@ -92,10 +92,10 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
         !limiter.check(&rule, "k").await.allowed,
         "a ceiling of 2 of 3"
     );
-    let critical = limiter.check_with(&rule, "k", 1, Priority::Critical).await;
+    let critical = limiter.check(&rule, "k").priority(Priority::Critical).await;
     assert!(critical.allowed);
     std::env::set_var("LIMITER_RESERVE", "critical 120%");
-    let error = Limiter::from_env().unwrap_err().to_string();
+    let error = from_env().unwrap_err().to_string();
     assert!(
         error.starts_with(r#"LIMITER_RESERVE="critical 120%" is invalid"#),
         "{error}"
@@ -115,4 +115,9 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
         logs.contains("LIMITER_REDIS_URL is not set; counting in memory"),
         "{logs}"
     );
+}
+
+/// Builds the limiter the environment asks for: `Limiter::builder().env()?.build()`.
+fn from_env() -> Result<Limiter, limiter_runtime::Error> {
+    Limiter::builder().env()?.build()
 }

@@ -1,5 +1,6 @@
 //! When Redis fails or is slow, annotated calls go ahead (fail open), within the deadline, and say so.
 
+use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use limiter_runtime::{rate_limit, Limiter, RateLimited, Rule};
@@ -76,6 +77,7 @@ async fn a_hung_redis_costs_one_deadline_and_the_timed_out_call_is_not_retried()
     let started = Instant::now();
     let decision = limiter
         .check(&rule, "k")
+        .into_future()
         .with_subscriber(logs.subscriber())
         .await;
     let elapsed = started.elapsed();

@@ -133,7 +133,7 @@ async fn count_successes_in_a_stack_with_a_limit_that_counts_all() {
                 .prefix("attempts:")
                 .max(4)
                 .window(Duration::from_secs(3_600));
-            assert_eq!(limiter.check_cost(&attempts, "u", 0).await.remaining, 1);
+            assert_eq!(limiter.check(&attempts, "u").cost(0).await.remaining, 1);
         })
         .await;
 }
@@ -157,29 +157,30 @@ async fn reserve_then_settle_charges_what_was_used() {
         let memory = Limiter::builder().clock(clock.clone()).build().unwrap();
         let redis = server.limiter_with_clock(&clock);
         for limiter in [&memory, &redis] {
-            let reservation = limiter.reserve(&rule, "tenant", 1_000).await.unwrap();
-            let estimated = reservation.decision().remaining;
-            reservation.settle(250).await;
-            let now = limiter.check_cost(&rule, "tenant", 0).await;
+            let estimate = limiter.estimate(&rule, "tenant").cost(1_000).await.unwrap();
+            let estimated = estimate.decision().remaining;
+            estimate.settle(250).await;
+            let now = limiter.check(&rule, "tenant").cost(0).await;
             // 750 given back: the same limit as after a call of 250.
             let reference = Limiter::builder().clock(clock.clone()).build().unwrap();
-            let expected = reference.check_cost(&rule, "tenant", 250).await;
-            let expected_now = reference.check_cost(&rule, "tenant", 0).await;
+            let expected = reference.check(&rule, "tenant").cost(250).await;
+            let expected_now = reference.check(&rule, "tenant").cost(0).await;
             assert_eq!(now.remaining, expected_now.remaining, "{algorithm}");
             assert!(
                 estimated < expected.remaining || algorithm == Algorithm::LeakyBucket,
                 "{algorithm}"
             );
-            // Cancelled, a reservation gives everything back.
-            let before = limiter.check_cost(&rule, "tenant", 0).await.remaining;
+            // Cancelled, an estimate gives everything back.
+            let before = limiter.check(&rule, "tenant").cost(0).await.remaining;
             limiter
-                .reserve(&rule, "tenant", 400)
+                .estimate(&rule, "tenant")
+                .cost(400)
                 .await
                 .unwrap()
                 .cancel()
                 .await;
             assert_eq!(
-                limiter.check_cost(&rule, "tenant", 0).await.remaining,
+                limiter.check(&rule, "tenant").cost(0).await.remaining,
                 before,
                 "{algorithm}"
             );
@@ -210,11 +211,11 @@ async fn a_give_back_removes_its_own_members_and_nothing_once_gone() {
             .query(&mut server.connection())
             .unwrap()
     };
-    let first = limiter.reserve(&log, "k", 2).await.unwrap();
+    let first = limiter.estimate(&log, "k").cost(2).await.unwrap();
     let older = members();
     assert_eq!(older.len(), 2, "{older:?}");
     clock.advance(Duration::from_secs(1));
-    let second = limiter.reserve(&log, "k", 3).await.unwrap();
+    let second = limiter.estimate(&log, "k").cost(3).await.unwrap();
     let all = members();
     assert_eq!(all.len(), 3, "one member a call, and #: {all:?}");
     assert_eq!(
@@ -238,15 +239,15 @@ async fn a_give_back_removes_its_own_members_and_nothing_once_gone() {
         "a call of cost 1 is its nonce alone: {left:?}"
     );
     // Once the heavier call is given back too, every member weighs one: "#" goes.
-    let light = limiter.reserve(&log, "k", 1).await.unwrap();
+    let light = limiter.estimate(&log, "k").cost(1).await.unwrap();
     assert_eq!(members().len(), 4);
     light.cancel().await;
-    assert_eq!(limiter.check_cost(&log, "k", 0).await.remaining, 7);
+    assert_eq!(limiter.check(&log, "k").cost(0).await.remaining, 7);
     // Once its charge has left the window, giving back the first changes nothing.
     clock.advance(Duration::from_secs(10));
-    let third = limiter.reserve(&log, "k", 1).await.unwrap();
+    let third = limiter.estimate(&log, "k").cost(1).await.unwrap();
     first.cancel().await;
-    assert_eq!(limiter.check_cost(&log, "k", 0).await.remaining, 9);
+    assert_eq!(limiter.check(&log, "k").cost(0).await.remaining, 9);
     drop(third);
 
     // A fixed window: a give-back after the window turned leaves the new window alone.
@@ -255,11 +256,11 @@ async fn a_give_back_removes_its_own_members_and_nothing_once_gone() {
         .algorithm(Algorithm::FixedWindow)
         .max(5)
         .window(Duration::from_secs(10));
-    let old = limiter.reserve(&window, "k", 3).await.unwrap();
+    let old = limiter.estimate(&window, "k").cost(3).await.unwrap();
     clock.advance(Duration::from_secs(10));
-    let _new = limiter.reserve(&window, "k", 2).await.unwrap();
+    let _new = limiter.estimate(&window, "k").cost(2).await.unwrap();
     old.cancel().await;
-    assert_eq!(limiter.check_cost(&window, "k", 0).await.remaining, 3);
+    assert_eq!(limiter.check(&window, "k").cost(0).await.remaining, 3);
 }
 
 /// A bucket is never filled past its capacity by giving back, and a charge given back twice is given back
@@ -279,11 +280,11 @@ async fn a_bucket_is_never_fuller_than_full() {
                 .max(10)
                 .window(Duration::from_secs(10))
                 .max_wait(Duration::from_secs(10));
-            let first = limiter.reserve(&rule, "k", 4).await.unwrap();
+            let first = limiter.estimate(&rule, "k").cost(4).await.unwrap();
             clock.advance(Duration::from_secs(3));
             // Three seconds refilled three of the four: only one is left to give back.
             first.cancel().await;
-            let full = limiter.check_cost(&rule, "k", 0).await;
+            let full = limiter.check(&rule, "k").cost(0).await;
             assert_eq!(
                 full.reset_after,
                 Duration::ZERO,
@@ -293,10 +294,10 @@ async fn a_bucket_is_never_fuller_than_full() {
     }
 }
 
-/// A reservation dropped without being settled (an early return, `?`, a cancelled task) gives its whole
+/// An estimate dropped without being settled (an early return, `?`, a cancelled task) gives its whole
 /// estimate back: in memory at once, with Redis on a task of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reservation_dropped_unsettled_gives_its_estimate_back() {
+async fn a_estimate_dropped_unsettled_gives_its_estimate_back() {
     let server = RedisServer::start();
     for limiter in [Limiter::in_memory(), server.limiter()] {
         let rule = Rule::new()
@@ -304,18 +305,18 @@ async fn a_reservation_dropped_unsettled_gives_its_estimate_back() {
             .algorithm(Algorithm::TokenBucket)
             .max(100)
             .window(Duration::from_secs(3_600));
-        let held = limiter.reserve(&rule, "k", 40).await.unwrap();
+        let held = limiter.estimate(&rule, "k").cost(40).await.unwrap();
         assert_eq!(held.decision().remaining, 60);
         drop(held);
         // Dropped by `?`, in a function that fails after reserving.
         async fn fails(limiter: &Limiter, rule: &Rule) -> Result<(), std::fmt::Error> {
-            let _reservation = limiter.reserve(rule, "k", 30).await.unwrap();
+            let _estimate = limiter.estimate(rule, "k").cost(30).await.unwrap();
             Err(std::fmt::Error)?;
             Ok(())
         }
         assert!(fails(&limiter, &rule).await.is_err());
         let started = std::time::Instant::now();
-        while limiter.check_cost(&rule, "k", 0).await.remaining != 100 {
+        while limiter.check(&rule, "k").cost(0).await.remaining != 100 {
             assert!(
                 started.elapsed() < Duration::from_secs(2),
                 "the estimates stayed charged"
@@ -334,8 +335,8 @@ fn daily_bucket(name: &str) -> Rule {
         .window(Duration::from_secs(86_400))
 }
 
-/// Three reservations of 30 settled out of order, to keep 0, 10 and 5: the bucket keeps 15, whatever the
-/// order, in memory and on Redis. (A leaky bucket's reservation waits for its slot: the twins' property test
+/// Three estimates of 30 settled out of order, to keep 0, 10 and 5: the bucket keeps 15, whatever the
+/// order, in memory and on Redis. (A leaky bucket's estimate waits for its slot: the twins' property test
 /// settles its charges in any order, and the differential test compares the stores.)
 #[tokio::test]
 async fn a_bucket_settled_out_of_order_keeps_exactly_what_was_used() {
@@ -353,13 +354,13 @@ async fn a_bucket_settled_out_of_order_keeps_exactly_what_was_used() {
             let key = format!("{order:?}");
             let mut held = Vec::new();
             for _ in 0..3 {
-                held.push(Some(limiter.reserve(&rule, &key, 30).await.unwrap()));
+                held.push(Some(limiter.estimate(&rule, &key).cost(30).await.unwrap()));
             }
             let kept = [0, 10, 5];
             for i in order {
                 held[i].take().unwrap().settle(kept[i]).await;
             }
-            let left = limiter.check_cost(&rule, &key, 0).await;
+            let left = limiter.check(&rule, &key).cost(0).await;
             assert_eq!(
                 left.remaining, 85,
                 "{store}, settled in the order {order:?}"
@@ -368,28 +369,34 @@ async fn a_bucket_settled_out_of_order_keeps_exactly_what_was_used() {
     }
 }
 
-/// Twenty reservations of 5 from two nodes, settled concurrently to keep 19 units in all: the bucket keeps
+/// Twenty estimates of 5 from two nodes, settled concurrently to keep 19 units in all: the bucket keeps
 /// 19, whatever the interleaving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reservations_settled_at_once_from_two_nodes_keep_exactly_what_was_used() {
+async fn estimates_settled_at_once_from_two_nodes_keep_exactly_what_was_used() {
     let server = RedisServer::start();
     let nodes = [server.limiter(), server.limiter()];
     for round in 0..5 {
         let rule = daily_bucket(&format!("twenty:{round}"));
         let mut held = Vec::new();
         for i in 0..20 {
-            held.push(nodes[i % 2].reserve(&rule, "tenant", 5).await.unwrap());
+            held.push(
+                nodes[i % 2]
+                    .estimate(&rule, "tenant")
+                    .cost(5)
+                    .await
+                    .unwrap(),
+            );
         }
         assert_eq!(held.last().unwrap().decision().remaining, 0);
         // Kept: one unit of each of the first nineteen, none of the last; settled all at once.
         let settled = held
             .into_iter()
             .enumerate()
-            .map(|(i, reservation)| tokio::spawn(reservation.settle(u64::from(i < 19))));
+            .map(|(i, estimate)| tokio::spawn(estimate.settle(u64::from(i < 19))));
         for settle in settled.collect::<Vec<_>>() {
             settle.await.unwrap();
         }
-        let left = nodes[round % 2].check_cost(&rule, "tenant", 0).await;
+        let left = nodes[round % 2].check(&rule, "tenant").cost(0).await;
         assert_eq!(left.remaining, 81, "round {round}: {left:?}");
     }
 }

@@ -32,7 +32,7 @@ async fn an_unusable_redis_url_fails_every_call_by_its_on_error() {
     }
     .with_subscriber(logs.subscriber())
     .await;
-    assert_eq!(Limiter::global().stats().degraded, 6);
+    assert_eq!(Limiter::current().stats().degraded, 6);
     let logs = logs.text();
     let errors: Vec<&str> = logs.lines().filter(|l| l.contains("ERROR")).collect();
     assert_eq!(errors.len(), 1, "{logs}");

@@ -299,7 +299,7 @@ async fn behind_the_layer_a_refusal_is_resource_exhausted_with_the_retry_delay()
         .max(2)
         .window(Duration::from_secs(3_600));
     assert_eq!(
-        limiter.check_cost(&probe, "127.0.0.1", 0).await.remaining,
+        limiter.check(&probe, "127.0.0.1").cost(0).await.remaining,
         0
     );
 }
@@ -317,7 +317,7 @@ async fn an_in_flight_refusal_is_resource_exhausted_with_no_delay() {
     let refused = hello(address, "held ada").await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
     assert_eq!(number(&refused, "grpc-retry-pushback-ms"), 0, "{refused:?}");
-    permit.release().await;
+    permit.settle(limiter_runtime::AsCharged).await;
     assert_eq!(hello(address, "held ada").await.unwrap(), "hello, ada");
 }
 

@@ -12,6 +12,7 @@
 //!   (its permit held until the response body is done, the quota fields read with a Structured Fields
 //!   parser).
 
+use std::future::IntoFuture;
 mod fields;
 
 use std::io::{BufRead, BufReader};
@@ -316,14 +317,14 @@ async fn stacked_all_or_nothing(limiter: &Limiter) {
         assert!(start.elapsed() < tests::PATIENT, "the first never ran");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    assert_eq!(used(limiter.check_cost(&rate, "k", 0).await), 1);
+    assert_eq!(used(limiter.check(&rate, "k").cost(0).await), 1);
     // While it runs, the next is refused by the limit in flight, and charges no rate.
     let refused = limiter.scope(both("k", None)).await.unwrap_err();
     assert!(
         refused.policy().ends_with("in-flight") || refused.decision().in_flight,
         "{refused:?}"
     );
-    assert_eq!(used(limiter.check_cost(&rate, "k", 0).await), 1);
+    assert_eq!(used(limiter.check(&rate, "k").cost(0).await), 1);
     first.abort();
     let _ = first.await;
     // Its permit back: admitted, the rate charged a second time.
@@ -336,7 +337,7 @@ async fn stacked_all_or_nothing(limiter: &Limiter) {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    assert_eq!(used(limiter.check_cost(&rate, "k", 0).await), 2);
+    assert_eq!(used(limiter.check(&rate, "k").cost(0).await), 2);
     // The rate spent: refused, holding no permit (one is free).
     let refused = limiter.scope(both("k", None)).await.unwrap_err();
     assert!(!refused.decision().in_flight, "{refused:?}");
@@ -353,7 +354,8 @@ async fn stacked_all_or_nothing(limiter: &Limiter) {
         .window(Duration::from_secs(60));
     limiter.check(&spent, "k").await;
     assert!(limiter
-        .acquire_all([(&at_once, "k"), (&spent, "k")])
+        .all([(&at_once, "k"), (&spent, "k")])
+        .acquire()
         .await
         .is_err());
     let permit = limiter
@@ -636,21 +638,23 @@ async fn on_a_cluster_permits_are_taken_and_given_back_per_slot() {
         .window(Duration::from_secs(60));
     for key in ["a", "b", "c", "d", "e", "f"] {
         let permit = limiter
-            .acquire_all([(&at_once, key), (&rate, key)])
+            .all([(&at_once, key), (&rate, key)])
+            .acquire()
             .await
             .unwrap();
         assert!(limiter.acquire(&at_once, key).await.is_err(), "{key}");
-        permit.release().await;
+        permit.settle(limiter_runtime::AsCharged).await;
         // The rate spent: refused, and the permit given back across slots.
         assert!(limiter
-            .acquire_all([(&at_once, key), (&rate, key)])
+            .all([(&at_once, key), (&rate, key)])
+            .acquire()
             .await
             .is_err());
         let alone = limiter
             .acquire(&at_once, key)
             .await
             .expect("no permit held");
-        alone.release().await;
+        alone.settle(limiter_runtime::AsCharged).await;
     }
     assert_eq!(limiter.stats().permits, 0);
 }
@@ -672,9 +676,13 @@ async fn a_permit_costs_two_commands_at_most_and_releases_at_once_share_them() {
     let monitor = tests::Monitor::start(server.port());
     for i in 0..50 {
         let permit = limiter.acquire(&rule, i).await.unwrap();
-        permit.release().await;
-        let stacked = limiter.acquire_all([(&rule, i), (&rate, i)]).await.unwrap();
-        stacked.release().await;
+        permit.settle(limiter_runtime::AsCharged).await;
+        let stacked = limiter
+            .all([(&rule, i), (&rate, i)])
+            .acquire()
+            .await
+            .unwrap();
+        stacked.settle(limiter_runtime::AsCharged).await;
     }
     let sent = monitor.take();
     let count = |name: &str| sent.iter().filter(|c| *c == name).count();
@@ -686,10 +694,17 @@ async fn a_permit_costs_two_commands_at_most_and_releases_at_once_share_them() {
 
     // 64 permits of one key given back at once: the first release goes alone, the others wait for it and go
     // together.
-    let taken = futures::future::join_all((0..64).map(|_| limiter.acquire(&rule, "hot"))).await;
+    let taken =
+        futures::future::join_all((0..64).map(|_| limiter.acquire(&rule, "hot").into_future()))
+            .await;
     let permits: Vec<_> = taken.into_iter().map(Result::unwrap).collect();
     monitor.take();
-    futures::future::join_all(permits.into_iter().map(|permit| permit.release())).await;
+    futures::future::join_all(
+        permits
+            .into_iter()
+            .map(|permit| permit.settle(limiter_runtime::AsCharged)),
+    )
+    .await;
     let sent = monitor.take();
     assert!(
         (1..=2).contains(&sent.len()) && sent.iter().all(|c| c == "ZREM"),
@@ -704,30 +719,30 @@ async fn a_permit_costs_two_commands_at_most_and_releases_at_once_share_them() {
 }
 
 /// A permit is held by `acquire`, the attribute and the layer. The plain API's other calls keep nothing of a
-/// call but its decision: on an in-flight rule they ask whether a permit is free and hold none (a reservation
+/// call but its decision: on an in-flight rule they ask whether a permit is free and hold none (an estimate
 /// holds its permit until it is settled or dropped).
 async fn checking_holds_no_permit(limiter: &Limiter) {
     let rule = Rule::new().prefix("checked:").in_flight(2);
-    let limit = limiter.limit(&rule);
+    let limit = limiter.resolve(&rule);
     for _ in 0..3 {
         // Each gives its permit back before it returns: both are free at once.
         assert!(limiter.check(&rule, "k").await.allowed);
         assert_both_free(limiter, &rule).await;
         assert!(limiter.enforce(&rule, "k").await.is_ok());
         assert_both_free(limiter, &rule).await;
-        assert!(limiter.check_all([(&rule, "k")]).await[0].allowed);
+        assert!(limiter.all([(&rule, "k")]).check().await[0].allowed);
         assert_both_free(limiter, &rule).await;
-        assert!(limiter.enforce_all([(&rule, "k")]).await.is_ok());
+        assert!(limiter.all([(&rule, "k")]).enforce().await.is_ok());
         assert_both_free(limiter, &rule).await;
         assert!(limit.check("k").await.allowed);
         assert_both_free(limiter, &rule).await;
         assert!(limit.enforce("k").await.is_ok());
         assert_both_free(limiter, &rule).await;
-        let reservation = limiter.reserve(&rule, "k", 3).await.unwrap();
-        reservation.settle(3).await;
+        let estimate = limiter.estimate(&rule, "k").cost(3).await.unwrap();
+        estimate.settle(3).await;
         assert_both_free(limiter, &rule).await;
-        // Dropped, a reservation gives back on a task of the limiter's (with Redis): soon, not at once.
-        drop(limiter.reserve(&rule, "k", 1).await.unwrap());
+        // Dropped, an estimate gives back on a task of the limiter's (with Redis): soon, not at once.
+        drop(limiter.estimate(&rule, "k").cost(1).await.unwrap());
         until_free(limiter, &rule).await;
     }
     // While two are held, a check says none is free.
@@ -751,7 +766,7 @@ async fn both_free(limiter: &Limiter, rule: &Rule) -> bool {
     let second = limiter.acquire(rule, "k").await;
     let free = first.is_ok() && second.is_ok();
     for permit in [first, second].into_iter().flatten() {
-        permit.release().await;
+        permit.settle(limiter_runtime::AsCharged).await;
     }
     free
 }

@@ -92,7 +92,13 @@ async fn a_bad_key_in_a_batch_leaves_the_batchs_other_calls_exact() {
         .window(hour);
     // Connected, the scripts loaded (a call's own, and the one of batches and stacked calls).
     assert!(limiter.check(&lead, "warm").await.allowed);
-    assert!(limiter.check_all([(&lead, "warm"), (&good, "warm")]).await[0].allowed);
+    assert!(
+        limiter
+            .all([(&lead, "warm"), (&good, "warm")])
+            .check()
+            .await[0]
+            .allowed
+    );
     let monitor = Monitor::start(server.port());
 
     let mut calls: Vec<Pending<'_>> = (0..4).map(|_| one(&limiter, &lead, "k")).collect();
@@ -112,7 +118,8 @@ async fn a_bad_key_in_a_batch_leaves_the_batchs_other_calls_exact() {
     }
     calls.push(Box::pin(async {
         limiter
-            .check_all([(&stacked, "s"), (&log, "victim")])
+            .all([(&stacked, "s"), (&log, "victim")])
+            .check()
             .await
             .to_vec()
     }));
@@ -218,7 +225,7 @@ async fn a_stacked_call_on_a_bad_key_leaves_no_charge_on_its_other_limits() {
                 .algorithm(algorithm)
                 .max(5)
                 .window(Duration::from_secs(3_600));
-            let [kept, refused] = limiter.check_all([(&first, "k"), (bad, "victim")]).await;
+            let [kept, refused] = limiter.all([(&first, "k"), (bad, "victim")]).check().await;
             assert!(
                 refused.degraded && !refused.allowed,
                 "{algorithm:?}: {refused:?}"
@@ -236,7 +243,8 @@ async fn a_stacked_call_on_a_bad_key_leaves_no_charge_on_its_other_limits() {
     }
     let flight = Rule::new().prefix("first:flight:").in_flight(1);
     let [_, refused] = limiter
-        .check_all([(&flight, "k"), (&bad[0], "victim")])
+        .all([(&flight, "k"), (&bad[0], "victim")])
+        .check()
         .await;
     assert!(refused.degraded && !refused.allowed);
     let mut redis = server.connection();

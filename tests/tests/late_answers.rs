@@ -4,6 +4,7 @@
 //! `local` admission), Redis's count keeps. For a call alone, for calls coalesced on a hot key, and for a
 //! lease taken late, against a real Redis paused past the deadline.
 
+use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
@@ -86,7 +87,7 @@ async fn a_late_batch_is_given_back_call_by_call() {
     let rule = Rule::new().prefix("late:hot:").max(1_000);
     assert!(!limiter.check(&rule, "warm").await.degraded);
     server.pause();
-    let calls = (0..32).map(|_| limiter.enforce(&rule, "k"));
+    let calls = (0..32).map(|_| limiter.enforce(&rule, "k").into_future());
     let refused = join_all(calls).await;
     server.resume();
     for result in &refused {
@@ -125,7 +126,7 @@ async fn a_lease_taken_late_goes_back_whole() {
     let (probe, unleased) = (server.limiter(), rule.clone().lease(0));
     let started = Instant::now();
     loop {
-        let state = probe.check_cost(&unleased, "k", 0).await;
+        let state = probe.check(&unleased, "k").cost(0).await;
         if state.remaining == 100 {
             break;
         }

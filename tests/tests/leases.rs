@@ -222,8 +222,8 @@ async fn a_charge_given_back_goes_back_into_the_lease() {
         .window(Duration::from_secs(60))
         .lease(10)
         .lease_ttl(Duration::from_secs(30));
-    let reservation = limiter.reserve(&rule, "k", 4).await.unwrap();
-    reservation.settle(1).await;
+    let estimate = limiter.estimate(&rule, "k").cost(4).await.unwrap();
+    estimate.settle(1).await;
     let before = script_calls(&server);
     // 9 units left in the lease: 3 given back to it, 6 never spent.
     assert_eq!(admitted(&limiter, &rule, "k", 12).await, 9);

@@ -19,7 +19,7 @@ fn rule(algorithm: Algorithm) -> Rule {
 async fn shares_the_count_of_the_plain_api(limiter: &Limiter) {
     for algorithm in ALGORITHMS {
         let rule = rule(algorithm);
-        let limit = limiter.limit(&rule);
+        let limit = limiter.resolve(&rule);
         let key = format!("shared-{algorithm:?}");
         // A leaky bucket spaces its calls (one per 20 s here): the plain API's call right after is the one
         // that finds the slot taken.
@@ -72,9 +72,9 @@ async fn long_keys_are_the_plain_apis_keys(limiter: &Limiter) -> Vec<String> {
     let mut named = Vec::new();
     for len in [128, 129, 1_000] {
         let long = "k".repeat(len);
-        assert!(limiter.limit(&rule).check(&long).await.allowed, "{len}");
+        assert!(limiter.resolve(&rule).check(&long).await.allowed, "{len}");
         assert!(!limiter.check(&rule, &long).await.allowed, "{len}");
-        assert!(!limiter.limit(&rule).check(&long).await.allowed, "{len}");
+        assert!(!limiter.resolve(&rule).check(&long).await.allowed, "{len}");
         let rejection = limiter.enforce(&rule, &long).await.unwrap_err();
         named.push(rejection.key().to_owned());
     }
@@ -106,7 +106,7 @@ async fn a_long_key_is_the_plain_apis_long_key() {
 #[tokio::test]
 async fn overrides_and_the_switch_apply_to_a_limit_made_before_them() {
     let limiter = Limiter::in_memory();
-    let limit = limiter.limit(&rule(Algorithm::TokenBucket));
+    let limit = limiter.resolve(&rule(Algorithm::TokenBucket));
 
     limiter
         .set_override(Override::key("lim:", "vip").max(5))
@@ -132,21 +132,21 @@ async fn a_limit_fills_in_the_limiters_defaults_once() {
         .max(2)
         .build()
         .unwrap();
-    let limit = limiter.limit(&Rule::new().prefix("lim:"));
+    let limit = limiter.resolve(&Rule::new().prefix("lim:"));
     let decision = limit.check("k").await;
     assert_eq!(
         (decision.limit, decision.window),
         (2, Duration::from_secs(7))
     );
     // Resolving what it kept gives it back: nothing is left to the defaults, even another limiter's.
-    assert_eq!(limiter.limit(&limit.rule()).rule(), limit.rule());
+    assert_eq!(limiter.resolve(&limit.rule()).rule(), limit.rule());
     assert_ne!(limit.rule(), Rule::new().prefix("lim:"));
     let other = Limiter::builder()
         .window(Duration::from_secs(1))
         .max(50)
         .build()
         .unwrap();
-    let decision = other.limit(&limit.rule()).check("k").await;
+    let decision = other.resolve(&limit.rule()).check("k").await;
     assert_eq!(
         (decision.limit, decision.window),
         (2, Duration::from_secs(7))
@@ -157,8 +157,8 @@ async fn a_limit_fills_in_the_limiters_defaults_once() {
 async fn a_limit_follows_its_failure_policy_when_redis_is_down() {
     let mut server = RedisServer::start();
     let limiter = server.limiter();
-    let open = limiter.limit(&rule(Algorithm::SlidingLog).on_error(OnError::Open));
-    let closed = limiter.limit(&rule(Algorithm::SlidingLog).on_error(OnError::Closed));
+    let open = limiter.resolve(&rule(Algorithm::SlidingLog).on_error(OnError::Open));
+    let closed = limiter.resolve(&rule(Algorithm::SlidingLog).on_error(OnError::Closed));
     assert!(!open.check("k").await.degraded);
     server.kill();
     let decision = open.check("k").await;
@@ -176,13 +176,13 @@ async fn limits_from_a_list_are_decided_as_one() {
         .map(|i| Rule::new().prefix(format!("list{i}:")).max(i))
         .collect();
     let limits: Vec<(&Rule, &str)> = rules.iter().map(|rule| (rule, "k")).collect();
-    let first = limiter.check_all(limits.clone()).await;
+    let first = limiter.all(limits.clone()).check().await;
     assert_eq!(first.len(), 3);
     assert!(first.iter().all(|d| d.allowed));
     // The first limit (max 1) is spent: refused, and charged to none.
-    let second = limiter.check_all(&limits[..]).await;
+    let second = limiter.all(&limits[..]).check().await;
     assert!(!second[0].allowed);
     assert_eq!(second[2].remaining, 2);
     let weighed: Vec<(&Rule, &str, u64)> = rules[1..].iter().map(|r| (r, "w", 2)).collect();
-    assert!(limiter.enforce_all(weighed).await.is_ok());
+    assert!(limiter.all(weighed).enforce().await.is_ok());
 }

@@ -93,7 +93,7 @@ async fn a_cost_is_a_weight_not_entries() {
             _ => rule,
         };
         for _ in 0..20 {
-            assert!(limiter.check_cost(&rule, "k", 50_000).await.allowed);
+            assert!(limiter.check(&rule, "k").cost(50_000).await.allowed);
             clock.advance(Duration::from_millis(10));
         }
         let bytes: u64 = redis::cmd("MEMORY")
@@ -109,10 +109,10 @@ async fn a_cost_is_a_weight_not_entries() {
         .max(10_000_000)
         .window(Duration::from_secs(60))
         .prefix("edge:");
-    assert!(limiter.check_cost(&log, "k", 1_000_000).await.allowed);
-    let refused = limiter.check_cost(&log, "k", 9_000_001).await;
+    assert!(limiter.check(&log, "k").cost(1_000_000).await.allowed);
+    let refused = limiter.check(&log, "k").cost(9_000_001).await;
     assert!(!refused.allowed);
     assert_eq!(refused.remaining, 9_000_000);
-    assert!(limiter.check_cost(&log, "k", 9_000_000).await.allowed);
+    assert!(limiter.check(&log, "k").cost(9_000_000).await.allowed);
     assert!(!limiter.check(&log, "k").await.allowed);
 }

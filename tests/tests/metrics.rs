@@ -4,6 +4,7 @@
 #![cfg(feature = "metrics")]
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -137,7 +138,7 @@ fn decisions_are_counted_by_prefix_and_outcome_never_by_key() {
                 .max(2)
                 .reserve(Priority::Critical, 50);
             for priority in [Priority::Normal, Priority::Normal, Priority::Critical] {
-                limiter.check_with(&tiered, "x", 1, priority).await;
+                limiter.check(&tiered, "x").priority(priority).await;
             }
             server.kill();
             limiter.check(&Rule::new().prefix("api:"), "dave").await;
@@ -228,7 +229,7 @@ fn batch_sizes_and_lease_units_are_reported() {
             // Calls on one key at once: the first four go at once (four script calls of a line in flight at
             // most), the other twelve wait for a round trip and go together.
             let hot = Rule::new().prefix("hot:").max(1_000);
-            let calls = (0..16).map(|_| limiter.check(&hot, "k"));
+            let calls = (0..16).map(|_| limiter.check(&hot, "k").into_future());
             futures::future::join_all(calls).await;
             // A lease of 100, of which 10 are spent: 90 held, reported by the sweep.
             let leased = Rule::new()

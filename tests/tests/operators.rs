@@ -52,8 +52,8 @@ async fn inspect_reads_a_key_as_the_next_call_finds_it_on_redis_and_in_memory() 
             let cost = *rng.pick(&[0, 1, 1, 1, 2, 3]);
             if cost > 0 {
                 let (m, r) = (
-                    memory.check_cost(&rule, "k", cost).await,
-                    redis.check_cost(&rule, "k", cost).await,
+                    memory.check(&rule, "k").cost(cost).await,
+                    redis.check(&rule, "k").cost(cost).await,
                 );
                 assert_eq!(m.allowed, r.allowed, "{algorithm:?}, step {step}");
             }
@@ -105,8 +105,8 @@ async fn inspect_counts_permits_in_flight_and_the_deny_cache() {
     let held = limiter.inspect(&rule, "job").await.unwrap();
     assert!(held.in_flight);
     assert_eq!((held.used, held.remaining, held.limit), (2, 1, 3));
-    a.release().await;
-    b.release().await;
+    a.settle(limiter_runtime::AsCharged).await;
+    b.settle(limiter_runtime::AsCharged).await;
     assert_eq!(limiter.inspect(&rule, "job").await.unwrap().used, 0);
 
     // A key Redis refused is in this node's deny cache until its retry time; another is not.

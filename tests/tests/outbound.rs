@@ -566,7 +566,7 @@ async fn an_upstream_that_halves_its_limit_pauses_every_node() {
     );
 }
 
-/// Requests and tokens in one call: the tokens are reserved with an estimate and settled with what the
+/// Requests and tokens in one call: the tokens are charged as an estimate and settled with what the
 /// answer used, the rest given back; a call the tokens cannot hold waits as long as it is told, asks again,
 /// and fails past its deadline, charged nothing. On a frozen fake clock nothing refills (a token every 6 ms
 /// otherwise), so every count is exact.
@@ -582,7 +582,8 @@ async fn requests_and_tokens_settle_what_the_answer_did_not_use() {
         .max(10_000)
         .window(Duration::from_secs(60));
     let turn = limiter
-        .turn_all([(&requests, "acme", 1), (&tokens, "acme", 4_000)])
+        .all([(&requests, "acme", 1), (&tokens, "acme", 4_000)])
+        .turn()
         .await
         .unwrap();
     assert_eq!(turn.decisions()[1].remaining, 6_000);
@@ -600,7 +601,8 @@ async fn requests_and_tokens_settle_what_the_answer_did_not_use() {
     // An estimate the tokens cannot hold within the deadline fails at once, saying how long: 500 tokens
     // short is 3 s of refill (6 ms each), past the 2 s it may wait.
     let refused = limiter
-        .turn_all([(&requests, "acme", 1), (&tokens, "acme", 9_000)])
+        .all([(&requests, "acme", 1), (&tokens, "acme", 9_000)])
+        .turn()
         .await
         .unwrap_err();
     assert_eq!(refused.retry_after(), Duration::from_secs(3), "{refused:?}");
@@ -608,7 +610,8 @@ async fn requests_and_tokens_settle_what_the_answer_did_not_use() {
     // clock frozen, is told 1.2 s again, past its deadline: it fails, having waited.
     let asked = Instant::now();
     let refused = limiter
-        .turn_all([(&requests, "acme", 1), (&tokens, "acme", 8_700)])
+        .all([(&requests, "acme", 1), (&tokens, "acme", 8_700)])
+        .turn()
         .await
         .unwrap_err();
     let waited = asked.elapsed();
@@ -646,7 +649,11 @@ async fn high_callers_go_before_normal_ones_on_the_same_node() {
     let join = |priority: Priority, name: String| {
         let (limiter, rule, served) = (limiter.clone(), rule.clone(), served.clone());
         tokio::spawn(async move {
-            let turn = limiter.turn_with(&rule, "acme", priority).await.unwrap();
+            let turn = limiter
+                .turn(&rule, "acme")
+                .priority(priority)
+                .await
+                .unwrap();
             served.send((name, turn)).unwrap();
         });
     };

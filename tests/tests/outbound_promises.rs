@@ -82,13 +82,13 @@ async fn a_call_passed_over_past_its_deadline_fails_at_once_with_its_retry() {
     let mut seen = Vec::new();
     // The other node's calls: 9 slots at once (a plain check spends no send tolerance: 9 s).
     let filled = Instant::now();
-    assert!(two.check_cost(&rule, "acme", 9).await.allowed);
+    assert!(two.check(&rule, "acme").cost(9).await.allowed);
     wait_for_asks(&monitor, "passed-over:acme", &mut seen, 1);
     let asked = Instant::now();
     let normal = {
         let (one, rule) = (one.clone(), rule.clone());
         tokio::spawn(async move {
-            let turn = one.turn_with(&rule, "acme", Priority::Normal).await;
+            let turn = one.turn(&rule, "acme").await;
             (Instant::now(), turn.map(|turn| turn.waited()))
         })
     };
@@ -99,7 +99,7 @@ async fn a_call_passed_over_past_its_deadline_fails_at_once_with_its_retry() {
     let highs: Vec<_> = (0..2)
         .map(|_| {
             let (one, rule) = (one.clone(), rule.clone());
-            tokio::spawn(async move { one.turn_with(&rule, "acme", Priority::High).await })
+            tokio::spawn(async move { one.turn(&rule, "acme").priority(Priority::High).await })
         })
         .collect();
     let joined = Instant::now();
@@ -154,13 +154,15 @@ async fn a_refused_call_waits_as_told_asks_again_and_goes() {
         .window(Duration::from_secs(1));
     let monitor = Monitor::start(server.port());
     limiter
-        .turn_all([(&requests, "warm", 1), (&tokens, "warm", 1)])
+        .all([(&requests, "warm", 1), (&tokens, "warm", 1)])
+        .turn()
         .await
         .unwrap()
         .settle(&[])
         .await;
     let spent = limiter
-        .turn_all([(&requests, "acme", 1), (&tokens, "acme", 1_000)])
+        .all([(&requests, "acme", 1), (&tokens, "acme", 1_000)])
+        .turn()
         .await
         .unwrap();
     spent.settle(&[1, 1_000]).await;
@@ -171,7 +173,8 @@ async fn a_refused_call_waits_as_told_asks_again_and_goes() {
         let (limiter, requests, tokens) = (limiter.clone(), requests.clone(), tokens.clone());
         tokio::spawn(async move {
             limiter
-                .turn_all([(&requests, "acme", 1), (&tokens, "acme", 500)])
+                .all([(&requests, "acme", 1), (&tokens, "acme", 500)])
+                .turn()
                 .await
         })
     };
@@ -237,8 +240,8 @@ async fn while_redis_fails_waiting_calls_keep_their_order_and_new_ones_the_nodes
     let mut seen = Vec::new();
     // The other node holds the next 1.5 s of slots: this node's 5 callers wait in its line, 1.5 s on and after
     // (the last 1.904 s on, within the 2 s they may wait).
-    assert!(two.check_cost(&rule, "acme", 10).await.allowed);
-    assert!(two.check_cost(&rule, "acme", 5).await.allowed);
+    assert!(two.check(&rule, "acme").cost(10).await.allowed);
+    assert!(two.check(&rule, "acme").cost(5).await.allowed);
     wait_for_asks(&monitor, "failing:acme", &mut seen, 2);
     let went = Arc::new(Mutex::new(Vec::new()));
     let mut callers = Vec::new();
@@ -467,7 +470,7 @@ async fn the_client_layer_keyed_by_a_function_limits_that_key_and_orders_by_prio
     let mut seen = Vec::new();
     let mut calls = Vec::new();
     // The node's other calls: 3 slots at once (a plain check spends no send tolerance: 3 s).
-    assert!(limiter.check_cost(&rule, "acme", 3).await.allowed);
+    assert!(limiter.check(&rule, "acme").cost(3).await.allowed);
     wait_for_asks(&monitor, "layer-fn:acme", &mut seen, 1);
     // Each asks once Redis has given the one before its slot: their slots are in this order.
     for (name, priority) in [

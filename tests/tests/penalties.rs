@@ -147,17 +147,24 @@ async fn stacked(server: Option<&RedisServer>) {
         .algorithm(Algorithm::TokenBucket)
         .max(10)
         .window(60 * SECOND);
-    let [user, ip] = a.check_all([(&login, "alice"), (&daily, "10.0.0.1")]).await;
+    let [user, ip] = a
+        .all([(&login, "alice"), (&daily, "10.0.0.1")])
+        .check()
+        .await;
     assert!(user.allowed && ip.allowed);
     assert_eq!(ip.remaining, 9);
-    let [user, ip] = b.check_all([(&login, "alice"), (&daily, "10.0.0.1")]).await;
+    let [user, ip] = b
+        .all([(&login, "alice"), (&daily, "10.0.0.1")])
+        .check()
+        .await;
     assert_eq!((user.allowed, user.verdict), (false, Verdict::Blocked));
     assert_eq!(user.retry_after, 90 * SECOND);
     assert_eq!(ip.remaining, 9, "given back: the call was refused");
     for node in [&a, &b] {
         clock.advance(SECOND);
         let [user, ip] = node
-            .check_all([(&login, "alice"), (&daily, "10.0.0.1")])
+            .all([(&login, "alice"), (&daily, "10.0.0.1")])
+            .check()
             .await;
         assert_eq!(user.verdict, Verdict::Blocked);
         assert_eq!(ip.remaining, 9, "{ip:?}");
@@ -286,7 +293,7 @@ async fn penalties_and_bans_on_a_cluster() {
         .prefix("pen:cluster:other:")
         .max(3)
         .window(60 * SECOND);
-    let [blocked, free] = a.check_all([(&rule, "user0"), (&other, "ip")]).await;
+    let [blocked, free] = a.all([(&rule, "user0"), (&other, "ip")]).check().await;
     assert_eq!((blocked.verdict, free.remaining), (Verdict::Blocked, 3));
     assert_eq!(a.check(&other, "ip").await.remaining, 2);
     // Banned and lifted across the cluster.
@@ -326,7 +333,7 @@ async fn beside_the_rates(server: Option<&RedisServer>) {
     let refused = b.acquire(&flight, "k").await.unwrap_err();
     assert_eq!(refused.decision().verdict, Verdict::Blocked);
     assert_eq!(refused.retry_after(), 5 * SECOND);
-    held.release().await;
+    held.settle(limiter_runtime::AsCharged).await;
     let still = a.acquire(&flight, "k").await.unwrap_err();
     assert_eq!(
         still.decision().verdict,
@@ -602,7 +609,7 @@ async fn too_large_is_no_offence(server: Option<&RedisServer>) {
             .max(2)
             .window(60 * SECOND)
             .penalty(Penalty::fixed(600 * SECOND));
-        let large = a.check_cost(&rule, "k", 3).await;
+        let large = a.check(&rule, "k").cost(3).await;
         assert_eq!(
             (large.allowed, large.verdict),
             (false, Verdict::Limited),

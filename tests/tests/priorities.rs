@@ -75,7 +75,7 @@ async fn nested_reserves_with_four_priorities() {
         }
         // Now every priority is refused: the limit is full.
         for priority in Priority::ALL {
-            let decision = a.check_with(&rule, "turns", 1, priority).await;
+            let decision = a.check(&rule, "turns").priority(priority).await;
             assert_eq!(decision.verdict, Verdict::Limited, "{priority}");
         }
 
@@ -183,13 +183,14 @@ async fn calls_in_flight_keep_permits_for_critical_calls() {
         let refused = b.acquire(&rule, "db").await.unwrap_err();
         assert_eq!(refused.decision().verdict, Verdict::Reserved);
         let critical = a
-            .acquire_with(&rule, "db", Priority::Critical)
+            .acquire(&rule, "db")
+            .priority(Priority::Critical)
             .await
             .unwrap();
         assert_eq!(critical.decision().remaining, 1);
         // Each given back before the rounds start: `release` returns once the next call finds it free.
         for permit in held.into_iter().chain([critical]) {
-            permit.release().await;
+            permit.settle(limiter_runtime::AsCharged).await;
         }
         assert_eq!(a.inspect(&rule, "db").await.unwrap().used, 0);
 
@@ -199,7 +200,9 @@ async fn calls_in_flight_keep_permits_for_critical_calls() {
                 .map(|i| {
                     let runtime = if i % 2 == 0 { a.clone() } else { b.clone() };
                     let rule = rule.clone();
-                    tokio::spawn(async move { runtime.acquire_with(&rule, "db", priority).await })
+                    tokio::spawn(
+                        async move { runtime.acquire(&rule, "db").priority(priority).await },
+                    )
                 })
                 .collect::<Vec<_>>()
         };
@@ -232,18 +235,18 @@ async fn calls_in_flight_keep_permits_for_critical_calls() {
                 (10, 1),
                 "round {round}"
             );
-            critical.release().await;
+            critical.settle(limiter_runtime::AsCharged).await;
             // Some given back, all at once; each round, a different number.
             let back: Vec<_> = held
                 .drain(..1 + round % 8)
-                .map(|permit| tokio::spawn(permit.release()))
+                .map(|permit| tokio::spawn(permit.settle(limiter_runtime::AsCharged)))
                 .collect();
             for task in back {
                 task.await.unwrap();
             }
         }
         for permit in held {
-            permit.release().await;
+            permit.settle(limiter_runtime::AsCharged).await;
         }
     }
 }
@@ -259,10 +262,10 @@ async fn a_stacked_call_refused_by_a_reserve_is_charged_nothing() {
             .reserve(Priority::Critical, 20);
         let wide = Rule::new().prefix("stacked:wide:").max(100);
         for _ in 0..8 {
-            let decisions = a.check_all([(&tight, "k"), (&wide, "k")]).await;
+            let decisions = a.all([(&tight, "k"), (&wide, "k")]).check().await;
             assert!(decisions.iter().all(|d| d.allowed));
         }
-        let [refused, other] = a.check_all([(&tight, "k"), (&wide, "k")]).await;
+        let [refused, other] = a.all([(&tight, "k"), (&wide, "k")]).check().await;
         assert_eq!(refused.verdict, Verdict::Reserved);
         assert!(!refused.allowed);
         let _ = other;
@@ -272,10 +275,9 @@ async fn a_stacked_call_refused_by_a_reserve_is_charged_nothing() {
             "nothing charged"
         );
         let [tight_decision, wide_decision] = a
-            .check_all([
-                (&tight, "k", 1, Priority::Critical),
-                (&wide, "k", 1, Priority::Critical),
-            ])
+            .all([(&tight, "k"), (&wide, "k")])
+            .check()
+            .priority(Priority::Critical)
             .await;
         assert!(tight_decision.allowed && wide_decision.allowed);
         assert_eq!(a.inspect(&wide, "k").await.unwrap().used, 9);
@@ -324,13 +326,14 @@ async fn a_refusal_for_a_reserve_is_not_an_offence() {
         );
         for _ in 0..2 {
             assert!(
-                a.check_with(&rule, "k", 1, Priority::Critical)
+                a.check(&rule, "k")
+                    .priority(Priority::Critical)
                     .await
                     .allowed
             );
         }
         // Full: a refusal now is the limit's own, an offence.
-        let decision = a.check_with(&rule, "k", 1, Priority::Critical).await;
+        let decision = a.check(&rule, "k").priority(Priority::Critical).await;
         assert_eq!(decision.verdict, Verdict::Blocked, "{decision:?}");
         assert_eq!(a.inspect(&rule, "k").await.unwrap().offences, 1);
         // The clock is shared: the next limiter's calls come an hour later.
@@ -359,13 +362,18 @@ async fn a_cost_above_its_ceiling_but_within_max_is_too_large() {
                 .window(Duration::from_secs(3_600))
                 .reserve(Priority::Critical, 20);
             for priority in [Priority::Low, Priority::Normal, Priority::High] {
-                let refused = a.enforce_with(&rule, "k", 9, priority).await.unwrap_err();
+                let refused = a
+                    .enforce(&rule, "k")
+                    .cost(9)
+                    .priority(priority)
+                    .await
+                    .unwrap_err();
                 assert_eq!(
                     (refused.reason(), refused.retry_after(), refused.limit()),
                     (Reason::TooLarge, Duration::ZERO, 8),
                     "{algorithm:?} {priority}: {refused:?}"
                 );
-                let decision = a.check_with(&rule, "k", 9, priority).await;
+                let decision = a.check(&rule, "k").cost(9).priority(priority).await;
                 assert!(!decision.allowed, "{algorithm:?} {priority}: {decision:?}");
                 assert_eq!(decision.retry_after, Duration::ZERO, "{decision:?}");
             }
@@ -375,9 +383,13 @@ async fn a_cost_above_its_ceiling_but_within_max_is_too_large() {
                 "{algorithm:?}"
             );
             // The ceiling itself fits, and so does 9 for a critical call on another key.
-            let normal = a.enforce_with(&rule, "k", 8, Priority::Normal).await;
+            let normal = a.enforce(&rule, "k").cost(8).await;
             assert_eq!(normal.unwrap().remaining, 0, "{algorithm:?}");
-            let critical = a.enforce_with(&rule, "other", 9, Priority::Critical).await;
+            let critical = a
+                .enforce(&rule, "other")
+                .cost(9)
+                .priority(Priority::Critical)
+                .await;
             assert_eq!(critical.unwrap().remaining, 1, "{algorithm:?}");
         }
     }
@@ -404,7 +416,7 @@ async fn an_inspection_reads_the_whole_limit_and_each_priority_s_part() {
                 .reserve(Priority::Critical, 20);
             let mut held = Vec::new();
             for priority in [[Priority::Normal; 8].as_slice(), &[Priority::Critical]].concat() {
-                let permit = a.acquire_with(&rule, "k", priority).await;
+                let permit = a.acquire(&rule, "k").priority(priority).await;
                 held.push(permit.unwrap_or_else(|refused| panic!("{algorithm:?}: {refused:?}")));
             }
             let inspected = b.inspect(&rule, "k").await.unwrap();
@@ -429,7 +441,7 @@ async fn an_inspection_reads_the_whole_limit_and_each_priority_s_part() {
             );
             assert_eq!(b.usage(&rule, "k").await.unwrap().used, 9, "{algorithm:?}");
             for permit in held {
-                permit.release().await;
+                permit.settle(limiter_runtime::AsCharged).await;
             }
         }
     }
@@ -497,14 +509,16 @@ async fn a_local_share_keeps_the_proportions() {
     for _ in 0..2 {
         assert!(
             limiter
-                .check_with(&rule, "k", 1, Priority::Critical)
+                .check(&rule, "k")
+                .priority(Priority::Critical)
                 .await
                 .allowed
         );
     }
     assert!(
         !limiter
-            .check_with(&rule, "k", 1, Priority::Critical)
+            .check(&rule, "k")
+            .priority(Priority::Critical)
             .await
             .allowed
     );
@@ -557,7 +571,7 @@ async fn each_of_three_nodes_keeps_its_share_of_each_reserve() {
         ] {
             let mut count = 0;
             for _ in 0..40 {
-                let decision = node.check_with(&rule, "k", 1, priority).await;
+                let decision = node.check(&rule, "k").priority(priority).await;
                 assert_eq!(decision.verdict, Verdict::DegradedLocal, "{decision:?}");
                 if decision.allowed {
                     count += 1;

@@ -4,11 +4,12 @@
 //!
 //! - a decision of one limit, for every algorithm, admitted or refused: one script call;
 //! - several limits decided as one (`check_all`, stacked attributes): one;
-//! - a call that gives back (`count = failures` whose body succeeds, a reservation settled or dropped): one
+//! - a call that gives back (`count = failures` whose body succeeds, an estimate settled or dropped): one
 //!   more, for the give-back;
 //! - a hot key's calls at once: fewer script calls than calls (coalescing), and a lease's: one per lease;
 //! - a permit in flight: one more, for its release (see `in_flight.rs`).
 
+use std::future::IntoFuture;
 use std::time::{Duration, Instant};
 
 use limiter_runtime::{rate_limit, Algorithm, Limiter, RateLimited, Rule};
@@ -87,7 +88,7 @@ async fn limits_decided_as_one_are_one_script_call() {
         .window(Duration::from_secs(3_600));
     let commands = sent(&monitor, 20, async {
         for key in 0..20 {
-            let [a, b] = limiter.check_all([(&burst, key), (&hourly, key)]).await;
+            let [a, b] = limiter.all([(&burst, key), (&hourly, key)]).check().await;
             assert!(a.allowed && b.allowed);
         }
     })
@@ -141,19 +142,19 @@ async fn a_give_back_is_one_more_and_a_kept_charge_none() {
         .max(100_000)
         .window(Duration::from_secs(60));
     let commands = sent(&monitor, 5, async {
-        let settled = limiter.reserve(&tokens, "acme", 1_000).await.unwrap();
+        let settled = limiter.estimate(&tokens, "acme").cost(1_000).await.unwrap();
         settled.settle(250).await;
-        let whole = limiter.reserve(&tokens, "acme", 1_000).await.unwrap();
+        let whole = limiter.estimate(&tokens, "acme").cost(1_000).await.unwrap();
         whole.settle(1_000).await;
-        let dropped = limiter.reserve(&tokens, "acme", 1_000).await.unwrap();
+        let dropped = limiter.estimate(&tokens, "acme").cost(1_000).await.unwrap();
         drop(dropped);
     })
     .await;
-    // Each reservation, its settling when something goes back, and the dropped one's give-back: five.
+    // Each estimate, its settling when something goes back, and the dropped one's give-back: five.
     assert_eq!(
         commands,
         vec!["EVALSHA"; 5],
-        "three reservations, two give-backs"
+        "three estimates, two give-backs"
     );
 }
 
@@ -164,7 +165,7 @@ async fn a_hot_keys_calls_share_script_calls_and_a_lease_spends_without_any() {
     let monitor = Monitor::start(server.port());
     let hot = Rule::new().prefix("hot:").max(1_000_000);
     let commands = sent(&monitor, 1, async {
-        let calls = (0..64).map(|_| limiter.check(&hot, "k"));
+        let calls = (0..64).map(|_| limiter.check(&hot, "k").into_future());
         assert!(futures::future::join_all(calls)
             .await
             .iter()

@@ -158,7 +158,7 @@ on_both_stores! {
     }
 
     async fn a_cost_above_the_limit_is_rejected_not_looped(store) {
-        let decision = store.limiter.check_cost(&rule(5, 10), "k", 6).await;
+        let decision = store.limiter.check(&rule(5, 10), "k").cost(6).await;
         assert!(!decision.allowed);
         assert_eq!(decision.remaining, 5);
     }
@@ -219,9 +219,9 @@ mod in_redis {
         assert!(decision.allowed);
         assert_eq!(decision.remaining, 10 - 4 - 1);
         // Reserved and given back whole: as if it had never been charged.
-        let reservation = limiter.reserve(&rule, "heavy", 2).await.unwrap();
-        assert_eq!(reservation.decision().remaining, 10 - 5 - 2);
-        reservation.settle(0).await;
+        let estimate = limiter.estimate(&rule, "heavy").cost(2).await.unwrap();
+        assert_eq!(estimate.decision().remaining, 10 - 5 - 2);
+        estimate.settle(0).await;
         assert_eq!(score(heavy, "#", &mut redis), Some((-5 - HEAVY) as f64));
         // Once the heavier call has left the window (its 3 units with it), "#" goes.
         clock.advance(Duration::from_millis(8_500));

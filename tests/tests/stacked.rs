@@ -93,33 +93,33 @@ async fn a_refused_call_is_charged_to_none(limiter: &Limiter, tag: &str) {
                 let name = format!("{first} then {second}, cost {cost}");
                 // The tight limit admits a call or two, then refuses.
                 let both = [(&roomy, "k", cost), (&tight, "k", cost)];
-                let [a, b] = limiter.check_all_cost(both).await;
+                let [a, b] = limiter.all(both).check().await;
                 assert!(a.allowed && b.allowed, "{name}");
                 // Bounded: the tight limit admits 2 units an hour at most, so a third admission fails here.
                 let mut admitted = 1;
-                while limiter.check_all_cost(both).await.iter().all(|d| d.allowed) {
+                while limiter.all(both).check().await.iter().all(|d| d.allowed) {
                     admitted += 1;
                     assert!(
                         admitted * cost <= 2,
                         "{name}: the tight limit admitted {admitted} calls"
                     );
                 }
-                let before = limiter.check_cost(&roomy, "k", 0).await.remaining;
+                let before = limiter.check(&roomy, "k").cost(0).await.remaining;
                 // (Checked, not enforced: an enforced call would wait for its leaky-bucket slot.)
                 for _ in 0..3 {
-                    let [a, b] = limiter.check_all_cost(both).await;
+                    let [a, b] = limiter.all(both).check().await;
                     assert!(
                         a.allowed && !b.allowed,
                         "{name}: only the second limit refuses"
                     );
                 }
-                let refused = limiter.enforce_all_cost(both).await.unwrap_err();
+                let refused = limiter.all(both).enforce().await.unwrap_err();
                 assert_eq!(refused.prefix(), prefix("tight"), "{name}");
                 assert_eq!(refused.reason(), Reason::Limited);
                 let (policy, state) = refused.limits().next().unwrap();
                 assert_eq!((policy, state.allowed), ("roomy", true), "{name}");
                 assert_eq!(
-                    limiter.check_cost(&roomy, "k", 0).await.remaining,
+                    limiter.check(&roomy, "k").cost(0).await.remaining,
                     before,
                     "{name}: refused calls charged the first limit"
                 );
@@ -171,19 +171,21 @@ async fn on_a_cluster_a_refused_call_is_given_back_before_it_returns() {
         };
         let key = format!("{algorithm}");
         assert!(limiter
-            .enforce_all([(&roomy, &key), (&tight, &key)])
+            .all([(&roomy, &key), (&tight, &key)])
+            .enforce()
             .await
             .is_ok());
-        let before = limiter.check_cost(&roomy, &key, 0).await;
+        let before = limiter.check(&roomy, &key).cost(0).await;
         assert!(!before.degraded);
         for _ in 0..3 {
             let refused = limiter
-                .enforce_all([(&roomy, &key), (&tight, &key)])
+                .all([(&roomy, &key), (&tight, &key)])
+                .enforce()
                 .await
                 .unwrap_err();
             assert_eq!(refused.prefix(), "{two}:tight:");
         }
-        let after = limiter.check_cost(&roomy, &key, 0).await;
+        let after = limiter.check(&roomy, &key).cost(0).await;
         assert_eq!(
             after.remaining, before.remaining,
             "{algorithm}: given back before the calls returned"
@@ -215,7 +217,7 @@ async fn on_a_cluster_calls_at_once_across_slots_never_over_admit() {
         let calls = (0..64).map(|i| {
             let (limiter, roomy, tight) = (nodes[i % 2].clone(), roomy.clone(), tight.clone());
             tokio::spawn(async move {
-                let decisions = limiter.check_all([(&roomy, "k"), (&tight, "k")]).await;
+                let decisions = limiter.all([(&roomy, "k"), (&tight, "k")]).check().await;
                 assert!(decisions.iter().all(|d| !d.degraded), "{decisions:?}");
                 decisions.iter().all(|d| d.allowed)
             })
@@ -226,7 +228,7 @@ async fn on_a_cluster_calls_at_once_across_slots_never_over_admit() {
         }
         let used = |rule: &Rule, max: u64| {
             let (limiter, rule) = (nodes[0].clone(), rule.clone());
-            async move { max - limiter.check_cost(&rule, "k", 0).await.remaining }
+            async move { max - limiter.check(&rule, "k").cost(0).await.remaining }
         };
         assert!(
             (1..=10).contains(&admitted),
@@ -331,8 +333,8 @@ async fn the_plain_api_decides_a_list_of_limits_as_one() {
         for clock in [&memory_clock, &redis_clock] {
             clock.advance(Duration::from_millis(300));
         }
-        let in_memory = memory.check_all([(&burst, "u"), (&quota, "u")]).await;
-        let in_redis = redis.check_all([(&burst, "u"), (&quota, "u")]).await;
+        let in_memory = memory.all([(&burst, "u"), (&quota, "u")]).check().await;
+        let in_redis = redis.all([(&burst, "u"), (&quota, "u")]).check().await;
         let seen =
             |d: &[limiter_runtime::Decision; 2]| d.map(|d| (d.allowed, d.remaining, d.retry_after));
         assert_eq!(seen(&in_memory), seen(&in_redis), "step {step}");

@@ -1,6 +1,6 @@
 //! TLS from the environment: `LIMITER_REDIS_URL=rediss://user:password@...` with `LIMITER_REDIS_CA` (and, for
 //! mutual TLS, `LIMITER_REDIS_CLIENT_CERT` and `LIMITER_REDIS_CLIENT_KEY`), each a path to a PEM file, through
-//! `Limiter::from_env()`; a file that cannot be used is an error naming its variable. (A test binary of its
+//! `from_env()`; a file that cannot be used is an error naming its variable. (A test binary of its
 //! own: it changes the process's environment.)
 
 use limiter_runtime::{Error, Limiter, Rule, REDIS_URL_ENV};
@@ -30,7 +30,7 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
     std::env::set_var(CERT, path("client.pem"));
     std::env::set_var(KEY, path("client.key"));
     std::env::set_var("LIMITER_DEADLINE", "5s");
-    let limiter = Limiter::from_env().unwrap();
+    let limiter = from_env().unwrap();
     let rule = Rule::new().max(2).prefix("env:");
     for expected in [true, true, false] {
         let decision = limiter.check(&rule, "k").await;
@@ -40,10 +40,10 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
     assert_eq!(server.limit_keys(), ["env:k"]);
 
     std::env::set_var(CA, "/nonexistent/ca.pem");
-    let (name, reason) = env_file_error(Limiter::from_env());
+    let (name, reason) = env_file_error(from_env());
     assert_eq!(name, CA);
     assert!(reason.starts_with("the file cannot be read: "), "{reason}");
-    let error = Limiter::from_env().unwrap_err().to_string();
+    let error = from_env().unwrap_err().to_string();
     assert!(
         error.starts_with(
             r#"LIMITER_REDIS_CA="/nonexistent/ca.pem" cannot be used: the file cannot be read"#
@@ -52,7 +52,7 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
     );
 
     std::env::set_var(CA, path("client.key"));
-    let (name, reason) = env_file_error(Limiter::from_env());
+    let (name, reason) = env_file_error(from_env());
     assert_eq!(
         (name, reason.as_str()),
         (
@@ -63,7 +63,7 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
 
     std::env::set_var(CA, path("ca.pem"));
     std::env::set_var(KEY, path("client.pem"));
-    let (name, reason) = env_file_error(Limiter::from_env());
+    let (name, reason) = env_file_error(from_env());
     assert_eq!(name, KEY);
     assert!(
         reason.starts_with("it holds no readable PEM private key"),
@@ -71,7 +71,7 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
     );
 
     std::env::remove_var(KEY);
-    let (name, reason) = env_file_error(Limiter::from_env());
+    let (name, reason) = env_file_error(from_env());
     assert_eq!(
         (name, reason.as_str()),
         (
@@ -84,7 +84,7 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
     // A CA with a URL that is not rediss:// would never be used: most often a URL missing its `s`.
     std::env::set_var(REDIS_URL_ENV, server.url().replace("rediss://", "redis://"));
     // The error names the variable that gave the URL.
-    let error = Limiter::from_env().unwrap_err();
+    let error = from_env().unwrap_err();
     let Error::InvalidEnvSetup { name, source } = &error else {
         panic!("{error}");
     };
@@ -93,4 +93,9 @@ async fn rediss_with_a_ca_and_a_client_certificate_from_the_environment() {
         matches!(&**source, Error::InvalidRedisSetup(why) if why.contains("no Redis URL uses TLS")),
         "{error}"
     );
+}
+
+/// Builds the limiter the environment asks for: `Limiter::builder().env()?.build()`.
+fn from_env() -> Result<Limiter, limiter_runtime::Error> {
+    Limiter::builder().env()?.build()
 }

@@ -59,7 +59,7 @@ fn app<const N: usize>(limiter: &Limiter, rules: [Rule; N], key: Key) -> Router 
 
 /// How many units `rule` has counted for `key` (a probe of cost 0 charges nothing).
 async fn used(limiter: &Limiter, rule: &Rule, key: &str) -> u64 {
-    let state = limiter.check_cost(rule, key, 0).await;
+    let state = limiter.check(rule, key).cost(0).await;
     state.limit - state.remaining
 }
 

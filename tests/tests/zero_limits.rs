@@ -41,7 +41,7 @@ async fn a_limit_of_zero_refuses_every_call_as_too_large_in_memory_and_on_redis(
         for rule in zeros() {
             let what = format!("{store}, {rule:?}");
             for cost in [0, 1, 5] {
-                let decision = limiter.check_cost(&rule, "k", cost).await;
+                let decision = limiter.check(&rule, "k").cost(cost).await;
                 assert!(!decision.allowed, "{what}, cost {cost}: {decision:?}");
                 assert_eq!(decision.limit, 0, "{what}");
                 assert_eq!(decision.retry_after, Duration::ZERO, "{what}, cost {cost}");
@@ -50,7 +50,7 @@ async fn a_limit_of_zero_refuses_every_call_as_too_large_in_memory_and_on_redis(
             let refused = limiter.enforce(&rule, "k").await.unwrap_err();
             assert_eq!(refused.reason(), Reason::TooLarge, "{what}");
             assert_eq!(refused.retry_after(), Duration::ZERO, "{what}");
-            let refused = limiter.limit(&rule).enforce_cost("k", 0).await.unwrap_err();
+            let refused = limiter.resolve(&rule).enforce("k").cost(0).await.unwrap_err();
             assert_eq!(refused.reason(), Reason::TooLarge, "{what}");
             let refused = limiter.acquire(&rule, "k").await.unwrap_err();
             assert_eq!(refused.reason(), Reason::TooLarge, "{what}");

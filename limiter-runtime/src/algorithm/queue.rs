@@ -44,7 +44,7 @@ impl Schedule {
 /// charge had weighed what it kept. The last charge of the queue given back moves no other: it needs no
 /// record, and the queue simply ends earlier.
 ///
-/// A charge is given back at most once (a reservation settled, an outcome's charge): what is given back of
+/// A charge is given back at most once (an estimate settled, an outcome's charge): what is given back of
 /// it is at most what it charged.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Queue {

@@ -26,7 +26,7 @@ pub(crate) const IN_FLIGHT_TTL: Duration = Duration::from_secs(30);
 
 /// A rule a call holds: borrowed from where it lives (an annotated function's resolved rules, a
 /// [`Limit`](crate::Limit), a layer, the caller's frame), or shared, for a call that outlives its caller (a
-/// [`Reservation`](crate::Reservation), an admission held while a body runs).
+/// [`Estimate`](crate::Estimate), an admission held while a body runs).
 #[derive(Debug, Clone)]
 pub(crate) enum RuleRef<'r> {
     Borrowed(&'r Rule),
@@ -47,7 +47,7 @@ impl Deref for RuleRef<'_> {
 
 /// What one limit of a call is asked, before the call is built: its rule (resolved against the limiter's
 /// defaults), its store key, the call's weight, and whether the call skips it (`skip_if`).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Ask<'r> {
     pub(crate) rule: RuleRef<'r>,
     pub(crate) key: StoreKey,
@@ -154,7 +154,7 @@ impl<'r> Call<'r> {
     }
 
     /// Returns this call, holding its rules itself: a call that outlives its caller (its answer to be reconciled, a
-    /// batch's shared call, a reservation).
+    /// batch's shared call, an estimate).
     pub(crate) fn detached(&self) -> Call<'static> {
         self.owning(|rule| {
             RuleRef::Shared(match rule {
@@ -198,7 +198,7 @@ impl<'r> Call<'r> {
     pub(crate) fn may_wait_for_slot(&self) -> bool {
         self.limits
             .iter()
-            .any(|limit| limit.algorithm == Algorithm::LeakyBucket)
+            .any(|limit| limit.algorithm == Algorithm::LeakyBucket && limit.terms.max_wait > 0)
     }
 
     /// Returns whether any of its limits is one of calls in flight, whose permit an admitted call holds.

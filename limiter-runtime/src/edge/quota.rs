@@ -15,7 +15,7 @@
 //! failure policy made without a count (`on_error = open | closed` while Redis fails: the count is
 //! unknown). A decision over this node's share (`on_error = local`) was counted, and is advertised. When a
 //! call decides one limit twice, the later decision is the one advertised; units given back (`count =
-//! failures`, a settled reservation) count as given back.
+//! failures`, a settled estimate) count as given back.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -144,14 +144,14 @@ mod tests {
         assert!(REQUEST.try_with(|_| ()).is_err(), "no scope outside");
     }
 
-    /// Checks that a reservation settled for less than its estimate advertises what it kept.
+    /// Checks that an estimate settled for less than its estimate advertises what it kept.
     #[tokio::test]
     async fn units_given_back_count_as_given_back() {
         let limiter = Limiter::in_memory();
         let rule = Rule::new().prefix("given:").name("given").max(10);
         let ((), recorded) = scope(async {
-            let reservation = limiter.reserve(&rule, "k", 4).await.unwrap();
-            reservation.settle(1).await;
+            let estimate = limiter.estimate(&rule, "k").cost(4).await.unwrap();
+            estimate.settle(1).await;
         })
         .await;
         assert_eq!(recorded.unwrap()[0].decision.remaining, 9);

@@ -220,9 +220,9 @@
 //! }
 //! ```
 //!
-//! When the cost is known only after the call (the tokens a model actually used), reserve an estimate and
-//! settle it afterwards with the plain API: see [reserve, then
-//! settle](super::plain_api#reserve-then-settle).
+//! When the cost is known only after the call (the tokens a model actually used), charge an estimate and
+//! settle it afterwards with the plain API: see [estimate, then
+//! settle](super::plain_api#estimate-then-settle).
 //!
 //! ## Waiting for a slot
 //!
@@ -233,6 +233,13 @@
 //!
 //! ```
 //! use limiter_runtime::{rate_limit, RateLimited};
+//! Every door waits the same way, in its node's line: the attribute's `mode = wait`, the plain API's
+//! `enforce`, `acquire` and `estimate`, the tower layer, and an outbound [`turn`](crate::Limiter::turn). A
+//! slot that comes goes to the most important call of the node waiting for one (its
+//! [`priority`](crate::Request::priority)), then to the one that came first; a call moved past its deadline
+//! by a more important one is refused. A caller that gives up (its future dropped: a timeout, a cancelled
+//! request) leaves the line and gives its slot back, so that the callers behind it are not delayed by it.
+//!
 //!
 //! // At most 10 calls a second reach the paid API, evenly spaced; callers queue for up to 2 s.
 //! #[rate_limit(prefix = "paid_api:", algorithm = leaky_bucket, max = 10, window = "1s", mode = wait, max_wait = "2s")]
@@ -385,7 +392,7 @@
 //! Redis server (and Sentinel's master), the whole decision is one atomic script call over every key. On a
 //! cluster, see [stacked limits on a cluster](super::redis#stacked-limits-on-a-cluster).
 //!
-//! The plain API's [`check_all`](crate::Limiter::check_all) and the tower layer's several rules are the same
+//! The plain API's [`all`](crate::Limiter::all) and the tower layer's several rules are the same
 //! decision.
 //!
 //! ## Re-exporting the runtime

@@ -83,7 +83,7 @@
 //! let tokens = Rule::new().prefix("tokens:").period(Period::Month).anchor(15).max(1_000_000);
 //! // A tenant's own zone, read from its settings: an unknown name is an error here, not at every call.
 //! let acme = tokens.tz(Zone::get("America/Sao_Paulo")?);
-//! limiter.check_cost(&acme, 42, 1_500).await;
+//! limiter.check(&acme, 42).cost(1_500).await;
 //! let usage = limiter.usage(&acme, 42).await?;
 //! assert_eq!((usage.used, usage.remaining), (1_500, 998_500));
 //! assert!(usage.resets_at.ends_with("T00:00:00-03:00")); // the 15th, at midnight in São Paulo
@@ -95,7 +95,7 @@
 //! [`Rule::period`](crate::Rule::period), [`tz`](crate::Rule::tz) and [`anchor`](crate::Rule::anchor) make
 //! the rule; a zone or a billing day per call is a rule per tenant (`rule.clone().tz(zone).anchor(day)`, or
 //! one kept per tenant). Stacked
-//! with rates ([`Limiter::check_all`](crate::Limiter::check_all), or several attributes), a calendar quota
+//! with rates ([`Limiter::all`](crate::Limiter::all), or several attributes), a calendar quota
 //! is decided with them as one: a call the rate refuses is charged nothing of the month. A
-//! [`Reservation`](crate::Reservation) settled below its estimate gives the rest back to the period it was
+//! [`Estimate`](crate::Estimate) settled below its estimate gives the rest back to the period it was
 //! charged in (nothing, once that period has ended).

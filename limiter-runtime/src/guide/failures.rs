@@ -120,7 +120,7 @@
 //!   `retry_after` of zero ("ask again now"), instead of all rushing to Redis at once.
 //! - Not while Redis fails: then a denial that ran out answers nothing, and `on_error` decides.
 //! - An override clears the denials of its key (a prefix's override, every denial). A charge this node gives
-//!   back (`count = failures`, a reservation) clears this node's denial of that call; a charge given back on
+//!   back (`count = failures`, an estimate) clears this node's denial of that call; a charge given back on
 //!   another node can end a denial early, and this node sees it within a second (it refuses until the
 //!   `retry_after` it was told, and asks Redis again after a second at most).
 //! - A call with several limits is refused until the last of its refusing limits would admit it.

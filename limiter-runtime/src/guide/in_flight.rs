@@ -87,8 +87,8 @@
 //!
 //! [`Rule::in_flight`](crate::Rule::in_flight) makes the rule, and
 //! [`Limiter::acquire`](crate::Limiter::acquire) takes a permit; the [`Permit`](crate::Permit) gives it
-//! back when dropped, or when [`released`](crate::Permit::release) (which returns once Redis has it back).
-//! [`Limiter::acquire_all`](crate::Limiter::acquire_all) takes permits and rates together, as one decision.
+//! back when dropped, or when [`settle`](crate::Permit::settle)d (which returns once Redis has it back).
+//! [`Limiter::all`](crate::Limiter::all)`(..).acquire()` takes permits and rates together, as one decision.
 //!
 //! ```
 //! use limiter_runtime::{Limiter, RateLimited, Rule};
@@ -99,18 +99,18 @@
 //! let permit = limiter.acquire(&uploads, "acme").await?;
 //! assert_eq!(permit.decision().remaining, 3);
 //! // ... the upload runs ...
-//! permit.release().await;
+//! permit.settle(limiter_runtime::AsCharged).await;
 //! # Ok(()) }
 //! ```
 //!
-//! A permit dropped rather than released (a body cancelled or panicking, a `Permit` going out of scope) is
+//! A permit dropped rather than settled (a body cancelled or panicking, a `Permit` going out of scope) is
 //! given back at once in memory; with Redis, by a task of the limiter's, one round trip later: a call made
-//! right after the drop may still find it taken. `release().await` returns once Redis has it back.
+//! right after the drop may still find it taken. `settle(AsCharged).await` returns once Redis has it back.
 //!
 //! The plain API's other calls keep nothing of a call but its decision: [`check`](crate::Limiter::check),
 //! [`enforce`](crate::Limiter::enforce), their `_all` forms and [`Limit`](crate::Limit) on an in-flight rule
 //! take a permit and give it back before they return, so they say whether a permit is free and hold none. A
-//! [`Reservation`](crate::Reservation) holds its permit until it is settled, cancelled or dropped.
+//! [`Estimate`](crate::Estimate) holds its permit until it is settled, cancelled or dropped.
 //!
 //! ## Across nodes, and after a crash
 //!

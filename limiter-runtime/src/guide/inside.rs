@@ -31,14 +31,20 @@
 //!
 //! | word | means |
 //! |---|---|
+//! | request | what a caller asks: a verb (check, enforce, acquire, estimate, turn) of a limiter, a [`Limit`](crate::Limit) or a list ([`All`](crate::All)), with its options (cost, priority); awaited, it builds its call (`limiter/request/`) |
 //! | call | one request to the limiter: its limits (one, or several stacked), each with a key and a cost |
 //! | terms | what a limit asks of a call in integers: max, window, burst, the call's cost (`algorithm::Terms`) |
 //! | kept | the units a call must leave free for the priorities above its own (`Terms::kept`, from the rule's reserves): it fits when its cost and these fit, and takes its cost |
 //! | outcome | what an algorithm says of one limit from its state: admitted or not, remaining, when to retry |
 //! | [`Decision`](crate::Decision) | one limit's part of a call's result, as a caller sees it |
 //! | ruling | a call's result: each limit's part (`LimitRuling`: its decision, what it charged, its receipt) and whether the call is admitted |
-//! | decide | make a ruling: only the pipeline, a store, the fallback and an algorithm decide |
-//! | give back | return units an admitted call charged (a refund, a reservation settled, a permit released) |
+//! | decide | make a ruling: only the pipeline, a store, the fallback and an algorithm decide. The pipeline's: `decide_now` (what this process can, or pending), `decide` (and then what the caller keeps), `ruling` (borrowed), `ruling_later` (once pending), `enforce` (the verdict and the slot), `enforce_owned` (the attribute's) |
+//! | give back | return units an admitted call charged (a refund, an estimate settled, a permit's end, a caller that gave up its slot) |
+//! | reserve | a priority's share of a limit, kept from the calls below it (`Rule::reserve`; a call refused for it is `Verdict::Reserved`): never an estimate |
+//! | estimate | a cost charged up front and settled to the actual cost later ([`Estimate`](crate::Estimate)) |
+//! | settle | end a held call with what it used (`settle(used)`); `cancel` gives everything back |
+//! | line | the calls of a node waiting for their slot of one key (`outbound::Lines`): every door that waits waits there (`limiter/waiting.rs`), and a caller that gives up leaves it |
+//! | slot | when an admitted call of a leaky bucket may go: what it waits for in its line |
 //! | pending | a call a store could not decide at once: in a batch (in line), or its own round trip (to ask) |
 //! | degraded | decided by a limit's `on_error` because Redis could not answer in time |
 //! | reconcile | give back what Redis charged for a call that was refused meanwhile (a late answer) |

@@ -7,7 +7,7 @@
 //! | page | what it covers |
 //! |---|---|
 //! | [`attribute`] | `#[rate_limit]`: every argument, keys, durations and constants, costs, stacked limits, `count = failures` |
-//! | [`plain_api`] | the same limiter without the attribute: `check`, `enforce`, `check_all`, reservations, [`Limit`](crate::Limit) |
+//! | [`plain_api`] | the same limiter without the attribute: the verbs (`check`, `enforce`, `acquire`, `estimate`, `turn`), several limits (`all`), [`Limit`](crate::Limit); upgrading from the old methods |
 //! | [`algorithms`] | the five algorithms: what each guarantees, the memory each takes in Redis, which to choose, how keys are stored |
 //! | [`http`] | the tower layer for axum, tonic and hyper, the IETF quota fields, `RateLimited` as an HTTP response or a gRPC status |
 //! | [`redis`] | one server, Redis Cluster, Sentinel, TLS and ACL users, checking the connection at start-up, the environment variables |

@@ -48,12 +48,11 @@
 //! - **In order, across the fleet.** Redis gives each call the next free slot as it reaches it; no node's
 //!   burst passes the limit and none starves another (three processes × 32 callers sharing 10 calls a second
 //!   each sent a third, `tests/tests/outbound.rs`).
-//! - **Within a node, by priority.** [`turn_with`](crate::Limiter::turn_with) takes a
-//!   [`Priority`](crate::Priority): the slots a node holds go to its most important waiting call first, then
+//! - **Within a node, by priority.** A turn takes a [`priority`](crate::Request::priority): the slots a node holds go to its most important waiting call first, then
 //!   in the order calls came. A lower call moves one slot later for each one that passes it, and fails if
 //!   that passes its deadline.
 //! - **A caller that gives up gives its slot back.** Drop the future (a timeout, a cancelled request) and
-//!   the slot returns to the line: exact, in any order (see [`Reservation`](crate::Reservation)).
+//!   the slot returns to the line: exact, in any order (see [`Estimate`](crate::Estimate)).
 //! - **No call is sent while its key is paused**, once its node has heard of the pause (milliseconds:
 //!   the announcement on Redis's channel); Redis refuses every call of the key until the pause ends.
 //! - **Refused, it waits and asks again** (tokens short, a pause, no slot within `max_wait`), while its
@@ -98,7 +97,7 @@
 //!     .max(200_000)
 //!     .window(Duration::from_secs(60));
 //! let turn = limiter
-//!     .turn_all([(&requests, "acme", 1), (&tokens, "acme", 4_000)])
+//!     .all([(&requests, "acme", 1), (&tokens, "acme", 4_000)]).turn()
 //!     .await
 //!     .unwrap();
 //! // ... send the prompt; the answer says it used 1,250 tokens:

@@ -30,6 +30,62 @@
 //! let search = Rule::new().prefix("search:").algorithm(Algorithm::TokenBucket).max(10).burst(20);
 //! ```
 //!
+//! ## One shape of asking
+//!
+//! Each decision is a verb of the limiter, taking the rule and the key, and returning a
+//! [`Request`](crate::Request): await it as it is, or give it options first. The options are the same for
+//! every verb: [`cost`](crate::Request::cost) (what the call weighs, 1 unless told) and
+//! [`priority`](crate::Request::priority) (what it must leave free for the calls above it).
+//!
+//! | verb | answers | for |
+//! |---|---|---|
+//! | [`check`](crate::Limiter::check) | a [`Decision`](crate::Decision) | deciding yourself what a refusal means |
+//! | [`enforce`](crate::Limiter::enforce) | `Result<Decision, RateLimited>` | what the attribute does: `?` returns the refusal |
+//! | [`acquire`](crate::Limiter::acquire) | a [`Permit`](crate::Permit), held while the call runs | limits [in flight](super::in_flight) |
+//! | [`estimate`](crate::Limiter::estimate) | an [`Estimate`](crate::Estimate), settled to the actual cost | a cost known only afterwards |
+//! | [`turn`](crate::Limiter::turn) | a [`Turn`](crate::Turn) to call an upstream | [outbound](super::outbound) quotas |
+//!
+//! Several limits decided as one are [`Limiter::all`](crate::Limiter::all)`(limits)`, asked with the same
+//! verbs; a rule resolved once is a [`Limit`](crate::Limit), with the same verbs again.
+//!
+//! ```
+//! use limiter_runtime::{Limiter, Priority, Rule};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let limiter = Limiter::in_memory();
+//! let rule = Rule::new().prefix("export:").max(100);
+//! let decision = limiter.check(&rule, "acme").await;
+//! let decision = limiter.check(&rule, "acme").cost(20).priority(Priority::High).await;
+//! assert_eq!(decision.remaining, 79);
+//! // A request is a value: build it, pass it on, await it later (`IntoFuture`; `.into_future()` where a
+//! // future is expected, as by `join_all` or `tokio::spawn`).
+//! let heavy = limiter.check(&rule, "acme").cost(50);
+//! assert!(heavy.await.allowed);
+//! # }
+//! ```
+//!
+//! The handles that hold a charge share one vocabulary: `decision()` (the first limit's) and `decisions()`
+//! (each limit's); `settle(used)`, what the call used (a number for its first limit, a list for each; see
+//! [`Used`](crate::Used)); and `cancel()`, which gives everything back, as if the call had never been
+//! admitted. Dropped, a permit settles as charged (its permits go back), an estimate cancels, and a turn
+//! settles as charged (the call is taken to have been sent).
+//!
+//! ### Upgrading from 0.1's methods
+//!
+//! The crate is 0.x: the old methods are replaced, not deprecated. Each maps to a verb and an option:
+//!
+//! | before | now |
+//! |---|---|
+//! | `check_cost(&rule, key, n)`, `enforce_cost(..)` | `check(&rule, key).cost(n)`, `enforce(..).cost(n)` |
+//! | `check_with(&rule, key, n, p)`, `enforce_with(..)`, `acquire_with(&rule, key, p)`, `turn_with(..)` | `.cost(n).priority(p)` on the verb |
+//! | `check_all(list)`, `check_all_cost(list)`, `enforce_all`, `enforce_all_cost`, `acquire_all`, `turn_all` | `all(list).check()`, `.enforce()`, `.acquire()`, `.turn()` |
+//! | `(rule, key, cost, priority)` in a list | `(rule, key, cost)`, and `.priority(p)` on the request |
+//! | `reserve(&rule, key, estimate)` → `Reservation` | `estimate(&rule, key).cost(estimate)` → [`Estimate`](crate::Estimate) |
+//! | `Permit::release()` | `Permit::settle(AsCharged)` (or drop it) |
+//! | `Turn::settle(&[used])`, `Reservation::settle(used)` | `settle(used)`, a number or a list |
+//! | `Reservation::decision() -> &Decision` | `decision() -> Decision`, on every handle |
+//! | `Limit::check_cost(key, n)`, `Limit::check_with(..)` | `Limit::check(key).cost(n)`, `.priority(p)` |
+//!
 //! ## One limit: `check` and `enforce`
 //!
 //! [`Limiter::check`](crate::Limiter::check) counts one call for a key under a rule and returns a
@@ -68,7 +124,8 @@
 //!
 //! [`Limiter::enforce`](crate::Limiter::enforce) does what the attribute does: a refusal is the
 //! [`RateLimited`](crate::RateLimited) error, and an admitted call that must wait for its slot (a leaky
-//! bucket with `wait` or `max_wait`) sleeps until then. `?` returns the error from any function whose error
+//! bucket with `wait` or `max_wait`) waits for it in its node's line (see [Waiting for a
+//! slot](super::attribute#waiting-for-a-slot)); a caller that gives up gives its slot back. `?` returns the error from any function whose error
 //! type is `From<RateLimited>`.
 //!
 //! ```
@@ -88,20 +145,19 @@
 //! # }
 //! ```
 //!
-//! [`check_cost`](crate::Limiter::check_cost) and [`enforce_cost`](crate::Limiter::enforce_cost) weigh the
-//! call: a cost of 20 spends 20 units of the limit. A cost is a weight, never a number of stored entries, for
+//! [`cost`](crate::Request::cost) weighs the call: a cost of 20 spends 20 units of the limit. A cost is a weight, never a number of stored entries, for
 //! every algorithm (see [Costs](super::attribute#costs) for which algorithms suit costs).
 //!
-//! ## Several limits: `check_all` and `enforce_all`
+//! ## Several limits: `all`
 //!
-//! [`Limiter::check_all`](crate::Limiter::check_all) decides one call under several limits at once, each
-//! `(rule, key)`, or `(rule, key, cost)` to weigh it. The call is admitted only when every limit admits it,
+//! [`Limiter::all`](crate::Limiter::all) names one call under several limits at once, each `(rule, key)`,
+//! or `(rule, key, cost)` to weigh it (the request's [`cost`](crate::Request::cost) weighs the others), asked
+//! with the same verbs as one limit. The call is admitted only when every limit admits it,
 //! and then counted by each; a refused call is counted by none. Stacked attributes are this same decision.
 //! The limits may be an array (answered with an array of decisions, one per limit, in the order given), a
 //! `Vec` or a slice (answered with a `Vec`): a list read from configuration fits.
-//! [`enforce_all`](crate::Limiter::enforce_all) returns the [`RateLimited`](crate::RateLimited) error of the
-//! first limit that refused, with every limit's state. `check_all_cost` and `enforce_all_cost` are the same
-//! methods, named for calls that pass costs.
+//! `all(..).enforce()` returns the [`RateLimited`](crate::RateLimited) error of the first limit that
+//! refused, with every limit's state.
 //!
 //! ```
 //! use limiter_runtime::{Limiter, Rule};
@@ -113,37 +169,38 @@
 //! let quota = Rule::new().prefix("quota:").max(1_000).window(Duration::from_secs(3_600));
 //!
 //! // An array: answered with an array.
-//! let [b, q] = limiter.check_all([(&burst, "alice"), (&quota, "alice")]).await;
+//! let [b, q] = limiter.all([(&burst, "alice"), (&quota, "alice")]).check().await;
 //! assert!(b.allowed && q.allowed);
 //!
 //! // A Vec of limits with costs (from configuration, say): answered with a Vec.
 //! let limits = vec![(&burst, "bob", 1), (&quota, "bob", 10)];
-//! let decisions = limiter.check_all(limits).await;
+//! let decisions = limiter.all(limits).check().await;
 //! assert_eq!(decisions[1].remaining, 990);
 //!
 //! // A slice.
 //! let limits = [(&burst, "carol"), (&quota, "carol")];
-//! assert_eq!(limiter.check_all(&limits[..]).await.len(), 2);
+//! assert_eq!(limiter.all(&limits[..]).check().await.len(), 2);
 //!
 //! // Refused by the burst: the quota is not charged.
-//! limiter.enforce_all([(&burst, "alice"), (&quota, "alice")]).await.unwrap();
-//! let refused = limiter.enforce_all([(&burst, "alice"), (&quota, "alice")]).await.unwrap_err();
+//! limiter.all([(&burst, "alice"), (&quota, "alice")]).enforce().await.unwrap();
+//! let refused = limiter.all([(&burst, "alice"), (&quota, "alice")]).enforce().await.unwrap_err();
 //! assert_eq!(refused.prefix(), "burst:");
-//! assert_eq!(limiter.check_cost(&quota, "alice", 0).await.remaining, 998);
+//! assert_eq!(limiter.check(&quota, "alice").cost(0).await.remaining, 998);
 //! # }
 //! ```
 //!
-//! ## Reserve, then settle
+//! ## Estimate, then settle
 //!
 //! Some calls learn their cost only once they are done: the tokens a language model actually used, the rows
-//! a query returned. [`Limiter::reserve`](crate::Limiter::reserve) charges an estimate up front, or refuses
-//! the call with [`RateLimited`](crate::RateLimited), and returns a [`Reservation`](crate::Reservation).
+//! a query returned. [`Limiter::estimate`](crate::Limiter::estimate) charges an estimate (the request's
+//! [`cost`](crate::Request::cost)) up front, or refuses the call with [`RateLimited`](crate::RateLimited),
+//! and returns an [`Estimate`](crate::Estimate).
 //! Taking the estimate first keeps concurrent callers from overshooting the limit together. Once the actual
-//! cost is known, [`settle`](crate::Reservation::settle) gives back the part of the estimate that was not
-//! used (nothing when the call used as much or more), and [`cancel`](crate::Reservation::cancel) gives it all
+//! cost is known, [`settle`](crate::Estimate::settle) gives back the part of the estimate that was not
+//! used (nothing when the call used as much or more), and [`cancel`](crate::Estimate::cancel) gives it all
 //! back.
 //!
-//! A reservation dropped without being settled (an early return, `?`, a cancelled task) gives its whole
+//! An estimate dropped without being settled (an early return, `?`, a cancelled task) gives its whole
 //! estimate back, as `cancel` does: in memory at once, with Redis on a task of its own. Giving back is exact
 //! while nothing else was admitted after it, never more than the charge, and nothing once the charge has left
 //! the limit. With Redis, a give-back that cannot reach Redis is dropped: the limit keeps the charge, and
@@ -173,9 +230,9 @@
 //!         .algorithm(Algorithm::TokenBucket)
 //!         .max(100_000)
 //!         .window(Duration::from_secs(60));
-//!     let reservation = limiter.reserve(&tokens, tenant, 1_000).await?; // the estimate, taken up front
+//!     let estimate = limiter.estimate(&tokens, tenant).cost(1_000).await?; // the estimate, taken up front
 //!     let usage = call_the_model(prompt).await;
-//!     reservation.settle(usage.total_tokens).await; // the rest of the estimate goes back
+//!     estimate.settle(usage.total_tokens).await; // the rest of the estimate goes back
 //!     Ok(())
 //! }
 //!
@@ -184,17 +241,17 @@
 //! complete(&limiter, "acme", "hello").await.unwrap();
 //! let tokens = Rule::new().prefix("llm:").algorithm(Algorithm::TokenBucket).max(100_000)
 //!     .window(Duration::from_secs(60));
-//! // 1,000 reserved and 250 used: 750 came back (and the bucket refills as time passes).
-//! assert!(limiter.check_cost(&tokens, "acme", 0).await.remaining >= 99_750);
+//! // 1,000 estimated and 250 used: 750 came back (and the bucket refills as time passes).
+//! assert!(limiter.check(&tokens, "acme").cost(0).await.remaining >= 99_750);
 //! # }
 //! ```
 //!
 //! ## A rule resolved once: `Limit`
 //!
 //! [`Limiter::check`](crate::Limiter::check) resolves its rule against the limiter's defaults and formats its
-//! key (any `Display`) on every call. For a hot path, [`Limiter::limit`](crate::Limiter::limit) resolves the
-//! rule once and returns a [`Limit`](crate::Limit), whose [`check`](crate::Limit::check) and
-//! [`enforce`](crate::Limit::enforce) (and their `_cost` variants) take keys already written out as `&str`.
+//! key (any `Display`) on every call. For a hot path, [`Limiter::resolve`](crate::Limiter::resolve) resolves the
+//! rule once and returns a [`Limit`](crate::Limit), whose verbs ([`check`](crate::Limit::check),
+//! [`enforce`](crate::Limit::enforce), ...) take keys already written out as `&str`.
 //! A `Limit` shares its counts with `Limiter::check` (the same rule and key are one count), and overrides and
 //! the switches apply to it on every call. It decides when it is called: in memory, the future it returns
 //! is already complete. A `Limit` is cheap to clone; build one per rule at start-up and keep it.
@@ -206,7 +263,7 @@
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let limiter = Limiter::in_memory();
 //! let rule = Rule::new().prefix("api:").max(100).window(Duration::from_secs(1));
-//! let per_ip = limiter.limit(&rule);
+//! let per_ip = limiter.resolve(&rule);
 //! let client_ip = String::from("10.0.0.7");
 //! if !per_ip.check(&client_ip).await.allowed {
 //!     // answer 429

@@ -94,11 +94,13 @@
 //!     assert!(limiter.check(&rule, "acme").await.allowed); // Normal: fills 8
 //! }
 //! assert_eq!(limiter.check(&rule, "acme").await.verdict, Verdict::Reserved);
-//! assert!(limiter.check_with(&rule, "acme", 1, Priority::Critical).await.allowed);
-//! // Stacked limits take a priority each: (rule, key, cost, priority).
+//! assert!(limiter.check(&rule, "acme").priority(Priority::Critical).await.allowed);
+//! // Stacked limits: the call's priority applies to each.
 //! let burst = Rule::new().prefix("burst:").max(100);
 //! let decisions = limiter
-//!     .check_all([(&rule, "acme", 1, Priority::Critical), (&burst, "acme", 1, Priority::Critical)])
+//!     .all([(&rule, "acme"), (&burst, "acme")])
+//!     .check()
+//!     .priority(Priority::Critical)
 //!     .await;
 //! assert!(decisions.iter().all(|d| d.allowed));
 //!
@@ -115,9 +117,8 @@
 //! # }
 //! ```
 //!
-//! [`Limiter::check_with`](crate::Limiter::check_with), [`enforce_with`](crate::Limiter::enforce_with) and
-//! [`acquire_with`](crate::Limiter::acquire_with) take a priority; the lists of
-//! [`check_all`](crate::Limiter::check_all) take `(rule, key, cost, priority)`;
+//! Every request of the plain API takes a priority ([`Request::priority`](crate::Request::priority)),
+//! one limit's or several's ([`Limiter::all`](crate::Limiter::all)), whatever its verb;
 //! [`RateLimitLayer::priority`](crate::tower::RateLimitLayer::priority) a function of the request.
 //!
 //! ## Leases, the deny cache, failures

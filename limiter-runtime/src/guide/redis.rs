@@ -152,8 +152,8 @@
 //! ## The environment
 //!
 //! [`LimiterBuilder::env`](crate::LimiterBuilder::env) reads these variables over what the builder set before
-//! it. [`Limiter::from_env`](crate::Limiter::from_env) is `Limiter::builder().env()?.build()`, and the limiter
-//! built when none was installed is made the same way.
+//! it: `Limiter::builder().env()?.build()` is the limiter the environment asks for, and the one
+//! [`Limiter::current`](crate::Limiter::current) builds when none was installed is made the same way.
 //!
 //! | variable | sets | example |
 //! |---|---|---|

@@ -1,17 +1,12 @@
 //! A rule resolved once against one limiter: the hot path's handle, for keys that are already strings.
 
 use std::fmt;
-use std::future::Future;
 
-use futures_util::future::Either;
-use futures_util::FutureExt as _;
-
-use crate::call::{Ask, Call, RuleRef};
-use crate::key::StoreKey;
-use crate::{Decision, Limiter, Priority, RateLimited, Rule};
+use super::request::{ask, OfLimit, Request};
+use crate::{Limiter, Rule};
 
 /// A [`Rule`] resolved once against a [`Limiter`] (its defaults filled in), to check many keys against:
-/// what [`Limiter::limit`] returns.
+/// what [`Limiter::resolve`] returns.
 ///
 /// [`Limiter::check`] resolves its rule and formats its key (any `Display`) on every call. A `Limit` has
 /// done the first once, and takes keys already written out (`&str`): for a hot path, such as an in-memory
@@ -33,7 +28,7 @@ use crate::{Decision, Limiter, Priority, RateLimited, Rule};
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let limiter = Limiter::in_memory();
 /// let rule = Rule::new().prefix("api:").max(2).window(Duration::from_secs(1));
-/// let per_client = limiter.limit(&rule);
+/// let per_client = limiter.resolve(&rule);
 ///
 /// assert!(per_client.check("10.0.0.7").await.allowed);
 /// assert!(per_client.check("10.0.0.7").await.allowed);
@@ -44,10 +39,10 @@ use crate::{Decision, Limiter, Priority, RateLimited, Rule};
 /// ```
 #[derive(Clone)]
 pub struct Limit {
-    limiter: Limiter,
+    pub(crate) limiter: Limiter,
     /// The rule as the limiter resolved it, once, every part set. A call applies only the overrides in force
     /// (the plain API's resolution, from this point on).
-    rule: Rule,
+    pub(crate) rule: Rule,
 }
 
 impl Limit {
@@ -59,103 +54,45 @@ impl Limit {
     pub fn rule(&self) -> Rule {
         self.rule.clone()
     }
+}
 
-    /// Counts one call for `key`, and says whether it may go ahead: [`Limiter::check`] with this rule.
-    #[inline]
-    pub fn check<'a>(&'a self, key: &str) -> impl Future<Output = Decision> + use<'a> {
-        self.check_cost(key, 1)
-    }
-
-    /// Does what [`check`](Limit::check) does, for a call that weighs `cost` units.
-    #[inline]
-    pub fn check_cost<'a>(
-        &'a self,
-        key: &str,
-        cost: u64,
-    ) -> impl Future<Output = Decision> + use<'a> {
-        self.check_with(key, cost, Priority::Normal)
-    }
-
-    /// Does what [`check_cost`](Limit::check_cost) does, for a call of `priority`: [`Limiter::check_with`] with
-    /// this rule.
-    #[inline]
-    pub fn check_with<'a>(
-        &'a self,
-        key: &str,
-        cost: u64,
-        priority: Priority,
-    ) -> impl Future<Output = Decision> + use<'a> {
-        let call = self.call(key, cost, priority);
-        let pipeline = &self.limiter.pipeline;
-        if call.holds_permits() {
-            // Its permit given back before the decision is handed over (see `Limiter::let_go`).
-            return Either::Right(Box::pin(async move {
-                let (call, decided) = pipeline.ruling_owned(call).await;
-                self.limiter.let_go(&call, &decided).await;
-                decided.decision()
-            }));
-        }
-        Either::Left(pipeline.decision_owned(call))
-    }
-
-    /// Returns the call of one limit, this one, for `key`, weighing `cost`, of `priority`.
+impl Limit {
+    /// Counts one call for `key` and says whether it may go ahead: [`Limiter::check`] with this rule.
     #[inline(always)]
-    fn call(&self, key: &str, cost: u64, priority: Priority) -> Call<'_> {
-        let key = StoreKey::of_str(self.rule.prefix_value(), key);
-        let ask = Ask::of(RuleRef::Borrowed(&self.rule), key, cost, priority);
-        self.limiter.pipeline.call([ask])
+    pub fn check<'a>(&'a self, key: &'a str) -> Request<ask::Check, OfLimit<'a>> {
+        Request::new(OfLimit::new(self, key))
     }
 
-    /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call that
-    /// must wait for its slot sleeps until then: [`Limiter::enforce`] with this rule.
+    /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call
+    /// that must wait for its slot waits: [`Limiter::enforce`] with this rule.
     ///
     /// ```
     /// use limiter_runtime::{Limiter, Rule};
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// let limit = Limiter::in_memory().limit(&Rule::new().max(1).message("one is enough"));
+    /// let limit = Limiter::in_memory().resolve(&Rule::new().max(1).message("one is enough"));
     /// assert!(limit.enforce("k").await.is_ok());
     /// assert_eq!(limit.enforce("k").await.unwrap_err().to_string(), "one is enough");
     /// # }
     /// ```
-    pub fn enforce<'a>(
-        &'a self,
-        key: &str,
-    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
-        self.enforce_cost(key, 1)
+    #[inline(always)]
+    pub fn enforce<'a>(&'a self, key: &'a str) -> Request<ask::Enforce, OfLimit<'a>> {
+        Request::new(OfLimit::new(self, key))
     }
 
-    /// Does what [`enforce`](Limit::enforce) does, for a call that weighs `cost` units.
-    pub fn enforce_cost<'a>(
-        &'a self,
-        key: &str,
-        cost: u64,
-    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
-        self.enforce_with(key, cost, Priority::Normal)
+    /// Takes a permit for `key`: [`Limiter::acquire`] with this rule.
+    pub fn acquire<'a>(&'a self, key: &'a str) -> Request<ask::Acquire, OfLimit<'a>> {
+        Request::new(OfLimit::new(self, key))
     }
 
-    /// Does what [`enforce_cost`](Limit::enforce_cost) does, for a call of `priority`: [`Limiter::enforce_with`]
-    /// with this rule.
-    pub fn enforce_with<'a>(
-        &'a self,
-        key: &str,
-        cost: u64,
-        priority: Priority,
-    ) -> impl Future<Output = Result<Decision, RateLimited>> + use<'a> {
-        let call = self.call(key, cost, priority);
-        let pipeline = &self.limiter.pipeline;
-        if call.holds_permits() {
-            return Either::Right(Box::pin(async move {
-                let (call, decided) = pipeline.enforce(call).await?;
-                self.limiter.let_go(&call, &decided).await;
-                Ok(decided.decision())
-            }));
-        }
-        Either::Left(
-            pipeline
-                .enforce(call)
-                .map(|enforced| enforced.map(|(_, decided)| decided.decision())),
-        )
+    /// Charges an estimate for `key`, to settle later: [`Limiter::estimate`] with this rule.
+    pub fn estimate<'a>(&'a self, key: &'a str) -> Request<ask::Estimate, OfLimit<'a>> {
+        Request::new(OfLimit::new(self, key))
+    }
+
+    /// Waits for the turn of a call to an upstream for `key`: [`Limiter::turn`] with this rule.
+    pub fn turn<'a>(&'a self, key: &'a str) -> Request<ask::Turn, OfLimit<'a>> {
+        Request::new(OfLimit::new(self, key))
     }
 }
 

@@ -1,19 +1,19 @@
-//! [`LimitList`]: the limits of one call of several, as the plain API takes them (`check_all`, `enforce_all`,
-//! `acquire_all`): arrays, `Vec`s and slices of `(rule, key)`, `(rule, key, cost)` or `(rule, key, cost,
-//! priority)`.
+//! [`LimitList`]: the limits of one call of several, as [`Limiter::all`](crate::Limiter::all) takes them:
+//! arrays, `Vec`s and slices of `(rule, key)` or `(rule, key, cost)`.
 
 use std::fmt;
 
-use crate::{Decision, Priority, Rule};
+use crate::{Decision, Rule};
 
 /// The limits of one call of several, each `(rule, key)` or `(rule, key, cost)`: an array (answered with an
 /// array of decisions), a `Vec` or a slice (answered with a `Vec`). What
-/// [`check_all`](crate::Limiter::check_all) and [`enforce_all`](crate::Limiter::enforce_all) take.
+/// [`Limiter::all`](crate::Limiter::all) takes.
 pub trait LimitList: sealed::Sealed {
     /// Each limit's decision, in the order given.
-    type Decisions;
+    type Decisions: Send + 'static;
+    /// Calls `each` with each limit's rule, key, and cost of its own (if it gives one).
     #[doc(hidden)]
-    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64, Priority));
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, Option<u64>));
     #[doc(hidden)]
     fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> Self::Decisions;
 }
@@ -22,42 +22,43 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A limit of a list: `(rule, key)` weighs 1, `(rule, key, cost)` its cost, and `(rule, key, cost, priority)`
-/// says how much the call matters to this limit ([`Priority`]; `Normal` otherwise).
+/// A limit of a list: `(rule, key)` weighs what the request says ([`cost`](crate::Request::cost), 1 unless
+/// told), `(rule, key, cost)` its own cost.
 pub trait ListedLimit: sealed::Sealed {
     #[doc(hidden)]
-    fn parts(&self) -> (&Rule, &dyn fmt::Display, u64, Priority);
+    fn parts(&self) -> (&Rule, &dyn fmt::Display, Option<u64>);
 }
 
 impl<K: fmt::Display> sealed::Sealed for (&Rule, K) {}
 impl<K: fmt::Display> ListedLimit for (&Rule, K) {
-    fn parts(&self) -> (&Rule, &dyn fmt::Display, u64, Priority) {
-        (self.0, &self.1, 1, Priority::Normal)
+    fn parts(&self) -> (&Rule, &dyn fmt::Display, Option<u64>) {
+        (self.0, &self.1, None)
     }
 }
 
 impl<K: fmt::Display> sealed::Sealed for (&Rule, K, u64) {}
 impl<K: fmt::Display> ListedLimit for (&Rule, K, u64) {
-    fn parts(&self) -> (&Rule, &dyn fmt::Display, u64, Priority) {
-        (self.0, &self.1, self.2, Priority::Normal)
+    fn parts(&self) -> (&Rule, &dyn fmt::Display, Option<u64>) {
+        (self.0, &self.1, Some(self.2))
     }
 }
 
-impl<K: fmt::Display> sealed::Sealed for (&Rule, K, u64, Priority) {}
-impl<K: fmt::Display> ListedLimit for (&Rule, K, u64, Priority) {
-    fn parts(&self) -> (&Rule, &dyn fmt::Display, u64, Priority) {
-        (self.0, &self.1, self.2, self.3)
+/// Calls `each` with each of `limits`.
+fn each_of<L: ListedLimit>(
+    limits: &[L],
+    each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, Option<u64>),
+) {
+    for limit in limits {
+        let (rule, key, cost) = limit.parts();
+        each(rule, format_args!("{key}"), cost);
     }
 }
 
-impl<L: ListedLimit, const N: usize> sealed::Sealed for [L; N] {}
+impl<L, const N: usize> sealed::Sealed for [L; N] {}
 impl<L: ListedLimit, const N: usize> LimitList for [L; N] {
     type Decisions = [Decision; N];
-    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64, Priority)) {
-        for limit in self {
-            let (rule, key, cost, priority) = limit.parts();
-            each(rule, format_args!("{key}"), cost, priority);
-        }
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, Option<u64>)) {
+        each_of(self, each);
     }
     fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> [Decision; N] {
         let mut decisions = decisions;
@@ -65,25 +66,22 @@ impl<L: ListedLimit, const N: usize> LimitList for [L; N] {
     }
 }
 
-impl<L: ListedLimit> sealed::Sealed for Vec<L> {}
+impl<L> sealed::Sealed for Vec<L> {}
 impl<L: ListedLimit> LimitList for Vec<L> {
     type Decisions = Vec<Decision>;
-    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64, Priority)) {
-        self.as_slice().each(each);
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, Option<u64>)) {
+        each_of(self, each);
     }
     fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> Vec<Decision> {
         decisions.collect()
     }
 }
 
-impl<L: ListedLimit> sealed::Sealed for &[L] {}
+impl<L> sealed::Sealed for &[L] {}
 impl<L: ListedLimit> LimitList for &[L] {
     type Decisions = Vec<Decision>;
-    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, u64, Priority)) {
-        for limit in self.iter() {
-            let (rule, key, cost, priority) = limit.parts();
-            each(rule, format_args!("{key}"), cost, priority);
-        }
+    fn each(&self, each: &mut dyn FnMut(&Rule, fmt::Arguments<'_>, Option<u64>)) {
+        each_of(self, each);
     }
     fn decisions(decisions: impl ExactSizeIterator<Item = Decision>) -> Vec<Decision> {
         decisions.collect()

@@ -219,7 +219,7 @@ impl Limiter {
     /// let limiter = Limiter::in_memory();
     /// let monthly = Rule::new().prefix("tokens:").period(Period::Month).anchor(15).max(1_000_000);
     /// let tenant = monthly.tz(Zone::get("Asia/Tokyo")?);
-    /// limiter.check_cost(&tenant, "acme", 1_200).await;
+    /// limiter.check(&tenant, "acme").cost(1_200).await;
     /// let usage = limiter.usage(&tenant, "acme").await?;
     /// assert_eq!((usage.used, usage.remaining), (1_200, 998_800));
     /// assert!(usage.resets_at.ends_with("T00:00:00+09:00")); // the 15th, at midnight in Tokyo

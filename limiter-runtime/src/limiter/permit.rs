@@ -2,12 +2,12 @@
 
 use std::fmt;
 
-use super::HeldCall;
+use super::held::{HeldCall, Used};
 use crate::call::{Call, Ruling};
 use crate::{Decision, Limiter};
 
 /// An admitted call that holds a permit of each of its [in-flight](crate::Rule::in_flight) limits while it
-/// runs: dropped (or [`release`](Permit::release)d), it gives them back. What its rate limits charged stays
+/// runs: dropped (or [`settle`](Permit::settle)d), it gives them back. What its rate limits charged stays
 /// charged.
 ///
 /// ```
@@ -42,24 +42,33 @@ impl Permit {
 
     /// Returns the decision of its first limit (the only one, for [`acquire`](Limiter::acquire)).
     pub fn decision(&self) -> Decision {
-        self.held().decided.decision()
+        self.held().decision()
     }
 
     /// Returns each limit's decision, in the order given.
     pub fn decisions(&self) -> Vec<Decision> {
-        self.held().decided.decisions().collect()
+        self.held().decisions()
     }
 
-    /// Gives the permits back, and returns once they are: the next call finds them free (dropped, a permit is
-    /// given back at once in memory, and, with Redis, by a task of the limiter's).
-    pub async fn release(mut self) {
+    /// Ends the call, having used `used` of its rates (see [`Used`]; [`AsCharged`](crate::AsCharged) for
+    /// what they charged): gives back its permits and what its rates charged and it did not use, and returns
+    /// once they are given back (the next call finds the permits free). Dropped, a permit settles as charged:
+    /// in memory at once, with Redis by a task of the limiter's.
+    pub async fn settle(mut self, used: impl Used) {
         if let Some(held) = self.0.take() {
-            held.give_back(&held.permits()).await;
+            held.give_back(&held.unused(&used)).await;
+        }
+    }
+
+    /// Gives everything back, the rates' charges with the permits: as if the call had never been admitted.
+    pub async fn cancel(mut self) {
+        if let Some(held) = self.0.take() {
+            held.give_back(&held.costs()).await;
         }
     }
 
     fn held(&self) -> &HeldCall {
-        self.0.as_ref().expect("a permit is released once")
+        self.0.as_ref().expect("a permit is settled once")
     }
 }
 

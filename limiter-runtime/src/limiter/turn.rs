@@ -1,80 +1,28 @@
-//! Calls to an upstream that wait their turn together ([`Limiter::turn`]; see [`outbound`](crate::outbound)):
+//! Calls to an upstream that wait their turn together ([`Limiter::turn`]; see [`guide::outbound`](crate::guide::outbound)):
 //! the wait, the call's [`Turn`], and what its answer teaches the fleet.
 
 use std::fmt;
-use std::pin::pin;
 use std::time::{Duration, Instant, SystemTime};
 
-use futures_util::future::select;
-
-use super::{HeldCall, LimitList, Limiter};
-use crate::algorithm::Outcome;
-use crate::call::{Call, LimitRuling};
-use crate::outbound::line::AtSlot;
+use super::held::{HeldCall, Used};
+use super::waiting::{patience, refusal, Waiting};
+use super::Limiter;
+use crate::call::Call;
 use crate::outbound::upstream;
-use crate::{Decision, Error, OnError, Penalty, Priority, RateLimited, Reason, Rule, Verdict};
+use crate::{Decision, Error, OnError, Penalty, Priority, RateLimited, Reason, Verdict};
 
 impl Limiter {
-    /// Waits for the turn of a call to an upstream under `rule` (a
-    /// [`LeakyBucket`](crate::Algorithm::LeakyBucket) with a [`max_wait`](Rule::max_wait) spaces the calls)
-    /// for `key`, shared by every node: see [`turn_all`](Limiter::turn_all).
-    pub async fn turn(&self, rule: &Rule, key: impl fmt::Display) -> Result<Turn, RateLimited> {
-        self.turn_all([(rule, key, 1, Priority::Normal)]).await
-    }
-
-    /// Does what [`turn`](Limiter::turn) does, for a call of `priority`: on this node, a slot that comes goes
-    /// to the most important call waiting for one.
-    pub async fn turn_with(
+    /// Waits for the turn of the call `call` builds (each time it asks again), of `priority`: what a
+    /// [`turn`](Limiter::turn) request does.
+    pub(crate) async fn turn_of(
         &self,
-        rule: &Rule,
-        key: impl fmt::Display,
         priority: Priority,
+        call: impl Fn() -> Call<'static>,
     ) -> Result<Turn, RateLimited> {
-        self.turn_all([(rule, key, 1, priority)]).await
-    }
-
-    /// Waits for the turn of a call to an upstream under several limits at once, decided as one: the first is
-    /// the upstream's own (what [`Turn::answered`] pauses), say requests a minute, and the others beside it,
-    /// say tokens a minute reserved with an estimate ([`Turn::settle`] gives back what was not used).
-    ///
-    /// The call waits for its slot, fleet-wide, up to the longest `max_wait` of its limits (its deadline; the
-    /// longest window when none has one); refused by a limit (no slot within it, tokens short, a pause), it
-    /// waits as long as it is told and asks again, while that is within its deadline; past it, it fails with [`RateLimited`], whose
-    /// [`retry_after`](RateLimited::retry_after) says how long it would have waited. Dropped while it
-    /// waits, it gives back what it was charged. A limit that would fail open while Redis cannot answer fails
-    /// to its node's share instead ([`OnError::Local`]): a fleet never releases its waiting calls all at once.
-    ///
-    /// ```
-    /// use limiter_runtime::{Algorithm, Limiter, Rule};
-    /// use std::time::Duration;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// let limiter = Limiter::in_memory();
-    /// // The partner allows 10 calls a second; a call waits up to 2 s for its turn.
-    /// let partner = Rule::new()
-    ///     .prefix("partner:")
-    ///     .algorithm(Algorithm::LeakyBucket)
-    ///     .max(10)
-    ///     .window(Duration::from_secs(1))
-    ///     .max_wait(Duration::from_secs(2));
-    /// let first = limiter.turn(&partner, "acme").await.unwrap();
-    /// let second = limiter.turn(&partner, "acme").await.unwrap();
-    /// assert!(second.waited() >= Duration::from_millis(90)); // its slot, 100 ms after the first's
-    /// // ... send it; then tell the fleet what the partner answered:
-    /// let paused = second.answered(429, [("retry-after", "1")]).await.unwrap();
-    /// assert_eq!(paused, Some(Duration::from_secs(1)));
-    /// # let _ = first;
-    /// # }
-    /// ```
-    pub async fn turn_all<L: LimitList>(&self, limits: L) -> Result<Turn, RateLimited> {
         let started = Instant::now();
-        let mut priority = Priority::Low;
-        limits.each(&mut |_, _, _, asked| priority = priority.max(asked));
         let mut deadline = None;
         loop {
-            let mut rules = Vec::new();
-            let mut call = self.list(&limits, &mut rules).detached();
-            drop(rules);
+            let mut call = call();
             outbound(&mut call);
             let deadline = *deadline.get_or_insert_with(|| started + patience(&call));
             let pipeline = &self.pipeline;
@@ -173,177 +121,10 @@ fn spread(call: &Call<'_>) -> Duration {
     Duration::from_micros(random % slot.max(1))
 }
 
-/// Returns how long a call may wait for its turn: the longest `max_wait` of its limits, or, when none waits,
-/// the longest window (a call refused asks again as told until then).
-fn patience(call: &Call<'_>) -> Duration {
-    let limits = call.limits().iter();
-    let longest = limits
-        .clone()
-        .map(|limit| limit.terms.max_wait)
-        .max()
-        .unwrap_or(0);
-    let window = limits.map(|limit| limit.terms.window).max().unwrap_or(0);
-    match longest {
-        0 => Duration::from_micros(window) + SEND_TOLERANCE,
-        longest => Duration::from_micros(longest),
-    }
-}
-
-/// Returns the refusal of a call that would wait `wait` for its turn (past its deadline), by its limit `i`
-/// (its first when none decided), as `verdict`.
-fn refusal(
-    call: &Call<'_>,
-    decided: Option<(usize, &Decision)>,
-    wait: Duration,
-    verdict: Verdict,
-) -> RateLimited {
-    let (i, decision) = match decided {
-        Some((i, decision)) => (i, *decision),
-        None => {
-            let limit = &call.limits()[0];
-            let micros = u64::try_from(wait.as_micros()).unwrap_or(u64::MAX);
-            let outcome = Outcome::denied(0, micros, micros);
-            (0, limit.decision(&limit.terms, outcome, 0, false))
-        }
-    };
-    let limit = &call.limits()[i];
-    let decision = Decision {
-        allowed: false,
-        remaining: 0,
-        retry_after: wait,
-        delay: Duration::ZERO,
-        verdict,
-        ..decision
-    };
-    RateLimited::new(
-        limit.rule.message_value().clone(),
-        limit.rule.policy_name(),
-        limit.key.clone(),
-        decision,
-        crate::pipeline::advertised(limit, &decision),
-        Vec::new(),
-        Reason::Limited,
-    )
-}
-
-/// An admitted call waiting for its slot: dropped before its turn, it leaves its line and gives back what it
-/// was charged (in memory at once, with Redis on a task of its own).
-struct Waiting {
-    held: Option<HeldCall>,
-    /// Its seat: the line's key, its number, and which limit's slot it holds there.
-    seat: Option<(String, u64, usize)>,
-}
-
-impl Waiting {
-    fn new(held: HeldCall) -> Waiting {
-        Waiting {
-            held: Some(held),
-            seat: None,
-        }
-    }
-
-    /// Waits for the call's turn: `wait` from now, or, in its node's line, the slot a call of `priority` gets
-    /// there; refused if that is past `deadline` (what it was charged given back).
-    async fn turn(
-        mut self,
-        wait: Duration,
-        priority: Priority,
-        deadline: Instant,
-    ) -> Result<HeldCall, RateLimited> {
-        let held = self.held.as_mut().expect("a call waits once");
-        let lines = &held.limiter.pipeline.lines;
-        // The limit that gives the slot: the one that makes it wait longest. A call whose slot is now goes at
-        // once, unless calls of this node wait in a line of its limits (slots Redis gave them before it failed,
-        // this one's the node's share's): it then joins that line, and its slot goes to the first of them.
-        let i = match wait.is_zero() {
-            false => (0..held.decided.limits.len())
-                .max_by_key(|&i| held.decided.limits[i].decision.delay)
-                .unwrap_or(0),
-            true => {
-                let limits = held.call.limits();
-                let waiting = (0..limits.len())
-                    .find(|&i| lines.waiting(&limits[i].key.to_string(), limits[i].terms.cost));
-                match waiting {
-                    Some(i) => i,
-                    None => return Ok(self.held.take().expect("a call waits once")),
-                }
-            }
-        };
-        let limit = &held.call.limits()[i];
-        let key = limit.key.to_string();
-        let decision = held.decided.limits[i].decision;
-        let charged = std::mem::replace(
-            &mut held.decided.limits[i],
-            LimitRuling::uncharged(decision),
-        );
-        let place = lines.join(
-            &key,
-            priority,
-            limit.terms.cost,
-            Instant::now() + wait,
-            charged,
-        );
-        self.seat = Some((key.clone(), place.id, i));
-        loop {
-            let mut woken = pin!(place.wake.notified());
-            woken.as_mut().enable();
-            let held = self.held.as_ref().expect("a call waits once");
-            match held
-                .limiter
-                .pipeline
-                .lines
-                .at_slot(&key, place.id, Instant::now())
-            {
-                Some(AtSlot::Go(charged)) => {
-                    self.seat = None;
-                    let mut held = self.held.take().expect("a call waits once");
-                    held.decided.limits[i] = charged;
-                    return Ok(held);
-                }
-                Some(AtSlot::Wait(slot)) if slot > deadline => {
-                    let refused = refusal(
-                        &held.call,
-                        Some((i, &decision)),
-                        slot - Instant::now(),
-                        Verdict::Limited,
-                    );
-                    drop(self);
-                    return Err(refused);
-                }
-                Some(AtSlot::Wait(slot)) => {
-                    let sleep = pin!(tokio::time::sleep_until(slot.into()));
-                    // Its slot, or a swap that moved it: look again either way.
-                    let _ = select(sleep, woken).await;
-                }
-                // Not in the line (it cannot happen): the call goes without its slot's charge.
-                None => {
-                    self.seat = None;
-                    return Ok(self.held.take().expect("a call waits once"));
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Waiting {
-    fn drop(&mut self) {
-        let Some(mut held) = self.held.take() else {
-            return;
-        };
-        if let Some((key, id, i)) = self.seat.take() {
-            match held.limiter.pipeline.lines.leave(&key, id) {
-                Some(charged) => held.decided.limits[i] = charged,
-                None => return,
-            }
-        }
-        let costs = held.costs();
-        held.give_back_now(costs);
-    }
-}
-
 /// A call's turn to go to an upstream ([`Limiter::turn`]): send the call, then tell the fleet what the upstream
 /// answered ([`answered`](Turn::answered)), and settle what it used ([`settle`](Turn::settle)). Dropped,
-/// it keeps what it was charged: the call is taken to have been sent ([`cancel`](Turn::cancel) it if not).
+/// it settles as charged: the call is taken to have been sent ([`cancel`](Turn::cancel) it if not), and a
+/// permit in flight it held goes back.
 #[must_use = "a turn is the call's slot: send the call, then tell the fleet what the upstream answered"]
 pub struct Turn {
     held: Option<HeldCall>,
@@ -351,9 +132,14 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// Returns the decision of its first limit (the upstream's own).
+    pub fn decision(&self) -> Decision {
+        self.held().decision()
+    }
+
     /// Returns each limit's decision, in the order given.
     pub fn decisions(&self) -> Vec<Decision> {
-        self.held().decided.decisions().collect()
+        self.held().decisions()
     }
 
     /// Returns how long the call waited for its turn.
@@ -406,17 +192,12 @@ impl Turn {
         Ok(Some(left))
     }
 
-    /// Settles to what the call actually used, `used[i]` units of limit `i` (a limit not listed used what it
-    /// was charged): gives back the rest, say the tokens an estimate reserved and the answer did not spend.
-    pub async fn settle(mut self, used: &[u64]) {
+    /// Settles to what the call actually used (see [`Used`]: a number for the first limit, a list for each,
+    /// say `[1, 250]` for a request and the tokens its answer spent): gives back the rest, say the tokens an
+    /// estimate reserved and the answer did not spend.
+    pub async fn settle(mut self, used: impl Used) {
         if let Some(held) = self.held.take() {
-            let back: Vec<u64> = held
-                .costs()
-                .iter()
-                .enumerate()
-                .map(|(i, &cost)| used.get(i).map_or(0, |&used| cost.saturating_sub(used)))
-                .collect();
-            held.give_back(&back).await;
+            held.give_back(&held.unused(&used)).await;
         }
     }
 
@@ -430,6 +211,15 @@ impl Turn {
 
     fn held(&self) -> &HeldCall {
         self.held.as_ref().expect("a turn is settled once")
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if let Some(held) = self.held.take() {
+            let permits = held.permits();
+            held.give_back_now(permits);
+        }
     }
 }
 

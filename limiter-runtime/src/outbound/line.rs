@@ -105,16 +105,34 @@ impl Lines {
         Some(AtSlot::Go(seat.charged))
     }
 
-    /// Takes seat `id` out of `key`'s line (a call that leaves before its turn): the charge of the slot it held.
+    /// Takes seat `id` out of `key`'s line (a call that leaves before its turn): the charge of the latest slot
+    /// of its cost the line holds, which goes back. The calls behind it move up, each one slot earlier (dealt
+    /// again, as when a call joins): a caller that gives up never leaves a hole the others wait behind, and
+    /// what goes back is the end of this node's line (the end of the fleet's, unless another node's call
+    /// came after).
     pub(crate) fn leave(&self, key: &str, id: u64) -> Option<LimitRuling> {
         let mut lines = self.lock();
         let line = lines.get_mut(key)?;
         let mine = line.iter().position(|seat| seat.id == id)?;
         let seat = line.swap_remove(mine);
+        let latest = (0..line.len())
+            .filter(|&i| line[i].cost == seat.cost && line[i].slot > seat.slot)
+            .max_by_key(|&i| line[i].slot);
+        let charged = match latest {
+            Some(i) => {
+                let later = &mut line[i];
+                let charged = std::mem::replace(&mut later.charged, seat.charged);
+                later.slot = seat.slot;
+                later.wake.notify_one();
+                deal(line, seat.cost);
+                charged
+            }
+            None => seat.charged,
+        };
         if line.is_empty() {
             lines.remove(key);
         }
-        Some(seat.charged)
+        Some(charged)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Seat>>> {
@@ -189,5 +207,50 @@ mod tests {
         ));
         assert!(lines.leave("k", normal[0]).is_some());
         assert!(lines.leave("k", normal[0]).is_none());
+    }
+
+    /// Checks that a call leaving from the middle of the line gives back the line's latest slot of its cost,
+    /// and the calls behind it each move one slot earlier, in their order.
+    #[test]
+    fn a_call_that_leaves_gives_back_the_latest_slot_and_the_others_move_up() {
+        let lines = Lines::default();
+        let at = Instant::now() + std::time::Duration::from_secs(60);
+        let slot = |i: u64| at + std::time::Duration::from_millis(100 * i);
+        let charged = |i: u64| {
+            let mut charge = charge();
+            charge.decision.remaining = i;
+            charge
+        };
+        let ids: Vec<_> = (0..4)
+            .map(|i| lines.join("k", Priority::Normal, 1, slot(i), charged(i)).id)
+            .collect();
+        let other_cost = lines.join("k", Priority::Normal, 2, slot(9), charged(9)).id;
+        let held = |id| match lines.at_slot("k", id, Instant::now()) {
+            Some(AtSlot::Wait(slot)) => slot,
+            other => panic!("{other:?}"),
+        };
+        let back = lines.leave("k", ids[1]).expect("in the line");
+        assert_eq!(
+            back.decision.remaining, 3,
+            "the latest slot's charge goes back"
+        );
+        assert_eq!(
+            [ids[0], ids[2], ids[3]].map(held),
+            [slot(0), slot(1), slot(2)],
+            "the calls behind move up"
+        );
+        assert_eq!(
+            held(other_cost),
+            slot(9),
+            "a call of another cost keeps its slot"
+        );
+        assert!(
+            matches!(lines.at_slot("k", ids[2], slot(1)), Some(AtSlot::Go(go)) if go.decision.remaining == 1)
+        );
+        let back = lines.leave("k", ids[3]).expect("in the line");
+        assert_eq!(
+            back.decision.remaining, 2,
+            "the last one gives back its own"
+        );
     }
 }

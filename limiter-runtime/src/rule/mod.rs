@@ -185,7 +185,7 @@ impl Rule {
     /// call takes one permit whatever its cost. Take one with [`Limiter::acquire`](crate::Limiter::acquire)
     /// (given back when the [`Permit`](crate::Permit) is dropped); `in_flight = 4` on the attribute holds one
     /// while the body runs. To limit a rate as well, stack a rate's rule beside it (see
-    /// [`Limiter::acquire_all`](crate::Limiter::acquire_all)).
+    /// [`Limiter::all`](crate::Limiter::all)`(..).acquire()`).
     ///
     /// With Redis a permit expires [`in_flight_ttl`](Rule::in_flight_ttl) after it was taken unless its node
     /// renews it (it does, every third of it, while the permit is held). A node that dies keeps its permits

@@ -136,10 +136,10 @@ async fn main() {
                     (Vec::new(), Vec::new(), 0u64, 0u64);
                 while started.elapsed() < run_for {
                     let decision = match stacked {
-                        false => limiter.check_with(&rule, &key, 1, priority).await,
+                        false => limiter.check(&rule, &key).priority(priority).await,
                         true => {
                             let [mut first, second] =
-                                limiter.check_all([(&*rule, &key), (&*quota, &key)]).await;
+                                limiter.all([(&*rule, &key), (&*quota, &key)]).check().await;
                             // Refused: when the pair is asked again, whichever limit refused.
                             if !second.allowed {
                                 first.retry_after = first.retry_after.max(second.retry_after);

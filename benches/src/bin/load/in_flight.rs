@@ -83,15 +83,16 @@ async fn commands(
             .acquire(&rules.in_flight, i)
             .await
             .map_err(|e| e.to_string())?;
-        permit.release().await;
+        permit.settle(limiter_runtime::AsCharged).await;
     }
     let alone = monitor.take().len() as f64 / f64::from(calls);
     for i in 0..calls {
         let permit = limiter
-            .acquire_all([(&rules.in_flight, i), (&rules.log, i)])
+            .all([(&rules.in_flight, i), (&rules.log, i)])
+            .acquire()
             .await
             .map_err(|e| e.to_string())?;
-        permit.release().await;
+        permit.settle(limiter_runtime::AsCharged).await;
     }
     let stacked = monitor.take().len() as f64 / f64::from(calls);
     // 64 tasks at once, each taking and giving back permits one after another.
@@ -103,7 +104,7 @@ async fn commands(
                 let (limiter, rule) = (limiter.clone(), rule.clone());
                 async move {
                     if let Ok(permit) = limiter.acquire(&rule, key).await {
-                        permit.release().await;
+                        permit.settle(limiter_runtime::AsCharged).await;
                     }
                 }
             }
@@ -155,7 +156,7 @@ async fn throughput(
                 let (l, r) = (l.clone(), r.clone());
                 async move {
                     if let Ok(permit) = l.acquire(&r, key).await {
-                        permit.release().await;
+                        permit.settle(limiter_runtime::AsCharged).await;
                     }
                 }
             })
@@ -165,8 +166,8 @@ async fn throughput(
             let made = run_tasks(plan.duration, keys, move |key| {
                 let (l, f, r) = (l.clone(), f.clone(), r.clone());
                 async move {
-                    if let Ok(permit) = l.acquire_all([(&f, key), (&r, key)]).await {
-                        permit.release().await;
+                    if let Ok(permit) = l.all([(&f, key), (&r, key)]).acquire().await {
+                        permit.settle(limiter_runtime::AsCharged).await;
                     }
                 }
             })

@@ -122,7 +122,8 @@ impl Door {
     async fn blocked(&self, client: &str) -> Option<Response> {
         let checked = self
             .limiter
-            .enforce_cost(&self.inner.failed, client, 0)
+            .enforce(&self.inner.failed, client)
+            .cost(0)
             .await;
         checked.err().map(too_many)
     }
@@ -168,11 +169,7 @@ impl Door {
     /// Answers a request from `client` with no token or a wrong one (`wrong`): counted, and 401 while
     /// its address is within the allowance; 429 past it.
     async fn failed(&self, client: &str, wrong: bool) -> Response {
-        if let Err(refused) = self
-            .limiter
-            .enforce_cost(&self.inner.failed, client, 1)
-            .await
-        {
+        if let Err(refused) = self.limiter.enforce(&self.inner.failed, client).await {
             return too_many(refused);
         }
         let why = match wrong {

@@ -82,7 +82,7 @@ impl RateLimitLayer {
     /// Creates a layer deciding with `limiter`, under `rules` (one decision, checked in order), keyed by `key`.
     /// `rules` is an array, a `Vec` or a slice of them: a list read from configuration fits.
     ///
-    /// Each rule is resolved once, here, against the limiter's defaults (as [`Limiter::limit`] does); the
+    /// Each rule is resolved once, here, against the limiter's defaults (as [`Limiter::resolve`] does); the
     /// limiter's run-time overrides and switches apply on every request. Give each rule its own prefix, and
     /// a [`name`](Rule::name) for the quota headers.
     pub fn new(
@@ -241,7 +241,7 @@ impl Config {
             let key = StoreKey::of_str(rule.prefix_value(), key);
             Ask::of(RuleRef::Borrowed(rule), key, 1, priority)
         }));
-        let (call, decided) = pipeline.enforce(call).await?;
+        let (call, decided) = self.limiter.admit(call, priority).await?;
         let in_flight = self
             .rules
             .iter()

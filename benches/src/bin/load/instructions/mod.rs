@@ -115,7 +115,7 @@ fn redis_side(plan: &Plan, valgrind: &Path, control: &Path, dir: &Path) -> Resul
             let count = counted
                 .count(async {
                     for i in 0..calls {
-                        let decision = limiter.check_cost(&rule, format!("{cost}:{i}"), cost).await;
+                        let decision = limiter.check(&rule, format!("{cost}:{i}")).cost(cost).await;
                         assert!(decision.allowed && !decision.degraded, "{decision:?}");
                     }
                 })
@@ -205,7 +205,7 @@ fn redis_side(plan: &Plan, valgrind: &Path, control: &Path, dir: &Path) -> Resul
         let release = counted
             .count(async {
                 for permit in permits.drain(..) {
-                    permit.release().await;
+                    permit.settle(limiter_runtime::AsCharged).await;
                 }
             })
             .await?;

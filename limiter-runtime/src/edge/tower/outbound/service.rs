@@ -62,12 +62,12 @@ where
             let turn = match (&config.tokens, estimate) {
                 (Some(tokens), Some(estimate)) => {
                     let limits = [
-                        (&config.rule, key.as_str(), 1, priority),
-                        (&tokens.rule, key.as_str(), estimate, priority),
+                        (&config.rule, key.as_str(), 1),
+                        (&tokens.rule, key.as_str(), estimate),
                     ];
-                    limiter.turn_all(limits).await
+                    limiter.all(limits).turn().priority(priority).await
                 }
-                _ => limiter.turn_with(&config.rule, &key, priority).await,
+                _ => limiter.turn(&config.rule, &key).priority(priority).await,
             }
             .map_err(OutboundError::Limited)?;
             let response = match inner.call(request).await {
