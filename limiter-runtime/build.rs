@@ -1,23 +1,17 @@
-//! Assembles the scripts Redis runs from `scripts/`, at build time, into `$OUT_DIR/scripts/`.
-//!
-//! Each algorithm's Redis side is written once, in `scripts/algorithms/<name>.lua`, as sections: a line
-//! `--@<section>` opens one (`read`, `fits`, `take`, `refused`, `retry`, `write`, `give_back`, `room`, `peek`), and
-//! it runs to the next. A template (`scripts/<name>.lua`, `scripts/parts/<name>.lua`) names what goes where
-//! with a line `--> <what>`, replaced by (each line keeping the marker's indentation):
-//! - `--> <section>`: that section of the algorithm being assembled (nothing if it has none);
-//! - `--> <file>.<section>`: a section of `scripts/algorithms/<file>.lua` (kin share one: `queue.read`);
-//! - `--> part <name>`: `scripts/parts/<name>.lua`, assembled for the same algorithm;
-//! - `--> each <section>: part <name>`: for each algorithm that has `<section>`, in the order of their codes,
-//!   a branch `if code == <its code> then ... elseif ...` holding the part assembled for it.
-//!
-//! Out come, as `src/backend/redis/script/` includes them: `one_limit/<algorithm>.lua` (`one_limit.lua` for
-//! each algorithm), and each template of `scripts/` named in `TEMPLATES`, for every algorithm at once.
+//! Assembles the scripts Redis runs from `scripts/`, at build time, into `$OUT_DIR/scripts/`, where
+//! `src/backend/redis/wire/script/` includes them: `one_limit/<algorithm>.lua` for each algorithm, and each
+//! template of `TEMPLATES` for every algorithm at once. The assembler, and the grammar of its sections and
+//! markers, is `assembler/` (strict: a typo fails the build, naming the file and line). A copy of what it
+//! writes is kept in `scripts/assembled/`, for review, which a test holds to what it writes now.
 
-use std::fmt::Write as _;
+#[path = "assembler/mod.rs"]
+mod assembler;
+
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
-/// The algorithms, in the order of their codes (from 1), as `script::code` numbers them.
+/// The algorithms, in the order of their codes (from 1), as `script::code` numbers them: each one's file is
+/// `scripts/algorithms/<name>.lua`.
 const ALGORITHMS: [&str; 7] = [
     "sliding_log",
     "fixed_window",
@@ -28,7 +22,7 @@ const ALGORITHMS: [&str; 7] = [
     "calendar",
 ];
 
-/// The templates assembled for every algorithm at once.
+/// The templates of `scripts/` assembled for every algorithm at once.
 const TEMPLATES: [&str; 7] = [
     "groups",
     "give_back",
@@ -41,103 +35,43 @@ const TEMPLATES: [&str; 7] = [
 
 fn main() {
     let scripts = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("scripts");
-    println!("cargo::rerun-if-changed={}", scripts.display());
+    // What the scripts are assembled from (not `scripts/assembled/`, the copy a test writes).
+    for source in ["algorithms", "parts"] {
+        println!("cargo::rerun-if-changed={}", scripts.join(source).display());
+    }
+    let sources = Directory(&scripts);
+    for name in assembler::Sources::list(&sources, "") {
+        println!("cargo::rerun-if-changed={}", scripts.join(name).display());
+    }
+    let assembled = assembler::assemble(&sources, &ALGORITHMS, &TEMPLATES)
+        .unwrap_or_else(|error| panic!("the scripts cannot be assembled: {error}"));
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("scripts");
-    fs::create_dir_all(out.join("one_limit")).unwrap();
-    let sources = Sources { scripts: &scripts };
-    for algorithm in ALGORITHMS {
-        let text = sources.assemble(&sources.file("one_limit.lua"), Some(algorithm));
-        fs::write(out.join(format!("one_limit/{algorithm}.lua")), text).unwrap();
+    if out.exists() {
+        fs::remove_dir_all(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
     }
-    for template in TEMPLATES {
-        let text = sources.assemble(&sources.file(&format!("{template}.lua")), None);
-        fs::write(out.join(format!("{template}.lua")), text).unwrap();
+    for script in assembled {
+        let path = out.join(&script.path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, script.text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
 
-struct Sources<'a> {
-    scripts: &'a Path,
-}
+/// `scripts/`, on disk.
+struct Directory<'a>(&'a Path);
 
-impl Sources<'_> {
-    /// The text of `scripts/<path>`.
-    fn file(&self, path: &str) -> String {
-        let path = self.scripts.join(path);
-        fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+impl assembler::Sources for Directory<'_> {
+    fn read(&self, path: &str) -> Option<String> {
+        fs::read_to_string(self.0.join(path)).ok()
     }
 
-    /// Section `name` of `scripts/algorithms/<file>.lua`, if it has one.
-    fn section(&self, file: &str, name: &str) -> Option<String> {
-        let text = self.file(&format!("algorithms/{file}.lua"));
-        let mut lines = text
-            .lines()
-            .skip_while(|line| line.trim() != format!("--@{name}"));
-        lines.next()?;
-        let body: Vec<&str> = lines.take_while(|line| !line.starts_with("--@")).collect();
-        let body = body.join("\n");
-        Some(match body.trim_end() {
-            "" => String::new(),
-            text => format!("{text}\n"),
-        })
-    }
-
-    /// `template` with each of its markers replaced, for `algorithm`.
-    fn assemble(&self, template: &str, algorithm: Option<&str>) -> String {
-        let mut out = String::new();
-        for line in template.lines() {
-            let indent = &line[..line.len() - line.trim_start().len()];
-            let Some(what) = line.trim().strip_prefix("--> ") else {
-                out.push_str(line);
-                out.push('\n');
-                continue;
-            };
-            let text = self.expand(what.trim(), algorithm);
-            for inner in text.lines() {
-                match inner.is_empty() {
-                    true => out.push('\n'),
-                    false => writeln!(out, "{indent}{inner}").unwrap(),
-                }
-            }
-        }
-        out
-    }
-
-    /// What the marker `--> <what>` stands for, for `algorithm`.
-    fn expand(&self, what: &str, algorithm: Option<&str>) -> String {
-        if let Some(part) = what.strip_prefix("part ") {
-            let text = self.file(&format!("parts/{part}.lua"));
-            return self.assemble(&text, algorithm);
-        }
-        if let Some(each) = what.strip_prefix("each ") {
-            let (section, part) = each
-                .split_once(": ")
-                .expect("`each <section>: part <name>`");
-            let mut text = String::new();
-            for (code, name) in ALGORITHMS.iter().enumerate() {
-                if self.section(name, section).is_none() {
-                    continue;
-                }
-                let keyword = if text.is_empty() { "if" } else { "elseif" };
-                writeln!(text, "{keyword} code == {} then", code + 1).unwrap();
-                for line in self.expand(part, Some(name)).lines() {
-                    match line.is_empty() {
-                        true => text.push('\n'),
-                        false => writeln!(text, "  {line}").unwrap(),
-                    }
-                }
-            }
-            text.push_str("end\n");
-            return text;
-        }
-        let section = match what.split_once('.') {
-            Some((file, section)) => self.section(file, section),
-            None => {
-                let algorithm = algorithm.unwrap_or_else(|| panic!("`--> {what}` outside `each`"));
-                self.section(algorithm, what)
-            }
-        };
-        let text = section.unwrap_or_default();
-        // A section may name a kin's in turn.
-        self.assemble(&text, algorithm)
+    fn list(&self, directory: &str) -> Vec<String> {
+        let directory = self.0.join(directory);
+        let entries =
+            fs::read_dir(&directory).unwrap_or_else(|e| panic!("{}: {e}", directory.display()));
+        entries
+            .map(|entry| entry.unwrap_or_else(|e| panic!("{}: {e}", directory.display())))
+            .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_file()))
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect()
     }
 }

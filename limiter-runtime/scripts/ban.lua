@@ -1,5 +1,5 @@
 -- An operator's ban of a key: a block `length` us long at its limit's block key (see
--- src/backend/redis/script/block.rs), keeping the offences of a block not yet forgiven.
+-- src/backend/redis/wire/script/block.rs), keeping the offences of a block not yet forgiven.
 --
 --   KEYS[1]  the limit's block key
 --   ARGV[1]  "" (now from Redis's TIME); tests pass "<now us> <minimum TTL ms>"

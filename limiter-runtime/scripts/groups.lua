@@ -5,12 +5,12 @@
 -- state before the calls, from which the client's twins replay them for their outcomes.
 --
 --   KEYS     each group's keys, in turn: its limits', then the block key of each of its limits under a
---            penalty (see src/backend/redis/script/block.rs)
+--            penalty (see src/backend/redis/wire/script/block.rs)
 --   ARGV[1]  "" (now from Redis's TIME); tests pass "<now us> <minimum TTL ms>"
---   ARGV[2]  the number of shapes; then each shape (4 arguments): the algorithm's code (1 sliding_log,
---            2 fixed_window, 3 sliding_window, 4 token_bucket, 5 leaky_bucket, 6 in_flight, 7 calendar;
---            negated for a shadow limit, which does not veto), window us, max and depth as one_limit.lua
---            takes them, followed, under a penalty, by "|<first block us>|<longest block us>"
+--   ARGV[2]  the number of shapes; then each shape (4 arguments): the algorithm's code (as the branches
+--            `if code == <code> then -- <algorithm>` below name them; negated for a shadow limit, which does
+--            not veto), window us, max and depth as one_limit.lua takes them, followed, under a penalty, by
+--            "|<first block us>|<longest block us>"
 --   then the groups, each: its head (the indices, from 1, of its limits' shapes, comma-separated, and
 --   "/<calls>" when it has more than one call), then each call's nonce ("" when it names nothing) and its
 --   cost on each limit
@@ -27,8 +27,8 @@
 -- type, a calendar a period behind), "!" and the error's text: nothing it read is charged, and the next group
 -- goes on.
 --
--- By hand (one call on one token bucket of 5 per 10 s, as cargo builds it):
---   redis-cli --eval target/debug/build/limiter-runtime-*/out/scripts/groups.lua rate_limit:demo , "" 1 4 10000000 5 5 1 "" 1
+-- By hand (one call on one token bucket of 5 per 10 s, as assembled):
+--   redis-cli --eval limiter-runtime/scripts/assembled/groups.lua rate_limit:demo , "" 1 4 10000000 5 5 1 "" 1
 
 --> part clock
 
@@ -38,11 +38,8 @@ for i = 1, tonumber(ARGV[2]) do
   local a = 2 + (i - 1) * 4
   local depth, first, cap = ARGV[a + 4], nil, nil
   if string.find(depth, '|', 1, true) then depth, first, cap = string.match(depth, '^([^|]*)|(%d+)|(%d+)$') end
-  local max, kept = tonumber(ARGV[a + 3]), 0
-  if not max then
-    max, kept = string.match(ARGV[a + 3], '^(%d+)/(%d+)$')
-    max, kept = tonumber(max), tonumber(kept)
-  end
+  local max_kept = ARGV[a + 3]
+  --> part max
   shapes[i] = {tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), max, depth, tonumber(first), tonumber(cap), kept}
 end
 

@@ -14,8 +14,8 @@
 -- "<s>:<g>" (buckets); the permits held (in flight); the units in the window, when the admission was made
 -- whose leaving lets one more unit in ("" while one fits) and when the newest was (sliding log)}.
 --
--- By hand (as cargo builds it):
---   redis-cli --eval target/debug/build/limiter-runtime-*/out/scripts/inspect.lua rate_limit:demo , 10000000 5 1
+-- By hand (as assembled):
+--   redis-cli --eval limiter-runtime/scripts/assembled/inspect.lua rate_limit:demo , 10000000 5 1
 
 --> part now
 local key, max, code = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])

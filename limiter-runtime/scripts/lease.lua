@@ -12,12 +12,8 @@
 -- Returns {now, units taken, then the state before taking them, as one_limit.lua answers it ("" for none)}.
 
 --> part clock
-local key, code, window, max, depth = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local kept = 0
-if not max then
-  max, kept = string.match(ARGV[4], '^(%d+)/(%d+)$')
-  max, kept = tonumber(max), tonumber(kept)
-end
+local key, code, window, depth, max_kept = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5], ARGV[4]
+--> part max
 local cost, want = tonumber(ARGV[6]), tonumber(ARGV[7])
 --> each room: part lease
 return redis.error_reply('ERR lease: no lease on this algorithm')

@@ -1,8 +1,8 @@
 -- Decides calls of one limit (one call, or calls on one key coalesced into one script call), for one
--- algorithm: assembled at build time (see build.rs) for each, from its file of algorithms/. It does what only
--- Redis can (read the key's state, decide whether each call fits, write the state) and answers the state
--- before the first call, from which the client's twin of the algorithm (src/algorithm/) replays the calls
--- for their outcomes.
+-- algorithm: assembled at build time (see build.rs) for each, from its file of algorithms/ (what each section
+-- reads and leaves: algorithms/README.md). It does what only Redis can (read the key's state, decide whether
+-- each call fits, write the state) and answers the state before the first call, from which the client's twin
+-- of the algorithm (src/algorithm/) replays the calls for their outcomes.
 --
 --   KEYS[1]  the limit's key
 --   ARGV[1]  window us (in flight: a permit's time to live); tests pass "<window us> <now us> <minimum TTL ms>"
@@ -19,15 +19,12 @@
 -- refused, the score of the member whose leaving would admit it ("" when its cost is above max) and the
 -- newest member's}.
 --
--- By hand (one call on a token bucket of 5 per 10 s, as cargo builds it):
---   redis-cli --eval target/debug/build/limiter-runtime-*/out/scripts/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
+-- By hand (one call on a token bucket of 5 per 10 s, as assembled):
+--   redis-cli --eval limiter-runtime/scripts/assembled/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
 
 --> part now
-local key, max, depth, kept = KEYS[1], tonumber(ARGV[2]), ARGV[3], 0
-if not max then
-  max, kept = string.match(ARGV[2], '^(%d+)/(%d+)$')
-  max, kept = tonumber(max), tonumber(kept)
-end
+local key, depth, max_kept = KEYS[1], ARGV[3], ARGV[2]
+--> part max
 --> read
 local notes
 local last, c = #ARGV, 4

@@ -6,13 +6,16 @@
 //! sent, owned, so that its answer can be awaited after the caller has gone ([`send`]); its reply, read
 //! against the call ([`read_decided`]).
 
-/// A script assembled at build time from `scripts/` (see `build.rs`), by its name there.
+/// A script assembled at build time from `scripts/` (see `build.rs`; a copy kept in `scripts/assembled/`), by its
+/// name there.
 macro_rules! assembled {
     ($name:literal) => {
         include_str!(concat!(env!("OUT_DIR"), "/scripts/", $name, ".lua"))
     };
 }
 
+#[cfg(test)]
+mod assembled;
 mod batch;
 mod block;
 #[cfg(test)]
