@@ -11,16 +11,8 @@ use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 /// The algorithms, in the order of their codes (from 1), as `script::code` numbers them: each one's file is
-/// `scripts/algorithms/<name>.lua`.
-const ALGORITHMS: [&str; 7] = [
-    "sliding_log",
-    "fixed_window",
-    "sliding_window",
-    "token_bucket",
-    "leaky_bucket",
-    "in_flight",
-    "calendar",
-];
+/// `scripts/algorithms/<name>.lua`. The one list, `limiter_grammar::algorithm::NAMES`.
+const ALGORITHMS: [&str; 7] = limiter_grammar::algorithm::NAMES;
 
 /// The templates of `scripts/` assembled for every algorithm at once.
 const TEMPLATES: [&str; 7] = [

@@ -5,28 +5,21 @@
 //! duration, or one of a few names. A positive integer or a duration is a literal, checked here, or a constant
 //! expression, checked by the code `constant.rs` generates. The wording the two checks share is in
 //! `messages.rs`, a zone's name is looked up in `zone.rs`, and the texts of `penalty` and of `priority` and
-//! `reserve` are read by `penalty.rs` and `priority.rs`.
+//! `reserve` are read by `penalty.rs` and `priority.rs`. A duration's text, a penalty's, a priority's name, the
+//! shares of `reserve` and an algorithm's name are read by `limiter_grammar`, as the runtime reads them.
 
 use proc_macro2::Span;
 use syn::ext::IdentExt;
 use syn::parse::{discouraged::Speculative, Parse, ParseStream};
 use syn::{Expr, Ident, Lit, LitInt, LitStr, Path, Token};
 
-use crate::duration;
+use limiter_grammar::algorithm::AlgorithmError;
+use limiter_grammar::Algorithm;
+
 use crate::messages::{self, ARGUMENTS};
 use crate::penalty::{self, Penalty};
 use crate::priority::{self, CallPriority, Reserve};
 use crate::zone;
-
-/// The algorithms `algorithm = ...` names: the runtime's `Algorithm::ALL`, by name, which this crate cannot
-/// see (it generates code for the runtime, and cannot depend on it). A test holds the two lists together.
-pub(crate) const ALGORITHMS: [&str; 5] = [
-    "sliding_log",
-    "fixed_window",
-    "sliding_window",
-    "token_bucket",
-    "leaky_bucket",
-];
 
 /// The calendar's periods `period = ...` names, as the runtime's `Period` variants.
 const PERIODS: [(&str, &str); 3] = [("day", "Day"), ("week", "Week"), ("month", "Month")];
@@ -42,7 +35,7 @@ pub(crate) struct Args {
     pub(crate) message: Option<LitStr>,
     /// The policy's name, for the HTTP quota fields.
     pub(crate) name: Option<LitStr>,
-    /// The algorithm's name as written (one of [`ALGORITHMS`]).
+    /// The algorithm's name as written (one of the grammar's `Algorithm::RATES`).
     pub(crate) algorithm: Option<Ident>,
     pub(crate) burst: Option<Spanned<Integer>>,
     pub(crate) cost: Option<Expr>,
@@ -374,13 +367,27 @@ fn one_of<T: Copy>(
     }
 }
 
+/// Parses a rate's algorithm by its name, as the grammar reads it (`Algorithm::parse`), spanned at the name.
 fn algorithm(value: &Value<'_>) -> syn::Result<Ident> {
-    let names: Vec<String> = ALGORITHMS.iter().map(|name| format!("`{name}`")).collect();
+    let names: Vec<String> = Algorithm::RATES
+        .iter()
+        .map(|algorithm| format!("`{algorithm}`"))
+        .collect();
     let names = names.join(", ");
-    let choices = ALGORITHMS.map(|name| (name, ()));
-    let expected = format!("`algorithm` takes one of: {names}");
-    let unknown = |name: &Ident| format!("unknown algorithm `{name}`; expected one of: {names}");
-    Ok(one_of(value, &choices, &expected, unknown)?.0)
+    if !value.input.peek(Ident::peek_any) {
+        return Err(value
+            .input
+            .error(format!("`algorithm` takes one of: {names}")));
+    }
+    let name = value.input.call(Ident::parse_any)?;
+    match Algorithm::parse(&name.to_string()) {
+        Ok(_) => Ok(name),
+        Err(AlgorithmError::Unknown(_)) => Err(syn::Error::new(
+            name.span(),
+            format!("unknown algorithm `{name}`; expected one of: {names}"),
+        )),
+        Err(error @ AlgorithmError::NotARate(_)) => Err(syn::Error::new(name.span(), error)),
+    }
 }
 
 /// Parses `wait` (true) or `reject` (false), spanned at the value.
@@ -544,10 +551,10 @@ fn unsigned(lit: &LitInt, name: &str) -> syn::Result<u64> {
         .map_err(|_| syn::Error::new(lit.span(), messages::too_large(name)))
 }
 
-/// Reads a duration string's length in milliseconds (see [`duration`](mod@crate::duration) for its grammar).
+/// Reads a duration string's length in milliseconds (see `limiter_grammar::duration` for its grammar).
 fn duration_text(lit: &LitStr, name: &str) -> syn::Result<u64> {
     let text = lit.value();
-    duration::millis(&text).map_err(|refused| {
+    limiter_grammar::duration::millis(&text).map_err(|refused| {
         syn::Error::new(lit.span(), messages::refused_duration(&text, name, refused))
     })
 }
@@ -639,10 +646,19 @@ mod tests {
     }
 
     /// Checks that the names this crate accepts are the runtime's, in the same order (its error messages list
-    /// them).
+    /// them), and that `in_flight` and `calendar` are refused, saying how to ask for them.
     #[test]
     fn the_algorithms_are_the_runtimes() {
         let runtime = limiter_runtime::Algorithm::ALL.map(|algorithm| algorithm.name());
-        assert_eq!(super::ALGORITHMS, runtime);
+        assert_eq!(limiter_grammar::Algorithm::RATES.map(|a| a.name()), runtime);
+        for (name, says) in [
+            ("in_flight", "`in_flight = <calls>`"),
+            ("calendar", "`period = month`"),
+        ] {
+            match syn::parse_str::<Args>(&format!("algorithm = {name}")) {
+                Err(error) => assert!(error.to_string().contains(says), "{name}: {error}"),
+                Ok(_) => panic!("`algorithm = {name}` is refused"),
+            }
+        }
     }
 }

@@ -5,11 +5,12 @@ use proc_macro::TokenStream;
 
 mod attr;
 mod constant;
-mod duration;
 mod expand;
 mod messages;
 mod penalty;
 mod priority;
+#[cfg(test)]
+mod samples;
 mod valid;
 mod zone;
 
@@ -56,7 +57,8 @@ mod zone;
 /// - `window = 10` or `window = "1m30s"` — the window: whole seconds, or a duration string. Default 60 s.
 ///   A duration string is whole numbers, each followed by a unit, `d`, `h`, `m`, `s` or `ms`, the largest
 ///   first and each at most once: `"500ms"`, `"10s"`, `"1m"`, `"1h30m"`, `"1d"`, `"1d12h"`, `"1s500ms"`
-///   (`"30m1h"` and `"1m1m"` are refused as slips). The environment's `LIMITER_WINDOW` reads the same text.
+///   (`"30m1h"` and `"1m1m"` are refused as slips; so is `"10"`, without its unit). The environment's
+///   `LIMITER_WINDOW` reads the same text, alike (one grammar, the `limiter-grammar` crate, reads both).
 /// - `max = 100` — admissions per window, at least 1. Default 100.
 ///
 ///   `max`, `burst`, `lease`, and the duration arguments in whole seconds also take a constant: a `const`
@@ -208,7 +210,9 @@ mod zone;
 ///   Shares nest: with `"critical 10%, high 30%"` and `max = 100`, `normal` and `low` calls fill 70, `high`
 ///   calls 90, `critical` calls all 100. Each share is a priority above `low` (a share kept for `low` and above
 ///   would be kept for every call) and a whole percent up to 100%, rounded up to whole units; each priority
-///   once. Needs `priority`: without it every call is `normal` (write `priority = "normal"` for a function whose
+///   once. `reserve = "none"` keeps no share, even where `LIMITER_RESERVE` keeps some for every limit. The text
+///   is read as `LIMITER_RESERVE`, an override and the admin API read it. Needs `priority` (unless it keeps
+///   nothing): without it every call is `normal` (write `priority = "normal"` for a function whose
 ///   calls are all `normal` and share their key with another function's of a higher priority). Beside
 ///   `in_flight`, the permits keep the same shares. See [`Rule::reserve`].
 ///
@@ -221,6 +225,12 @@ mod zone;
 ///   // 100 searches a minute per tenant, the last 20 only for paying tenants'.
 ///   #[rate_limit(key = tenant.id, max = 100, window = "1m", priority = tenant.priority(), reserve = "high 20%")]
 ///   async fn search(tenant: &Tenant, query: &str) -> Result<(), RateLimited> {
+///       Ok(())
+///   }
+///
+///   // An export keeps no share, even one `LIMITER_RESERVE` keeps for every limit; it needs no priority.
+///   #[rate_limit(prefix = "export:", max = 10, window = "1m", reserve = "none")]
+///   async fn export() -> Result<(), RateLimited> {
 ///       Ok(())
 ///   }
 ///   ```

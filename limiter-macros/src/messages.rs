@@ -3,7 +3,7 @@
 //! constant's, checked by the code `constant.rs` generates, in the same words), a duration string's, and an
 //! unknown time zone's. An error raised at one site alone keeps its words there.
 
-use crate::duration::{self, Refused};
+use limiter_grammar::duration::{self, DurationError};
 
 /// Every argument, in the order error messages list them, with an example value for the error that says one
 /// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in
@@ -87,18 +87,18 @@ pub(crate) fn too_long(name: &str) -> String {
     format!("`{name}` is too long")
 }
 
-/// Explains why the text of a duration argument is refused.
-pub(crate) fn refused_duration(text: &str, name: &str, refused: Refused) -> String {
+/// Explains why the text of a duration argument is refused (the grammar's `limiter_grammar::duration`).
+pub(crate) fn refused_duration(text: &str, name: &str, refused: DurationError) -> String {
     match refused {
-        Refused::Malformed => format!(
+        DurationError::Empty | DurationError::Malformed { .. } => format!(
             "invalid duration {text:?}: expected whole numbers, each followed by a unit, `d`, `h`, `m`, `s` or \
              `ms`, the largest first (e.g. \"500ms\", \"10s\", \"1m30s\", \"1h\", \"1d12h\")"
         ),
-        Refused::NoUnit(number) => format!(
+        DurationError::NoUnit { number, .. } => format!(
             "duration {text:?} has no unit: write `{name} = \"{number}s\"` (or `{name} = {number}`) for seconds, \
              or use `ms`, `m`, `h` or `d`"
         ),
-        Refused::OutOfOrder { unit, after } => {
+        DurationError::OutOfOrder { unit, after, .. } => {
             let problem = if unit == after {
                 format!("`{unit}` is written twice")
             } else {
@@ -114,7 +114,7 @@ pub(crate) fn refused_duration(text: &str, name: &str, refused: Refused) -> Stri
                 ),
             }
         }
-        Refused::TooLong => too_long(name),
+        DurationError::TooLong { .. } => too_long(name),
     }
 }
 

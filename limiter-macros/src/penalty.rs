@@ -1,9 +1,11 @@
 //! `penalty = "10m"` or `penalty = "1m..1h"`: the lengths of the blocks a limit's refusal starts (see the
-//! runtime's `Penalty`), read from the attribute's string, with the errors of a string that is not one.
+//! runtime's `Penalty`), read from the attribute's string by the grammar the runtime reads it with
+//! (`limiter_grammar::penalty`), with the attribute's errors for a string that is not one.
 
+use limiter_grammar::duration::DurationError;
+use limiter_grammar::penalty::{self, Length, PenaltyError};
 use syn::LitStr;
 
-use crate::duration::{self, Refused};
 use crate::messages::refused_duration;
 
 /// How long a call the limit refuses blocks its key (`penalty = ...`), in milliseconds, each longer than zero.
@@ -20,71 +22,66 @@ pub(crate) const WHAT_IT_IS: &str =
     "`penalty` is how long a key that goes over the limit is blocked: a duration (`\"10m\"`) or the first and \
      the longest block (`\"1m..1h\"`)";
 
-/// Parses `lit`: `"10m"`, a fixed penalty, or `"1m..1h"`, an escalating one: each length a duration string, as
-/// `window` takes it, longer than zero, and the first no longer than the longest.
+/// Parses `lit`: `"10m"`, a fixed penalty, or `"1m..1h"`, an escalating one (see `limiter_grammar::penalty`).
+/// Every error is spanned at the literal.
 pub(crate) fn parse(lit: &LitStr) -> syn::Result<Penalty> {
     let text = lit.value();
-    let error = |message: String| syn::Error::new(lit.span(), message);
-    let parts: Vec<&str> = match text.split_once("..") {
-        Some((first, cap)) => vec![first.trim(), cap.trim()],
-        None => vec![text.trim()],
-    };
-    let lengths: Vec<Result<u64, Refused>> =
-        parts.iter().map(|part| duration::millis(part)).collect();
-    // Every length without a unit, seconds in the runtime's text, is shown with one, in the penalty it means.
-    if lengths
-        .iter()
-        .any(|length| matches!(length, Err(Refused::NoUnit(_))))
-        && lengths
-            .iter()
-            .all(|length| matches!(length, Ok(_) | Err(Refused::NoUnit(_))))
-    {
-        let meant: Vec<String> = parts
-            .iter()
-            .zip(&lengths)
-            .map(|(part, length)| match length {
-                Err(Refused::NoUnit(number)) => format!("{number}s"),
-                _ => (*part).to_owned(),
-            })
-            .collect();
-        return Err(error(format!(
-            "penalty {text:?} has no unit: write `penalty = \"{}\"` for seconds, or use `ms`, `m`, `h` or `d`",
-            meant.join("..")
-        )));
-    }
-    let mut millis = Vec::with_capacity(2);
-    for (part, length) in parts.iter().zip(lengths) {
-        match length {
-            Ok(length) => millis.push(length),
-            Err(Refused::Malformed) => {
-                return Err(error(format!(
-                    "invalid penalty {text:?}: {WHAT_IT_IS}; a duration is whole numbers, each followed \
-                     by a unit, `d`, `h`, `m`, `s` or `ms`, the largest first"
-                )))
-            }
-            Err(refused) => return Err(error(refused_duration(part, "penalty", refused))),
+    let message = match penalty::parse(&text) {
+        Ok(penalty) => {
+            let millis = |length: std::time::Duration| {
+                u64::try_from(length.as_millis()).expect("the grammar reads at most u64::MAX ms")
+            };
+            let (first, cap) = (millis(penalty.first), millis(penalty.cap));
+            return Ok(match penalty.is_fixed() {
+                true => Penalty::Fixed(first),
+                false => Penalty::Escalating { first, cap },
+            });
         }
-    }
-    match *millis.as_slice() {
-        [0] => Err(error(
-            "`penalty` must be longer than zero: a block of no time blocks nothing (leave `penalty` out for none)"
-                .to_owned(),
-        )),
-        [length] => Ok(Penalty::Fixed(length)),
-        [0, _] => Err(error(format!(
+        Err(error) => message(&text, error),
+    };
+    Err(syn::Error::new(lit.span(), message))
+}
+
+/// Words the grammar's refusal of the penalty `text` for the attribute.
+fn message(text: &str, error: PenaltyError) -> String {
+    match error {
+        PenaltyError::NoUnit { meant, .. } => format!(
+            "penalty {text:?} has no unit: write `penalty = \"{meant}\"` for seconds, or use `ms`, `m`, `h` or `d`"
+        ),
+        PenaltyError::NotADuration {
+            error: DurationError::Empty | DurationError::Malformed { .. },
+            ..
+        } => format!(
+            "invalid penalty {text:?}: {WHAT_IT_IS}; a duration is whole numbers, each followed by a unit, `d`, \
+             `h`, `m`, `s` or `ms`, the largest first"
+        ),
+        PenaltyError::NotADuration { error, range, .. } => {
+            refused_duration(&text[range], "penalty", error)
+        }
+        PenaltyError::Zero {
+            length: Length::Only,
+            ..
+        } => "`penalty` must be longer than zero: a block of no time blocks nothing (leave `penalty` out for \
+              none)"
+            .to_owned(),
+        PenaltyError::Zero {
+            length: Length::First,
+            ..
+        } => format!(
             "the first block of `penalty = {text:?}` must be longer than zero: a block of no time blocks nothing"
-        ))),
-        [_, 0] => Err(error(format!(
+        ),
+        PenaltyError::Zero {
+            length: Length::Cap,
+            ..
+        } => format!(
             "the longest block of `penalty = {text:?}` must be longer than zero: a block of no time blocks \
              nothing"
-        ))),
-        [first, cap] if first > cap => Err(error(format!(
+        ),
+        PenaltyError::FirstLonger { first, cap } => format!(
             "the first block of `penalty = {text:?}` is longer than the longest: write the first block, then \
              the longest it may grow to, e.g. `penalty = \"{}..{}\"`",
-            parts[1], parts[0]
-        ))),
-        [first, cap] => Ok(Penalty::Escalating { first, cap }),
-        _ => unreachable!("a penalty has one length or two"),
+            &text[cap], &text[first]
+        ),
     }
 }
 

@@ -1,21 +1,21 @@
 //! `priority = ...` and `reserve = "..."`: how much each call matters, and the shares of a limit kept for the
-//! calls that matter more (see the runtime's `Priority` and `Rule::reserve`), read from the attribute, with the
-//! errors of a value that is not one.
-//!
-//! The names are the runtime's (`Priority::as_str`), read in any case, as the runtime reads them; a share is a
-//! whole percent, at most 100%, as the runtime's `LIMITER_RESERVE` takes it.
+//! calls that matter more (see the runtime's `Priority` and `Rule::reserve`), read from the attribute by the
+//! grammar the runtime reads them with (`limiter_grammar::priority` and `limiter_grammar::reserve`), with the
+//! attribute's errors for a value that is not one.
 
-use proc_macro2::Span;
+use limiter_grammar::reserve::{self, ReserveErrorKind};
+use limiter_grammar::Priority;
 use syn::{Expr, Ident, LitStr};
 
-/// The priorities, from the lowest, as the attribute names them and as the runtime's `Priority` variants. A test
-/// holds them to the runtime's.
-pub(crate) const PRIORITIES: [(&str, &str); 4] = [
-    ("low", "Low"),
-    ("normal", "Normal"),
-    ("high", "High"),
-    ("critical", "Critical"),
-];
+/// Returns the runtime's `Priority` variant of `priority`. A test holds them to the runtime's.
+pub(crate) fn variant(priority: Priority) -> &'static str {
+    match priority {
+        Priority::Low => "Low",
+        Priority::Normal => "Normal",
+        Priority::High => "High",
+        Priority::Critical => "Critical",
+    }
+}
 
 /// The priorities, from the highest, for the errors that name them.
 const NAMED: &str = "`critical`, `high`, `normal` and `low`";
@@ -51,20 +51,12 @@ pub(crate) const WHAT_RESERVE_IS: &str =
      whole percent, e.g. `reserve = \"critical 20%\"`, or several, separated by commas (`\"critical 10%, high \
      30%\"`)";
 
-/// Finds the runtime's variant of the priority `name`, in any case.
-fn variant(name: &str) -> Option<&'static str> {
-    PRIORITIES
-        .iter()
-        .find(|(known, _)| known.eq_ignore_ascii_case(name))
-        .map(|&(_, variant)| variant)
-}
-
 /// Reads `priority = "critical"`: the runtime's variant of the priority the literal names, spanned at it.
 pub(crate) fn named(lit: &LitStr) -> syn::Result<Ident> {
     let name = lit.value();
-    match variant(name.trim()) {
-        Some(variant) => Ok(Ident::new(variant, lit.span())),
-        None => Err(syn::Error::new(
+    match Priority::parse(&name) {
+        Ok(priority) => Ok(Ident::new(variant(priority), lit.span())),
+        Err(_) => Err(syn::Error::new(
             lit.span(),
             format!(
                 "unknown priority {name:?}: the priorities are {NAMED}, e.g. `priority = \"critical\"`; or give \
@@ -76,125 +68,98 @@ pub(crate) fn named(lit: &LitStr) -> syn::Result<Ident> {
 }
 
 /// Reads `reserve = "critical 10%, high 30%"`: a priority above `low` and a whole percent up to 100% each,
-/// separated by commas, each priority at most once. Every error is spanned at the literal.
+/// separated by commas, each priority at most once; or `"none"`, which keeps no share even where the
+/// environment keeps some for every limit (a share of 0% for `normal` and above, which the runtime takes as
+/// none). Every error is spanned at the literal.
 pub(crate) fn reserves(lit: &LitStr) -> syn::Result<Vec<Reserve>> {
     let text = lit.value();
-    let error = |message: String| syn::Error::new(lit.span(), message);
-    if text.trim().is_empty() {
-        return Err(error(format!(
+    match reserve::parse(&text) {
+        Ok(shares) if shares.is_empty() => Ok(vec![Reserve {
+            priority: Ident::new(variant(Priority::Normal), lit.span()),
+            percent: 0,
+        }]),
+        Ok(shares) => Ok(shares
+            .into_iter()
+            .map(|share| Reserve {
+                priority: Ident::new(variant(share.priority), lit.span()),
+                percent: share.percent,
+            })
+            .collect()),
+        Err(error) => Err(syn::Error::new(lit.span(), message(&text, error.kind))),
+    }
+}
+
+/// Words the grammar's refusal of the shares `text` for the attribute.
+fn message(text: &str, error: ReserveErrorKind) -> String {
+    let at = |range: std::ops::Range<usize>| &text[range];
+    match error {
+        ReserveErrorKind::Empty => format!(
             "`reserve = {text:?}` keeps nothing: write a priority and the share of the limit kept for it and \
              above, e.g. `reserve = \"critical 20%\"`, or leave `reserve` out"
-        )));
-    }
-    let mut reserves: Vec<(Reserve, &str)> = Vec::new();
-    for item in text.split(',') {
-        let item = item.trim();
-        let reserve = share(item, lit.span()).map_err(|message| {
-            error(match message {
-                Problem::Empty => format!(
-                    "`reserve = {text:?}` has a comma with no share on one side: separate the shares with \
-                     commas, e.g. `reserve = \"critical 10%, high 30%\"`"
-                ),
-                Problem::Said(message) => message,
-            })
-        })?;
-        if let Some((_, first)) = reserves
-            .iter()
-            .find(|(seen, _)| seen.priority == reserve.priority)
-        {
-            return Err(error(format!(
-                "`reserve` gives `{}` two shares, `{first}` and `{item}`: give each priority one",
-                reserve.priority.to_string().to_lowercase()
-            )));
-        }
-        reserves.push((reserve, item));
-    }
-    Ok(reserves.into_iter().map(|(reserve, _)| reserve).collect())
-}
-
-/// Why an item of `reserve` is no share.
-enum Problem {
-    /// Nothing between two commas, or before or after one.
-    Empty,
-    /// Anything else, said whole.
-    Said(String),
-}
-
-/// Reads one share, `critical 20%`, trimmed.
-fn share(item: &str, span: Span) -> Result<Reserve, Problem> {
-    let words: Vec<&str> = item.split_whitespace().collect();
-    let is_share = |word: &str| word.ends_with('%');
-    let (name, share) = match words.as_slice() {
-        [] => return Err(Problem::Empty),
-        [name, share] => (*name, *share),
-        [word] if variant(word).is_some() => {
-            return Err(Problem::Said(format!(
+        ),
+        ReserveErrorKind::EmptyItem { .. } => format!(
+            "`reserve = {text:?}` has a comma with no share on one side: separate the shares with commas, e.g. \
+             `reserve = \"critical 10%, high 30%\"`"
+        ),
+        ReserveErrorKind::NoShare { item } => {
+            let word = at(item);
+            format!(
                 "`{word}` has no share in `reserve`: write the percent of the limit kept for it and above, e.g. \
                  `{word} 20%`"
-            )))
+            )
         }
-        [word] if is_share(word) => {
-            return Err(Problem::Said(format!(
+        ReserveErrorKind::NoPriority { item } => {
+            let word = at(item);
+            format!(
                 "`{word}` names no priority in `reserve`: write the priority it is kept for (and above), e.g. \
                  `critical {word}`"
-            )))
+            )
         }
-        _ => {
-            return Err(Problem::Said(format!(
-                "`{item}` is not a share of `reserve`: write a priority and a whole percent, e.g. `critical \
-                 20%`, and separate the shares with commas (`\"critical 10%, high 30%\"`)"
-            )))
+        ReserveErrorKind::NotAShare { item } => format!(
+            "`{}` is not a share of `reserve`: write a priority and a whole percent, e.g. `critical 20%`, and \
+             separate the shares with commas (`\"critical 10%, high 30%\"`)",
+            at(item)
+        ),
+        ReserveErrorKind::UnknownPriority { name, .. } => format!(
+            "unknown priority `{}` in `reserve`: the priorities are {NAMED}, e.g. `reserve = \"critical 20%\"`",
+            at(name)
+        ),
+        ReserveErrorKind::KeptForLow { item, share } => format!(
+            "`{}` keeps nothing: no call is below `low`, so a share kept for `low` calls and above is kept for \
+             every call; keep it for `normal`, `high` or `critical` (`normal {}` keeps it from `low` calls)",
+            at(item),
+            at(share)
+        ),
+        ReserveErrorKind::OverWhole { item, name } => {
+            let name = at(name);
+            format!(
+                "`{}` keeps more than the whole limit: a share is at most 100% (`{name} 100%` keeps all of it \
+                 for `{name}` calls and above)",
+                at(item)
+            )
         }
-    };
-    let Some(variant) = variant(name) else {
-        return Err(Problem::Said(format!(
-            "unknown priority `{name}` in `reserve`: the priorities are {NAMED}, e.g. `reserve = \"critical \
-             20%\"`"
-        )));
-    };
-    if variant == "Low" {
-        return Err(Problem::Said(format!(
-            "`{item}` keeps nothing: no call is below `low`, so a share kept for `low` calls and above is kept \
-             for every call; keep it for `normal`, `high` or `critical` (`normal {share}` keeps it from `low` \
-             calls)"
-        )));
+        ReserveErrorKind::NoPercentSign { item, name, share } => format!(
+            "the share in `{}` has no `%`: a share is a whole percent of the limit, `{} {}%`",
+            at(item),
+            at(name),
+            at(share)
+        ),
+        ReserveErrorKind::NotAPercent { item, name } => format!(
+            "the share in `{}` is not a whole percent: a share is a whole percent of the limit, from 0% to \
+             100%, e.g. `{} 20%`",
+            at(item),
+            at(name)
+        ),
+        ReserveErrorKind::Twice {
+            priority,
+            first,
+            item,
+        } => format!(
+            "`reserve` gives `{priority}` two shares, `{}` and `{}`: give each priority one",
+            at(first),
+            at(item)
+        ),
     }
-    let digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    let percent = match share.strip_suffix('%') {
-        Some(number) if digits(number) => {
-            // Past its leading zeros, a number of more than three digits is over 100 (and maybe over any integer).
-            let significant = number.trim_start_matches('0');
-            let percent = match significant.len() {
-                0 => Some(0),
-                1..=3 => significant.parse::<u8>().ok(),
-                _ => None,
-            };
-            match percent.filter(|&percent| percent <= 100) {
-                Some(percent) => percent,
-                None => {
-                    return Err(Problem::Said(format!(
-                        "`{item}` keeps more than the whole limit: a share is at most 100% (`{name} 100%` keeps \
-                         all of it for `{name}` calls and above)"
-                    )))
-                }
-            }
-        }
-        None if digits(share) => {
-            return Err(Problem::Said(format!(
-                "the share in `{item}` has no `%`: a share is a whole percent of the limit, `{name} {share}%`"
-            )))
-        }
-        _ => {
-            return Err(Problem::Said(format!(
-                "the share in `{item}` is not a whole percent: a share is a whole percent of the limit, from 0% \
-                 to 100%, e.g. `{name} 20%`"
-            )))
-        }
-    };
-    Ok(Reserve {
-        priority: Ident::new(variant, span),
-        percent,
-    })
 }
 
 #[cfg(test)]
@@ -202,15 +167,18 @@ mod tests {
     use proc_macro2::Span;
     use syn::LitStr;
 
-    use super::{named, reserves, PRIORITIES};
+    use limiter_grammar::Priority;
 
-    /// Checks that the priorities this crate names are the runtime's, in the same order.
+    use super::{named, reserves, variant};
+
+    /// Checks that the priorities the grammar names are the runtime's, in the same order, and that each is
+    /// spelled as the runtime's variant.
     #[test]
     fn the_priorities_are_the_runtimes() {
         let runtime = limiter_runtime::Priority::ALL.map(limiter_runtime::Priority::as_str);
-        assert_eq!(PRIORITIES.map(|(name, _)| name), runtime);
+        assert_eq!(Priority::ALL.map(Priority::name), runtime);
         let variants = limiter_runtime::Priority::ALL.map(|priority| format!("{priority:?}"));
-        assert_eq!(PRIORITIES.map(|(_, variant)| variant), variants);
+        assert_eq!(Priority::ALL.map(variant), variants);
     }
 
     fn lit(text: &str) -> LitStr {
@@ -253,6 +221,8 @@ mod tests {
         );
         assert_eq!(shares("high 100%"), owned(&[("High", 100)]));
         assert_eq!(shares("high 007%"), owned(&[("High", 7)]));
+        // `none` keeps no share, even one the environment keeps for every limit: 0% for `normal` and above.
+        assert_eq!(shares("none"), owned(&[("Normal", 0)]));
         // A higher priority may keep more than a lower one: the lower then adds nothing.
         assert_eq!(
             shares("critical 30%, high 10%"),

@@ -1,6 +1,7 @@
 //! Validation between parsing and expansion: arguments that parse on their own but do not fit together.
 
-use crate::attr::Args;
+use crate::attr::{Args, Spanned};
+use crate::priority::Reserve;
 
 /// Checks that each limit's arguments fit together, and that stacked limits count in buckets of their own.
 pub(crate) fn validate(limits: &[Args]) -> syn::Result<()> {
@@ -102,14 +103,20 @@ fn validate_one(args: &Args) -> syn::Result<()> {
 }
 
 /// Checks that a limit that keeps shares for calls of a higher priority has calls of more than one priority, and
-/// room to keep them in (a leaky bucket that does not wait has one slot).
+/// room to keep them in (a leaky bucket that does not wait has one slot). Shares that keep nothing
+/// (`reserve = "none"`, or 0% each) need neither.
 fn validate_reserve(args: &Args) -> syn::Result<()> {
+    let keeps =
+        |reserve: &&Spanned<Vec<Reserve>>| reserve.value.iter().any(|share| share.percent > 0);
+    let Some(reserve) = args.reserve.as_ref().filter(keeps) else {
+        return Ok(());
+    };
     let waits = args.wait.as_ref().is_some_and(|mode| mode.value);
     let leaky = match &args.algorithm {
         Some(algorithm) => algorithm == "leaky_bucket",
         None => waits,
     };
-    if let (Some(reserve), true, false) = (&args.reserve, leaky, waits) {
+    if leaky && !waits {
         return Err(syn::Error::new(
             reserve.span,
             "`reserve` keeps a share of a leaky bucket's slots within its wait, but this one does not wait: \
@@ -117,8 +124,8 @@ fn validate_reserve(args: &Args) -> syn::Result<()> {
              `mode = wait` (and `max_wait`), or leave `reserve` out",
         ));
     }
-    match (&args.reserve, &args.priority) {
-        (Some(reserve), None) => Err(syn::Error::new(
+    match &args.priority {
+        None => Err(syn::Error::new(
             reserve.span,
             "`reserve` keeps a share of this limit for calls of a higher priority, but every call of this \
              function is `normal` (it has no `priority`): give each call its priority with `priority = <expr>`, \

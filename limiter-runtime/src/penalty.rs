@@ -137,30 +137,29 @@ impl fmt::Display for Penalty {
     }
 }
 
-/// The text of a penalty that is not one.
+/// The text of a penalty that is not one, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{0}` is not a penalty: expected a length (`10m`) or the first and the longest (`1m..1h`), the first no \
-     longer than the longest"
+    "`{text}` is not a penalty (a length, `10m`, or the first and the longest block, `1m..1h`): {reason}"
 )]
-pub struct PenaltyError(String);
+pub struct PenaltyError {
+    text: String,
+    reason: limiter_grammar::penalty::PenaltyError,
+}
 
 impl FromStr for Penalty {
     type Err = PenaltyError;
 
-    /// Parses `10m` (fixed) or `1m..1h` (escalating), in the attribute's units (`ms`, `s`, `m`, `h`, `d`).
+    /// Parses `10m` (fixed) or `1m..1h` (escalating), as the attribute reads `penalty = "..."`: each length a
+    /// duration longer than zero, in the attribute's units (`ms`, `s`, `m`, `h`, `d`), the first no longer than
+    /// the longest (see `limiter_grammar::penalty`).
     fn from_str(text: &str) -> Result<Penalty, PenaltyError> {
-        let error = || PenaltyError(text.to_owned());
-        let length = |part: &str| {
-            crate::parse::duration(part.trim())
-                .filter(|length| length.as_micros() >= u128::from(SHORTEST))
-        };
-        match text.split_once("..") {
-            None => length(text).map(Penalty::fixed).ok_or_else(error),
-            Some((first, cap)) => match (length(first), length(cap)) {
-                (Some(first), Some(cap)) if first <= cap => Ok(Penalty::escalating(first, cap)),
-                _ => Err(error()),
-            },
+        match limiter_grammar::penalty::parse(text) {
+            Ok(read) => Ok(Penalty::escalating(read.first, read.cap)),
+            Err(reason) => Err(PenaltyError {
+                text: text.to_owned(),
+                reason,
+            }),
         }
     }
 }

@@ -44,13 +44,28 @@ impl Priority {
     ];
 
     /// Returns its name as the attribute, the environment and the metrics spell it: `low`, `normal`, `high` or
-    /// `critical`.
+    /// `critical` (`limiter_grammar::priority::NAMES`).
     pub const fn as_str(self) -> &'static str {
+        self.grammar().name()
+    }
+
+    /// Returns it as the grammar the attribute and the runtime read names with knows it.
+    pub(crate) const fn grammar(self) -> limiter_grammar::Priority {
         match self {
-            Priority::Low => "low",
-            Priority::Normal => "normal",
-            Priority::High => "high",
-            Priority::Critical => "critical",
+            Priority::Low => limiter_grammar::Priority::Low,
+            Priority::Normal => limiter_grammar::Priority::Normal,
+            Priority::High => limiter_grammar::Priority::High,
+            Priority::Critical => limiter_grammar::Priority::Critical,
+        }
+    }
+
+    /// Returns the priority the grammar read.
+    pub(crate) const fn from_grammar(priority: limiter_grammar::Priority) -> Priority {
+        match priority {
+            limiter_grammar::Priority::Low => Priority::Low,
+            limiter_grammar::Priority::Normal => Priority::Normal,
+            limiter_grammar::Priority::High => Priority::High,
+            limiter_grammar::Priority::Critical => Priority::Critical,
         }
     }
 }
@@ -64,12 +79,12 @@ impl fmt::Display for Priority {
 impl FromStr for Priority {
     type Err = ParseError;
 
-    /// Parses a priority by its name ([`as_str`](Priority::as_str)), in any case.
+    /// Parses a priority by its name ([`as_str`](Priority::as_str)), in any ASCII case, as the attribute reads
+    /// `priority = "..."` (see `limiter_grammar::priority`).
     fn from_str(name: &str) -> Result<Priority, ParseError> {
-        Priority::ALL
-            .into_iter()
-            .find(|priority| priority.as_str().eq_ignore_ascii_case(name))
-            .ok_or_else(|| ParseError::new("priority", name, "critical, high, normal or low"))
+        limiter_grammar::Priority::parse(name)
+            .map(Priority::from_grammar)
+            .map_err(|_| ParseError::new("priority", name, limiter_grammar::priority::EXPECTED))
     }
 }
 
@@ -153,56 +168,22 @@ impl fmt::Display for Reserves {
 #[error("reserve `{text}`: {problem}")]
 pub(crate) struct ReservesError {
     text: String,
-    problem: String,
+    problem: limiter_grammar::reserve::ReserveError,
 }
 
 impl FromStr for Reserves {
     type Err = ReservesError;
 
-    /// Parses `critical 20%, high 30%` (or `none`): a priority above `low` and a whole percent up to 100 each,
-    /// each priority at most once.
+    /// Parses `critical 20%, high 30%` (or `none`), as the attribute reads `reserve = "..."`: a priority above
+    /// `low` and a whole percent up to 100 each, each priority at most once (see `limiter_grammar::reserve`).
     fn from_str(text: &str) -> Result<Reserves, ReservesError> {
-        let error = |problem: String| ReservesError {
+        let shares = limiter_grammar::reserve::parse(text).map_err(|problem| ReservesError {
             text: text.to_owned(),
             problem,
-        };
-        let mut reserves = Reserves::default();
-        if text.trim() == "none" {
-            return Ok(reserves);
-        }
-        let mut seen = Vec::new();
-        for part in text.split(',') {
-            let mut words = part.split_whitespace();
-            let (Some(name), Some(share), None) = (words.next(), words.next(), words.next()) else {
-                return Err(error(format!(
-                    "expected a priority and a share, like `critical 20%`, found `{}`",
-                    part.trim()
-                )));
-            };
-            let priority: Priority = name.parse().map_err(|e: ParseError| error(e.to_string()))?;
-            if priority == Priority::Low {
-                return Err(error(
-                    "a share kept for `low` and above is kept for every call: keep it for `normal`, `high` \
-                     or `critical`"
-                        .to_owned(),
-                ));
-            }
-            if seen.contains(&priority) {
-                return Err(error(format!("`{priority}` is given twice")));
-            }
-            seen.push(priority);
-            let percent = share
-                .strip_suffix('%')
-                .and_then(|number| number.parse::<u8>().ok())
-                .filter(|&percent| percent <= 100)
-                .ok_or_else(|| {
-                    error(format!(
-                        "`{share}` is not a share: a whole percent from 0% to 100%"
-                    ))
-                })?;
-            reserves = reserves.with(priority, percent);
-        }
-        Ok(reserves)
+        })?;
+        Ok(shares.into_iter().fold(Reserves::NONE, |reserves, share| {
+            reserves.with(Priority::from_grammar(share.priority), share.percent)
+        }))
     }
 }
 
@@ -231,12 +212,15 @@ mod tests {
         assert_eq!(reserves.to_string(), "critical 20%, high 30%");
         assert_eq!("none".parse::<Reserves>(), Ok(Reserves::default()));
         for (bad, says) in [
-            ("critical 120%", "a whole percent"),
+            (
+                "critical 120%",
+                "more than the whole limit: a share is a whole percent",
+            ),
             ("urgent 20%", "unknown priority `urgent`"),
             ("low 20%", "kept for every call"),
-            ("critical 20%, critical 5%", "given twice"),
-            ("critical", "a priority and a share"),
-            ("critical 20", "a whole percent"),
+            ("critical 20%, critical 5%", "given two shares"),
+            ("critical", "has no share"),
+            ("critical 20", "has no `%`"),
         ] {
             let error = bad.parse::<Reserves>().unwrap_err().to_string();
             assert!(error.contains(says), "{bad}: {error}");

@@ -9,10 +9,10 @@
 --   KEYS     each group's keys, in turn: its limits', then the block key of each of its limits under a
 --            penalty (see src/backend/redis/wire/script/block.rs)
 --   ARGV[1]  "" (now from Redis's TIME); tests pass "<now us> <minimum TTL ms>"
---   ARGV[2]  the number of shapes; then each shape (4 arguments): the algorithm's code (as the branches
---            `if code == <code> then -- <algorithm>` below name them; negated for a shadow limit, which does
---            not veto), window us, max and depth as one_limit.lua takes them, followed, under a penalty, by
---            "|<first block us>|<longest block us>"
+--   ARGV[2]  the number of shapes; then each shape (4 arguments): the algorithm's code (its place, from 1,
+--            in limiter-grammar's algorithm::NAMES, as the branches `if code == <code> then -- <algorithm>`
+--            below name them; negated for a shadow limit, which does not veto), window us, max and depth as
+--            one_limit.lua takes them, followed, under a penalty, by "|<first block us>|<longest block us>"
 --   then the groups, each: its head (the indices, from 1, of its limits' shapes, comma-separated, and
 --   "/<calls>" when it has more than one call), then each call's nonce ("" when it names nothing) and its
 --   cost on each limit

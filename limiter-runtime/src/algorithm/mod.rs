@@ -113,26 +113,41 @@ impl Algorithm {
         Algorithm::LeakyBucket,
     ];
 
-    /// Returns its name as the attribute spells it (`algorithm = token_bucket`), and as `FromStr` reads it.
+    /// Returns its name as the attribute spells it (`algorithm = token_bucket`), and as `FromStr` reads it: the
+    /// grammar's (`limiter_grammar::algorithm::NAMES`, the one list of the names).
     pub const fn name(self) -> &'static str {
+        self.grammar().name()
+    }
+
+    /// Returns it as the grammar knows it, which gives its name and the code the scripts know it by.
+    pub(crate) const fn grammar(self) -> limiter_grammar::Algorithm {
         match self {
-            Algorithm::SlidingLog => "sliding_log",
-            Algorithm::FixedWindow => "fixed_window",
-            Algorithm::SlidingWindow => "sliding_window",
-            Algorithm::TokenBucket => "token_bucket",
-            Algorithm::LeakyBucket => "leaky_bucket",
-            Algorithm::InFlight => "in_flight",
-            Algorithm::Calendar => "calendar",
+            Algorithm::SlidingLog => limiter_grammar::Algorithm::SlidingLog,
+            Algorithm::FixedWindow => limiter_grammar::Algorithm::FixedWindow,
+            Algorithm::SlidingWindow => limiter_grammar::Algorithm::SlidingWindow,
+            Algorithm::TokenBucket => limiter_grammar::Algorithm::TokenBucket,
+            Algorithm::LeakyBucket => limiter_grammar::Algorithm::LeakyBucket,
+            Algorithm::InFlight => limiter_grammar::Algorithm::InFlight,
+            Algorithm::Calendar => limiter_grammar::Algorithm::Calendar,
+        }
+    }
+
+    /// Returns the algorithm the grammar read.
+    const fn from_grammar(algorithm: limiter_grammar::Algorithm) -> Algorithm {
+        match algorithm {
+            limiter_grammar::Algorithm::SlidingLog => Algorithm::SlidingLog,
+            limiter_grammar::Algorithm::FixedWindow => Algorithm::FixedWindow,
+            limiter_grammar::Algorithm::SlidingWindow => Algorithm::SlidingWindow,
+            limiter_grammar::Algorithm::TokenBucket => Algorithm::TokenBucket,
+            limiter_grammar::Algorithm::LeakyBucket => Algorithm::LeakyBucket,
+            limiter_grammar::Algorithm::InFlight => Algorithm::InFlight,
+            limiter_grammar::Algorithm::Calendar => Algorithm::Calendar,
         }
     }
 
     /// Returns every name, for messages: "sliding_log, fixed_window, ... or leaky_bucket".
     pub(crate) fn expected() -> &'static str {
-        static EXPECTED: LazyLock<String> = LazyLock::new(|| {
-            let names: Vec<_> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-            let (last, rest) = names.split_last().unwrap_or((&"", &[]));
-            format!("{} or {last}", rest.join(", "))
-        });
+        static EXPECTED: LazyLock<String> = LazyLock::new(limiter_grammar::algorithm::expected);
         &EXPECTED
     }
 }
@@ -146,12 +161,12 @@ impl fmt::Display for Algorithm {
 impl FromStr for Algorithm {
     type Err = ParseError;
 
-    /// Parses an algorithm by its [`name`](Algorithm::name).
+    /// Parses a rate's algorithm (one of [`ALL`](Algorithm::ALL)) by its [`name`](Algorithm::name), as the
+    /// attribute reads `algorithm = ...` (see `limiter_grammar::algorithm`).
     fn from_str(name: &str) -> Result<Algorithm, ParseError> {
-        Algorithm::ALL
-            .into_iter()
-            .find(|algorithm| algorithm.name() == name)
-            .ok_or_else(|| ParseError::new("algorithm", name, Algorithm::expected()))
+        limiter_grammar::Algorithm::parse(name)
+            .map(Algorithm::from_grammar)
+            .map_err(|_| ParseError::new("algorithm", name, Algorithm::expected()))
     }
 }
 

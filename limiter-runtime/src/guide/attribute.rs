@@ -143,7 +143,9 @@
 //! unit first and each unit at most once: `"500ms"`, `"10s"`, `"1m"`, `"1h30m"`, `"1d"`, `"1d12h"`,
 //! `"1s500ms"`. The attribute checks the string at compile time: `"30m1h"` (units out of order), `"1m1m"`
 //! (a unit twice), `"10"` (no unit) and `"0s"` (zero) are compile errors, each saying how to write it. The
-//! environment variable `LIMITER_WINDOW` reads the same grammar, and bare whole seconds (`60`) too.
+//! environment (`LIMITER_WINDOW`), a penalty's text and the runtime's parsers read the same text with the same
+//! grammar (the `limiter-grammar` crate, which both the attribute and the runtime use), so a text one takes the
+//! others take, as the same length: `LIMITER_WINDOW=60` is refused as `window = "60"` is (write `60s`).
 //!
 //! ```
 //! use limiter_runtime::{rate_limit, RateLimited};
@@ -231,8 +233,6 @@
 //! instead of refused. `max_wait` bounds the wait (the window by default); a call whose slot is further away
 //! than that is refused.
 //!
-//! ```
-//! use limiter_runtime::{rate_limit, RateLimited};
 //! Every door waits the same way, in its node's line: the attribute's `mode = wait`, the plain API's
 //! `enforce`, `acquire` and `estimate`, the tower layer, and an outbound [`turn`](crate::Limiter::turn). A
 //! slot that comes goes to the most important call of the node waiting for one (its
@@ -240,6 +240,8 @@
 //! by a more important one is refused. A caller that gives up (its future dropped: a timeout, a cancelled
 //! request) leaves the line and gives its slot back, so that the callers behind it are not delayed by it.
 //!
+//! ```
+//! use limiter_runtime::{rate_limit, RateLimited};
 //!
 //! // At most 10 calls a second reach the paid API, evenly spaced; callers queue for up to 2 s.
 //! #[rate_limit(prefix = "paid_api:", algorithm = leaky_bucket, max = 10, window = "1s", mode = wait, max_wait = "2s")]

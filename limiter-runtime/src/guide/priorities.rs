@@ -134,7 +134,9 @@
 //! A rule's shares are set like its `max`: by the environment for the crate-wide default
 //! (`LIMITER_RESERVE="critical 20%, high 30%"`), and by an operator's override, on every node within a second
 //! ([`Override::reserve`](crate::Override::reserve); the admin API's `PUT /api/overrides` takes
-//! `"reserve": "critical 20%"`). [`Limiter::inspect`](crate::Limiter::inspect) and the live page show what
+//! `"reserve": "critical 20%"`). Each reads the text as the attribute does, with the same grammar (the
+//! `limiter-grammar` crate): `none` keeps no share, there and on the attribute alike, over a share kept
+//! elsewhere. [`Limiter::inspect`](crate::Limiter::inspect) and the live page show what
 //! each priority may still use ([`Inspection::ceilings`](crate::Inspection::ceilings)); the metric
 //! `limiter_priority_decisions_total` counts the decisions of limits with shares by priority and verdict.
 //!

@@ -161,9 +161,10 @@
 //! | `LIMITER_REDIS_CA` | `redis_ca` (feature `tls`), from a PEM file | `/etc/redis/ca.pem` |
 //! | `LIMITER_REDIS_CLIENT_CERT`, `LIMITER_REDIS_CLIENT_KEY` | `redis_client_certificate` (feature `tls`), from PEM files | `/etc/redis/client.pem` |
 //! | `LIMITER_PREFIX` | [`prefix`](crate::LimiterBuilder::prefix) | `shop:` |
-//! | `LIMITER_WINDOW` | [`window`](crate::LimiterBuilder::window) | `10s`, `500ms`, `1m30s`, `1d`, `60` (seconds) |
+//! | `LIMITER_WINDOW` | [`window`](crate::LimiterBuilder::window), a duration as the attribute writes one (each number with its unit) | `10s`, `500ms`, `1m30s`, `1d` |
 //! | `LIMITER_MAX` | [`max`](crate::LimiterBuilder::max), at least 1 | `100` |
 //! | `LIMITER_MESSAGE` | [`message`](crate::LimiterBuilder::message) | `slow down` |
+//! | `LIMITER_RESERVE` | the shares kept for the higher priorities, as `reserve = "..."` takes them | `critical 20%, high 30%`, `none` |
 //! | `LIMITER_ALGORITHM` | the default algorithm | `token_bucket` |
 //! | `LIMITER_ON_ERROR` | [`on_error`](crate::LimiterBuilder::on_error) | `open`, `closed`, `local` |
 //! | `LIMITER_DEADLINE` | [`deadline`](crate::LimiterBuilder::deadline), at most 60 s (a call may wait that long while Redis hangs) | `20ms` |

@@ -1,6 +1,7 @@
 //! The crate-wide defaults the environment sets (`LIMITER_<PART>`), read as the attribute spells them.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use super::Rule;
 use crate::parse::duration;
@@ -16,11 +17,11 @@ impl Rule {
             self.prefix = Some(prefix.into());
         }
         if let Some(v) = env("LIMITER_WINDOW") {
-            let expected = "a duration longer than zero, such as 10s, 500ms, 1m30s, 1d";
-            let parse = |v: &str| duration(v).filter(|d| !d.is_zero());
+            let expected =
+                "a duration longer than zero, each number with its unit, such as 10s, 500ms, 1m30s, 1d";
             set(
                 &mut self.window,
-                parse_env("LIMITER_WINDOW", &v, expected, parse),
+                parse_env("LIMITER_WINDOW", &v, expected, window),
                 errors,
             );
         }
@@ -56,6 +57,11 @@ impl Rule {
     }
 }
 
+/// Reads a window (`LIMITER_WINDOW`): a duration longer than zero, as the attribute's `window = "..."`.
+pub(crate) fn window(text: &str) -> Option<Duration> {
+    duration(text).filter(|window| !window.is_zero())
+}
+
 /// Sets `setting` to what a variable read, or leaves it and keeps the error.
 pub(crate) fn set<T>(setting: &mut Option<T>, read: Result<T, Error>, errors: &mut Vec<Error>) {
     match read {
@@ -85,4 +91,58 @@ pub(crate) fn parse_env<T>(
 
 fn from_str<T: FromStr>(text: &str) -> Option<T> {
     text.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use limiter_grammar::samples::{ALGORITHMS, DURATIONS, PENALTIES, PRIORITIES, RESERVES};
+
+    use super::*;
+    use crate::{Penalty, Priority};
+
+    /// Checks that the runtime reads the grammar's samples as they say, through the readers of the environment
+    /// (`LIMITER_WINDOW`, `LIMITER_RESERVE`, `LIMITER_ALGORITHM`), of an override's and the admin API's shares
+    /// (`Reserves`'s `FromStr`, as `LIMITER_RESERVE`), and the public `FromStr` of `Penalty`, `Priority` and
+    /// `Algorithm`: the attribute's tests (in `limiter-macros`) hold its readers to the same samples, so the
+    /// attribute and the runtime take the same texts, as the same values.
+    #[test]
+    fn the_runtime_reads_the_grammars_samples() {
+        for &(text, expected) in DURATIONS {
+            let expected = expected.filter(|&millis| millis > 0);
+            let read = window(text).map(|window| window.as_millis() as u64);
+            assert_eq!(read, expected, "LIMITER_WINDOW={text:?}");
+        }
+        for &(text, expected) in PENALTIES {
+            let millis = |length: Duration| length.as_millis() as u64;
+            let read = text.parse::<Penalty>().ok();
+            let read = read.map(|penalty| (millis(penalty.first()), millis(penalty.cap())));
+            assert_eq!(read, expected, "{text:?}.parse::<Penalty>()");
+        }
+        for &(text, expected) in RESERVES {
+            let expected = expected.map(|shares| {
+                let fold = |reserves: Reserves, &(name, percent)| {
+                    reserves.with(Priority::from_grammar(name), percent)
+                };
+                shares.iter().fold(Reserves::NONE, fold)
+            });
+            assert_eq!(
+                from_str::<Reserves>(text),
+                expected,
+                "LIMITER_RESERVE={text:?}"
+            );
+        }
+        for &(text, expected) in PRIORITIES {
+            let read = text.parse::<Priority>().ok();
+            assert_eq!(
+                read,
+                expected.map(Priority::from_grammar),
+                "{text:?}.parse::<Priority>()"
+            );
+        }
+        for &(text, expected) in ALGORITHMS {
+            let read = from_str::<Algorithm>(text).map(Algorithm::name);
+            let expected = expected.map(limiter_grammar::Algorithm::name);
+            assert_eq!(read, expected, "LIMITER_ALGORITHM={text:?}");
+        }
+    }
 }

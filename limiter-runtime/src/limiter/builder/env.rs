@@ -22,7 +22,7 @@ impl LimiterBuilder {
     /// | `LIMITER_REDIS_CA` | `redis_ca` (feature `tls`), from a PEM file | `/etc/redis/ca.pem` |
     /// | `LIMITER_REDIS_CLIENT_CERT`, `LIMITER_REDIS_CLIENT_KEY` | `redis_client_certificate` (feature `tls`), from PEM files | `/etc/redis/client.pem` |
     /// | `LIMITER_PREFIX` | [`prefix`](LimiterBuilder::prefix) | `shop:` |
-    /// | `LIMITER_WINDOW` | [`window`](LimiterBuilder::window) | `10s`, `500ms`, `1m`, `60` (seconds) |
+    /// | `LIMITER_WINDOW` | [`window`](LimiterBuilder::window), a duration as the attribute writes one | `10s`, `500ms`, `1m` |
     /// | `LIMITER_MAX` | [`max`](LimiterBuilder::max) | `100` |
     /// | `LIMITER_MESSAGE` | [`message`](LimiterBuilder::message) | `slow down` |
     /// | `LIMITER_ALGORITHM` | the default algorithm | `token_bucket` |

@@ -152,17 +152,10 @@ pub(crate) async fn load(connection: &mut impl ConnectionLike) -> Result<(), Bac
     Ok(())
 }
 
-/// Returns the script's number for `algorithm`: its place in [`Algorithm::ALL`], from 1; in flight, the next; a
-/// calendar, the one after.
+/// Returns the script's number for `algorithm`: its place, from 1, in `limiter_grammar::algorithm::NAMES`, the
+/// list `build.rs` numbers the scripts' branches from.
 fn code(algorithm: Algorithm) -> i64 {
-    match algorithm {
-        Algorithm::InFlight => Algorithm::ALL.len() as i64 + 1,
-        Algorithm::Calendar => Algorithm::ALL.len() as i64 + 2,
-        _ => {
-            let place = Algorithm::ALL.iter().position(|a| *a == algorithm);
-            place.map_or(0, |place| place as i64 + 1)
-        }
-    }
+    i64::from(algorithm.grammar().code())
 }
 
 /// Returns how deep `limit`'s bucket is: the token bucket's burst, the leaky bucket's max wait (µs).
