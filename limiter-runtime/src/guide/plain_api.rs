@@ -70,7 +70,7 @@
 //! admitted. Dropped, a permit settles as charged (its permits go back), an estimate cancels, and a turn
 //! settles as charged (the call is taken to have been sent).
 //!
-//! ### Upgrading from 0.1's methods
+//! ### Upgrading from the methods the verbs replaced
 //!
 //! The crate is 0.x: the old methods are replaced, not deprecated. Each maps to a verb and an option:
 //!
