@@ -138,7 +138,7 @@ async fn update_limit(
     };
     let mut change = match params.get("key") {
         Some(key) => Override::key(prefix.as_str(), key),
-        None => Override::prefix(prefix.as_str()),
+        None => Override::policy(prefix.as_str()),
     };
     let threshold = params.get("threshold").map(|t| t.parse::<u64>());
     let window = params.get("window").map(|w| w.parse::<u64>());

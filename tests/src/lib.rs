@@ -162,7 +162,7 @@ pub mod deployment {
         );
 
         // An override set through one runtime reaches the other within a second (pub/sub), and decides there.
-        a.set_override(Override::prefix("dynamic:").max(1))
+        a.set_override(Override::policy("dynamic:").max(1))
             .await
             .unwrap();
         let started = Instant::now();
@@ -179,7 +179,7 @@ pub mod deployment {
             !a.check(&rule, "k").await.allowed,
             "the override's limit of 1, shared"
         );
-        a.clear_override(&Override::prefix("dynamic:"))
+        a.clear_override(&Override::policy("dynamic:"))
             .await
             .unwrap();
         let started = Instant::now();

@@ -443,13 +443,14 @@ async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
         .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(60)));
     limiter.check(&login, "alice").await;
 
-    let window_only = json!({ "prefix": "api:login:", "max": null, "window_ms": 2_000 });
+    // The policy by its name, as everywhere in the API.
+    let window_only = json!({ "policy": "login", "max": null, "window_ms": 2_000 });
     let set = api(at, "PUT", "/admin/api/overrides", Some(window_only)).await;
     assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
     let listed = api(at, "GET", "/admin/api/overrides", None).await.json;
     assert_eq!(
         listed,
-        json!([{ "prefix": "api:login:", "key": null, "max": null, "window_ms": 2_000, "reserve": null }])
+        json!([{ "policy": "login", "prefix": "api:login:", "key": null, "max": null, "window_ms": 2_000, "reserve": null }])
     );
     let decision = limiter.check(&login, "bob").await;
     assert_eq!(
@@ -504,9 +505,9 @@ async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
     assert!(limiter.check(&login, "mallory").await.allowed);
 }
 
-/// An override of a prefix no node has used is refused with a 404 naming it, as a ban under a policy no node
-/// has used is: an operator's typo sets nothing that no limit would read. A policy's name where its prefix
-/// belongs is told which prefix to write. Clearing is for any prefix (an override of a policy gone).
+/// An override of a policy no node has used (by name or by prefix) is refused with a 404 naming it, as a ban
+/// under a policy no node has used is: an operator's typo sets nothing that no limit would read. A policy's
+/// name is as good as its prefix. Clearing is for any policy (an override of a policy gone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_override_or_a_ban_of_a_policy_no_node_used_is_a_404_naming_it() {
     let limiter = Limiter::in_memory();
@@ -527,8 +528,8 @@ async fn an_override_or_a_ban_of_a_policy_no_node_used_is_a_404_naming_it() {
         ),
         (
             "/admin/api/overrides",
-            json!({ "prefix": "used", "max": 1 }),
-            "\"api:used:\"",
+            json!({ "policy": "usde", "max": 1 }),
+            "\"usde\"",
         ),
         (
             "/admin/api/bans",
@@ -548,6 +549,11 @@ async fn an_override_or_a_ban_of_a_policy_no_node_used_is_a_404_naming_it() {
     let set = api(at, "PUT", "/admin/api/overrides", Some(known)).await;
     assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
     assert_eq!(limiter.check(&used, "other").await.limit, 1);
+    let by_name = json!({ "policy": "used", "max": 2 });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(by_name)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    assert_eq!(limiter.check(&used, "other").await.limit, 2);
+    assert_eq!(limiter.overrides().len(), 1, "the same override, by name");
     let gone = json!({ "prefix": "api:gone:" });
     let cleared = api(at, "DELETE", "/admin/api/overrides", Some(gone)).await;
     assert_eq!(cleared.status, StatusCode::NO_CONTENT);

@@ -174,7 +174,7 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
     let server = RedisServer::start();
     let (limiter, service) = serve(&server).await;
     // All the traffic comes from one address: its per-client limit raised, the routes' own limits refuse.
-    let roomy = Override::prefix("rate_limit:client:").max(1_000_000);
+    let roomy = Override::policy("rate_limit:client:").max(1_000_000);
     limiter.set_override(roomy).await.unwrap();
     let load = traffic(service);
 

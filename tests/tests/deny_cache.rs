@@ -101,7 +101,7 @@ async fn an_override_clears_what_the_cache_knew() {
     assert!(!limiter.check(&rule, "k").await.allowed);
     assert_eq!(server.calls("evalsha"), before, "answered from the cache");
     limiter
-        .set_override(Override::prefix("api:").max(5))
+        .set_override(Override::policy("api:").max(5))
         .await
         .unwrap();
     assert!(

@@ -507,7 +507,19 @@ async fn the_admin_api_answers_its_token_alone_in_json() {
     assert_eq!(nodes[0]["redis"], "up");
 
     // Overrides: set, listed, in force; cleared.
-    let vip = serde_json::json!({ "prefix": "rate_limit:emp:", "key": "1001", "max": 10, "window_ms": null });
+    // The policy by its name, as inspection and bans name it; a name no node knows is 404.
+    let nameless = serde_json::json!({ "policy": "nobody", "max": 10 });
+    let (unknown, why) = api(at, "PUT", "/admin/api/overrides", Some(nameless)).await;
+    assert_eq!(unknown.status, 404, "{why}");
+    assert!(
+        why["error"]
+            .as_str()
+            .unwrap()
+            .contains("named or prefixed \"nobody\""),
+        "{why}"
+    );
+    let vip =
+        serde_json::json!({ "policy": "employee", "key": "1001", "max": 10, "window_ms": null });
     assert_eq!(
         api(at, "PUT", "/admin/api/overrides", Some(vip))
             .await
@@ -518,7 +530,7 @@ async fn the_admin_api_answers_its_token_alone_in_json() {
     let (_, list) = api(at, "GET", "/admin/api/overrides", None).await;
     assert_eq!(
         list,
-        serde_json::json!([{ "prefix": "rate_limit:emp:", "key": "1001", "max": 10, "window_ms": null, "reserve": null }])
+        serde_json::json!([{ "policy": "employee", "prefix": "rate_limit:emp:", "key": "1001", "max": 10, "window_ms": null, "reserve": null }])
     );
     assert!(limiter.check(&rule, "1001").await.allowed);
     let bad = serde_json::json!({ "prefix": "rate_limit:emp:", "max": -1 });

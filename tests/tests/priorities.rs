@@ -757,7 +757,7 @@ async fn an_override_keeps_a_share_on_every_node() {
     let (a, b) = (server.limiter(), server.limiter());
     let rule = Rule::new().prefix("overridden:").max(10);
     assert!(b.check(&rule, "k").await.allowed);
-    a.set_override(Override::prefix("overridden:").reserve(Priority::Critical, 50))
+    a.set_override(Override::policy("overridden:").reserve(Priority::Critical, 50))
         .await
         .unwrap();
     let started = std::time::Instant::now();

@@ -51,7 +51,7 @@ async fn an_override_made_on_one_runtime_reaches_another_within_a_second() {
     assert!(a.check(&rule, "warm").await.allowed && b.check(&rule, "warm").await.allowed);
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    a.set_override(Override::prefix("rate_limit:emp:").max(2))
+    a.set_override(Override::policy("rate_limit:emp:").max(2))
         .await
         .unwrap();
     let took = until(&b, |o| o.iter().any(|o| o.max_value() == Some(2))).await;
@@ -71,7 +71,7 @@ async fn an_override_made_on_one_runtime_reaches_another_within_a_second() {
     assert_eq!(decision.limit, 2);
 
     // Cleared: back to what the rule says.
-    a.clear_override(&Override::prefix("rate_limit:emp:"))
+    a.clear_override(&Override::policy("rate_limit:emp:"))
         .await
         .unwrap();
     a.clear_override(&Override::key("rate_limit:emp:", "vip"))
@@ -82,7 +82,7 @@ async fn an_override_made_on_one_runtime_reaches_another_within_a_second() {
 
     // The overrides live in Redis: a runtime started later finds them.
     a.set_override(
-        Override::prefix("rate_limit:emp:")
+        Override::policy("rate_limit:emp:")
             .window(Duration::from_secs(1))
             .max(1),
     )
@@ -174,11 +174,11 @@ async fn an_override_of_zero_is_refused_by_every_path() {
     let (memory, redis) = (Limiter::in_memory(), server.limiter());
     for limiter in [&memory, &redis] {
         for zero in [
-            Override::prefix("zero:").max(0),
+            Override::policy("zero:").max(0),
             Override::key("zero:", "k")
                 .max(0)
                 .window(Duration::from_secs(1)),
-            Override::prefix("zero:").window(Duration::ZERO),
+            Override::policy("zero:").window(Duration::ZERO),
             Override::key("zero:", "k").window(Duration::from_nanos(500)),
         ] {
             let error = limiter.set_override(zero.clone()).await.unwrap_err();
@@ -273,7 +273,7 @@ async fn a_decision_costs_one_round_trip_whatever_the_overrides() {
     let rule = Rule::new().prefix("api:").max(1_000);
     limiter.check(&rule, "warm").await;
     limiter
-        .set_override(Override::prefix("api:").max(500))
+        .set_override(Override::policy("api:").max(500))
         .await
         .unwrap();
     limiter
@@ -385,7 +385,7 @@ async fn defaults_resolve_by_the_longest_module_path_and_the_attribute_wins() {
 
     // An override wins over everything.
     limiter
-        .set_override(Override::prefix("billing:").max(6))
+        .set_override(Override::policy("billing:").max(6))
         .await
         .unwrap();
     limiter
@@ -419,4 +419,61 @@ async fn shadow_mode_counts_in_redis_but_never_rejects() {
         "new_limit:run_time_control%3A%3Arolled_out",
     );
     assert_eq!(counted, 2);
+}
+
+/// An override names its policy as bans and inspection do, by its name: resolved to the policy's prefix,
+/// here from the report of the node that decided under it (this one never has), and its key escaped under
+/// that prefix. A name no node knows is taken as a prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_override_names_its_policy_by_name_from_any_node() {
+    let server = RedisServer::start();
+    let (a, b) = (server.limiter(), server.limiter());
+    let rule = Rule::new()
+        .prefix("rate_limit:emp:")
+        .name("employees")
+        .max(5)
+        .window(Duration::from_secs(60));
+    assert!(a.check(&rule, "warm").await.allowed);
+    // b has decided nothing under it: it learns the name from a's report, written by a's heartbeat.
+    let started = Instant::now();
+    while !b
+        .overview()
+        .await
+        .policies
+        .iter()
+        .any(|p| p.policy == "employees")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a's report never came"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    b.set_override(Override::key("employees", "team:7").max(1))
+        .await
+        .unwrap();
+    let aimed = |o: &[Override]| {
+        o.iter()
+            .any(|o| o.target_prefix() == "rate_limit:emp:" && o.max_value() == Some(1))
+    };
+    until(&a, aimed).await;
+    assert_eq!(
+        admitted(&a, &rule, "team:7", 3).await,
+        1,
+        "the key's override is in force"
+    );
+    assert_eq!(
+        admitted(&a, &rule, "team:8", 3).await,
+        3,
+        "another key is not"
+    );
+    b.clear_override(&Override::key("employees", "team:7"))
+        .await
+        .unwrap();
+    until(&a, |o| o.is_empty()).await;
+    // A name no node knows: a prefix, as before any call under it.
+    b.set_override(Override::policy("later:").max(3))
+        .await
+        .unwrap();
+    assert!(b.overrides().iter().any(|o| o.target_prefix() == "later:"));
 }

@@ -7,8 +7,8 @@
 //!
 //! | # | source | set with | scope |
 //! |---|---|---|---|
-//! | 1 | a run-time override of one key (`max`, `window`) | `limiter.set_override(Override::key(prefix, key).max(..))` | one key of a limit, every node |
-//! | 2 | a run-time override of a prefix (`max`, `window`) | `limiter.set_override(Override::prefix(prefix).max(..))` | every key of a limit, every node |
+//! | 1 | a run-time override of one key (`max`, `window`) | `limiter.set_override(Override::key(policy, key).max(..))` | one key of a limit, every node |
+//! | 2 | a run-time override of a policy (`max`, `window`) | `limiter.set_override(Override::policy(policy).max(..))` | every key of a limit, every node |
 //! | 3 | the attribute's arguments, or the plain API's `Rule` | `#[rate_limit(max = 5)]`, `Rule::new().max(5)` | one function, or one rule |
 //! | 4 | module defaults, innermost module first | [`LimiterBuilder::defaults_for`](crate::LimiterBuilder::defaults_for) | a module and the modules inside it |
 //! | 5 | crate-wide defaults | [`LimiterBuilder::max`](crate::LimiterBuilder::max), [`prefix`](crate::LimiterBuilder::prefix), ... or the [environment](super::redis#the-environment) | everything |
@@ -33,8 +33,9 @@
 //!
 //! ## Run-time overrides
 //!
-//! An operator can change a limit's `max` and `window` while the service runs, for every key of a limit (by
-//! its prefix) or for one key:
+//! An operator can change a limit's `max` and `window` while the service runs, for every key of a policy or
+//! for one key. A policy is named as everywhere else (bans, inspection, the admin API, the page): by its
+//! name, or by its prefix.
 //!
 //! ```
 //! use limiter_runtime::{Limiter, Override, Rule};
@@ -42,11 +43,12 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
 //! let limiter = Limiter::in_memory();
-//! let employees = Rule::new().prefix("rate_limit:emp:").max(5);
+//! let employees = Rule::new().prefix("rate_limit:emp:").name("employees").max(5);
+//! limiter.check(&employees, "1000").await;
 //!
-//! // Every employee: 10 per 5 s.
-//! limiter.set_override(Override::prefix("rate_limit:emp:").max(10).window(Duration::from_secs(5))).await?;
-//! // Employee 1001 alone: 1 per window. A key's own override wins over its prefix's.
+//! // Every employee: 10 per 5 s (the policy by its name).
+//! limiter.set_override(Override::policy("employees").max(10).window(Duration::from_secs(5))).await?;
+//! // Employee 1001 alone: 1 per window (the policy by its prefix). A key's own override wins.
 //! limiter.set_override(Override::key("rate_limit:emp:", "1001").max(1)).await?;
 //! assert!(limiter.check(&employees, "1001").await.allowed);
 //! assert!(!limiter.check(&employees, "1001").await.allowed);

@@ -73,12 +73,36 @@ impl Limiter {
     /// # Ok(()) }
     /// ```
     pub async fn set_override(&self, change: Override) -> Result<(), Error> {
+        let change = self.aim(change).await;
         self.change(Change::Set(change.valid()?)).await
     }
 
-    /// Removes the override of `target`'s prefix (and key): only its target matters, not what it set.
+    /// Removes the override of `target`'s policy (and key): only its target matters, not what it set.
     pub async fn clear_override(&self, target: &Override) -> Result<(), Error> {
-        self.change(Change::Clear(target.clone())).await
+        let target = self.aim(target.clone()).await;
+        self.change(Change::Clear(target)).await
+    }
+
+    /// Returns `change` aimed at the prefix of the policy it names: a prefix this node decides under is one
+    /// already; a name this node, else another node (by the reports in Redis), knows is its policy's prefix;
+    /// anything else is taken as a prefix.
+    async fn aim(&self, change: Override) -> Override {
+        let named = change.target_prefix();
+        let watch = &self.pipeline.observers.watch;
+        if watch.knows_prefix(named) {
+            return change;
+        }
+        let prefix = match watch.prefix_named(named) {
+            Some(prefix) => Some(prefix),
+            None => match self.pipeline.backend.operations().reports().await {
+                Ok(reports) => crate::watch::prefix_named_in(&reports, named),
+                Err(_) => None,
+            },
+        };
+        match prefix {
+            Some(prefix) => change.aimed_at(prefix),
+            None => change,
+        }
     }
 
     /// Returns the overrides in force, as this runtime last saw them.

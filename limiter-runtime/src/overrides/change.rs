@@ -11,49 +11,83 @@ use crate::{Error, Priority};
 /// The hash's field that holds the switch of every runtime: `on` or `off` (absent: on).
 pub(crate) const SWITCH: &str = "switch";
 
-/// A run-time change to a limit: every limit under `prefix`, or one key of it.
+/// A run-time change to a limit: every key of a policy, or one key of it.
+///
+/// A policy is named as everywhere else (bans, inspection, the admin API, the page): by its name (the
+/// rule's [`name`](crate::Rule::name), the attribute's `name = ".."`), or by its prefix. A name is resolved to
+/// its policy's prefix when the override is set, by what this node has decided, else by what the nodes
+/// report; anything no node knows as a name is taken as a prefix (an override may be set before its limit's
+/// first call).
 ///
 /// What an override sets wins over everything else (see the crate's resolution order); what it leaves out
-/// is resolved as usual. A key's own override wins over its prefix's.
+/// is resolved as usual. A key's own override wins over its policy's.
 ///
 /// ```
 /// use limiter_runtime::Override;
 /// use std::time::Duration;
 ///
-/// // Every employee: 10 lookups per 5 s.
-/// let all = Override::prefix("rate_limit:emp:").max(10).window(Duration::from_secs(5));
+/// // Every employee: 10 lookups per 5 s (the policy by its prefix; its name would do).
+/// let all = Override::policy("rate_limit:emp:").max(10).window(Duration::from_secs(5));
 /// // Employee 1001 alone: 1 per window.
 /// let one = Override::key("rate_limit:emp:", "1001").max(1);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Override {
+    /// The prefix of the limits overridden (until resolved, what the caller named: a name or a prefix).
     pub(super) prefix: String,
+    /// The key, as its store key writes it after its prefix.
     pub(super) key: Option<String>,
+    /// The key as the caller wrote it, until the policy is resolved (its store key depends on the prefix).
+    pub(super) key_text: Option<String>,
     pub(super) limits: Limits,
 }
 
+/// Two overrides are equal when they aim at the same target with the same limits (however the key was given).
+impl PartialEq for Override {
+    fn eq(&self, other: &Override) -> bool {
+        (&self.prefix, &self.key, &self.limits) == (&other.prefix, &other.key, &other.limits)
+    }
+}
+
+impl Eq for Override {}
+
 impl Override {
-    /// Creates an override of every limit whose prefix is `prefix`.
-    pub fn prefix(prefix: impl Into<String>) -> Override {
+    /// Creates an override of every key of `policy`: its name, or its prefix.
+    pub fn policy(policy: impl Into<String>) -> Override {
         Override {
-            prefix: prefix.into(),
+            prefix: policy.into(),
             key: None,
+            key_text: None,
             limits: Limits::default(),
         }
     }
 
-    /// Creates an override of the limit of one key under `prefix` (the key as the attribute formats it: the parts of
-    /// a key list joined with `:`).
-    pub fn key(prefix: impl Into<String>, key: impl fmt::Display) -> Override {
-        let prefix = prefix.into();
+    /// Creates an override of one key of `policy` (its name, or its prefix; the key as the attribute formats
+    /// it: the parts of a key list joined with `:`).
+    pub fn key(policy: impl Into<String>, key: impl fmt::Display) -> Override {
+        let policy = policy.into();
+        let key = key.to_string();
         Override {
             // Escaped and bounded as store keys are, so that the override finds its limit.
             key: Some(crate::key::StoreKey::rest_of(
-                &prefix,
+                &policy,
                 format_args!("{key}"),
             )),
-            ..Override::prefix(prefix)
+            key_text: Some(key),
+            ..Override::policy(policy)
         }
+    }
+
+    /// Returns this override aimed at `prefix`, the prefix of the policy it named.
+    pub(crate) fn aimed_at(mut self, prefix: String) -> Override {
+        if let Some(key) = &self.key_text {
+            self.key = Some(crate::key::StoreKey::rest_of(
+                &prefix,
+                format_args!("{key}"),
+            ));
+        }
+        self.prefix = prefix;
+        self
     }
 
     /// Sets the new admissions per window: at least 1. A limit of zero would refuse every call, as `max = 0` on
@@ -84,6 +118,7 @@ impl Override {
         Override {
             prefix,
             key,
+            key_text: None,
             limits,
         }
     }
@@ -197,11 +232,7 @@ impl Override {
                 _ => return None,
             }
         }
-        Some(Override {
-            prefix,
-            key,
-            limits,
-        })
+        Some(Override::with(prefix, key, limits))
     }
 }
 
@@ -297,15 +328,15 @@ mod tests {
     #[test]
     fn fields_and_values_round_trip_for_any_text() {
         for o in [
-            Override::prefix("rate_limit:emp:").max(10),
+            Override::policy("rate_limit:emp:").max(10),
             Override::key("p:", "a:b\n{c}").window(Duration::from_millis(1500)),
             Override::key("", "").max(1).window(Duration::from_secs(1)),
-            Override::prefix("3:x").max(0),
+            Override::policy("3:x").max(0),
         ] {
             assert_eq!(Override::parse(&o.field(), &o.value()), Some(o));
         }
         assert_ne!(
-            Override::prefix("ab").field(),
+            Override::policy("ab").field(),
             Override::key("a", "b").field()
         );
         assert_eq!(Override::parse("junk", "max=1"), None);
@@ -316,20 +347,20 @@ mod tests {
     fn a_limit_of_zero_is_invalid() {
         let second = Duration::from_secs(1);
         for (o, why) in [
-            (Override::prefix("p:").max(0), Some("max is at least 1")),
+            (Override::policy("p:").max(0), Some("max is at least 1")),
             (Override::key("p:", "k").max(0).window(second), Some("max")),
-            (Override::prefix("p:").window(Duration::ZERO), Some("1 µs")),
+            (Override::policy("p:").window(Duration::ZERO), Some("1 µs")),
             (
-                Override::prefix("p:").window(Duration::from_nanos(999)),
+                Override::policy("p:").window(Duration::from_nanos(999)),
                 Some("1 µs"),
             ),
             (
-                Override::prefix("p:")
+                Override::policy("p:")
                     .max(1)
                     .window(Duration::from_micros(1)),
                 None,
             ),
-            (Override::prefix("p:"), None),
+            (Override::policy("p:"), None),
         ] {
             let invalid = o.invalid();
             assert_eq!(invalid.is_some(), why.is_some(), "{o:?}");
@@ -346,7 +377,7 @@ mod tests {
     fn changes_round_trip_through_operation_field_and_value() {
         for change in [
             Change::Set(Override::key("p:", "a\nb").max(3)),
-            Change::Clear(Override::prefix("p:")),
+            Change::Clear(Override::policy("p:")),
             Change::Switch(false),
             Change::Switch(true),
             Change::Banning {

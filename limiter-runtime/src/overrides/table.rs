@@ -161,7 +161,7 @@ mod tests {
     fn a_key_override_wins_over_its_prefix_and_is_completed_by_it() {
         let table = Table::default();
         table.change(
-            &Override::prefix("p:")
+            &Override::policy("p:")
                 .max(10)
                 .window(Duration::from_secs(5)),
             true,
@@ -174,7 +174,7 @@ mod tests {
             (Some(100), Some(Duration::from_secs(5)))
         );
         assert_eq!(table.lookup("q:", "vip"), None);
-        table.change(&Override::prefix("p:"), false);
+        table.change(&Override::policy("p:"), false);
         assert_eq!(table.lookup("p:", "anyone"), None);
         assert_eq!(table.lookup("p:", "vip").unwrap().max, Some(100));
         assert_eq!((table.len(), table.list().len()), (1, 1));
@@ -190,7 +190,7 @@ mod tests {
         }
         table.change(&Override::key("p:", "b").max(1), true);
         table.change(&Override::key("q:", "a").max(1), false);
-        table.change(&Override::prefix("q:"), false);
+        table.change(&Override::policy("q:"), false);
         assert_eq!(table.len(), 2);
         assert_eq!(table.lookup("p:", "a").unwrap().max, Some(3));
         table.change(&Override::key("p:", "a"), false);
@@ -217,7 +217,7 @@ mod tests {
         table.change(&Override::key("p:", "old").max(1), true);
         table.replace([
             Override::key("p:", "new").max(2),
-            Override::prefix("q:").max(3),
+            Override::policy("q:").max(3),
         ]);
         assert_eq!(table.lookup("p:", "old"), None);
         assert_eq!(table.lookup("p:", "new").unwrap().max, Some(2));

@@ -154,6 +154,18 @@ impl Watch {
         }
     }
 
+    /// Returns whether a policy seen here has the prefix `prefix`.
+    pub(crate) fn knows_prefix(&self, prefix: &str) -> bool {
+        self.policies.load().values().any(|t| t.prefix == prefix)
+    }
+
+    /// Returns the prefix of the policy seen here named `name`.
+    pub(crate) fn prefix_named(&self, name: &str) -> Option<String> {
+        let policies = self.policies.load();
+        let named = policies.values().find(|t| t.policy == name);
+        named.map(|t| t.prefix.to_string())
+    }
+
     /// Returns the rule of the policy named (or prefixed) `policy`, as first seen here (what the admin API inspects a
     /// key under).
     pub(crate) fn rule_of(&self, policy: &str) -> Option<Rule> {
@@ -173,6 +185,15 @@ pub(crate) fn rule_in(reports: &[(NodeReport, Duration)], policy: &str) -> Optio
         .flat_map(|(report, _)| &report.policies)
         .filter(|p| p.policy == policy || p.prefix == policy)
         .find_map(|p| p.rule.clone())
+}
+
+/// Finds the prefix of the policy named `name` in the nodes' `reports`.
+pub(crate) fn prefix_named_in(reports: &[(NodeReport, Duration)], name: &str) -> Option<String> {
+    reports
+        .iter()
+        .flat_map(|(report, _)| &report.policies)
+        .find(|p| p.policy == name)
+        .map(|p| p.prefix.clone())
 }
 
 /// Merges the service's view from each node's report (`this` is this node's, read now; the others' as Redis holds

@@ -167,14 +167,20 @@ pub(super) async fn nodes(State(door): State<Door>) -> Response {
     fresh(Value::Array(nodes))
 }
 
-/// Answers `GET /api/overrides`.
+/// Answers `GET /api/overrides`: each with its policy's name, when a node has reported the policy.
 pub(super) async fn overrides(State(door): State<Door>) -> Response {
+    let overview = door.limiter.overview().await;
+    let name_of = |prefix: &str| {
+        let policy = overview.policies.iter().find(|p| p.prefix == prefix);
+        policy.map(|p| p.policy.clone())
+    };
     let list: Vec<Value> = door
         .limiter
         .overrides()
         .iter()
         .map(|o| {
             json!({
+                "policy": name_of(o.target_prefix()),
                 "prefix": o.target_prefix(),
                 "key": o.target_key(),
                 "max": o.max_value(),
@@ -191,15 +197,16 @@ pub(super) fn json(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))
 }
 
-/// Returns the override a request's body names: `{"prefix", "key"}`; else why not.
+/// Returns the override a request's body names: `{"policy", "key"}`, the policy by its name or its prefix
+/// (`"prefix"` is still read for `"policy"`); else why not.
 fn target(body: &Value) -> Result<Override, String> {
-    let prefix = match body.get("prefix") {
-        Some(Value::String(prefix)) if !prefix.is_empty() => prefix,
-        _ => return Err("prefix is a non-empty string".into()),
+    let policy = match body.get("policy").or_else(|| body.get("prefix")) {
+        Some(Value::String(policy)) if !policy.is_empty() => policy,
+        _ => return Err("policy is a non-empty string: a policy's name or its prefix".into()),
     };
     Ok(match body.get("key") {
-        None | Some(Value::Null) => Override::prefix(prefix.as_str()),
-        Some(Value::String(key)) => Override::key(prefix.as_str(), key),
+        None | Some(Value::Null) => Override::policy(policy.as_str()),
+        Some(Value::String(key)) => Override::key(policy.as_str(), key),
         Some(_) => return Err("key is a string or null".into()),
     })
 }
@@ -250,33 +257,32 @@ fn change(body: &Value) -> Result<Override, String> {
     Ok(change)
 }
 
-/// Returns why an override of `prefix` is refused when no node has decided a limit under it (an operator's typo would
-/// set an override that no limit reads), as a ban or an inspection is for a policy no node has used; `None`
-/// when one has.
-async fn unused(door: &Door, prefix: &str) -> Option<Response> {
+/// Returns the prefix of the policy `named` (its name, or its prefix) as the nodes report it; else why an
+/// override of it is refused: no node has decided a limit under it (an operator's typo would set an override
+/// that no limit reads), as a ban or an inspection is for a policy no node has used.
+async fn policy_prefix(door: &Door, named: &str) -> Result<String, Response> {
     let overview = door.limiter.overview().await;
-    if overview.policies.iter().any(|p| p.prefix == prefix) {
-        return None;
+    let policies = &overview.policies;
+    if let Some(policy) = policies.iter().find(|p| p.policy == named) {
+        return Ok(policy.prefix.clone());
     }
-    let named = overview.policies.iter().find(|p| p.policy == prefix);
-    Some(match (named, overview.partial) {
-        (Some(policy), _) => error(
-            StatusCode::NOT_FOUND,
-            format!(
-                "the policy named {prefix:?} has the prefix {:?}: an override names a prefix",
-                policy.prefix
-            ),
-        ),
-        (None, true) => error(
+    if policies.iter().any(|p| p.prefix == named) {
+        return Ok(named.to_owned());
+    }
+    Err(match overview.partial {
+        true => error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
-                "no node is known to use the prefix {prefix:?}: Redis, which holds the other nodes' \
-                 reports, did not answer"
+                "no node is known to use a policy named or prefixed {named:?}: Redis, which holds the \
+                 other nodes' reports, did not answer"
             ),
         ),
-        (None, false) => error(
+        false => error(
             StatusCode::NOT_FOUND,
-            format!("no node has used the prefix {prefix:?}: an override of it would change no limit"),
+            format!(
+                "no node has used a policy named or prefixed {named:?}: an override of it would change \
+                 no limit"
+            ),
         ),
     })
 }
@@ -303,15 +309,16 @@ fn described(o: &Override) -> String {
     }
 }
 
-/// Answers `PUT /api/overrides`: 404 for a prefix no node has used.
+/// Answers `PUT /api/overrides`: 404 for a policy no node has used.
 pub(super) async fn set_override(State(door): State<Door>, body: Bytes) -> Response {
     let change = match json(&body).and_then(|body| change(&body)) {
         Ok(change) => change,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
-    if let Some(refused) = unused(&door, change.target_prefix()).await {
-        return refused;
-    }
+    let change = match policy_prefix(&door, change.target_prefix()).await {
+        Ok(prefix) => change.aimed_at(prefix),
+        Err(refused) => return refused,
+    };
     let what = format!("set {}", described(&change));
     match door.limiter.set_override(change).await {
         Ok(()) => changed(StatusCode::NO_CONTENT.into_response(), what),
