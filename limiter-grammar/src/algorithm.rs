@@ -73,11 +73,13 @@ impl Algorithm {
     ];
 
     /// Returns its name.
+    #[inline]
     pub const fn name(self) -> &'static str {
         NAMES[self as usize]
     }
 
     /// Returns the code the scripts know it by: its place in [`NAMES`], from 1.
+    #[inline]
     pub const fn code(self) -> u8 {
         self as u8 + 1
     }

@@ -12,8 +12,9 @@
 //!    reports), and an admitted call first waits for its slot.
 //!
 //! Each decision is reported once, where it is made, to the limiter's [`Observers`].
-//! What this process decides is decided when called, with the limiter borrowed; only a Redis round trip or a
-//! slot to wait for is left to await.
+//! What this process decides is decided at once (at a request's first poll, or when the attribute's call is
+//! made), with the limiter borrowed; only a Redis round trip is left to await, and a slot to wait for is the
+//! limiter's (`limiter/waiting.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -248,16 +249,16 @@ impl Pipeline {
         }
     }
 
-    /// Decides `call`, taken by value, and returns `then` of it and its ruling: at once, or with the round trip
-    /// left to await (the call is moved into the future only then; decided at once, nothing large is moved).
+    /// Decides `call` (owned, or borrowed from where it stays put), and returns `then` of it and its ruling: at
+    /// once, or with the round trip left to await (an owned call is moved into the future only then).
     /// What a check keeps (each limit's decision, or the call beside its ruling) is `then`'s to make.
     #[inline(always)]
-    pub(crate) fn decide<'a, 'r: 'a, T: Send + 'a>(
+    pub(crate) fn decide<'a, C: AsCall + Send + 'a, T: Send + 'a>(
         &'a self,
-        call: Call<'r>,
-        then: ThenFn<Call<'r>, T>,
-    ) -> Deciding<'a, Call<'r>, T> {
-        match self.decide_now(&call) {
+        call: C,
+        then: ThenFn<C, T>,
+    ) -> Deciding<'a, C, T> {
+        match self.decide_now(call.as_call()) {
             Ok(decided) => Deciding::Now(now(then(self, call, decided))),
             Err(pending) => self.deciding(call, pending, then),
         }
@@ -303,14 +304,28 @@ impl Pipeline {
                 let verdict = pipeline.slot_or_refusal(&call, &decided);
                 Either::Left(now(verdict.map(|_| then(owner, call, decided))))
             }
-            decided => {
+            // Admitted or not, its slot (if any) is waited for in its node's line (rare).
+            Ok(decided) => {
+                let owner = owner.clone();
+                Either::Right(Box::pin(async move {
+                    let slot = owner.pipeline().slot_or_refusal(&call, &decided)?;
+                    let enforced = Enforced {
+                        call,
+                        decided,
+                        slot,
+                    };
+                    let (call, decided) = owner.after_slot(enforced, priority).await?;
+                    Ok(then(&owner, call, decided))
+                }))
+            }
+            // As `enforce`, with what the caller keeps made at once when there is no slot to wait for: one
+            // future fewer around the round trip's (the attribute's Redis path counts about 800 instructions
+            // less).
+            Err(pending) => {
                 let owner = owner.clone();
                 Either::Right(Box::pin(async move {
                     let pipeline = owner.pipeline();
-                    let decided = match decided {
-                        Ok(decided) => decided,
-                        Err(pending) => pipeline.ruling_later(&call, pending).await,
-                    };
+                    let decided = pipeline.ruling_later(&call, pending).await;
                     let slot = pipeline.slot_or_refusal(&call, &decided)?;
                     if !waits {
                         return Ok(then(&owner, call, decided));

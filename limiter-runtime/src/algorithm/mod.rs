@@ -120,6 +120,7 @@ impl Algorithm {
     }
 
     /// Returns it as the grammar knows it, which gives its name and the code the scripts know it by.
+    #[inline]
     pub(crate) const fn grammar(self) -> limiter_grammar::Algorithm {
         match self {
             Algorithm::SlidingLog => limiter_grammar::Algorithm::SlidingLog,

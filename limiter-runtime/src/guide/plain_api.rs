@@ -253,8 +253,7 @@
 //! rule once and returns a [`Limit`](crate::Limit), whose verbs ([`check`](crate::Limit::check),
 //! [`enforce`](crate::Limit::enforce), ...) take keys already written out as `&str`.
 //! A `Limit` shares its counts with `Limiter::check` (the same rule and key are one count), and overrides and
-//! the switches apply to it on every call. It decides when it is called: in memory, the future it returns
-//! is already complete. A `Limit` is cheap to clone; build one per rule at start-up and keep it.
+//! the switches apply to it on every call. In memory, its request completes at its first poll. A `Limit` is cheap to clone; build one per rule at start-up and keep it.
 //!
 //! ```
 //! use limiter_runtime::{Limiter, Rule};

@@ -15,9 +15,9 @@ use crate::{Limiter, Rule};
 /// [overrides](crate::Override) and the switches ([`set_enabled`](Limiter::set_enabled)) apply to both, on
 /// every call.
 ///
-/// A `Limit` decides when it is called: the future it returns is already complete when the decision needed
-/// nothing but this process (in memory, a cached denial, the switch off, the breaker open), and awaits only a
-/// Redis round trip (or a leaky bucket's slot) otherwise. Await it at once, as with any call.
+/// A `Limit`'s request decides at its first poll: it completes there when the decision needs nothing but this
+/// process (in memory, a cached denial, the switch off, the breaker open), and awaits only a Redis round trip
+/// (or a leaky bucket's slot) otherwise.
 ///
 /// Cheap to clone (a handle to the limiter and the rule); build one per rule, at start-up, and keep it.
 ///

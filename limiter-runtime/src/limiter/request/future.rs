@@ -1,39 +1,61 @@
-//! The futures of a check and of an enforced call of one limit, unboxed on the hot path. What this process
-//! decides is decided when the request is awaited (in memory, a cached denial, the switch off, the breaker
-//! open); only a Redis round trip is left to poll. A call that holds a permit, or has a slot to wait for, is
-//! boxed (rare).
+//! The futures of a check and of an enforced call of one limit, unboxed on the hot path. Each holds its call
+//! in place and lends it to the decision (as an `async fn` would hold it in its frame): a round trip to Redis
+//! boxes a borrow, not the call. What this process decides is decided at the first poll (in memory, a cached
+//! denial, the switch off, the breaker open); only a Redis round trip is left to poll. A call that holds a
+//! permit, or has a slot to wait for, is boxed whole (rare).
 
 use std::future::Future;
+use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_util::future::BoxFuture;
 
 use crate::call::Call;
-use crate::pipeline::{Admitted, Deciding};
+use crate::pipeline::{Deciding, ThenFn};
 use crate::{Decision, Limiter, Priority, RateLimited};
 
 /// The future of a [`check`](super::ask::Check) of one limit: what awaiting its
 /// [`Request`](super::Request) polls.
 #[must_use = "futures do nothing unless polled"]
-pub struct CheckFuture<'a>(Checking<'a>);
-
-// The decision in place, unboxed (the hot path's): far larger than a box, and polled far more often.
-#[allow(clippy::large_enum_variant)]
-enum Checking<'a> {
-    Deciding(Deciding<'a, Call<'a>, Decision>),
-    Boxed(BoxFuture<'a, Decision>),
-}
+pub struct CheckFuture<'a>(Asked<'a, Decision>);
 
 /// The future of an [`enforce`](super::ask::Enforce)d call of one limit: what awaiting its
 /// [`Request`](super::Request) polls.
 #[must_use = "futures do nothing unless polled"]
-pub struct EnforceFuture<'a>(Enforcing<'a>);
+pub struct EnforceFuture<'a>(Asked<'a, Result<Decision, RateLimited>>);
 
-#[allow(clippy::large_enum_variant)]
-enum Enforcing<'a> {
-    Deciding(Deciding<'a, Call<'a>, Admitted<'a>>),
-    Boxed(BoxFuture<'a, Result<Decision, RateLimited>>),
+/// A call asked: decided in place, lending the call it holds; or boxed whole.
+enum Asked<'a, T> {
+    InPlace(InPlace<'a, T>),
+    Boxed(BoxFuture<'a, T>),
+}
+
+/// A call decided where it lies. Pinned (`!Unpin`): the decision borrows `call`, which never moves once it
+/// is polled, and is declared first, so that it is dropped before the call it borrows.
+struct InPlace<'a, T> {
+    deciding: Option<Deciding<'a, &'a Call<'a>, T>>,
+    limiter: &'a Limiter,
+    then: ThenFn<&'a Call<'a>, T>,
+    call: Call<'a>,
+    _pinned: PhantomPinned,
+}
+
+impl<'a, T: Send + 'a> InPlace<'a, T> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        // SAFETY: nothing is moved out of `self`, which is pinned: `call` stays where it is for as long as
+        // `self` lives, and `deciding`, which borrows it, is dropped first (declared first; and replaced only
+        // while empty). So the borrow made here, said to live for `'a`, ends before the call does.
+        let this = unsafe { self.get_unchecked_mut() };
+        let deciding = match &mut this.deciding {
+            Some(deciding) => deciding,
+            empty => {
+                let call: &'a Call<'a> = unsafe { &*std::ptr::addr_of!(this.call) };
+                empty.insert(this.limiter.pipeline.decide(call, this.then))
+            }
+        };
+        Pin::new(deciding).poll(cx)
+    }
 }
 
 impl<'a> CheckFuture<'a> {
@@ -41,9 +63,9 @@ impl<'a> CheckFuture<'a> {
     /// [`Limiter::let_go`]).
     #[inline(always)]
     pub(crate) fn new(limiter: &'a Limiter, call: Call<'a>) -> CheckFuture<'a> {
-        let pipeline = &limiter.pipeline;
         if call.holds_permits() {
-            return CheckFuture(Checking::Boxed(Box::pin(async move {
+            let pipeline = &limiter.pipeline;
+            return CheckFuture(Asked::Boxed(Box::pin(async move {
                 let (call, decided) = pipeline
                     .decide(call, |_, call, decided| (call, decided))
                     .await;
@@ -51,9 +73,13 @@ impl<'a> CheckFuture<'a> {
                 decided.decision()
             })));
         }
-        CheckFuture(Checking::Deciding(
-            pipeline.decide(call, |_, _, decided| decided.decision()),
-        ))
+        CheckFuture(Asked::InPlace(InPlace {
+            deciding: None,
+            limiter,
+            then: |_, _, decided| decided.decision(),
+            call,
+            _pinned: PhantomPinned,
+        }))
     }
 }
 
@@ -67,13 +93,35 @@ impl<'a> EnforceFuture<'a> {
         priority: Priority,
     ) -> EnforceFuture<'a> {
         if call.holds_permits() || call.may_wait_for_slot() {
-            return EnforceFuture(Enforcing::Boxed(Box::pin(async move {
+            return EnforceFuture(Asked::Boxed(Box::pin(async move {
                 let (call, decided) = limiter.admit(call, priority).await?;
                 limiter.let_go(&call, &decided).await;
                 Ok(decided.decision())
             })));
         }
-        EnforceFuture(Enforcing::Deciding(limiter.pipeline.enforce(call)))
+        // No slot to wait for: the call's verdict is all there is.
+        EnforceFuture(Asked::InPlace(InPlace {
+            deciding: None,
+            limiter,
+            then: |pipeline, call, decided| {
+                let verdict = pipeline.slot_or_refusal(call, &decided);
+                verdict.map(|_| decided.decision())
+            },
+            call,
+            _pinned: PhantomPinned,
+        }))
+    }
+}
+
+impl<'a, T: Send + 'a> Asked<'a, T> {
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        // SAFETY: a pinned projection: neither variant is moved out of, and the in-place one is polled
+        // pinned where it lies.
+        match unsafe { self.get_unchecked_mut() } {
+            Asked::InPlace(in_place) => unsafe { Pin::new_unchecked(in_place) }.poll(cx),
+            Asked::Boxed(boxed) => boxed.as_mut().poll(cx),
+        }
     }
 }
 
@@ -82,10 +130,8 @@ impl Future for CheckFuture<'_> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Decision> {
-        match &mut self.get_mut().0 {
-            Checking::Deciding(deciding) => Pin::new(deciding).poll(cx),
-            Checking::Boxed(boxed) => boxed.as_mut().poll(cx),
-        }
+        // SAFETY: a pinned projection to the only field.
+        unsafe { self.map_unchecked_mut(|future| &mut future.0) }.poll(cx)
     }
 }
 
@@ -94,13 +140,8 @@ impl Future for EnforceFuture<'_> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.get_mut().0 {
-            // No slot to wait for: the call's verdict is all there is.
-            Enforcing::Deciding(deciding) => Pin::new(deciding)
-                .poll(cx)
-                .map(|admitted| admitted.map(|enforced| enforced.decided.decision())),
-            Enforcing::Boxed(boxed) => boxed.as_mut().poll(cx),
-        }
+        // SAFETY: a pinned projection to the only field.
+        unsafe { self.map_unchecked_mut(|future| &mut future.0) }.poll(cx)
     }
 }
 
