@@ -33,8 +33,10 @@ pub const ALGORITHMS: [Algorithm; 5] = Algorithm::ALL;
 /// Captures what the limiter logs, to assert on warn-level events.
 pub mod logs {
     use std::io::Write;
-    use std::sync::{Arc, Mutex};
+    use std::sync::{Arc, Mutex, OnceLock};
 
+    use tracing::subscriber::Interest;
+    use tracing::{span, Dispatch, Event, Metadata};
     use tracing_subscriber::fmt::MakeWriter;
 
     /// A `tracing` subscriber's output, kept in memory.
@@ -43,7 +45,12 @@ pub mod logs {
 
     impl Captured {
         /// A subscriber writing every event at `TRACE` and above into this buffer, without colours.
+        ///
+        /// It holds every event of the thread or task it is the subscriber of, even one whose callsite
+        /// another thread, logging into no subscriber, met first: see `Undecided`.
         pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync {
+            static UNDECIDED: OnceLock<Dispatch> = OnceLock::new();
+            UNDECIDED.get_or_init(|| Dispatch::new(Undecided));
             tracing_subscriber::fmt()
                 .with_writer(self.clone())
                 .with_ansi(false)
@@ -55,6 +62,39 @@ pub mod logs {
         pub fn text(&self) -> String {
             String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
         }
+    }
+
+    /// A subscriber that is no thread's, registered once and kept for good, so that `tracing` never caches
+    /// a callsite as of no interest to every thread. While a single subscriber is registered, `tracing`
+    /// decides the interest of a callsite met for the first time by the subscriber of the thread that meets
+    /// it, and keeps that answer: met first by a test logging into no subscriber, beside a test that
+    /// captures (a test binary runs its tests on parallel threads), the callsite would be dropped for the
+    /// capturing test too. With this one registered beside, every callsite stays of interest "sometimes",
+    /// and each event asks the subscriber of its own thread.
+    struct Undecided;
+
+    impl tracing::Subscriber for Undecided {
+        fn register_callsite(&self, _: &'static Metadata<'static>) -> Interest {
+            Interest::sometimes()
+        }
+
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            false
+        }
+
+        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+            span::Id::from_u64(1)
+        }
+
+        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+
+        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+
+        fn event(&self, _: &Event<'_>) {}
+
+        fn enter(&self, _: &span::Id) {}
+
+        fn exit(&self, _: &span::Id) {}
     }
 
     impl Write for Captured {

@@ -4,6 +4,7 @@
 //! or from the forwarded-header rules, else one shared key; without Redis the same holds per node. A viewer
 //! reads and changes nothing (403); every change is on the record the other node lists, and in the log.
 //! Clients are told apart by the loopback address they connect from (127.0.0.2, 127.0.0.3, ...).
+//! (A test binary of its own: one test sets the process's global log subscriber.)
 
 mod fields;
 

@@ -1,6 +1,6 @@
 //! The `test-clock` feature cannot be turned on outside this workspace: a fresh crate that asks for it, built
 //! where this workspace's `.cargo/config.toml` does not apply, fails to compile and says why; the same crate
-//! without it compiles.
+//! without it compiles. (A test binary of its own: that build keeps both cores busy for most of a minute.)
 
 use std::path::Path;
 use std::process::Command;

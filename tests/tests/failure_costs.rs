@@ -1,7 +1,8 @@
 //! What each Redis failure costs the callers, measured under load: the slowest call, the decisions made
 //! without Redis (degraded) and how long after the fault ends until Redis decides again. The guide's table
 //! "What a failure costs" (`limiter_runtime::guide::failures`) quotes a run
-//! (`cargo test -p tests --test failure_costs -- --nocapture`).
+//! (`cargo test -p tests --test failure_costs -- --nocapture`). (A test binary of its own: what it bounds is a
+//! fault's cost, not the load of other tests beside it.)
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -11,6 +11,8 @@
 //! - **Memory and Redis alike**, keys that look alike counted apart, and the HTTP answer of the tower layer
 //!   (its permit held until the response body is done, the quota fields read with a Structured Fields
 //!   parser).
+//!
+//! (A test binary of its own: a holder process starved of the CPU by other tests would miss its renewals.)
 
 use std::future::IntoFuture;
 mod fields;

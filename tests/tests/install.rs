@@ -1,5 +1,5 @@
 //! An installed limiter is the one every annotated function uses; it is installed once; a tower layer given
-//! another is told of.
+//! another is told of. (A test binary of its own: it installs the global limiter.)
 
 use limiter_runtime::tower::{Key, RateLimitLayer};
 use limiter_runtime::{rate_limit, Limiter, RateLimited, Rule};

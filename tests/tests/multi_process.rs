@@ -11,7 +11,8 @@
 //! reads Redis `TIME`; the same two clocks passed into the scripts break it. And with every call charged to a
 //! stacked pair (the same limit and a token bucket), both limits' guarantees hold together. A calendar quota
 //! (100 a day) admits exactly 100 a day across four processes whose clocks are hours apart. And with 20% kept
-//! for critical calls, no normal call is admitted past its ceiling of 80.
+//! for critical calls, no normal call is admitted past its ceiling of 80. (A test binary of its own: the
+//! processes of one test need the machine's two cores to themselves.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

@@ -17,7 +17,7 @@
 //! | a calendar `period` | at most `max` per day, week or month of the calendar in a zone | 104 B | 104 B | the period's end |
 //!
 //! The memory is Redis's `MEMORY USAGE` of the limit's one key after `max` calls spread over one window, on
-//! Redis 7.0, as `cargo test -p tests --test memory_usage -- --nocapture` measures it (the test fails if the
+//! Redis 7.0, as `cargo test -p tests --test suite -- memory_usage:: --nocapture` measures it (the test fails if the
 //! figures grow past these). Only the sliding log grows with the limit: it keeps one entry per admitted call
 //! in the window. The others keep one small value per key, whatever `max` and whatever the costs.
 //!
@@ -98,12 +98,12 @@
 //! their `remaining`, `retry_after` and the rest, by the same integer arithmetic in microseconds. Memory and
 //! Redis thus share one computation of every outcome.
 //!
-//! Two kinds of tests hold this together. `tests/tests/differential.rs` replays seeded random schedules
+//! Two kinds of tests hold this together. `tests/tests/suite/differential.rs` replays seeded random schedules
 //! (costs, stacked calls and give-backs among them) through the in-memory store and through Redis, and
 //! demands identical decisions; both sides replay the twins, so it checks the scripts' state against the
 //! twins'. The property tests in `limiter-runtime/src/algorithm/guarantees.rs` and `give_backs.rs` check the
 //! twins themselves: each algorithm's guarantee for any schedule, an exact `retry_after`, and exact
-//! give-backs. `tests/tests/guarantees_on_redis.rs` checks the guarantees once more on Redis's own clock.
+//! give-backs. `tests/tests/suite/guarantees_on_redis.rs` checks the guarantees once more on Redis's own clock.
 //!
 //! Each script's header documents its arguments, so a script can be run by hand, as cargo assembled it. One
 //! call on a token bucket of 5 per 10 s:

@@ -23,7 +23,7 @@
 //! layer's, an annotated handler's, the plain API's. While Redis is failing, once one of them was decided
 //! without Redis, the request's later decisions are decided at once by their `on_error`, instead of each
 //! waiting a deadline of its own: a request waits for a failing Redis at most one deadline, however many
-//! decisions it makes (`tests/tests/request_deadline.rs`: three decisions against a paused Redis, one
+//! decisions it makes (`tests/tests/suite/request_deadline.rs`: three decisions against a paused Redis, one
 //! deadline). A healthy Redis is asked every time; a call decided degraded for a fault of its own key (see
 //! below) does not spare the others.
 //!
@@ -62,7 +62,7 @@
 //! once a minute, naming the key and how many there were since the last line (`tests/tests/key_faults.rs`:
 //! 64 tasks on one bad key, while other limits keep their exact counts). A bad key in a batch is that call's
 //! fault alone, and a call of several limits that meets one is charged to none, though Redis had charged
-//! a limit before it (`tests/tests/key_faults_mixed.rs`).
+//! a limit before it (`tests/tests/suite/key_faults_mixed.rs`).
 //!
 //! ### Local shares
 //!
@@ -92,10 +92,10 @@
 //!   around the call: its future dropped) is given back whole once Redis answers, its permits in flight
 //!   too, since no one will act on it. The same holds for a call dropped while it waits in a batch, a
 //!   call whose limits a cluster's slots split (the exchange is finished, then given back), and a call
-//!   taking a lease (the lease goes back whole) (`tests/tests/dropped.rs`).
+//!   taking a lease (the lease goes back whole) (`tests/tests/suite/dropped.rs`).
 //!
 //! This holds for a call alone, for calls batched together (on a hot key, or across keys), and for a lease
-//! taken late (`tests/tests/late_answers.rs`, `tests/tests/batches.rs`). In a batch, each call is decided by
+//! taken late (`tests/tests/suite/late_answers.rs`, `tests/tests/suite/batches.rs`). In a batch, each call is decided by
 //! its own limits' policy and reconciled on its own, and a fault of one call's keys (a key holding another
 //! type) is that call's alone: the others are decided by Redis. Each call given back this way is counted in
 //! the metric `limiter_reconciled_total`.
@@ -161,6 +161,6 @@
 //! | `SCRIPT FLUSH` | nothing: the call that meets `NOSCRIPT` sends the script with `EVAL` | 0 of 450 | 1.0 ms | 0.8 ms |
 //! | the connection killed (`CLIENT KILL`) | a call in flight on it is decided by the policy, not retried (it may have been applied) | 0–2 of 470 | 1.1 ms | 12 ms |
 //!
-//! `tests/tests/degraded.rs` injects the same faults into a real Redis (SIGKILL under load, `CLIENT PAUSE`,
+//! `tests/tests/suite/degraded.rs` injects the same faults into a real Redis (SIGKILL under load, `CLIENT PAUSE`,
 //! `SCRIPT FLUSH` under load, an empty restart), and checks local shares across three runtimes and across
 //! three OS processes.

@@ -84,5 +84,5 @@
 //! leases (a lease on another algorithm is a compile error on the attribute).
 //!
 //! The metrics `limiter_lease_units_taken_total` and `limiter_lease_units` count the units taken and those
-//! held unspent. `tests/tests/leases.rs` and `tests/tests/multi_process.rs` (four processes, every admission
+//! held unspent. `tests/tests/suite/leases.rs` and `tests/tests/multi_process.rs` (four processes, every admission
 //! recorded) check both bounds.

@@ -275,10 +275,10 @@
 //! slow down, have a cup of tea
 //! ```
 //!
-//! `tests/tests/tower.rs` serves the layer over real HTTP and checks each key (forged and malformed forwarding
+//! `tests/tests/suite/tower.rs` serves the layer over real HTTP and checks each key (forged and malformed forwarding
 //! chains included), the fallbacks, several rules as one decision, and the quota fields on `2xx` and `429`
-//! with a Structured Fields parser, in memory and on Redis; `tests/tests/grpc.rs` puts the layer in front of
-//! a real tonic server and client; `tests/tests/service.rs` runs the example service end to end.
+//! with a Structured Fields parser, in memory and on Redis; `tests/tests/suite/grpc.rs` puts the layer in front of
+//! a real tonic server and client; `tests/tests/suite/service.rs` runs the example service end to end.
 
 // The links above name the `tower`, `axum` and `tonic` features' items: without them, they read as text.
 #![cfg_attr(not(feature = "tower"), allow(rustdoc::broken_intra_doc_links))]

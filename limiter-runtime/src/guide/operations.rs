@@ -71,7 +71,7 @@
 //! changes, and each change is announced with its version on a channel of the same name, in one script call.
 //! Every runtime holds every override in memory and applies each change as it is announced, so a change
 //! takes effect on every node within a second, and a decision never pays a round trip to read its limit: it
-//! stays one `EVALSHA` (`tests/tests/run_time_control.rs` counts them). Neither a change nor a decision pays
+//! stays one `EVALSHA` (`tests/tests/suite/run_time_control.rs` counts them). Neither a change nor a decision pays
 //! for the number of overrides, so one override per customer's plan is fine: `BENCHMARKS.md` sets 100,000,
 //! one by one. A runtime that missed an announcement (its connection was down) sees the gap in the next
 //! version, or in the version it reads every 5 s, and reloads the hash.
@@ -119,7 +119,7 @@
 //! permits held for a limit in flight, and whether this node's deny cache refuses the key without asking
 //! Redis. On Redis it is one read-only script call (`scripts/inspect.lua`, flagged `no-writes`) on Redis's
 //! clock, read by the same twin as a decision, so memory and Redis read a key alike
-//! (`tests/tests/operators.rs` checks it on a schedule of calls, for every algorithm).
+//! (`tests/tests/suite/operators.rs` checks it on a schedule of calls, for every algorithm).
 //!
 //! **Verdicts.** Every decision names why it was made ([`Decision::verdict`](crate::Decision::verdict)):
 //! `admitted`, `limited`, `unavailable` (Redis down, the rule fails closed), `degraded_open`, `degraded_local`,
@@ -153,7 +153,7 @@
 //! script inline, updated every second, with per-policy charts, the top limited keys, the nodes, forms for
 //! overrides and bans, and the record of changes. It asks for the token once and keeps it in the tab's
 //! session storage, never in a URL. The example service mounts it at `/admin` (`ADMIN_TOKEN` required);
-//! `tests/tests/admin_page.rs` drives it in headless Chromium, as an operator and as a viewer.
+//! `tests/tests/suite/admin_page.rs` drives it in headless Chromium, as an operator and as a viewer.
 //!
 //! **The door.** Before every route stands an `admin::Door` (`admin::builder(limiter)` for more than one
 //! token; `Door::guard` puts routes of your own behind it, as the example service does with `/limit/*`):

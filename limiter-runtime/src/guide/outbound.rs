@@ -47,7 +47,7 @@
 //! What the wait promises:
 //! - **In order, across the fleet.** Redis gives each call the next free slot as it reaches it; no node's
 //!   burst passes the limit and none starves another (three processes × 32 callers sharing 10 calls a second
-//!   each sent a third, `tests/tests/outbound.rs`).
+//!   each sent a third, `tests/tests/suite/outbound.rs`).
 //! - **Within a node, by priority.** A turn takes a [`priority`](crate::Request::priority): the slots a node holds go to its most important waiting call first, then
 //!   in the order calls came. A lower call moves one slot later for each one that passes it, and fails if
 //!   that passes its deadline.

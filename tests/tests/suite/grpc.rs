@@ -5,7 +5,7 @@
 //! needed.
 #![cfg(feature = "tonic")]
 
-mod fields;
+use crate::fields;
 
 use std::convert::Infallible;
 use std::future::Future;

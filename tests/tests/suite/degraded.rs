@@ -327,7 +327,7 @@ async fn redis_restarted_empty_forgets_the_counts_and_keeps_working() {
     server.restart();
     until_redis_decides(&limiter, &rule).await;
     // The known consequence of a Redis that keeps nothing: the limit starts over, for every node that asks...
-    let other_node = crate::limiter(&server, OnError::Open);
+    let other_node = self::limiter(&server, OnError::Open);
     let decision = other_node.check(&rule, "k").await;
     assert!(decision.allowed && !decision.degraded);
     assert_eq!(decision.remaining, 2);

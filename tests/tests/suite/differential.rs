@@ -354,8 +354,8 @@ async fn replay_stacked(seed: u64, server: &RedisServer, deny_cache: bool) {
                     }
                     (Err(m), Err(r)) => {
                         assert_eq!(
-                            compared(&m.decision()),
-                            compared(&r.decision()),
+                            compared(m.decision()),
+                            compared(r.decision()),
                             "{context}: reserve {key}"
                         )
                     }

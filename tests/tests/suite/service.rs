@@ -4,7 +4,7 @@
 //! second, the operators' routes closed without the token, the switch turned on one instance stopping every instance's Redis traffic, and 503 when Redis is
 //! down and the limiter fails closed.
 
-mod fields;
+use crate::fields;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 //!   accepts `application/problem+json` with a `quota-exceeded` problem document (read with `serde_json`, its
 //!   content type checked), as the layer's own refusal does, and plain text otherwise.
 
-mod fields;
+use crate::fields;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

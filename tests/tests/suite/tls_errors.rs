@@ -4,7 +4,7 @@
 //! no CA (the system's roots do not know the test's), a wrong password, a client certificate missing where
 //! the server asks for one, a TLS port spoken to in the clear, and a plain Redis spoken to with `rediss://`
 //! (it never answers the handshake: the cause is the deadline). A cluster's and Sentinel's failures are named
-//! as well. (A test binary of its own: it captures logs, see `degraded_logging.rs`.)
+//! as well.
 
 use std::time::{Duration, Instant};
 

@@ -7,7 +7,7 @@
 //! that expires with its period, and, at the real time on Redis's own clock, the period's end in several
 //! zones. And what a client reads: `usage`, and the quota fields of an HTTP answer.
 
-mod fields;
+use crate::fields;
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

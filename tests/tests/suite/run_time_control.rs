@@ -375,10 +375,10 @@ async fn defaults_resolve_by_the_longest_module_path_and_the_attribute_wins() {
     assert_eq!(
         keys,
         [
-            "billing:run_time_control%3A%3Abilling%3A%3Ainvoices%3A%3Asend",
-            "billing:run_time_control%3A%3Abilling%3A%3Apay",
-            "billing:run_time_control%3A%3Abilling%3A%3Arefund",
-            "rate_limit:run_time_control%3A%3Aelsewhere",
+            "billing:suite%3A%3Arun_time_control%3A%3Abilling%3A%3Ainvoices%3A%3Asend",
+            "billing:suite%3A%3Arun_time_control%3A%3Abilling%3A%3Apay",
+            "billing:suite%3A%3Arun_time_control%3A%3Abilling%3A%3Arefund",
+            "rate_limit:suite%3A%3Arun_time_control%3A%3Aelsewhere",
         ],
         "the invoices module inherits the billing prefix it does not set (each path escaped as any key)"
     );
@@ -416,7 +416,7 @@ async fn shadow_mode_counts_in_redis_but_never_rejects() {
     );
     let counted = tests::logged_calls(
         &mut server.connection(),
-        "new_limit:run_time_control%3A%3Arolled_out",
+        "new_limit:suite%3A%3Arun_time_control%3A%3Arolled_out",
     );
     assert_eq!(counted, 2);
 }

@@ -50,7 +50,12 @@ async fn a_limit_of_zero_refuses_every_call_as_too_large_in_memory_and_on_redis(
             let refused = limiter.enforce(&rule, "k").await.unwrap_err();
             assert_eq!(refused.reason(), Reason::TooLarge, "{what}");
             assert_eq!(refused.retry_after(), Duration::ZERO, "{what}");
-            let refused = limiter.resolve(&rule).enforce("k").cost(0).await.unwrap_err();
+            let refused = limiter
+                .resolve(&rule)
+                .enforce("k")
+                .cost(0)
+                .await
+                .unwrap_err();
             assert_eq!(refused.reason(), Reason::TooLarge, "{what}");
             let refused = limiter.acquire(&rule, "k").await.unwrap_err();
             assert_eq!(refused.reason(), Reason::TooLarge, "{what}");

@@ -7,7 +7,7 @@
 //! the tower layer reads the priority from a header, its quota fields counting against the request's own
 //! ceiling. (On a Cluster: `cluster.rs`.)
 
-mod fields;
+use crate::fields;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! counted under its peer's address, the fallback, or let through as asked, and told of; several rules decided as one; the quota fields on 2xx and 429, read with a Structured Fields
 //! parser, with the handlers' decisions merged in; in memory and on a real Redis.
 
-mod fields;
+use crate::fields;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,6 +1,5 @@
 //! Degraded mode's logging: the first failure and the recovery are logged once each, and every degraded
-//! decision is counted. (A test binary of its own: `tracing` caches each callsite's interest process-wide, and
-//! other tests hitting the same callsites without a subscriber would make this capture flaky.)
+//! decision is counted.
 
 use std::time::Duration;
 

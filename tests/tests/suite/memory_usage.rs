@@ -1,5 +1,5 @@
 //! Redis memory per limit (`MEMORY USAGE` of its one key), for every algorithm, with the key full:
-//! `cargo test -p tests --test memory_usage -- --nocapture` prints the table the README quotes.
+//! `cargo test -p tests --test suite -- memory_usage:: --nocapture` prints the table the README quotes.
 
 use std::time::Duration;
 

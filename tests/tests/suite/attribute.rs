@@ -126,7 +126,7 @@ async fn without_a_key_every_call_shares_the_function_bucket() {
         .scope(async {
             assert!(unkeyed("a").await.is_ok());
             let error = unkeyed("b").await.unwrap_err();
-            assert_eq!(error.key(), "rate_limit:attribute%3A%3Aunkeyed");
+            assert_eq!(error.key(), "rate_limit:suite%3A%3Aattribute%3A%3Aunkeyed");
         })
         .await;
 }
