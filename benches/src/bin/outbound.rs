@@ -2,7 +2,7 @@
 //! to the upstream's limit, in one run (see BENCHMARKS.md, "Outbound").
 //!
 //! It starts its own `redis-server` on a free loopback port, then `--nodes` limiters (each its own
-//! connection, deny cache and line: a node) with `--callers` tasks each call [`Limiter::turn`] in a loop for
+//! connection, deny cache and line: a node) with `--callers` tasks each call [`Limiter::turn`](limiter_runtime::Limiter::turn) in a loop for
 //! `--seconds` under a leaky bucket of `--rate` calls a second with a deadline long enough for the whole
 //! line, so every slot is taken. A call "leaves" when its turn returns. With the line full, slot `i` starts
 //! `i × 1.01 s / rate` after the first (a turn spaces its slots over the window and its 10 ms tolerance): the lateness of a call is when it left less when its slot started. The

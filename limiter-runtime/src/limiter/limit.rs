@@ -63,7 +63,7 @@ impl Limit {
         Request::new(OfLimit::new(self, key))
     }
 
-    /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`] error, and an admitted call
+    /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`](crate::RateLimited) error, and an admitted call
     /// that must wait for its slot waits: [`Limiter::enforce`] with this rule.
     ///
     /// ```

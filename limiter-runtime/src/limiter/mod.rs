@@ -186,7 +186,7 @@ impl Limiter {
     }
 
     /// Does what an annotated function does: like [`check`](Limiter::check), but a rejection is the
-    /// [`RateLimited`] error, and an admitted call that must wait for its slot
+    /// [`RateLimited`](crate::RateLimited) error, and an admitted call that must wait for its slot
     /// ([`Decision::delay`](crate::Decision::delay), leaky bucket with a `max_wait`) waits until then.
     ///
     /// ```
@@ -211,7 +211,7 @@ impl Limiter {
 
     /// Takes a permit of `rule`, an [in-flight](Rule::in_flight) limit, for `key`: at most its `permits`
     /// calls of a key hold one at once, across every node. The [`Permit`] gives it back when dropped; a call
-    /// refused is the [`RateLimited`] error. (A rate's rule is enforced as [`enforce`](Limiter::enforce)
+    /// refused is the [`RateLimited`](crate::RateLimited) error. (A rate's rule is enforced as [`enforce`](Limiter::enforce)
     /// does, and its charge stays.)
     ///
     /// With `in_flight(10)` and `reserve(Critical, 20)`, at most 8 calls below `Critical` hold a permit at
@@ -226,7 +226,7 @@ impl Limiter {
 
     /// Admits a call of an estimated cost (its [`cost`](Request::cost)), to settle to its actual cost once
     /// it is known (see [`Estimate`]): the estimate is charged now, or the call is refused with
-    /// [`RateLimited`].
+    /// [`RateLimited`](crate::RateLimited).
     pub fn estimate<'a, K: fmt::Display>(
         &'a self,
         rule: &'a Rule,
@@ -242,7 +242,7 @@ impl Limiter {
     /// The call waits for its slot, fleet-wide, up to the longest `max_wait` of its limits (its deadline; the
     /// longest window when none has one); refused by a limit (no slot within it, tokens short, a pause), it
     /// waits as long as it is told and asks again, while that is within its deadline; past it, it fails with
-    /// [`RateLimited`], whose [`retry_after`](RateLimited::retry_after) says how long it would have waited.
+    /// [`RateLimited`](crate::RateLimited), whose [`retry_after`](crate::RateLimited::retry_after) says how long it would have waited.
     /// Dropped while it waits, it gives back what it was charged. A limit that would fail open while Redis
     /// cannot answer fails to its node's share instead ([`OnError::Local`](crate::OnError::Local)): a fleet
     /// never releases its waiting calls all at once. On this node, a slot that comes goes to the most

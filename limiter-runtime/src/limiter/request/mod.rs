@@ -1,4 +1,4 @@
-//! The one shape of asking: a verb of [`Limiter`], [`Limit`] or [`All`] names what is limited and returns a
+//! The one shape of asking: a verb of [`Limiter`](crate::Limiter), [`Limit`](crate::Limit) or [`All`] names what is limited and returns a
 //! [`Request`], whose options ([`cost`](Request::cost), [`priority`](Request::priority)) are methods on it;
 //! awaited as it is, it decides. Each verb's answer is in [`ask`].
 
@@ -35,10 +35,10 @@ use crate::{Decision, Priority, RateLimited};
 /// # }
 /// ```
 ///
-/// The verbs, each a type of [`ask`]: [`check`](Limiter::check) answers a [`Decision`](crate::Decision),
-/// [`enforce`](Limiter::enforce) a refusal as the [`RateLimited`] error (and waits for a slot),
-/// [`acquire`](Limiter::acquire) a [`Permit`] held while the call runs, [`estimate`](Limiter::estimate) an
-/// [`Estimate`] settled to the actual cost later, and [`turn`](Limiter::turn) a [`Turn`] to call an upstream.
+/// The verbs, each a type of [`ask`]: [`check`](crate::Limiter::check) answers a [`Decision`](crate::Decision),
+/// [`enforce`](crate::Limiter::enforce) a refusal as the [`RateLimited`] error (and waits for a slot),
+/// [`acquire`](crate::Limiter::acquire) a [`Permit`] held while the call runs, [`estimate`](crate::Limiter::estimate) an
+/// [`Estimate`] settled to the actual cost later, and [`turn`](crate::Limiter::turn) a [`Turn`] to call an upstream.
 #[must_use = "a request decides nothing until it is awaited"]
 pub struct Request<V, T> {
     target: T,
@@ -59,7 +59,7 @@ impl<V, T> Request<V, T> {
     }
 
     /// Weighs the call `cost` units (1 unless told): a batch of 50 rows, a 3,000-token prompt. A limit listed
-    /// with a cost of its own (`(rule, key, cost)`, see [`Limiter::all`]) keeps it. A cost of 0 charges nothing
+    /// with a cost of its own (`(rule, key, cost)`, see [`Limiter::all`](crate::Limiter::all)) keeps it. A cost of 0 charges nothing
     /// and reads the limit's state; a cost above what the limit can ever admit is refused at once, as
     /// [`Reason::TooLarge`](crate::Reason::TooLarge).
     #[inline(always)]
@@ -247,7 +247,7 @@ holding_verbs! {
 }
 
 impl<'a, L: LimitList> All<'a, L> {
-    /// Checks the call under every limit at once: [`Limiter::check`] for several limits, answered with each
+    /// Checks the call under every limit at once: [`Limiter::check`](crate::Limiter::check) for several limits, answered with each
     /// limit's decision, in the order given (an array for an array, a `Vec` otherwise).
     pub fn check(self) -> Request<ask::Check, Self> {
         Request::new(self)
@@ -259,13 +259,13 @@ impl<'a, L: LimitList> All<'a, L> {
         Request::new(self)
     }
 
-    /// Takes a permit of each of the limits in flight, beside the rates: [`Limiter::acquire`] for several
+    /// Takes a permit of each of the limits in flight, beside the rates: [`Limiter::acquire`](crate::Limiter::acquire) for several
     /// limits (all or nothing; a call refused holds nothing).
     pub fn acquire(self) -> Request<ask::Acquire, Self> {
         Request::new(self)
     }
 
-    /// Charges an estimate to every limit, to settle later: [`Limiter::estimate`] for several limits.
+    /// Charges an estimate to every limit, to settle later: [`Limiter::estimate`](crate::Limiter::estimate) for several limits.
     pub fn estimate(self) -> Request<ask::Estimate, Self> {
         Request::new(self)
     }
