@@ -58,7 +58,7 @@
 // The layers, bottom up: keys, algorithms, the clock, policy names, decisions and errors; then rules, the
 // overrides, the call; the backends, the observers and the operators' watch; the pipeline; the public API
 // (the limiter, its builder, a resolved limit, an estimate); and, on top, the service edges.
-// `tests/tests/suite/layers.rs` holds them to it.
+// `tests/tests/suite/layers/` holds them to it.
 mod algorithm;
 mod budget;
 mod calendar;

@@ -2,7 +2,7 @@
 //!
 //! # Layers
 //!
-//! The runtime reads top down; each module uses only its own layer and those below (`tests/tests/suite/layers.rs`
+//! The runtime reads top down; each module uses only its own layer and those below (`tests/tests/suite/layers/`
 //! checks it): keys, algorithms, the clock → decisions and errors → rules and overrides → the call (and the
 //! lines calls to an upstream wait in) → the backends and observers → the pipeline → the public API → what
 //! expansions call → the edges (HTTP, gRPC, tower, admin).
