@@ -43,6 +43,13 @@ async fn the_environment_sets_the_crate_wide_defaults_and_a_bad_value_is_an_erro
         error.to_string(),
         r#"LIMITER_MAX="0" is invalid: expected a whole number, at least 1"#
     );
+    // 2^64: a whole number, too large for a limit, and told so.
+    std::env::set_var("LIMITER_MAX", "18446744073709551616");
+    let error = from_env().unwrap_err().to_string();
+    assert!(
+        error.contains("at most 18446744073709551615 (this one is too large)"),
+        "{error}"
+    );
     std::env::set_var("LIMITER_MAX", "3");
     // A URL without its scheme, and one that parses but cannot be used: both name the variable.
     std::env::set_var("LIMITER_REDIS_URL", "localhost:6379");

@@ -26,9 +26,15 @@ impl Rule {
             );
         }
         if let Some(v) = env("LIMITER_MAX") {
-            // As `max = 0` is a compile error: a limit of zero would reject every call.
+            // As `max = 0` is a compile error: a limit of zero would reject every call. A whole number past
+            // u64 is told so, not that it is no whole number.
+            let digits = v.trim().bytes().all(|b| b.is_ascii_digit());
+            let too_large = digits && v.trim().parse::<u64>().is_err();
+            let expected = match too_large {
+                true => "a whole number, at least 1 and at most 18446744073709551615 (this one is too large)",
+                false => "a whole number, at least 1",
+            };
             let parse = |v: &str| v.parse().ok().filter(|&max: &u64| max >= 1);
-            let expected = "a whole number, at least 1";
             set(
                 &mut self.max,
                 parse_env("LIMITER_MAX", &v, expected, parse),
