@@ -1,5 +1,5 @@
-//! Which limiter annotated functions ask: the one [`scope`](crate::Limiter::scope)d over the current task, else
-//! the installed one, else one built from the environment on first use.
+//! Which limiter annotated functions ask: the one [`scope`](crate::Limiter::scope)d over the current task,
+//! else the installed one, else one built from the environment on first use.
 
 use std::future::Future;
 use std::sync::OnceLock;
@@ -25,11 +25,13 @@ pub(crate) fn install(limiter: Limiter) -> Result<(), Error> {
     GLOBAL.set(limiter).map_err(|_| Error::AlreadyInstalled)
 }
 
-/// Returns the installed limiter, or one built from the environment on first use (announced once at warn level).
+/// Returns the installed limiter, or one built from the environment on first use (announced once at warn
+/// level).
 ///
 /// A variable that cannot be read is told of at error level, naming it, and changes nothing: it never throws
-/// away a usable `LIMITER_REDIS_URL`. An unusable `LIMITER_REDIS_URL` leaves a limiter whose Redis fails every
-/// call, decided by each limit's `on_error` as in an outage: never counting in memory, per process, instead.
+/// away a usable `LIMITER_REDIS_URL`. An unusable `LIMITER_REDIS_URL` leaves a limiter whose Redis fails
+/// every call, decided by each limit's `on_error` as in an outage: never counting in memory, per process,
+/// instead.
 pub(crate) fn global() -> &'static Limiter {
     GLOBAL.get_or_init(|| {
         let (builder, errors) = Limiter::builder().env_read();
@@ -79,9 +81,9 @@ pub(crate) async fn scope<F: Future>(limiter: Limiter, future: F) -> F::Output {
     SCOPED.scope(limiter, future).await
 }
 
-/// Notes that a tower layer decides in `limiter` (the layer calls this): says so once if the installed limiter is
-/// another (the layer's requests then count apart from the rest of the program), and remembers it if none is installed
-/// yet (see [`global`]).
+/// Notes that a tower layer decides in `limiter` (the layer calls this): says so once if the installed
+/// limiter is another (the layer's requests then count apart from the rest of the program), and remembers it
+/// if none is installed yet (see [`global`]).
 #[cfg(feature = "tower")]
 pub(crate) fn layered(limiter: &Limiter) {
     match GLOBAL.get() {

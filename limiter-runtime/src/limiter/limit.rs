@@ -63,8 +63,8 @@ impl Limit {
         Request::new(OfLimit::new(self, key))
     }
 
-    /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`](crate::RateLimited) error, and an admitted call
-    /// that must wait for its slot waits: [`Limiter::enforce`] with this rule.
+    /// Works like [`check`](Limit::check), but a rejection is the [`RateLimited`](crate::RateLimited) error,
+    /// and an admitted call that must wait for its slot waits: [`Limiter::enforce`] with this rule.
     ///
     /// ```
     /// use limiter_runtime::{Limiter, Rule};

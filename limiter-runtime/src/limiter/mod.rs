@@ -45,8 +45,8 @@ use crate::{Clock, Error, Priority, Rule, SystemClock};
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(50);
 /// The rate-limiting runtime: a backend (Redis or in-memory), crate-wide defaults and a failure policy.
 ///
-/// `Limiter` is a cheap handle (`Clone` shares it). Build one at start-up and [`install`](Limiter::install) it:
-/// every `#[rate_limit]` function then asks it. Code without the attribute asks it directly with
+/// `Limiter` is a cheap handle (`Clone` shares it). Build one at start-up and [`install`](Limiter::install)
+/// it: every `#[rate_limit]` function then asks it. Code without the attribute asks it directly with
 /// [`check`](Limiter::check) or [`enforce`](Limiter::enforce) — the attribute takes that same path.
 ///
 /// # Example
@@ -211,8 +211,8 @@ impl Limiter {
 
     /// Takes a permit of `rule`, an [in-flight](Rule::in_flight) limit, for `key`: at most its `permits`
     /// calls of a key hold one at once, across every node. The [`Permit`] gives it back when dropped; a call
-    /// refused is the [`RateLimited`](crate::RateLimited) error. (A rate's rule is enforced as [`enforce`](Limiter::enforce)
-    /// does, and its charge stays.)
+    /// refused is the [`RateLimited`](crate::RateLimited) error. (A rate's rule is enforced as
+    /// [`enforce`](Limiter::enforce) does, and its charge stays.)
     ///
     /// With `in_flight(10)` and `reserve(Critical, 20)`, at most 8 calls below `Critical` hold a permit at
     /// once, and a `Critical` call (`.priority(Priority::Critical)`) finds one while they do.
@@ -242,11 +242,12 @@ impl Limiter {
     /// The call waits for its slot, fleet-wide, up to the longest `max_wait` of its limits (its deadline; the
     /// longest window when none has one); refused by a limit (no slot within it, tokens short, a pause), it
     /// waits as long as it is told and asks again, while that is within its deadline; past it, it fails with
-    /// [`RateLimited`](crate::RateLimited), whose [`retry_after`](crate::RateLimited::retry_after) says how long it would have waited.
-    /// Dropped while it waits, it gives back what it was charged. A limit that would fail open while Redis
-    /// cannot answer fails to its node's share instead ([`OnError::Local`](crate::OnError::Local)): a fleet
-    /// never releases its waiting calls all at once. On this node, a slot that comes goes to the most
-    /// important call waiting for one ([`priority`](Request::priority)).
+    /// [`RateLimited`](crate::RateLimited), whose [`retry_after`](crate::RateLimited::retry_after) says how
+    /// long it would have waited. Dropped while it waits, it gives back what it was charged. A limit that
+    /// would fail open while Redis cannot answer fails to its node's share instead
+    /// ([`OnError::Local`](crate::OnError::Local)): a fleet never releases its waiting calls all at once. On
+    /// this node, a slot that comes goes to the most important call waiting for one
+    /// ([`priority`](Request::priority)).
     ///
     /// ```
     /// use limiter_runtime::{Algorithm, Limiter, Rule};
@@ -311,11 +312,11 @@ impl Limiter {
         All::new(self, limits)
     }
 
-    /// Lets go of what a call leaves once its caller keeps nothing of it but its decisions ([`check`](Limiter::check),
-    /// [`enforce`](Limiter::enforce), [`Limit`]): a permit in flight it took goes back before the call returns,
-    /// so that checking an [in-flight](Rule::in_flight) rule asks whether a permit is free and holds none (a
-    /// permit is held by [`acquire`](Limiter::acquire), the attribute and the tower layer). Boxed, and only
-    /// for a call that holds permits: the common call's future stays small.
+    /// Lets go of what a call leaves once its caller keeps nothing of it but its decisions
+    /// ([`check`](Limiter::check), [`enforce`](Limiter::enforce), [`Limit`]): a permit in flight it took goes
+    /// back before the call returns, so that checking an [in-flight](Rule::in_flight) rule asks whether a
+    /// permit is free and holds none (a permit is held by [`acquire`](Limiter::acquire), the attribute and
+    /// the tower layer). Boxed, and only for a call that holds permits: the common call's future stays small.
     #[inline]
     pub(crate) async fn let_go(&self, call: &Call<'_>, decided: &Ruling) {
         if decided.admitted && call.holds_permits() {
@@ -384,9 +385,9 @@ mod tests {
 
     use crate::{Limiter, RateLimited, Rule};
 
-    /// Checks that call futures stay small. A call's future is copied as it is built and awaited: the Redis round trip
-    /// (redis-rs's large future) is boxed so that it does not make every call's future, in-memory ones included, a
-    /// kilobyte or more.
+    /// Checks that call futures stay small. A call's future is copied as it is built and awaited: the Redis
+    /// round trip (redis-rs's large future) is boxed so that it does not make every call's future, in-memory
+    /// ones included, a kilobyte or more.
     #[test]
     fn call_futures_stay_small() {
         let limiter = Limiter::in_memory();
@@ -401,8 +402,8 @@ mod tests {
         assert!(enforce <= 376, "enforce's future is {enforce} bytes");
     }
 
-    /// Checks that a rejection is one pointer, so that every `Result` carrying it (in users' functions too) stays small
-    /// on the path where nothing is rejected.
+    /// Checks that a rejection is one pointer, so that every `Result` carrying it (in users' functions too)
+    /// stays small on the path where nothing is rejected.
     #[test]
     fn a_rejection_is_one_pointer() {
         assert_eq!(

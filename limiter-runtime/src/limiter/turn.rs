@@ -1,5 +1,6 @@
-//! Calls to an upstream that wait their turn together ([`Limiter::turn`]; see [`guide::outbound`](crate::guide::outbound)):
-//! the wait, the call's [`Turn`], and what its answer teaches the fleet.
+//! Calls to an upstream that wait their turn together ([`Limiter::turn`]; see
+//! [`guide::outbound`](crate::guide::outbound)): the wait, the call's [`Turn`], and what its answer teaches
+//! the fleet.
 
 use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
@@ -121,10 +122,10 @@ fn spread(call: &Call<'_>) -> Duration {
     Duration::from_micros(random % slot.max(1))
 }
 
-/// A call's turn to go to an upstream ([`Limiter::turn`]): send the call, then tell the fleet what the upstream
-/// answered ([`answered`](Turn::answered)), and settle what it used ([`settle`](Turn::settle)). Dropped,
-/// it settles as charged: the call is taken to have been sent ([`cancel`](Turn::cancel) it if not), and a
-/// permit in flight it held goes back.
+/// A call's turn to go to an upstream ([`Limiter::turn`]): send the call, then tell the fleet what the
+/// upstream answered ([`answered`](Turn::answered)), and settle what it used ([`settle`](Turn::settle)).
+/// Dropped, it settles as charged: the call is taken to have been sent ([`cancel`](Turn::cancel) it if not),
+/// and a permit in flight it held goes back.
 #[must_use = "a turn is the call's slot: send the call, then tell the fleet what the upstream answered"]
 pub struct Turn {
     held: Option<HeldCall>,

@@ -1,6 +1,7 @@
-//! The one shape of asking: a verb of [`Limiter`](crate::Limiter), [`Limit`](crate::Limit) or [`All`] names what is limited and returns a
-//! [`Request`], whose options ([`cost`](Request::cost), [`priority`](Request::priority)) are methods on it;
-//! awaited as it is, it decides. Each verb's answer is in [`ask`].
+//! The one shape of asking: a verb of [`Limiter`](crate::Limiter), [`Limit`](crate::Limit) or [`All`]
+//! names what is limited and returns a [`Request`], whose options ([`cost`](Request::cost),
+//! [`priority`](Request::priority)) are methods on it; awaited as it is, it decides. Each verb's answer is
+//! in [`ask`].
 
 mod future;
 mod target;
@@ -35,10 +36,11 @@ use crate::{Decision, Priority, RateLimited};
 /// # }
 /// ```
 ///
-/// The verbs, each a type of [`ask`]: [`check`](crate::Limiter::check) answers a [`Decision`](crate::Decision),
-/// [`enforce`](crate::Limiter::enforce) a refusal as the [`RateLimited`] error (and waits for a slot),
-/// [`acquire`](crate::Limiter::acquire) a [`Permit`] held while the call runs, [`estimate`](crate::Limiter::estimate) an
-/// [`Estimate`] settled to the actual cost later, and [`turn`](crate::Limiter::turn) a [`Turn`] to call an upstream.
+/// The verbs, each a type of [`ask`]: [`check`](crate::Limiter::check) answers a
+/// [`Decision`](crate::Decision), [`enforce`](crate::Limiter::enforce) a refusal as the [`RateLimited`]
+/// error (and waits for a slot), [`acquire`](crate::Limiter::acquire) a [`Permit`] held while the call runs,
+/// [`estimate`](crate::Limiter::estimate) an [`Estimate`] settled to the actual cost later, and
+/// [`turn`](crate::Limiter::turn) a [`Turn`] to call an upstream.
 #[must_use = "a request decides nothing until it is awaited"]
 pub struct Request<V, T> {
     target: T,
@@ -59,9 +61,9 @@ impl<V, T> Request<V, T> {
     }
 
     /// Weighs the call `cost` units (1 unless told): a batch of 50 rows, a 3,000-token prompt. A limit listed
-    /// with a cost of its own (`(rule, key, cost)`, see [`Limiter::all`](crate::Limiter::all)) keeps it. A cost of 0 charges nothing
-    /// and reads the limit's state; a cost above what the limit can ever admit is refused at once, as
-    /// [`Reason::TooLarge`](crate::Reason::TooLarge).
+    /// with a cost of its own (`(rule, key, cost)`, see [`Limiter::all`](crate::Limiter::all)) keeps it. A
+    /// cost of 0 charges nothing and reads the limit's state; a cost above what the limit can ever admit is
+    /// refused at once, as [`Reason::TooLarge`](crate::Reason::TooLarge).
     #[inline(always)]
     pub fn cost(mut self, cost: u64) -> Self {
         self.cost = cost;
@@ -69,8 +71,8 @@ impl<V, T> Request<V, T> {
     }
 
     /// Says how much the call matters ([`Priority::Normal`] unless told): it must leave free the shares its
-    /// limits keep for the priorities above its own ([`Rule::reserve`](crate::Rule::reserve)), and its decision
-    /// counts against that ceiling (`limit`, `remaining`); a refusal for a share kept above it is
+    /// limits keep for the priorities above its own ([`Rule::reserve`](crate::Rule::reserve)), and its
+    /// decision counts against that ceiling (`limit`, `remaining`); a refusal for a share kept above it is
     /// [`Verdict::Reserved`](crate::Verdict::Reserved). For a turn, a slot that comes goes to the most
     /// important call waiting on this node.
     ///
@@ -247,8 +249,9 @@ holding_verbs! {
 }
 
 impl<'a, L: LimitList> All<'a, L> {
-    /// Checks the call under every limit at once: [`Limiter::check`](crate::Limiter::check) for several limits, answered with each
-    /// limit's decision, in the order given (an array for an array, a `Vec` otherwise).
+    /// Checks the call under every limit at once: [`Limiter::check`](crate::Limiter::check) for several
+    /// limits, answered with each limit's decision, in the order given (an array for an array, a `Vec`
+    /// otherwise).
     pub fn check(self) -> Request<ask::Check, Self> {
         Request::new(self)
     }
@@ -259,19 +262,21 @@ impl<'a, L: LimitList> All<'a, L> {
         Request::new(self)
     }
 
-    /// Takes a permit of each of the limits in flight, beside the rates: [`Limiter::acquire`](crate::Limiter::acquire) for several
-    /// limits (all or nothing; a call refused holds nothing).
+    /// Takes a permit of each of the limits in flight, beside the rates:
+    /// [`Limiter::acquire`](crate::Limiter::acquire) for several limits (all or nothing; a call refused holds
+    /// nothing).
     pub fn acquire(self) -> Request<ask::Acquire, Self> {
         Request::new(self)
     }
 
-    /// Charges an estimate to every limit, to settle later: [`Limiter::estimate`](crate::Limiter::estimate) for several limits.
+    /// Charges an estimate to every limit, to settle later: [`Limiter::estimate`](crate::Limiter::estimate)
+    /// for several limits.
     pub fn estimate(self) -> Request<ask::Estimate, Self> {
         Request::new(self)
     }
 
-    /// Waits for the call's turn to go to an upstream under every limit: the first is the upstream's own (what
-    /// [`Turn::answered`] pauses), the others beside it (say tokens a minute, settled later).
+    /// Waits for the call's turn to go to an upstream under every limit: the first is the upstream's own
+    /// (what [`Turn::answered`] pauses), the others beside it (say tokens a minute, settled later).
     pub fn turn(self) -> Request<ask::Turn, Self> {
         Request::new(self)
     }
