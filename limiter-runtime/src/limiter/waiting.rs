@@ -43,7 +43,9 @@ impl Limiter {
             decided,
             slot,
         } = enforced;
-        if !call.may_wait_for_slot() {
+        // No slot to wait for, and no call of this node waiting before it: it goes as it is (nothing copied).
+        let lines = &self.pipeline.lines;
+        if !call.may_wait_for_slot() || (slot.is_zero() && waiting_line(lines, &call).is_none()) {
             return Ok((call, decided));
         }
         let deadline = Instant::now() + patience(&call);
@@ -56,6 +58,13 @@ impl Limiter {
         let HeldCall { call, decided, .. } = held;
         Ok((call, decided))
     }
+}
+
+/// Returns the first limit of `call` in whose line calls of its cost wait on this node: a call whose slot is
+/// now joins that line (its slot goes to the first of them) rather than pass them.
+fn waiting_line(lines: &crate::outbound::Lines, call: &Call<'_>) -> Option<usize> {
+    let limits = call.limits();
+    (0..limits.len()).find(|&i| lines.waiting(limits[i].key.as_str(), limits[i].terms.cost))
 }
 
 /// The attribute's future, which outlives the borrow it finds its limiter by, holds the limiter.
@@ -161,15 +170,10 @@ impl Waiting {
             false => (0..held.decided.limits.len())
                 .max_by_key(|&i| held.decided.limits[i].decision.delay)
                 .unwrap_or(0),
-            true => {
-                let limits = held.call.limits();
-                let waiting = (0..limits.len())
-                    .find(|&i| lines.waiting(&limits[i].key.to_string(), limits[i].terms.cost));
-                match waiting {
-                    Some(i) => i,
-                    None => return Ok(self.held.take().expect("a call waits once")),
-                }
-            }
+            true => match waiting_line(lines, &held.call) {
+                Some(i) => i,
+                None => return Ok(self.held.take().expect("a call waits once")),
+            },
         };
         let limit = &held.call.limits()[i];
         let key = limit.key.to_string();
