@@ -137,61 +137,54 @@ for i = 1, #KEYS do
       redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(records_left),
         'PX', ttl)
     elseif code == 5 then -- leaky_bucket
-      -- What is left of the charge ahead of now, at most `units`' worth, and nothing once the queue has been empty
-      -- since (see src/algorithm/queue.rs). Where the charge ends now: where it ended, moved earlier by what was
-      -- given back since of charges queued before it. Those given back since are g - given in all; those of
-      -- charges queued after it are among the records.
-      local ended, fraction, since, given = string.match(mark, '^(%d+):(%d+):(%d+):(%d+)$')
-      ended, fraction, since, given = tonumber(ended), tonumber(fraction), tonumber(since), tonumber(given)
+      -- A slot goes back only from the line's end: moving the end earlier past a slot still held (on any node) would
+      -- hand that slot out twice. One given back from the middle is a hole, recorded in the line's order
+      -- ("|<e>,<f>,0,<units>": its end, and what went back, us x max) until the end reaches it, then given back with
+      -- it (twin: Queue::give_back_slot). What goes back is what is left of the slot ahead of now, at most `units`.
+      local ended, fraction, since = string.match(mark, '^(%d+):(%d+):(%d+):%d+$')
+      ended, fraction, since = tonumber(ended), tonumber(fraction), tonumber(since)
       local state = redis.pcall('GET', key)
-      local t, f, s, g, gaps
-      if type(state) == 'string' then t, f, s, g, gaps = string.match(state, '^(%d+):(%d+):(%d+):(%d+)(.*)$') end
-      t, f, s, g = tonumber(t), tonumber(f), tonumber(s), tonumber(g)
-      if not g or not given or t < now or s ~= since then break end
-      local used = (t - now) * max + f
-      if used == 0 then break end
-      local records = {}
-      for e, rf, rg, a in string.gmatch(gaps, '|(%d+),(%d+),(%d+),(%d+)') do
-        records[#records + 1] = {tonumber(e), tonumber(rf), tonumber(rg), tonumber(a)}
-      end
-      -- Records of charges that have left are forgotten: a record's charge ends where it ended, less what was given
-      -- back since, plus what charges queued after it gave back; ends grow with the queue.
-      local oldest, later = #records + 1, 0
-      for k = #records, 1, -1 do
-        local r = records[k]
-        if (r[1] - now) * max + r[2] - (g - r[3]) + later <= 0 then break end
-        oldest, later = k, later + r[4]
-      end
-      local behind = 0
-      for k = oldest, #records do
-        local r = records[k]
-        if (r[1] - ended) * max + r[2] - fraction + r[3] - given > 0 then behind = behind + r[4] end
-      end
-      local left = math.max((ended - now) * max + fraction - (g - given) + behind, 0)
-      local back = math.min(left, units * window, used)
+      local t, f, s, holes
+      if type(state) == 'string' then t, f, s, holes = string.match(state, '^(%d+):(%d+):(%d+):%d+(.*)$') end
+      t, f, s = tonumber(t), tonumber(f), tonumber(s)
+      if not t or not since or t < now or s ~= since then break end
+      local used, at = (t - now) * max + f, (ended - now) * max + fraction
+      if used == 0 or at <= 0 then break end
+      local back = math.min(at, units * window)
       if back == 0 then break end
-      -- The queue's last charge given back moves no other: the queue is as if it had weighed less. Any other is
-      -- recorded, in the queue's order, for the charges queued after it.
-      local last = (t - ended) * max + f - fraction + g - given == 0
-      local records_left, placed, record = {}, last, string.format('|%d,%d,%d,%d', ended, fraction, given, back)
-      for k = oldest, #records do
-        local r = records[k]
-        if not placed and (r[1] - ended) * max + r[2] - fraction + r[3] - given > 0 then
-          records_left[#records_left + 1], placed = record, true
-        end
-        records_left[#records_left + 1] = string.format('|%d,%d,%d,%d', r[1], r[2], r[3], r[4])
+      local gaps = {}
+      for e, hf, a in string.gmatch(holes, '|(%d+),(%d+),%d+,(%d+)') do
+        local hole = {(tonumber(e) - now) * max + tonumber(hf), tonumber(a), tonumber(e), tonumber(hf)}
+        if hole[1] > 0 then gaps[#gaps + 1] = hole end
       end
-      if not placed then records_left[#records_left + 1] = record end
-      if not last then g = g + back end
-      used = used - back
+      if at ~= used then
+        local place = #gaps + 1
+        for k = #gaps, 1, -1 do
+          if gaps[k][1] >= at then place = k end
+        end
+        table.insert(gaps, place, {at, back, ended, fraction})
+      else
+        used = used - back
+        local k = #gaps
+        while k >= 1 and used > 0 do
+          if gaps[k][1] == used then
+            used = used - math.min(gaps[k][2], used)
+            table.remove(gaps, k)
+            k = #gaps
+          else
+            k = k - 1
+          end
+        end
+      end
       if used == 0 then
         redis.call('DEL', key)
         break
       end
+      local records = {}
+      for k = 1, #gaps do records[k] = string.format('|%d,%d,0,%d', gaps[k][3], gaps[k][4], gaps[k][2]) end
       local ahead = math.floor(used / max)
-      local ttl = math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl)
-      redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(records_left),
-        'PX', ttl)
+      redis.call('SET', key, string.format('%d:%d:%d:0', now + ahead, used - ahead * max, s) .. table.concat(records),
+        'PX', math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl))
     elseif code == 6 then -- in_flight
       -- A permit goes back whole.
       redis.call('ZREM', key, mark)

@@ -53,8 +53,8 @@ impl LeakyBucket {
             .reserved(kept > 0 && req.cost <= req.max && queued <= limit)
     }
 
-    /// Gives back `units` of what a charge left in the queue (see [`Queue::give_back`]).
+    /// Gives back `units` of a call's slot: from the line's end only (see [`Queue::give_back_slot`]).
     pub(crate) fn give_back(&mut self, now: u64, req: &Terms, units: u64, receipt: &Receipt) {
-        self.free_at.give_back(now, req, units, receipt);
+        self.free_at.give_back_slot(now, req, units, receipt);
     }
 }

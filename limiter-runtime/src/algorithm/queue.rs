@@ -161,4 +161,58 @@ impl Queue {
         }
         self.end = Schedule::at(now, used - back, max);
     }
+
+    /// Gives back, at `now`, `units` of the slot of `charge` that `receipt` names, as a leaky bucket does: only
+    /// from the line's end. A slot given back from the middle is a hole, recorded in the line's order until
+    /// its end reaches it, then given back with it: moving the end earlier past a slot still held (on any
+    /// node) would hand that slot out twice.
+    pub(crate) fn give_back_slot(
+        &mut self,
+        now: u64,
+        charge: &Terms,
+        units: u64,
+        receipt: &Receipt,
+    ) {
+        let max = charge.max;
+        let used = self.used(now, max);
+        if used == 0 || receipt.since != self.since {
+            return;
+        }
+        let ended = Schedule {
+            micros: receipt.mark,
+            fraction: receipt.fraction,
+        };
+        let at = ended.ahead(now, max);
+        if at == 0 {
+            return;
+        }
+        let back = at.min(u128::from(units) * u128::from(charge.window));
+        if back == 0 {
+            return;
+        }
+        self.records.retain(|hole| hole.ended.ahead(now, max) > 0);
+        if at != used {
+            let place = self
+                .records
+                .partition_point(|hole| hole.ended.ahead(now, max) < at);
+            self.records.insert(
+                place,
+                Record {
+                    ended,
+                    given: 0,
+                    back,
+                },
+            );
+            return;
+        }
+        let mut used = used - back;
+        while let Some(k) = self
+            .records
+            .iter()
+            .position(|hole| used > 0 && hole.ended.ahead(now, max) == used)
+        {
+            used -= self.records.remove(k).back.min(used);
+        }
+        self.end = Schedule::at(now, used, max);
+    }
 }

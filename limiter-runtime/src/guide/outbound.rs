@@ -52,7 +52,8 @@
 //!   in the order calls came. A lower call moves one slot later for each one that passes it, and fails if
 //!   that passes its deadline.
 //! - **A caller that gives up gives its slot back.** Drop the future (a timeout, a cancelled request) and
-//!   the slot returns to the line: exact, in any order (see [`Estimate`](crate::Estimate)).
+//!   the slot returns to the line from its end; one from the middle of the fleet's line is a hole that no
+//!   other call takes (the one after it keeps its slot), given back once every slot after it went back too.
 //! - **No call is sent while its key is paused**, once its node has heard of the pause (milliseconds:
 //!   the announcement on Redis's channel); Redis refuses every call of the key until the pause ends.
 //! - **Refused, it waits and asks again** (tokens short, a pause, no slot within `max_wait`), while its

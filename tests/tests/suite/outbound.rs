@@ -748,9 +748,7 @@ async fn callers_that_give_up_give_their_slots_back() {
 }
 
 /// A caller that gives up from the middle of the line gives back the line's latest slot, and the calls behind
-/// it move up: no two calls share a slot, and none waits behind a hole. (Across nodes, a give-back of a slot
-/// that is not the fleet's last still moves the fleet's line: the fleet test bounds it, the outbound issue
-/// mends it.)
+/// it move up: no two calls share a slot, and none waits behind a hole (across nodes, see the next test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_given_back_from_the_middle_of_the_line_is_not_handed_out_twice() {
     let server = RedisServer::start();
@@ -778,6 +776,63 @@ async fn a_slot_given_back_from_the_middle_of_the_line_is_not_handed_out_twice()
         "the third moved up into the second's slot, and the fourth came after it"
     );
     drop((first, third, fourth));
+}
+
+/// Across nodes, a slot given back from the middle of the fleet's line is a hole no other call gets (the call
+/// after it keeps its slot, and so may leave then): the next call comes after the line's end. Once every slot
+/// after the hole has gone back too, the line's end moves past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_given_back_from_the_middle_of_the_fleets_line_is_a_hole() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let (a, b) = (
+        server.limiter_with_clock(&clock),
+        server.limiter_with_clock(&clock),
+    );
+    let rule = partner("out:hole:", Duration::from_secs(5));
+    let wait = |limiter: &Limiter| {
+        let (limiter, rule) = (limiter.clone(), rule.clone());
+        tokio::spawn(async move { limiter.turn(&rule, "acme").await })
+    };
+    let first = a.turn(&rule, "acme").await.unwrap();
+    // Node a's second call holds the slot at one SLOT, node b's third the one at two; the second leaves.
+    let second = wait(&a);
+    line_reaches(&a, "out:hole:", 2).await;
+    let third = wait(&b);
+    line_reaches(&a, "out:hole:", 3).await;
+    second.abort();
+    // Its slot goes back on a task of its own: a hole, recorded in the line's state.
+    let mut redis = server.connection();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("out:hole:*")
+            .query(&mut redis)
+            .unwrap();
+        let states: Vec<String> = keys
+            .iter()
+            .filter_map(|key| redis::cmd("GET").arg(key).query(&mut redis).ok())
+            .collect();
+        if states.iter().any(|state| state.contains('|')) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no hole recorded: {states:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    line_reaches(&a, "out:hole:", 3).await;
+    let fourth = wait(&a);
+    line_reaches(&a, "out:hole:", 4).await;
+    // The third and the fourth leave: the line's end moves back past the hole, to the first's slot.
+    fourth.abort();
+    third.abort();
+    line_reaches(&a, "out:hole:", 1).await;
+    let fifth = b.turn(&rule, "acme").await;
+    assert_eq!(
+        fifth.unwrap().decisions()[0].delay,
+        SLOT,
+        "the fifth follows the first"
+    );
+    drop(first);
 }
 
 /// Redis killed while callers wait: each is decided by its `on_error` within its deadline, and the default
