@@ -1,5 +1,5 @@
-//! What the integration tests share: the throw-away Redis harnesses (from `test-support`), captured logs, a
-//! seeded random generator and a minimal HTTP client.
+//! What the integration tests share: the throw-away Redis harnesses (from `test-support`), a throw-away nginx
+//! and an in-process strict upstream, captured logs, a seeded random generator and a minimal HTTP client.
 
 use std::time::{Duration, Instant};
 
@@ -8,6 +8,12 @@ use limiter_runtime::{Algorithm, Limiter, Rule};
 pub use test_support::{
     cluster, sentinel, Monitor, RedisCluster, RedisSentinel, RedisServer, PATIENT,
 };
+
+pub mod nginx;
+pub mod strict;
+
+pub use nginx::NginxServer;
+pub use strict::StrictUpstream;
 
 /// A limiter on `server` whose every command `monitor` shows next is a decision's: no deny cache, no
 /// heartbeat for an hour, and its start-up traffic (the first heartbeat, the overrides' first load) seen

@@ -1,10 +1,11 @@
 //! One process of the outbound fleet test: callers that wait their turn to call an upstream.
 //!
-//! `caller <redis-url> <upstream-url> <callers> <millis> <max-wait-ms>`: a leaky bucket of 10 calls a second
-//! (the upstream's published limit) with a deadline of `<max-wait-ms>`; each of `<callers>` tasks (the i-th
-//! starting 5 ms after the one before) waits its turn for key `acme`, sends `GET <upstream-url>/acme` over
+//! `caller <redis-url> <upstream-url> <callers> <millis> <max-wait-ms> [<node>]`: a leaky bucket of 10 calls a
+//! second (the upstream's published limit) with a deadline of `<max-wait-ms>`; each of `<callers>` tasks (the
+//! i-th starting 5 ms after the one before) waits its turn for key `acme`, sends `GET <upstream-url>/acme` over
 //! plain HTTP/1.1 with its slot in an `x-slot` header (the decision's time plus its delay, µs since the Unix
-//! epoch on Redis's clock), and tells the fleet what the upstream answered, until `<millis>` ms have passed.
+//! epoch on Redis's clock), the process in `x-node` (`<node>`, else its process id) and the task in `x-caller`
+//! (`i`), and tells the fleet what the upstream answered, until `<millis>` ms have passed.
 //! It prints `ready`, waits for a `go` line on stdin, then prints `sent <caller> <status> <waited µs> <slot
 //! less when it asked, µs>` for each call sent, `refused <caller> <waited µs> <retry after µs>` for each turn
 //! refused, and `done` last.
@@ -14,12 +15,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use limiter_runtime::{Algorithm, Limiter, Rule};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-const USAGE: &str = "usage: caller <redis-url> <upstream-url> <callers> <millis> <max-wait-ms>";
+const USAGE: &str =
+    "usage: caller <redis-url> <upstream-url> <callers> <millis> <max-wait-ms> [<node>]";
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [redis, upstream, callers, millis, max_wait] = &args[..] else {
+    let (node, args) = match &args[..] {
+        [args @ .., node] if args.len() == 5 => (node.clone(), args),
+        args => (std::process::id().to_string(), args),
+    };
+    let [redis, upstream, callers, millis, max_wait] = args else {
         panic!("{USAGE}");
     };
     let callers: u64 = callers.parse().expect(USAGE);
@@ -52,7 +58,8 @@ async fn main() {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for i in 0..callers {
-        let (limiter, rule, address) = (limiter.clone(), rule.clone(), address.clone());
+        let (limiter, rule, address, node) =
+            (limiter.clone(), rule.clone(), address.clone(), node.clone());
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(5 * i)).await;
             let end = (started + run).into();
@@ -67,7 +74,7 @@ async fn main() {
                     Ok(turn) => {
                         let decision = turn.decisions()[0];
                         let slot = (decision.decided_at + decision.delay).as_micros() as i128;
-                        let (status, headers) = get(&address, slot).await;
+                        let (status, headers) = get(&address, slot, &node, i).await;
                         turn.answered(status, headers).await.unwrap();
                         println!("sent {i} {status} {waited} {}", slot - asked_wall);
                     }
@@ -89,11 +96,13 @@ fn since_epoch(at: SystemTime) -> i128 {
     at.duration_since(UNIX_EPOCH).unwrap().as_micros() as i128
 }
 
-/// Sends `GET /acme` to `address`, saying its `slot`, and reads the answer's status and headers.
-async fn get(address: &str, slot: i128) -> (u16, Vec<(String, String)>) {
+/// Sends `GET /acme` to `address`, saying its `slot`, its `node` and its `caller`, and reads the answer's
+/// status and headers.
+async fn get(address: &str, slot: i128, node: &str, caller: u64) -> (u16, Vec<(String, String)>) {
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     let request = format!(
-        "GET /acme HTTP/1.1\r\nHost: {address}\r\nx-slot: {slot}\r\nConnection: close\r\n\r\n"
+        "GET /acme HTTP/1.1\r\nHost: {address}\r\nx-slot: {slot}\r\nx-node: {node}\r\n\
+         x-caller: {caller}\r\nConnection: close\r\n\r\n"
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut answer = String::new();

@@ -53,6 +53,7 @@ mod sliding_log;
 mod sources;
 mod stacked;
 mod streamed;
+mod strict_upstream;
 mod tls;
 mod tls_errors;
 mod tower;
