@@ -117,6 +117,12 @@ impl Observers {
 }
 
 /// The registered metrics of every prefix seen.
+    /// Counts a turn under `prefix` whose call woke later than its slot's margin: it asked again.
+    pub(crate) fn late_turn(&self, prefix: &str) {
+        tracing::debug!(prefix, "rate limiter: a turn woke past its slot's margin and asks again");
+        self.metrics.late_turn(prefix);
+    }
+
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     #[cfg(feature = "metrics")]
@@ -241,6 +247,15 @@ impl Metrics {
             }
         }
         #[cfg(not(feature = "metrics"))]
+    /// Counts a turn under `prefix` that woke past its slot's margin and asked again:
+    /// `limiter_late_turns_total{prefix}`.
+    pub(crate) fn late_turn(&self, prefix: &str) {
+        #[cfg(feature = "metrics")]
+        metrics::counter!("limiter_late_turns_total", "prefix" => prefix.to_owned()).increment(1);
+        #[cfg(not(feature = "metrics"))]
+        let _ = prefix;
+    }
+
         let _ = (prefixes, timer);
     }
 }

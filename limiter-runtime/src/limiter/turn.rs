@@ -24,7 +24,7 @@ impl Limiter {
         let mut deadline = None;
         loop {
             let mut call = call();
-            outbound(&mut call);
+            let margin = outbound(&mut call);
             let deadline = *deadline.get_or_insert_with(|| started + patience(&call));
             let pipeline = &self.pipeline;
             // A pause this node heard of: nothing goes before it ends.
@@ -71,7 +71,10 @@ impl Limiter {
                 call,
                 decided,
             };
-            let held = Waiting::new(held).turn(wait, priority, deadline).await?;
+            let (held, slot) = Waiting::new(held)
+                .on_the_dot()
+                .turn(wait, priority, deadline)
+                .await?;
             // A pause heard of while it waited: the slot goes back, and the call waits for the pause's end.
             if pipeline
                 .overrides
@@ -79,6 +82,17 @@ impl Limiter {
                 .until(&held.call.limits()[0].key)
                 .is_some()
             {
+                let costs = held.costs();
+                held.give_back(&costs).await;
+                continue;
+            }
+            // Later than its slot absorbs (a stalled task, a timer that fired late): sent now, it would land
+            // closer than the spacing to the next slot's call, on any node. Its slot goes back and it asks
+            // again, at the line's end.
+            if margin.is_some_and(|margin| Instant::now() > slot + margin) {
+                pipeline
+                    .observers
+                    .late_turn(held.call.limits()[0].key.parts().prefix);
                 let costs = held.costs();
                 held.give_back(&costs).await;
                 continue;
@@ -91,19 +105,25 @@ impl Limiter {
     }
 }
 
-/// How much later than its slot a call may leave without landing in the same window of the upstream as the
-/// call `max` slots after it: a leaky bucket's slots for calls to an upstream are spaced over its window and
-/// this much more (1% of a one-second window; nothing worth counting of a minute's).
-pub(crate) const SEND_TOLERANCE: Duration = Duration::from_millis(10);
+/// How much of a turn's slot is margin: a leaky bucket's slots for calls to an upstream are spaced by the
+/// spacing its limit implies (`window / max`) and 1/32 of it more (3.1 ms at 10 calls a second), and a call
+/// leaves within that margin after its slot or not at all. So two sends, from any nodes, are never closer
+/// than the spacing, whichever of them left late.
+pub(crate) const SLOT_MARGIN: u64 = 32;
 
 /// Makes a call's limits those of a call to an upstream: each reads its key's block (where a pause is kept),
 /// spends nothing from a lease (which would not see one), and fails to its node's share rather than open. A
-/// leaky bucket spaces its slots over its window and [`SEND_TOLERANCE`]: `max` calls that each leave up to
-/// that late never land in one window of the upstream's.
-fn outbound(call: &mut Call<'static>) {
+/// leaky bucket spaces its slots by the spacing and its margin ([`SLOT_MARGIN`]). Returns the margin of the
+/// first leaky bucket's slot, for the call's cost: how late after its slot the call may still leave.
+fn outbound(call: &mut Call<'static>) -> Option<Duration> {
+    let mut margin = None;
     call.each_limit(|limit| {
         if limit.algorithm == crate::Algorithm::LeakyBucket {
-            limit.terms.window += SEND_TOLERANCE.as_micros() as u64;
+            let terms = &mut limit.terms;
+            let extra = terms.window / SLOT_MARGIN;
+            terms.window += extra;
+            let slot = extra.saturating_mul(terms.cost.max(1)) / terms.max.max(1);
+            margin.get_or_insert(Duration::from_micros(slot));
         }
         limit.penalty.get_or_insert(Penalty::READS_BLOCKS);
         limit.lease = None;
@@ -111,6 +131,7 @@ fn outbound(call: &mut Call<'static>) {
             limit.on_error = OnError::Local;
         }
     });
+    margin
 }
 
 /// Returns a random time within one slot of the call's first limit (its window over its max).

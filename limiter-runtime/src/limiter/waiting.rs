@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use futures_util::future::{select, BoxFuture};
 
 use super::held::HeldCall;
-use super::turn::SEND_TOLERANCE;
 use super::Limiter;
 use crate::algorithm::Outcome;
 use crate::call::{Call, LimitRuling, Ruling};
@@ -54,7 +53,7 @@ impl Limiter {
             call: call.detached(),
             decided,
         };
-        let held = Waiting::new(held).turn(slot, priority, deadline).await?;
+        let (held, _) = Waiting::new(held).turn(slot, priority, deadline).await?;
         let HeldCall { call, decided, .. } = held;
         Ok((call, decided))
     }
@@ -84,6 +83,10 @@ impl Owner for Limiter {
     }
 }
 
+/// How long past its longest window a call that waits for no slot asks again: enough for a refusal's time
+/// to come on a timer that fires late.
+const PAST_THE_WINDOW: Duration = Duration::from_millis(10);
+
 /// Returns how long a call may wait for its turn: the longest `max_wait` of its limits, or, when none waits,
 /// the longest window (a call refused asks again as told until then).
 pub(super) fn patience(call: &Call<'_>) -> Duration {
@@ -95,7 +98,7 @@ pub(super) fn patience(call: &Call<'_>) -> Duration {
         .unwrap_or(0);
     let window = limits.map(|limit| limit.terms.window).max().unwrap_or(0);
     match longest {
-        0 => Duration::from_micros(window) + SEND_TOLERANCE,
+        0 => Duration::from_micros(window) + PAST_THE_WINDOW,
         longest => Duration::from_micros(longest),
     }
 }
@@ -143,24 +146,39 @@ pub(super) struct Waiting {
     held: Option<HeldCall>,
     /// Its seat: the line's key, its number, and which limit's slot it holds there.
     seat: Option<(String, u64, usize)>,
+    /// Whether it leaves on the dot: a turn's call, whose slot absorbs only its margin.
+    on_the_dot: bool,
 }
+
+/// How early before its slot a call that leaves on the dot stops sleeping and yields until the slot: a Tokio
+/// timer fires up to a millisecond after its deadline.
+const TIMER_GRAIN: Duration = Duration::from_millis(1);
 
 impl Waiting {
     pub(super) fn new(held: HeldCall) -> Waiting {
         Waiting {
             held: Some(held),
             seat: None,
+            on_the_dot: false,
         }
     }
 
-    /// Waits for the call's turn: `wait` from now, or, in its node's line, the slot a call of `priority` gets
-    /// there; refused if that is past `deadline` (what it was charged given back).
+    /// Makes the call leave on the dot: it sleeps until a timer's grain before its slot, then yields to the
+    /// runtime until the slot (a turn's call: its slot absorbs only its margin).
+    pub(super) fn on_the_dot(mut self) -> Waiting {
+        self.on_the_dot = true;
+        self
+    }
+
+    /// Waits for the call's turn: `wait` from when the store decided, or, in its node's line, the slot a call
+    /// of `priority` gets there; refused if that is past `deadline` (what it was charged given back). Returns
+    /// the call and the slot it went in.
     pub(super) async fn turn(
         mut self,
         wait: Duration,
         priority: Priority,
         deadline: Instant,
-    ) -> Result<HeldCall, RateLimited> {
+    ) -> Result<(HeldCall, Instant), RateLimited> {
         let held = self.held.as_mut().expect("a call waits once");
         let lines = &held.limiter.pipeline.lines;
         // The limit that gives the slot: the one that makes it wait longest. A call whose slot is now goes at
@@ -172,7 +190,10 @@ impl Waiting {
                 .unwrap_or(0),
             true => match waiting_line(lines, &held.call) {
                 Some(i) => i,
-                None => return Ok(self.held.take().expect("a call waits once")),
+                None => {
+                    let held = self.held.take().expect("a call waits once");
+                    return Ok((held, Instant::now()));
+                }
             },
         };
         let limit = &held.call.limits()[i];
@@ -182,13 +203,10 @@ impl Waiting {
             &mut held.decided.limits[i],
             LimitRuling::uncharged(decision),
         );
-        let place = lines.join(
-            &key,
-            priority,
-            limit.terms.cost,
-            Instant::now() + wait,
-            charged,
-        );
+        // The slot is the store's time: the wait counts from when it decided, not from the answer's arrival.
+        let late = lines.lag.arrived(decision.decided_at);
+        let slot = Instant::now() + wait.saturating_sub(late);
+        let place = lines.join(&key, priority, limit.terms.cost, slot, charged);
         self.seat = Some((key.clone(), place.id, i));
         loop {
             let mut woken = pin!(place.wake.notified());
@@ -200,11 +218,11 @@ impl Waiting {
                 .lines
                 .at_slot(&key, place.id, Instant::now())
             {
-                Some(AtSlot::Go(charged)) => {
+                Some(AtSlot::Go(charged, slot)) => {
                     self.seat = None;
                     let mut held = self.held.take().expect("a call waits once");
                     held.decided.limits[i] = charged;
-                    return Ok(held);
+                    return Ok((held, slot));
                 }
                 Some(AtSlot::Wait(slot)) if slot > deadline => {
                     let refused = refusal(
@@ -217,14 +235,23 @@ impl Waiting {
                     return Err(refused);
                 }
                 Some(AtSlot::Wait(slot)) => {
-                    let sleep = pin!(tokio::time::sleep_until(slot.into()));
+                    let wake = match self.on_the_dot {
+                        true => slot.checked_sub(TIMER_GRAIN).unwrap_or(slot),
+                        false => slot,
+                    };
+                    if Instant::now() >= wake {
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                    let sleep = pin!(tokio::time::sleep_until(wake.into()));
                     // Its slot, or a swap that moved it: look again either way.
                     let _ = select(sleep, woken).await;
                 }
                 // Not in the line (it cannot happen): the call goes without its slot's charge.
                 None => {
                     self.seat = None;
-                    return Ok(self.held.take().expect("a call waits once"));
+                    let held = self.held.take().expect("a call waits once");
+                    return Ok((held, Instant::now()));
                 }
             }
         }

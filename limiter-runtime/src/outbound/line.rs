@@ -24,6 +24,8 @@ pub(crate) struct Lines {
     lines: Mutex<HashMap<String, Vec<Seat>>>,
     /// The next seat's number: the order calls joined.
     next: AtomicU64,
+    /// How late the store's answers come: a slot is the store's time, not the answer's arrival's.
+    pub(crate) lag: super::lag::Lag,
 }
 
 /// A call waiting in a line: its slot, and what Redis charged for it.
@@ -48,8 +50,8 @@ pub(crate) struct Place {
 /// What a call whose slot may have come finds.
 #[derive(Debug)]
 pub(crate) enum AtSlot {
-    /// Its turn: the charge of the slot it goes in.
-    Go(LimitRuling),
+    /// Its turn: the charge of the slot it goes in, and the slot's time.
+    Go(LimitRuling, Instant),
     /// Its slot is (now) this one: wait on.
     Wait(Instant),
 }
@@ -102,7 +104,7 @@ impl Lines {
         if line.is_empty() {
             lines.remove(key);
         }
-        Some(AtSlot::Go(seat.charged))
+        Some(AtSlot::Go(seat.charged, seat.slot))
     }
 
     /// Takes seat `id` out of `key`'s line (a call that leaves before its turn): the charge of the latest slot
@@ -203,7 +205,7 @@ mod tests {
         );
         assert!(matches!(
             lines.at_slot("k", high, slot(0)),
-            Some(AtSlot::Go(_))
+            Some(AtSlot::Go(..))
         ));
         assert!(lines.leave("k", normal[0]).is_some());
         assert!(lines.leave("k", normal[0]).is_none());
@@ -245,7 +247,7 @@ mod tests {
             "a call of another cost keeps its slot"
         );
         assert!(
-            matches!(lines.at_slot("k", ids[2], slot(1)), Some(AtSlot::Go(go)) if go.decision.remaining == 1)
+            matches!(lines.at_slot("k", ids[2], slot(1)), Some(AtSlot::Go(go, _)) if go.decision.remaining == 1)
         );
         let back = lines.leave("k", ids[3]).expect("in the line");
         assert_eq!(

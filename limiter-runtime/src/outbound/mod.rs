@@ -8,6 +8,7 @@
 //! refused in Redis, and, on every node that heard of the pause, no call waiting for its turn goes before
 //! the pause ends. See [`guide::outbound`](crate::guide::outbound).
 
+pub(crate) mod lag;
 pub(crate) mod line;
 pub(crate) mod upstream;
 

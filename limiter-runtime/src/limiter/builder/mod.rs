@@ -379,6 +379,7 @@ impl LimiterBuilder {
     /// yet: the first decision connects (its deadline is for Redis to decide, not to be connected to), or
     /// [`connect`](LimiterBuilder::connect) does, and checks, at start-up.
     pub fn build(self) -> Result<Limiter, Error> {
+        let own_clock = self.clock.is_some() || self.local_clock.is_some();
         let clock: Arc<dyn Clock> = match self.local_clock.as_ref().or(self.clock.as_ref()) {
             Some(clock) => clock.clone(),
             None => Arc::new(SystemClock::new()),
@@ -440,6 +441,9 @@ impl LimiterBuilder {
             }
         };
         let limiter = Limiter::new(backend, self.defaults, clock);
+        if own_clock {
+            limiter.pipeline.lines.lag.turn_off();
+        }
         limiter
             .pipeline
             .observers
