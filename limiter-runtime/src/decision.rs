@@ -34,8 +34,9 @@ pub struct Decision {
     /// Admissions left in the current window after this call.
     pub remaining: u64,
     /// When denied, how long until a call of the same cost would be admitted if nothing else happened;
-    /// zero when allowed, and when no wait admits it (a cost above the limit, or a limit of zero: refused as
-    /// [`Reason::TooLarge`](crate::Reason::TooLarge)).
+    /// zero when allowed, and when no wait admits it (a cost above the limit, refused as
+    /// [`Reason::TooLarge`](crate::Reason::TooLarge); a limit of zero, refused as
+    /// [`Reason::Misconfigured`](crate::Reason::Misconfigured)).
     pub retry_after: Duration,
     /// How long until the limit is back to its full quota if nothing else happened.
     pub reset_after: Duration,
@@ -72,8 +73,9 @@ pub struct Decision {
 /// | [`DegradedOpen`](Verdict::DegradedOpen) | `degraded_open` | goes ahead: Redis could not decide, and the rule fails open |
 /// | [`DegradedLocal`](Verdict::DegradedLocal) | `degraded_local` | was decided by this node's share of the limit, Redis being unreachable |
 /// | [`Shadow`](Verdict::Shadow) | `shadow` | goes ahead: a shadow limit would have refused it |
-/// | [`Skipped`](Verdict::Skipped) | `skipped` | skips this limit, its `skip_if` held (a call of one limit that skips it is not decided at all) |
+/// | [`Skipped`](Verdict::Skipped) | `skipped` | skips this limit, its `skip_if` held (a call of one limit that skips it is not decided at all), or another limit of the call is misconfigured |
 /// | [`SwitchedOff`](Verdict::SwitchedOff) | `switched_off` | goes ahead uncounted: limiting is switched off |
+/// | [`Misconfigured`](Verdict::Misconfigured) | `misconfigured` | is refused, the server's mistake: the limit is one of zero, which no call can pass |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Verdict {
@@ -98,15 +100,20 @@ pub enum Verdict {
     /// A shadow limit would have refused the call: it goes ahead.
     Shadow,
     /// The call skips the limit (`skip_if`), beside limits it does not skip: admitted by this one, counted
-    /// nowhere. (A call of one limit that skips it is not decided at all.)
+    /// nowhere. (A call of one limit that skips it is not decided at all.) So is every other limit of a call
+    /// that a [`Misconfigured`](Verdict::Misconfigured) limit refuses: none is asked.
     Skipped,
     /// Limiting is switched off: every call goes ahead, counted nowhere.
     SwitchedOff,
+    /// The limit is one of zero (`max(0)`, `in_flight(0)`, a token bucket's `burst(0)`), which the attribute
+    /// and `LIMITER_MAX` refuse: the call is refused before any store is asked
+    /// ([`Reason::Misconfigured`](crate::Reason::Misconfigured)); a shadow limit only reports it.
+    Misconfigured,
 }
 
 impl Verdict {
     /// Every verdict, in the table's order.
-    pub const ALL: [Verdict; 10] = [
+    pub const ALL: [Verdict; 11] = [
         Verdict::Admitted,
         Verdict::Limited,
         Verdict::Blocked,
@@ -117,10 +124,12 @@ impl Verdict {
         Verdict::Shadow,
         Verdict::Skipped,
         Verdict::SwitchedOff,
+        Verdict::Misconfigured,
     ];
 
     /// Returns its name in metrics labels and tracing fields: `admitted`, `limited`, `blocked`, `reserved`,
-    /// `unavailable`, `degraded_open`, `degraded_local`, `shadow`, `skipped` or `switched_off`.
+    /// `unavailable`, `degraded_open`, `degraded_local`, `shadow`, `skipped`, `switched_off` or
+    /// `misconfigured`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Verdict::Admitted => "admitted",
@@ -133,6 +142,7 @@ impl Verdict {
             Verdict::Shadow => "shadow",
             Verdict::Skipped => "skipped",
             Verdict::SwitchedOff => "switched_off",
+            Verdict::Misconfigured => "misconfigured",
         }
     }
 }

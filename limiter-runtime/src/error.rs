@@ -62,8 +62,8 @@ pub(crate) struct LimitState {
 }
 
 /// What a rejection asks of its caller: to come back later (429), to wait out a limiter that cannot decide
-/// (503), or never to send this call again as it is (413). The response a refusal becomes (its status, and
-/// whether it has a `Retry-After`) is decided by this alone.
+/// (503), never to send this call again as it is (413), or nothing, the server being at fault (500). The
+/// response a refusal becomes (its status, and whether it has a `Retry-After`) is decided by this alone.
 ///
 /// Beside it, each limit's [`Verdict`](crate::Verdict) says why it was decided so, finer (a refusal for the
 /// limit reached, a block, a share kept for a higher priority are all [`Limited`](Reason::Limited)), for the
@@ -79,9 +79,15 @@ pub enum Reason {
     /// not the caller's fault (HTTP 503).
     Unavailable,
     /// The call weighs more than the limit can ever admit (a cost above `max`, or above a token bucket's
-    /// capacity; or a limit of zero): no wait admits it, so the rejection has no retry time (HTTP 413, with no
-    /// `Retry-After`).
+    /// capacity): no wait admits it, so the rejection has no retry time (HTTP 413, with no `Retry-After`). A
+    /// limit of zero admits no call of any weight: it is [`Misconfigured`](Reason::Misconfigured).
     TooLarge,
+    /// The limit is one of zero (`Rule::max(0)`, `Rule::in_flight(0)`, a token bucket's `Rule::burst(0)`),
+    /// which the attribute refuses at compile time and `LIMITER_MAX=0` at start: the server's mistake, not the
+    /// caller's, so the call is refused before any store is asked, and nothing is charged (HTTP 500, with no
+    /// `Retry-After`; gRPC `INTERNAL`). The message names the limit's policy and the fault; the log tells
+    /// its prefix once, at error level.
+    Misconfigured,
 }
 
 /// The message of a rejection for [`Reason::Unavailable`].
@@ -101,7 +107,7 @@ impl RateLimited {
     ) -> Self {
         let message = match reason {
             Reason::Unavailable => Cow::Borrowed(UNAVAILABLE),
-            Reason::Limited | Reason::TooLarge => message,
+            Reason::Limited | Reason::TooLarge | Reason::Misconfigured => message,
         };
         RateLimited(Box::new(Rejection {
             message,
@@ -114,7 +120,8 @@ impl RateLimited {
         }))
     }
 
-    /// Returns the message of the limit that rejected the call.
+    /// Returns the message of the limit that rejected the call; for an unavailable limiter, or a misconfigured
+    /// limit, the runtime's own sentence saying so.
     pub fn message(&self) -> &str {
         &self.0.message
     }
@@ -188,7 +195,7 @@ impl RateLimited {
     }
 
     /// Returns how long until the same call would be admitted if nothing else happened; zero when no wait admits it
-    /// ([`Reason::TooLarge`]).
+    /// ([`Reason::TooLarge`], [`Reason::Misconfigured`]).
     pub fn retry_after(&self) -> Duration {
         self.0.decision.retry_after
     }
@@ -312,6 +319,11 @@ pub enum Error {
         /// The name or prefix asked for.
         policy: String,
     },
+    /// An operator's read ([`Limiter::inspect`](crate::Limiter::inspect), [`Limiter::usage`](crate::Limiter::usage))
+    /// of a limit of zero, which no call can pass (its calls are refused with
+    /// [`Reason::Misconfigured`]): nothing was read. The sentence names its prefix and its fault.
+    #[error("{0}")]
+    Misconfigured(String),
     /// A time zone name that is not in the zone data ([`Zone::get`](crate::Zone::get)).
     #[error("unknown time zone {0:?}: expected an IANA name, such as \"Europe/Berlin\" or \"America/New_York\"")]
     UnknownZone(String),

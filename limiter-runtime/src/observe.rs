@@ -7,7 +7,7 @@
 //!
 //! | metric | kind | labels |
 //! |---|---|---|
-//! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded`, and `reason`: the decision's [`Verdict`](crate::Verdict) (`admitted`, `limited`, `unavailable`, `degraded_open`, `degraded_local`, `shadow`, `skipped`, `switched_off`) |
+//! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded`, and `reason`: the decision's [`Verdict`](crate::Verdict) (`admitted`, `limited`, `blocked`, `reserved`, `unavailable`, `degraded_open`, `degraded_local`, `shadow`, `skipped`, `switched_off`, `misconfigured`: a refusal, counted as `limited`) |
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow rule would have rejected |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | none: in-memory keys forgotten before their expiry, to stay within `max_keys` |
@@ -22,9 +22,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::call::{Call, Ruling};
+use crate::call::{Call, Preset, Ruling};
+use crate::rule::Told;
 use crate::watch::Watch;
-use crate::{Decision, Priority};
+use crate::{Decision, Priority, Verdict};
 
 /// What a service edge records of the decisions made while it serves a request (the quotas its response
 /// advertises), installed by the edge itself: the pipeline knows no edge.
@@ -60,6 +61,8 @@ pub(crate) struct Observers {
     metrics: Metrics,
     /// What the operators see; shared with the task that reports it through Redis.
     pub(crate) watch: Arc<Watch>,
+    /// The misconfigured limits told of in the log, by prefix.
+    misconfigured: Told,
 }
 
 impl Observers {
@@ -73,6 +76,13 @@ impl Observers {
             if let Some(priority) = limit.priority {
                 self.metrics
                     .prioritized(limit.key.parts().prefix, priority, decision);
+            }
+            if decision.verdict == Verdict::Misconfigured {
+                if let Some(Preset::Misconfigured(fault)) = limit.preset {
+                    let prefix = limit.key.parts().prefix;
+                    let policy = limit.rule.policy_name();
+                    self.misconfigured.tell(prefix, &policy, fault);
+                }
             }
             tracing::trace!(
                 key = %limit.key.parts(),
@@ -107,6 +117,15 @@ impl Observers {
         self.metrics.upstream_refusal(prefix, status);
     }
 
+    /// Counts a turn under `prefix` whose call woke later than its slot's margin: it asked again.
+    pub(crate) fn late_turn(&self, prefix: &str) {
+        tracing::debug!(
+            prefix,
+            "rate limiter: a turn woke past its slot's margin and asks again"
+        );
+        self.metrics.late_turn(prefix);
+    }
+
     /// Records how long one Redis round trip of `call` took, from `timer`.
     pub(crate) fn redis(&self, call: &Call<'_>, timer: Timer) {
         self.metrics.redis(
@@ -117,12 +136,6 @@ impl Observers {
 }
 
 /// The registered metrics of every prefix seen.
-    /// Counts a turn under `prefix` whose call woke later than its slot's margin: it asked again.
-    pub(crate) fn late_turn(&self, prefix: &str) {
-        tracing::debug!(prefix, "rate limiter: a turn woke past its slot's margin and asks again");
-        self.metrics.late_turn(prefix);
-    }
-
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     #[cfg(feature = "metrics")]
@@ -133,7 +146,7 @@ pub(crate) struct Metrics {
 #[derive(Debug)]
 struct Handles {
     /// By verdict, in [`Verdict::ALL`](crate::Verdict::ALL)'s order.
-    decisions: [metrics::Counter; 10],
+    decisions: [metrics::Counter; crate::Verdict::ALL.len()],
     shadow: metrics::Counter,
     redis: metrics::Histogram,
 }
@@ -150,7 +163,8 @@ impl Handles {
                 crate::Verdict::Limited
                 | crate::Verdict::Blocked
                 | crate::Verdict::Reserved
-                | crate::Verdict::Shadow => "limited",
+                | crate::Verdict::Shadow
+                | crate::Verdict::Misconfigured => "limited",
                 _ => "allowed",
             };
             metrics::counter!("limiter_decisions_total", "prefix" => prefix.to_owned(), "outcome" => outcome, "reason" => verdict.as_str())
@@ -236,6 +250,15 @@ impl Metrics {
         let _ = (prefix, status);
     }
 
+    /// Counts a turn under `prefix` that woke past its slot's margin and asked again:
+    /// `limiter_late_turns_total{prefix}`.
+    pub(crate) fn late_turn(&self, prefix: &str) {
+        #[cfg(feature = "metrics")]
+        metrics::counter!("limiter_late_turns_total", "prefix" => prefix.to_owned()).increment(1);
+        #[cfg(not(feature = "metrics"))]
+        let _ = prefix;
+    }
+
     /// Records how long one Redis decision took, from `timer`, under each of its limits' prefixes.
     #[inline]
     pub(crate) fn redis<'a>(&self, prefixes: impl Iterator<Item = &'a str>, timer: Timer) {
@@ -247,15 +270,6 @@ impl Metrics {
             }
         }
         #[cfg(not(feature = "metrics"))]
-    /// Counts a turn under `prefix` that woke past its slot's margin and asked again:
-    /// `limiter_late_turns_total{prefix}`.
-    pub(crate) fn late_turn(&self, prefix: &str) {
-        #[cfg(feature = "metrics")]
-        metrics::counter!("limiter_late_turns_total", "prefix" => prefix.to_owned()).increment(1);
-        #[cfg(not(feature = "metrics"))]
-        let _ = prefix;
-    }
-
         let _ = (prefixes, timer);
     }
 }

@@ -2,8 +2,9 @@
 //! and the tower layer alike, as one [`Call`] of its limits (one, or several stacked), decided as one.
 //!
 //! 1. The switch: off, every call is admitted, with no store traffic at all.
-//! 2. A limit that admits nothing, or one the call skips, is decided here (its call was built with the
-//!    overrides in force: [`Call::new`]).
+//! 2. A limit the call skips is decided here (its call was built with the overrides in force:
+//!    [`Call::new`]); so is a call that a misconfigured limit (one of zero) refuses, its other limits not
+//!    asked.
 //! 3. The backend decides the call: admitted when every limit that vetoes admits it, and then charged to each,
 //!    else charged to none. In memory at once; with Redis, at once what this process knows (a denial Redis
 //!    already gave, a lease, the breaker open), else one script call within the deadline, degraded by
@@ -16,6 +17,7 @@
 //! made), with the limiter borrowed; only a Redis round trip is left to await, and a slot to wait for is the
 //! limiter's (`limiter/waiting.rs`).
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +29,7 @@ use futures_util::future::{BoxFuture, Either};
 
 use crate::backend::{Backend, GivingBack, Pending, Settling, Then};
 use crate::budget::{now, Now};
-use crate::call::{AsCall, Ask, Call, LimitRuling, OneOrMany, Ruling};
+use crate::call::{AsCall, Ask, Call, LimitRuling, OneOrMany, Preset, Ruling};
 use crate::clock::Clock;
 use crate::error::LimitState;
 use crate::observe::{Observers, Timer};
@@ -171,8 +173,11 @@ impl Pipeline {
         // The switch opens every limit but the admin door's own.
         let enabled = inner.overrides.is_enabled()
             || call.limits().iter().any(|limit| limit.rule.ignores_switch);
-        let mut decided = if !enabled || call.all_preset() {
-            // Switched off, no limit applies; a limit decided before any store was asked, as it was.
+        // A misconfigured limit refuses its call before any store is asked: none of its limits is charged.
+        let misconfigured = enabled && call.misconfigured();
+        let mut decided = if !enabled || call.all_preset() || misconfigured {
+            // Switched off, no limit applies; a limit decided before any store was asked, as it was; the
+            // others of a misconfigured call, not asked, are skipped.
             let now = inner.clock.now_micros();
             let answers = call
                 .limits()
@@ -194,7 +199,10 @@ impl Pipeline {
             inner.backend.decide(call)?
         };
         decided.judge(call, enabled);
-        inner.observers.decided(call, &decided, enabled);
+        // A misconfigured call's decisions were not counted: a response advertises none of them.
+        inner
+            .observers
+            .decided(call, &decided, enabled && !misconfigured);
         Ok(decided)
     }
 
@@ -387,7 +395,7 @@ impl Pipeline {
         }
         // Each limit's state, when there are several (one is the rejection's own); a shadow or skipped limit,
         // or a decision made without a count, is not advertised in quota headers.
-        let states = match limits {
+        let mut states = match limits {
             [_] => Vec::new(),
             _ => limits
                 .iter()
@@ -401,8 +409,13 @@ impl Pipeline {
         };
         // Only a limit that fails closed answers "unavailable": a local decision over this node's share is a
         // limit like any other, with its message and quota. A call no wait can admit (a cost above the limit)
-        // says so.
-        let reason = if decision.degraded && limit.on_error == OnError::Closed {
+        // says so; a misconfigured limit says what is wrong with it, and advertises nothing.
+        let (policy, mut message) = (limit.rule.policy_name(), limit.rule.message_value().clone());
+        let reason = if let Some(Preset::Misconfigured(fault)) = limit.preset {
+            message = Cow::Owned(fault.sentence(&policy));
+            states.iter_mut().for_each(|state| state.advertised = false);
+            Reason::Misconfigured
+        } else if decision.degraded && limit.on_error == OnError::Closed {
             Reason::Unavailable
         } else if !limit.can_fit() {
             Reason::TooLarge
@@ -410,8 +423,8 @@ impl Pipeline {
             Reason::Limited
         };
         Err(RateLimited::new(
-            limit.rule.message_value().clone(),
-            limit.rule.policy_name(),
+            message,
+            policy,
             limit.key.clone(),
             decision,
             advertised(limit, &decision),
@@ -435,9 +448,9 @@ impl Pipeline {
 }
 
 /// Returns whether a limit's decision is advertised in quota headers: it applies to the call (not a shadow limit, not
-/// one the call skips), and was counted (not made by `on_error = open | closed` while Redis failed: the count
-/// is unknown; a decision over this node's share, `local`, was counted).
+/// one the call skips, not a misconfigured one), and was counted (not made by `on_error = open | closed` while
+/// Redis failed: the count is unknown; a decision over this node's share, `local`, was counted).
 pub(crate) fn advertised(limit: &crate::call::CallLimit<'_>, decision: &Decision) -> bool {
-    let applies = limit.vetoes && limit.preset != Some(crate::call::Preset::Skipped);
+    let applies = limit.vetoes && limit.preset.is_none();
     applies && (!decision.degraded || limit.on_error == OnError::Local)
 }

@@ -18,7 +18,7 @@ use crate::calendar::Zone;
 use crate::clock::{as_micros, Clock};
 use crate::key::StoreKey;
 use crate::overrides::Overrides;
-use crate::rule::Wait;
+use crate::rule::{Fault, Wait};
 use crate::{Decision, OnError, Penalty, Priority, Rule};
 
 /// How long a permit in flight lives in Redis unless renewed, by default.
@@ -106,9 +106,9 @@ pub(crate) struct CallLimit<'r> {
 pub(crate) enum Preset {
     /// The call skips it (its `skip_if` held): admitted, counted nowhere.
     Skipped,
-    /// It admits nothing (`max = 0`; no algorithm divides by zero): every call is too large for it, with no
-    /// time to retry after.
-    Closed,
+    /// It admits nothing (a limit of zero, see [`Fault`]): the server's mistake. A call it vetoes is refused
+    /// as misconfigured, its other limits not asked; a shadow one only reports it.
+    Misconfigured(Fault),
 }
 
 /// A rule's lease: how many units a node takes from Redis at once, and how long it may spend them.
@@ -224,6 +224,15 @@ impl<'r> Call<'r> {
         self.limits.iter().all(|limit| limit.preset.is_some())
     }
 
+    /// Returns whether a misconfigured limit vetoes the call ([`Preset::Misconfigured`], not a shadow limit):
+    /// then it is refused before any store is asked, its other limits charged nothing.
+    #[inline]
+    pub(crate) fn misconfigured(&self) -> bool {
+        self.limits
+            .iter()
+            .any(|limit| limit.vetoes && matches!(limit.preset, Some(Preset::Misconfigured(_))))
+    }
+
     /// Returns whether a call that each limit admits or not (`allowed(i)`) is admitted: no limit that vetoes denied it.
     #[inline]
     pub(crate) fn admits(&self, allowed: impl Fn(usize) -> bool) -> bool {
@@ -279,12 +288,12 @@ impl<'r> CallLimit<'r> {
         if priority.is_some() {
             charge.kept = reserves.kept(ask.priority, charge.capacity(algorithm));
         }
+        // A limit of zero is told from the terms as built (an override of `max` is never 0, but may set one
+        // where the rule has none); a call that skips the limit never asks it.
         let preset = if ask.skip {
             Some(Preset::Skipped)
-        } else if charge.max == 0 {
-            Some(Preset::Closed)
         } else {
-            None
+            Fault::of(algorithm, &charge).map(Preset::Misconfigured)
         };
         // A lease its algorithm can take: a token bucket's, a fixed window's.
         let leases = matches!(algorithm, Algorithm::TokenBucket | Algorithm::FixedWindow);
@@ -345,7 +354,7 @@ impl Preset {
     pub(crate) fn outcome(self, charge: &Terms) -> Outcome {
         match self {
             Preset::Skipped => Outcome::admit(charge.max),
-            Preset::Closed => Outcome::denied(0, 0, 0),
+            Preset::Misconfigured(_) => Outcome::denied(0, 0, 0),
         }
     }
 }

@@ -106,11 +106,17 @@ impl Ruling {
     /// was on.
     #[inline]
     pub(crate) fn judge(&mut self, call: &Call<'_>, enabled: bool) {
+        // A call a misconfigured limit refuses asks none of its others: they are skipped.
+        let misconfigured = enabled && !self.admitted && call.misconfigured();
         for (limit, answer) in call.limits().iter().zip(self.limits.iter_mut()) {
             let decision = &mut answer.decision;
             decision.verdict = match () {
                 _ if !enabled => Verdict::SwitchedOff,
                 _ if limit.preset == Some(Preset::Skipped) => Verdict::Skipped,
+                _ if matches!(limit.preset, Some(Preset::Misconfigured(_))) => {
+                    Verdict::Misconfigured
+                }
+                _ if misconfigured => Verdict::Skipped,
                 _ if decision.degraded => match (limit.on_error, decision.allowed) {
                     (OnError::Local, _) => Verdict::DegradedLocal,
                     (_, true) => Verdict::DegradedOpen,

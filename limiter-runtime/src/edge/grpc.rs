@@ -2,11 +2,15 @@
 //! the tower layer answers a gRPC request it refuses (feature `tower`).
 //!
 //! - A reached limit is `RESOURCE_EXHAUSTED`; an unavailable limiter (`on_error = closed` while Redis is
-//!   down) is `UNAVAILABLE`: not the client's fault.
+//!   down) is `UNAVAILABLE`: not the client's fault. A misconfigured limit, one of zero
+//!   ([`Reason::Misconfigured`](crate::Reason::Misconfigured)), is `INTERNAL`, as HTTP's 500: the server's
+//!   own mistake, which no retry mends until the rule is fixed (`FAILED_PRECONDITION` would tell the client
+//!   to change the state of the system first, and maps to HTTP 400, the client's fault).
 //! - The message is the limit's message. The metadata says when to come back, as gRPC clients read it:
 //!   `grpc-retry-pushback-ms` (milliseconds, what gRPC's own retry policy obeys) and `retry-after` (whole
 //!   seconds, rounded up, as over HTTP). A call that weighs more than its limit can ever admit
-//!   ([`Reason::TooLarge`](crate::Reason::TooLarge)) says `grpc-retry-pushback-ms: -1`: do not retry.
+//!   ([`Reason::TooLarge`](crate::Reason::TooLarge)), or of a misconfigured limit, says
+//!   `grpc-retry-pushback-ms: -1`: do not retry.
 //!
 //! ```
 //! # #[cfg(feature = "tonic")] {
@@ -26,22 +30,24 @@ use crate::clock::{ceil_millis, ceil_secs};
 use crate::Permit;
 use crate::{RateLimited, Reason};
 
-/// gRPC's `RESOURCE_EXHAUSTED` and `UNAVAILABLE` codes.
+/// gRPC's `RESOURCE_EXHAUSTED`, `INTERNAL` and `UNAVAILABLE` codes.
 const RESOURCE_EXHAUSTED: i32 = 8;
+const INTERNAL: i32 = 13;
 const UNAVAILABLE: i32 = 14;
 
 /// Returns the status code of `rejection`.
 fn code(rejection: &RateLimited) -> i32 {
     match rejection.reason() {
         Reason::Unavailable => UNAVAILABLE,
+        Reason::Misconfigured => INTERNAL,
         _ => RESOURCE_EXHAUSTED,
     }
 }
 
-/// Returns the metadata saying when to come back; for a call no wait admits, a negative pushback, which gRPC reads
-/// as "do not retry", and no `retry-after`.
+/// Returns the metadata saying when to come back; for a call no wait admits (or a misconfigured limit's), a
+/// negative pushback, which gRPC reads as "do not retry", and no `retry-after`.
 fn retry_metadata(rejection: &RateLimited) -> Vec<(&'static str, i64)> {
-    if rejection.reason() == Reason::TooLarge {
+    if matches!(rejection.reason(), Reason::TooLarge | Reason::Misconfigured) {
         return vec![("grpc-retry-pushback-ms", -1)];
     }
     let wait = rejection.retry_after();
@@ -144,6 +150,12 @@ mod tests {
             retry_metadata(&rejection(Reason::TooLarge)),
             [("grpc-retry-pushback-ms", -1)]
         );
+        let misconfigured = rejection(Reason::Misconfigured);
+        assert_eq!(
+            retry_metadata(&misconfigured),
+            [("grpc-retry-pushback-ms", -1)]
+        );
+        assert_eq!(code(&misconfigured), INTERNAL);
     }
 
     #[cfg(feature = "tower")]

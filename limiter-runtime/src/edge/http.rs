@@ -22,11 +22,15 @@
 //! node's share while Redis is down (`on_error = local`) is a reached limit too. An unavailable limiter
 //! (`on_error = closed` while Redis is down) is `503 Service Unavailable` with `Retry-After`: not the client's
 //! fault. A call that weighs more than its limit can ever admit ([`Reason::TooLarge`]) is `413 Content Too
-//! Large`, with no `Retry-After`: no wait admits it. Shadow limits, skipped limits and decisions made without a count (`on_error = open | closed`
-//! while Redis fails) are not advertised.
+//! Large`, with no `Retry-After`: no wait admits it. A misconfigured limit, one of zero
+//! ([`Reason::Misconfigured`]), is `500 Internal Server Error`, with no `Retry-After` and no quota fields: the
+//! server's mistake. Shadow limits, skipped limits and decisions made without a count (`on_error = open |
+//! closed` while Redis fails) are not advertised.
 //!
 //! With the `axum` feature a handler returns `Result<T, RateLimited>` (or an axum `Response`) and a rejection
-//! answers for itself, its body the limit's message as plain text; the tower layer ([`crate::tower`]) writes
+//! answers for itself, its body as plain text: the limit's message, then the policy that refused the call
+//! (`slow down. Refused by the policy "employee".`; `Banned by the policy "logins" for 3600 seconds.` while
+//! its key is blocked: [`RateLimited::text`]); the tower layer ([`crate::tower`]) writes
 //! the same fields on every response, 2xx included, for every limit decided while serving it, and answers a
 //! handler's rejection in the format it answers its own (a problem document for a client that accepts one).
 //! A handler with `in_flight` written to return a `Response` holds its permit until the response body ends.
@@ -67,24 +71,58 @@ pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 impl RateLimited {
     /// Returns `429 Too Many Requests` for a reached limit, `503 Service Unavailable` when the limiter could not
-    /// decide, `413 Content Too Large` for a call that weighs more than its limit can ever admit.
+    /// decide, `413 Content Too Large` for a call that weighs more than its limit can ever admit, `500 Internal
+    /// Server Error` for a misconfigured limit.
     pub fn status(&self) -> StatusCode {
         match self.reason() {
             Reason::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Reason::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Reason::Misconfigured => StatusCode::INTERNAL_SERVER_ERROR,
             _ => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
-    /// Returns `Retry-After` (none for a call no wait admits), and `RateLimit-Policy` and `RateLimit` for every limit
-    /// of the call that is advertised (none when the limiter could not decide).
+    /// Returns `Retry-After` (none for a call no wait admits, nor for a misconfigured limit), and `RateLimit-Policy`
+    /// and `RateLimit` for every limit of the call that is advertised (none when the limiter could not decide,
+    /// nor for a misconfigured limit).
     pub fn headers(&self) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        if self.reason() != Reason::TooLarge {
+        if !matches!(self.reason(), Reason::TooLarge | Reason::Misconfigured) {
             headers.insert(RETRY_AFTER, HeaderValue::from(self.retry_after_secs()));
         }
         write_quota_fields(&mut headers, self.advertised());
         headers
+    }
+
+    /// Returns the body of its plain-text response: the limit's message first, then a short sentence naming the
+    /// policy that refused the call, as the quota fields name it (`Refused by the policy "per-client".`), or,
+    /// when its key is blocked (a penalty's block, an operator's ban, an upstream's pause:
+    /// [`Verdict::Blocked`](crate::Verdict::Blocked)), saying it is banned and for how long (`Banned by the
+    /// policy "logins" for 3600 seconds.`). A misconfigured limit's message names its policy already.
+    pub fn text(&self) -> String {
+        let message = self.message().trim_end();
+        let policy = self.policy();
+        let sentence = match self.reason() {
+            Reason::Misconfigured => return format!("{message}."),
+            Reason::Unavailable => format!("The policy \"{policy}\" could not be checked."),
+            Reason::TooLarge => {
+                format!("Refused by the policy \"{policy}\": no wait admits a call this large.")
+            }
+            _ if self.decision().verdict == crate::Verdict::Blocked => {
+                match ceil_secs(self.retry_after()) {
+                    0 => format!("Banned by the policy \"{policy}\"."),
+                    1 => format!("Banned by the policy \"{policy}\" for 1 second."),
+                    secs => format!("Banned by the policy \"{policy}\" for {secs} seconds."),
+                }
+            }
+            _ => format!("Refused by the policy \"{policy}\"."),
+        };
+        let separator = match message.chars().last() {
+            None => "",
+            Some('.' | '!' | '?') => " ",
+            Some(_) => ". ",
+        };
+        format!("{message}{separator}{sentence}")
     }
 
     /// Returns whole seconds until every limit that refused the call would admit it (at least 1): `Retry-After`.
@@ -98,10 +136,11 @@ impl RateLimited {
     }
 }
 
-/// The answer to a refused call: its status, `Retry-After` and the quota fields, and the limit's message as
-/// plain text. The response carries the `RateLimited` in its extensions, so that a tower layer in front
-/// answers it in the request's format, as it answers its own refusals (a `quota-exceeded` problem document for
-/// a client that accepts `application/problem+json`).
+/// The answer to a refused call: its status, `Retry-After` and the quota fields, and its
+/// [`text`](RateLimited::text) (the limit's message, and the policy that refused it) as plain text. The
+/// response carries the `RateLimited` in its extensions, so that a tower layer in front answers it in the
+/// request's format, as it answers its own refusals (a `quota-exceeded` problem document for a client that
+/// accepts `application/problem+json`).
 #[cfg(feature = "axum")]
 impl axum::response::IntoResponse for RateLimited {
     fn into_response(self) -> axum::response::Response {
@@ -110,8 +149,8 @@ impl axum::response::IntoResponse for RateLimited {
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; charset=utf-8"),
         );
-        let (status, message) = (self.status(), self.message().to_owned());
-        (status, headers, axum::Extension(self), message).into_response()
+        let (status, text) = (self.status(), self.text());
+        (status, headers, axum::Extension(self), text).into_response()
     }
 }
 
@@ -201,6 +240,85 @@ mod tests {
         let mut out = String::new();
         write_name(&mut out, name);
         out
+    }
+
+    /// Returns the rejection of a call by the policy `per-client`, with `message`, for `reason`, of `verdict`, `wait` µs
+    /// to retry after.
+    fn refused(
+        message: &'static str,
+        reason: Reason,
+        verdict: crate::Verdict,
+        wait: u64,
+    ) -> RateLimited {
+        use crate::algorithm::{Outcome, Terms};
+        let charge = Terms {
+            window: 10_000_000,
+            max: 5,
+            cost: 1,
+            burst: 5,
+            max_wait: 0,
+            ends: [0; 3],
+            kept: 0,
+        };
+        let mut decision = Decision::new(&charge, Outcome::denied(0, wait, wait), 0, false);
+        decision.verdict = verdict;
+        let policy = crate::policy::PolicyName::named("per-client".into());
+        let key = crate::key::StoreKey::of_str("p:", "k");
+        RateLimited::new(
+            message.into(),
+            policy,
+            key,
+            decision,
+            true,
+            Vec::new(),
+            reason,
+        )
+    }
+
+    /// Checks that the plain text is the message, then one sentence naming the policy: banned (for how long, when
+    /// known) for a blocked key, too large, unavailable; the message's own full stop is not doubled.
+    #[test]
+    fn the_text_names_the_policy_after_the_message() {
+        use crate::Verdict::{Blocked, Limited, Unavailable};
+        let text = |message, reason, verdict, wait| refused(message, reason, verdict, wait).text();
+        let cases = [
+            (
+                text("slow down", Reason::Limited, Limited, 2_500_000),
+                "slow down. Refused by the policy \"per-client\".",
+            ),
+            (
+                text("Slow down!", Reason::Limited, Limited, 1),
+                "Slow down! Refused by the policy \"per-client\".",
+            ),
+            (
+                text("", Reason::Limited, Limited, 1),
+                "Refused by the policy \"per-client\".",
+            ),
+            (
+                text("go away.", Reason::Limited, Blocked, 3_599_000_001),
+                "go away. Banned by the policy \"per-client\" for 3600 seconds.",
+            ),
+            (
+                text("go away", Reason::Limited, Blocked, 1),
+                "go away. Banned by the policy \"per-client\" for 1 second.",
+            ),
+            (
+                text("go away", Reason::Limited, Blocked, 0),
+                "go away. Banned by the policy \"per-client\".",
+            ),
+            (
+                text("heavy", Reason::TooLarge, Limited, 0),
+                "heavy. Refused by the policy \"per-client\": no wait admits a call this large.",
+            ),
+            (
+                text("x", Reason::Unavailable, Unavailable, 1),
+                "rate limiting is unavailable; please try again later. The policy \"per-client\" could not \
+                 be checked.",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text, expected);
+        }
     }
 
     #[test]

@@ -196,9 +196,11 @@
 //! expression is computed from the borrowed arguments, like `key`, and must be an unsigned integer. A cost is
 //! a weight, never a number of stored entries, for every algorithm. A call whose cost is above what the limit
 //! can ever admit (above `max`, or above a token bucket's `burst`) is refused with
-//! [`Reason::TooLarge`](crate::Reason::TooLarge): no wait would admit it, so its `retry_after` is zero. So is
-//! every call of a limit of zero (`Rule::max(0)`, `Rule::in_flight(0)` with the plain API), in memory and on
-//! Redis alike.
+//! [`Reason::TooLarge`](crate::Reason::TooLarge): no wait would admit it, so its `retry_after` is zero. A
+//! limit of zero is no limit but a mistake: `max = 0` is a compile error here, and with the plain API
+//! (`Rule::max(0)`, `Rule::in_flight(0)`, a token bucket's `Rule::burst(0)`) every call of it is refused as
+//! misconfigured ([`Reason::Misconfigured`](crate::Reason::Misconfigured), HTTP 500) before any store is
+//! asked, in memory and on Redis alike, and its prefix is told once in the log.
 //!
 //! Costs go best with a bucket or a window. A sliding log keeps one entry per admitted call, weighing its
 //! cost: it stays exact in every interval, but its memory grows with the number of calls in the window. A

@@ -159,15 +159,19 @@
 //! | the limit was reached, or the key is blocked ([`Reason::Limited`](crate::Reason::Limited); [`Verdict::Blocked`](crate::Verdict::Blocked), `Retry-After` the block's remaining time) | `429 Too Many Requests`, `Retry-After`, the quota fields | `RESOURCE_EXHAUSTED`, `grpc-retry-pushback-ms` and `retry-after` |
 //! | the limiter could not decide and fails closed ([`Reason::Unavailable`](crate::Reason::Unavailable)) | `503 Service Unavailable`, `Retry-After`, no quota fields | `UNAVAILABLE`, `grpc-retry-pushback-ms` and `retry-after` |
 //! | the call weighs more than the limit can ever admit ([`Reason::TooLarge`](crate::Reason::TooLarge)) | `413 Content Too Large`, no `Retry-After`: no wait admits it | `RESOURCE_EXHAUSTED`, `grpc-retry-pushback-ms: -1` (do not retry) |
+//! | the limit is misconfigured, one of zero ([`Reason::Misconfigured`](crate::Reason::Misconfigured)): the server's mistake | `500 Internal Server Error`, no `Retry-After`, no quota fields | `INTERNAL`, `grpc-retry-pushback-ms: -1` |
 //!
 //! `Retry-After` is the whole seconds until every limit that refused the call would admit it, so it is never
-//! earlier than the `t` of a refusing policy. The body is the limit's message as plain text (an unavailable
-//! limiter has its own message). A call over this node's share while Redis is down (`on_error = local`) is a
+//! earlier than the `t` of a refusing policy. The body is plain text
+//! ([`RateLimited::text`](crate::RateLimited::text)): the limit's message (an unavailable limiter, or a
+//! misconfigured limit, has its own), then a sentence naming the policy that refused the call, as the quota
+//! fields name it; while its key is blocked (a penalty, a ban), it says `Banned` and for how long. A call over this node's share while Redis is down (`on_error = local`) is a
 //! reached limit: a `429` with its quota fields.
 //!
 //! With the `axum` feature, handlers return `Result<T, RateLimited>` (or an error type that wraps it), or an
-//! axum `Response`, and a rejection answers for itself. [`RateLimited::status`](crate::RateLimited::status)
-//! and [`RateLimited::headers`](crate::RateLimited::headers) give the same answer to other frameworks.
+//! axum `Response`, and a rejection answers for itself. [`RateLimited::status`](crate::RateLimited::status),
+//! [`RateLimited::headers`](crate::RateLimited::headers) and [`RateLimited::text`](crate::RateLimited::text)
+//! give the same answer to other frameworks.
 //!
 //! ```
 //! # #[cfg(feature = "axum")] {
@@ -272,7 +276,7 @@
 //! ratelimit-policy: "per-client";q=60;w=60, "employee";q=5;w=10
 //! ratelimit: "per-client";r=54;t=60, "employee";r=0;t=10
 //!
-//! slow down, have a cup of tea
+//! slow down, have a cup of tea. Refused by the policy "employee".
 //! ```
 //!
 //! `tests/tests/suite/tower.rs` serves the layer over real HTTP and checks each key (forged and malformed forwarding

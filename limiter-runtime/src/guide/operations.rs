@@ -122,9 +122,10 @@
 //! (`tests/tests/suite/operators.rs` checks it on a schedule of calls, for every algorithm).
 //!
 //! **Verdicts.** Every decision names why it was made ([`Decision::verdict`](crate::Decision::verdict)):
-//! `admitted`, `limited`, `unavailable` (Redis down, the rule fails closed), `degraded_open`, `degraded_local`,
-//! `shadow` (a shadow limit would have refused), `skipped` (`skip_if`) or `switched_off`. The same words label
-//! the metrics (`reason`) and the tracing events (`reason`).
+//! `admitted`, `limited`, `blocked`, `reserved`, `unavailable` (Redis down, the rule fails closed),
+//! `degraded_open`, `degraded_local`, `shadow` (a shadow limit would have refused), `skipped` (`skip_if`),
+//! `switched_off` or `misconfigured` (a limit of zero, refused as the server's mistake, told once in the log
+//! at error level). The same words label the metrics (`reason`) and the tracing events (`reason`).
 //!
 //! **The most limited keys.** Each node tallies its decisions per policy (by prefix, at most 128: a prefix
 //! made per tenant is not a policy): counts, and two bounded summaries of keys over the last minute

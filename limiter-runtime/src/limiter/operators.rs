@@ -179,6 +179,7 @@ impl Limiter {
         let call = self.named(&rule, &key);
         let limit = &call.limits()[0];
         let (peek, at, deny_cached) = self.pipeline.backend.operations().inspect(limit).await?;
+        readable(limit)?;
         // A key's block, where its calls read one: under a penalty, while a ban is in force under its policy,
         // or while an upstream's pause this node heard of is (else an inspection stays one read).
         let paused = self.pipeline.overrides.pauses.until(&limit.key).is_some();
@@ -263,6 +264,7 @@ impl Limiter {
         let names = (
             rule.policy_name().to_string(),
             crate::key::unescaped(limit.key.parts().rest),
+        readable(limit)?;
         );
         let counts = (limit.terms.max, peek.used, peek.remaining);
         let zone = rule.calendar.zone(None);
@@ -320,5 +322,16 @@ impl Limiter {
         let shared = pipeline.backend.is_shared();
         let (overview, refused) = watch::merge(this, others, shared, failed.is_some());
         (overview, refused, failed)
+    }
+}
+
+/// Returns [`Error::Misconfigured`] for a limit of zero (which no call can pass, and whose state means
+/// nothing): an operator's read of it reads nothing.
+fn readable(limit: &crate::call::CallLimit<'_>) -> Result<(), Error> {
+    match limit.preset {
+        Some(crate::call::Preset::Misconfigured(fault)) => Err(Error::Misconfigured(
+            fault.sentence(limit.key.parts().prefix),
+        )),
+        _ => Ok(()),
     }
 }

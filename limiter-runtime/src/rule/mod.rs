@@ -2,6 +2,7 @@
 //! concern; what a part means, `algorithm`'s and the pipeline's.
 
 mod env;
+mod fault;
 mod on_error;
 mod resolve;
 
@@ -13,6 +14,7 @@ use crate::priority::Reserves;
 use crate::{Algorithm, Penalty, Priority};
 
 pub(crate) use self::env::{env, parse_env, set};
+pub(crate) use self::fault::{Fault, Told};
 pub use self::on_error::OnError;
 pub(crate) use self::resolve::Defaults;
 
@@ -22,10 +24,11 @@ pub(crate) use self::resolve::Defaults;
 /// [`LimiterBuilder`](crate::LimiterBuilder)), exactly as for an attribute argument left out of
 /// `#[rate_limit]`. Build it once (a `static` with [`LazyLock`](std::sync::LazyLock), say) and reuse it.
 ///
-/// `max = 0` (or `in_flight(0)`) rejects every call as too large
-/// ([`Reason::TooLarge`](crate::Reason::TooLarge), HTTP 413): no wait admits one, so there is no time to
-/// retry after (the attribute refuses `max = 0` at compile time, and an override refuses it at run time). A
-/// `window` shorter than a microsecond counts as one microsecond.
+/// A limit of zero (`max(0)`, `in_flight(0)`, a token bucket's `burst(0)`) is the server's mistake, as the
+/// attribute refuses it at compile time, `LIMITER_MAX=0` at start and an override at run time: every call of
+/// it is refused as misconfigured ([`Reason::Misconfigured`](crate::Reason::Misconfigured), HTTP 500), before
+/// any store is asked, and its prefix is told once in the log, at error level. A `window` shorter than a
+/// microsecond counts as one microsecond.
 ///
 /// # Example
 ///
@@ -123,7 +126,8 @@ impl Rule {
         self
     }
 
-    /// Sets a [`TokenBucket`](Algorithm::TokenBucket)'s capacity, the most a burst can take at once (default `max`).
+    /// Sets a [`TokenBucket`](Algorithm::TokenBucket)'s capacity, the most a burst can take at once (default `max`);
+    /// at least 1, as `max` (a bucket of 0 is misconfigured).
     pub const fn burst(mut self, burst: u64) -> Self {
         self.burst = Some(burst);
         self
@@ -192,7 +196,8 @@ impl Rule {
     /// taken for at most that long (fewer calls run meanwhile, never more); a node cut off from Redis for
     /// longer loses them while its bodies may still run, so only then can more than `permits` run at once.
     ///
-    /// No permit at all (`in_flight(0)`) refuses every call as too large, like `max = 0`.
+    /// No permit at all (`in_flight(0)`) is misconfigured, like `max(0)`: every call is refused with
+    /// [`Reason::Misconfigured`](crate::Reason::Misconfigured).
     pub const fn in_flight(mut self, permits: u64) -> Self {
         self.algorithm = Some(Algorithm::InFlight);
         self.max = Some(permits);

@@ -69,8 +69,9 @@ impl Watch {
                 Verdict::SwitchedOff | Verdict::Skipped => continue,
                 Verdict::Limited | Verdict::Blocked | Verdict::Reserved => Counted::Limited,
                 Verdict::DegradedLocal if !decision.allowed => Counted::Limited,
-                // Refused all the same (`on_error = closed`, Redis down), though its key was not the cause.
-                Verdict::Unavailable => Counted::Unavailable,
+                // Refused all the same (`on_error = closed`, Redis down; a misconfigured limit), though its key
+                // was not the cause.
+                Verdict::Unavailable | Verdict::Misconfigured => Counted::Unavailable,
                 _ => Counted::Admitted,
             };
             let key = limit.key.parts();

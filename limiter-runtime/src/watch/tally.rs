@@ -33,8 +33,9 @@ pub(crate) enum Counted {
     Admitted,
     /// Refused, the limit reached (by Redis, or by this node's share of it): the key is among the refused.
     Limited,
-    /// Refused because Redis could not decide and the rule fails closed: a refusal, but its key was not the
-    /// cause, so it is not among the refused keys (an outage would make every busy key one).
+    /// Refused because Redis could not decide and the rule fails closed, or because the limit is
+    /// misconfigured: a refusal, but its key was not the cause, so it is not among the refused keys (an
+    /// outage, or a limit of zero, would make every busy key one).
     Unavailable,
 }
 

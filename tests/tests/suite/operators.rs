@@ -325,6 +325,11 @@ async fn every_decision_names_its_verdict() {
     limiter.check(&shadow, "k").await;
     let would = limiter.check(&shadow, "k").await;
     assert_eq!((would.verdict, would.allowed), (Verdict::Shadow, false));
+    let zero = rule.clone().prefix("why:zero:").max(0);
+    assert_eq!(
+        limiter.check(&zero, "k").await.verdict,
+        Verdict::Misconfigured
+    );
     limiter.set_enabled_here(false);
     assert_eq!(
         limiter.check(&rule, "k").await.verdict,
@@ -353,7 +358,8 @@ async fn every_decision_names_its_verdict() {
             "degraded_local",
             "shadow",
             "skipped",
-            "switched_off"
+            "switched_off",
+            "misconfigured"
         ]
     );
 }

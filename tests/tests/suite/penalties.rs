@@ -186,8 +186,19 @@ async fn a_stacked_call_with_a_blocked_key_charges_nothing_on_redis() {
     stacked(Some(&server)).await;
 }
 
-/// An operator's ban, on one node, is seen by the other at its next call; listed with its remaining time;
-/// lifted, seen within a second.
+/// Returns the body of the response `refused` answers for itself (`IntoResponse`), checking that it is plain
+/// text.
+async fn plain_text(refused: limiter_runtime::RateLimited) -> String {
+    let response = axum::response::IntoResponse::into_response(refused);
+    assert_eq!(response.status(), 429);
+    let content_type = response.headers().get("content-type").unwrap();
+    assert_eq!(content_type, "text/plain; charset=utf-8");
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX);
+    String::from_utf8(body.await.unwrap().to_vec()).unwrap()
+}
+
+/// An operator's ban, on one node, is seen by the other at its next call, and told as a ban in the
+/// response's text; listed with its remaining time; lifted, seen within a second.
 async fn ban_and_unban(server: Option<&RedisServer>) {
     let clock = FakeClock::new();
     let (a, b) = nodes(server, &clock);
@@ -205,6 +216,12 @@ async fn ban_and_unban(server: Option<&RedisServer>) {
         (false, Verdict::Blocked)
     );
     assert_eq!(refused.retry_after, 3600 * SECOND);
+    // As a plain-text response, the refusal names the policy, says the key is banned, and for how long.
+    let banned = b.enforce(&rule, "mallory").await.unwrap_err();
+    assert_eq!(
+        plain_text(banned).await,
+        "too many requests, please try again later. Banned by the policy \"logins\" for 3600 seconds."
+    );
     // Another key, and the same key under another rule, are untouched.
     assert!(b.check(&rule, "alice").await.allowed);
     clock.advance(60 * SECOND);
@@ -231,6 +248,10 @@ async fn ban_and_unban(server: Option<&RedisServer>) {
     );
     // The limit admits it again in 60 s, later than the penalty's 10 s: the block lasts until then.
     assert_eq!(bans[1].remaining, 60 * SECOND);
+    let blocked = a.enforce(&rule, "alice").await.unwrap_err();
+    assert!(plain_text(blocked)
+        .await
+        .ends_with(". Banned by the policy \"logins\" for 60 seconds."),);
     // Lifted on one node: the other admits the key again (its denial of it forgotten).
     assert!(a.unban(&rule, "mallory").await.unwrap());
     assert!(!a.unban(&rule, "mallory").await.unwrap());

@@ -64,7 +64,10 @@ async fn a_200_and_the_sixth_lookups_429_carry_both_policies_fields() {
     }
     let limited: Response = request(service, "GET", "/employees/1001").await;
     assert_eq!(limited.status, 429);
-    assert_eq!(limited.body, "slow down, have a cup of tea");
+    assert_eq!(
+        limited.body,
+        "slow down, have a cup of tea. Refused by the policy \"employee\"."
+    );
     let (policy, state) = quota(&limited);
     assert_eq!(policies(&policy), ["per-client", "employee"]);
     let employee = member(&state, "employee");

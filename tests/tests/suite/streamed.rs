@@ -376,6 +376,9 @@ async fn behind_the_layer_a_handlers_refusal_is_a_problem_when_asked_for() {
             plain.header("content-type"),
             Some("text/plain; charset=utf-8")
         );
-        assert_eq!(plain.body, detail);
+        assert_eq!(
+            plain.body,
+            format!("{detail}. Refused by the policy \"{policy}\".")
+        );
     }
 }

@@ -393,7 +393,11 @@ async fn several_rules_are_one_decision(limiter: Limiter) {
     assert_eq!(request(address, "GET", "/hello").await.status, 200);
     let refused = request(address, "GET", "/hello").await;
     assert_eq!(refused.status, 429, "{refused:?}");
-    assert_eq!(refused.body, "too many requests, please try again later");
+    // The message first, then the policy that refused the request.
+    assert_eq!(
+        refused.body,
+        "too many requests, please try again later. Refused by the policy \"burst\"."
+    );
     let (_, state) = quota(&refused);
     assert_eq!(
         (
@@ -699,6 +703,11 @@ async fn a_call_no_wait_admits_is_a_413_without_retry_after() {
     let too_large = request(address, "GET", "/weigh/11").await;
     assert_eq!(too_large.status, 413, "{too_large:?}");
     assert!(too_large.header("retry-after").is_none(), "{too_large:?}");
+    assert_eq!(
+        too_large.body,
+        "too many requests, please try again later. Refused by the policy \"big\": no wait admits a call \
+         this large."
+    );
     assert_eq!(request(address, "GET", "/weigh/10").await.status, 200);
     // The layer's own fields stand beside it.
     let (policy, _) = quota(&too_large);
@@ -785,9 +794,21 @@ async fn a_penalty_retry_after_is_when_the_limit_admits_again() {
     let (_, state) = quota(&refused);
     assert_eq!(member(&state, "login").get("t"), 60, "{refused:?}");
     assert_eq!(retry_after(&refused), 60, "{refused:?}");
+    // The refusal that started the block says so.
+    assert!(
+        refused
+            .body
+            .ends_with(". Banned by the policy \"login\" for 60 seconds."),
+        "{refused:?}"
+    );
     clock.advance(Duration::from_secs(5));
     let early = request(address, "GET", "/hello").await;
     assert_eq!((early.status, retry_after(&early)), (429, 55), "{early:?}");
+    // Its key is blocked: the body says so, and for how long.
+    assert_eq!(
+        early.body,
+        "too many requests, please try again later. Banned by the policy \"login\" for 55 seconds."
+    );
     clock.advance(Duration::from_secs(55));
     assert_eq!(statuses(address, "/hello", &[], 1).await, [200]);
 }

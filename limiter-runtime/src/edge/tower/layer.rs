@@ -28,8 +28,9 @@ use crate::{Algorithm, Limiter, Permit, Priority, RateLimited, Rule};
 /// otherwise ([`fallback`](RateLimitLayer::fallback), [`pass_unidentified`](RateLimitLayer::pass_unidentified)).
 /// A refused request gets the answer a [`RateLimited`] gives: `429` (or `503` when the limiter
 /// cannot decide and fails closed) with `Retry-After` and the quota fields, or, for a gRPC request, the
-/// status `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with the retry delay in its metadata. A handler's refusal
-/// behind the layer (`RateLimited`'s response) is answered in the same format as the layer's own: a
+/// status `RESOURCE_EXHAUSTED` (or `UNAVAILABLE`) with the retry delay in its metadata. A misconfigured rule
+/// (a limit of zero) refuses every request as the server's mistake: `500`, or `INTERNAL` over gRPC. A
+/// handler's refusal behind the layer (`RateLimited`'s response) is answered in the same format as the layer's own: a
 /// `quota-exceeded` problem document for a client that accepts `application/problem+json`.
 ///
 /// The permits of the layer's in-flight rules ([`Rule::in_flight`]) are held until the response body ends,

@@ -98,7 +98,8 @@ pub(super) enum Refusal {
     Grpc,
     /// As an RFC 9457 problem document (the request accepts `application/problem+json`).
     Problem,
-    /// As `RateLimited` answers for itself: its message as plain text.
+    /// As `RateLimited` answers for itself: its [`text`](RateLimited::text) (the message, and the policy that
+    /// refused the call) as plain text.
     Text,
 }
 
@@ -133,8 +134,8 @@ impl Refusal {
     }
 
     /// Builds the response refusing a request with `rejection`: the status, `Retry-After` and the quota fields over
-    /// HTTP (only a reached limit is a problem document; an unavailable limiter is plain text), the status and
-    /// its metadata over gRPC.
+    /// HTTP (only a reached limit is a problem document; an unavailable limiter, a call too large and a
+    /// misconfigured limit are plain text), the status and its metadata over gRPC.
     pub(super) fn response<B>(self, rejection: &RateLimited) -> http::Response<ResponseBody<B>> {
         if self == Refusal::Grpc {
             let mut response = http::Response::new(ResponseBody::text(String::new()));
@@ -145,7 +146,7 @@ impl Refusal {
         let (content_type, body) = if problem {
             ("application/problem+json", problem_document(rejection))
         } else {
-            ("text/plain; charset=utf-8", rejection.message().to_owned())
+            ("text/plain; charset=utf-8", rejection.text())
         };
         let mut response = http::Response::new(ResponseBody::text(body));
         *response.status_mut() = rejection.status();
