@@ -16,9 +16,10 @@
 --   cost on each limit
 --
 -- A call of several limits is admitted when every limit that vetoes fits it; then each limit that fits it is
--- charged, and none otherwise. A limit whose key is blocked refuses (counting nothing); a call a limit under
--- a penalty refuses itself, one it could admit some day, starts a block, at least as long as the limit would
--- refuse it (the block's arithmetic is src/penalty.rs's).
+-- charged, and none otherwise. A limit whose key is blocked refuses (counting nothing), but one whose
+-- algorithm waits out an upstream's pause (the leaky bucket: algorithms/README.md, `pause`); a call a limit
+-- under a penalty refuses itself, one it could admit some day, starts a block, at least as long as the limit
+-- would refuse it (the block's arithmetic is src/penalty.rs's), unless a pause is in force.
 --
 -- Returns {now, then for each group one string}: the state each limit held, as one_limit.lua answers it,
 -- comma-separated (the block, "<until us>:<offences>:<p|b>" or "", and "|" before it, under a penalty): a

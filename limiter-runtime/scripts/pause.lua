@@ -1,22 +1,49 @@
--- A pause of a key learned from an upstream's answer (src/outbound/upstream.rs): a block at the limit's block
--- key, "<until us>:<status>:u" (the upstream's status, 429 or 503; 0 when its quota fields said none is left),
--- unless the key's block in force ends later. Calls of the key read it as they read a ban's.
+-- What an upstream's answer teaches a key (src/outbound/upstream.rs, src/outbound/rate.rs): a pause, kept as a
+-- block at the limit's block key, "<until us>:<status>:u" (the upstream's status, 429 or 503; 0 when its quota
+-- fields said none is left), unless the key's block in force ends later; and the rate its fleet learned, the
+-- block's last field (":<thousandths>" of the limit's max, absent for the whole), moved as the client asks
+-- (twin: rate::Move::apply): kept in part after a refusal, stepped up after a success, held under a stated
+-- quota, never above the whole nor below the least; remembered for a while after its last move. Calls of the
+-- key read the block as they read a ban's; a ban's or a penalty's block in force stays as it is.
 --
 --   KEYS[1]  the limit's block key
 --   ARGV[1]  "" (now from Redis's TIME); tests pass "<now us> <minimum TTL ms>"
---   ARGV[2]  the pause's length, us
+--   ARGV[2]  the pause's length, us (0: no pause)
 --   ARGV[3]  the upstream's status
+--   ARGV[4]  what is kept of the rate, thousandths (1000: all of it)
+--   ARGV[5]  what is added back, thousandths
+--   ARGV[6]  the most it may be, thousandths
+--   ARGV[7]  the least it may be, thousandths
+--   ARGV[8]  how long a rate below the whole is remembered after its last move, ms
 --
--- Returns {now, until}: when the key's block in force ends.
+-- Returns {now, until, rate}: when the key's block in force ends (now when none is), and the rate learned.
 
 --> part clock
-local length = tonumber(ARGV[2])
-local ends_at = now + length
+local length, status = tonumber(ARGV[2]), tonumber(ARGV[3])
+local ends_at, rate, paused = now, 1000, nil
 local state = redis.call('GET', KEYS[1])
 if state then
-  local ends = tonumber(string.match(state, '^(%d+):%d+:[pbu]$'))
-  if ends and ends >= ends_at then return {now, ends} end
+  local ends, second, kind, learned = string.match(state, '^(%d+):(%d+):([pbu]):?(%d*)$')
+  ends = tonumber(ends)
+  if kind == 'u' then
+    rate = tonumber(learned) or 1000
+    if ends > now then ends_at, paused = ends, tonumber(second) end
+  elseif kind and ends > now then
+    return {now, ends, 1000}
+  end
 end
-redis.call('SET', KEYS[1], string.format('%d:%d:u', ends_at, tonumber(ARGV[3])), 'PX',
-  math.max(math.ceil(length / 1000), min_ttl))
-return {now, ends_at}
+rate = math.floor(math.min(rate, 1000) * tonumber(ARGV[4]) / 1000) + tonumber(ARGV[5])
+rate = math.max(math.min(rate, tonumber(ARGV[6]), 1000), tonumber(ARGV[7]))
+if length > 0 and now + length > ends_at then ends_at, paused = now + length, status end
+if not paused and rate >= 1000 then
+  if state then redis.call('DEL', KEYS[1]) end
+  return {now, now, rate}
+end
+local text = string.format('%d:%d:u', ends_at, paused or 0)
+local ttl = math.ceil((ends_at - now) / 1000)
+if rate < 1000 then
+  text = text .. string.format(':%d', rate)
+  ttl = math.max(ttl, tonumber(ARGV[8]))
+end
+redis.call('SET', KEYS[1], text, 'PX', math.max(ttl, min_ttl, 1))
+return {now, ends_at, rate}

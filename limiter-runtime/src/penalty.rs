@@ -180,6 +180,9 @@ pub(crate) struct Block {
     /// A pause learned from an upstream's answer (see [`outbound`](crate::outbound)), not a penalty: the
     /// status it answered (429, 503), or 0 when its quota fields said nothing was left.
     pub(crate) upstream: Option<u16>,
+    /// Beside an upstream's pause, in force or over: the rate its fleet learned for the key, in thousandths
+    /// of the limit's `max` (see [`outbound::rate`](crate::outbound::rate)); `None` for the whole limit.
+    pub(crate) learned: Option<u32>,
 }
 
 impl Block {
@@ -211,6 +214,7 @@ impl Block {
             offences,
             banned: false,
             upstream: None,
+            learned: None,
         }
     }
 
@@ -221,19 +225,29 @@ impl Block {
             offences: previous.map_or(0, |block| block.offences),
             banned: true,
             upstream: None,
+            learned: None,
         }
     }
 
     /// Creates an upstream's pause until `until`, for its answer `status` (unless `previous` ends later: it
-    /// stays).
-    pub(crate) fn pause(previous: Option<&Block>, until: u64, status: u16) -> Block {
+    /// stays), with the rate `learned` (thousandths of `max`; `None`: the whole).
+    pub(crate) fn pause(
+        previous: Option<&Block>,
+        until: u64,
+        status: u16,
+        learned: Option<u32>,
+    ) -> Block {
         match previous {
+            Some(block) if block.until >= until && block.upstream.is_some() => {
+                Block { learned, ..*block }
+            }
             Some(block) if block.until >= until => *block,
             _ => Block {
                 until,
                 offences: 0,
                 banned: false,
                 upstream: Some(status),
+                learned,
             },
         }
     }
@@ -244,13 +258,14 @@ impl Block {
         self.until.saturating_add(penalty.cap)
     }
 
-    /// Returns it as Redis keeps it: `<until>:<offences>:<p|b>`, or `<until>:<status>:u` for a pause
+    /// Returns it as Redis keeps it: `<until>:<offences>:<p|b>`, or `<until>:<status>:u[:<learned>]` for a pause
     /// (`scripts/parts/offence.lua`, `scripts/ban.lua` and `scripts/pause.lua` write it).
     #[cfg(test)]
     pub(crate) fn text(&self) -> String {
-        match self.upstream {
-            Some(status) => format!("{}:{status}:u", self.until),
-            None => {
+        match (self.upstream, self.learned) {
+            (Some(status), Some(rate)) => format!("{}:{status}:u:{rate}", self.until),
+            (Some(status), None) => format!("{}:{status}:u", self.until),
+            (None, _) => {
                 let kind = if self.banned { 'b' } else { 'p' };
                 format!("{}:{}:{kind}", self.until, self.offences)
             }
@@ -268,11 +283,17 @@ impl Block {
             "u" => (0, false, Some(second.parse().ok()?)),
             _ => return None,
         };
+        let learned = match (upstream, parts.next()) {
+            (_, None) => None,
+            (Some(_), Some(rate)) => Some(rate.parse().ok()?),
+            (None, Some(_)) => return None,
+        };
         parts.next().is_none().then_some(Block {
             until,
             offences,
             banned,
             upstream,
+            learned,
         })
     }
 }
@@ -368,20 +389,23 @@ mod tests {
                 offences: 3,
                 banned: false,
                 upstream: None,
+                learned: None,
             },
             Block {
                 until: u64::MAX,
                 offences: 0,
                 banned: true,
                 upstream: None,
+                learned: None,
             },
-            Block::pause(None, 99, 429),
+            Block::pause(None, 99, 429, None),
+            Block::pause(None, 99, 429, Some(810)),
         ] {
             assert_eq!(Block::parse(&block.text()), Some(block));
         }
         // A pause does not shorten a longer block.
         let ban = Block::ban(None, 500);
-        assert_eq!(Block::pause(Some(&ban), 99, 503), ban);
+        assert_eq!(Block::pause(Some(&ban), 99, 503, Some(900)), ban);
         for bad in ["", "1:2", "1:2:x", "1:2:p:3", "a:2:p", "1:x:u"] {
             assert_eq!(Block::parse(bad), None, "{bad}");
         }

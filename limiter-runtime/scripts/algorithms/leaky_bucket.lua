@@ -6,6 +6,12 @@
 --> queue.read
 local limit = tonumber(depth) * max
 
+--@pause
+-- The line ends no earlier than the upstream's pause: each call's slot lands after it (twin:
+-- State::after_pause).
+queued = math.max(queued, (paused - now) * max)
+block_ends = nil
+
 --@fits
 local fits = cost <= max and queued + kept * window <= limit
 

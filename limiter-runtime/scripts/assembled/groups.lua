@@ -18,9 +18,10 @@
 --   cost on each limit
 --
 -- A call of several limits is admitted when every limit that vetoes fits it; then each limit that fits it is
--- charged, and none otherwise. A limit whose key is blocked refuses (counting nothing); a call a limit under
--- a penalty refuses itself, one it could admit some day, starts a block, at least as long as the limit would
--- refuse it (the block's arithmetic is src/penalty.rs's).
+-- charged, and none otherwise. A limit whose key is blocked refuses (counting nothing), but one whose
+-- algorithm waits out an upstream's pause (the leaky bucket: algorithms/README.md, `pause`); a call a limit
+-- under a penalty refuses itself, one it could admit some day, starts a block, at least as long as the limit
+-- would refuse it (the block's arithmetic is src/penalty.rs's), unless a pause is in force.
 --
 -- Returns {now, then for each group one string}: the state each limit held, as one_limit.lua answers it,
 -- comma-separated (the block, "<until us>:<offences>:<p|b>" or "", and "|" before it, under a penalty): a
@@ -91,16 +92,18 @@ local function decide(k, group, c, calls)
     local block_key, block_first, cap, kept = KEYS[blocks[1]], shape[5], shape[6], shape[7]
     local answered
     if code == 1 then -- sliding_log
-      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+      -- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
       -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
       -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-      local block, block_ends, offences = nil, nil, 0
+      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+      -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+      local block, block_ends, offences, paused = nil, nil, 0, nil
       if block_key then
         block = redis.call('GET', block_key) or ''
-        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
-        if kind == 'u' then offences = 0 end
+        if kind == 'u' then offences, paused = 0, block_ends end
       end
       -- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
       -- the weights of the members that left. `count`, as the calls leave it.
@@ -125,6 +128,8 @@ local function decide(k, group, c, calls)
       end
       -- `pending`, the units admitted here, written as one member named by `named`, the first call's nonce.
       local count, second, pending, named = first, nil, 0, nil
+      if paused and paused > now then
+      end
       local notes
       for _ = 1, calls do
         local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
@@ -176,7 +181,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -184,7 +191,7 @@ local function decide(k, group, c, calls)
               local fits = count + cost + kept <= max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then
                 retry = window
@@ -235,16 +242,18 @@ local function decide(k, group, c, calls)
       end
       answered = answer(block, first, second, notes)
     elseif code == 2 then -- fixed_window
-      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+      -- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
       -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
       -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-      local block, block_ends, offences = nil, nil, 0
+      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+      -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+      local block, block_ends, offences, paused = nil, nil, 0, nil
       if block_key then
         block = redis.call('GET', block_key) or ''
-        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
-        if kind == 'u' then offences = 0 end
+        if kind == 'u' then offences, paused = 0, block_ends end
       end
       local period = string.format('%d', math.floor(now / window))
       local ends = (tonumber(period) + 1) * window
@@ -254,6 +263,8 @@ local function decide(k, group, c, calls)
       local first = 0
       if open then first = tonumber(state[2]) end
       local count, second = first, nil
+      if paused and paused > now then
+      end
       local notes
       for _ = 1, calls do
         local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
@@ -268,7 +279,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -276,7 +289,7 @@ local function decide(k, group, c, calls)
               local fits = count + cost + kept <= max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then retry = ends - now end
               if retry then
@@ -309,16 +322,18 @@ local function decide(k, group, c, calls)
       end
       answered = answer(block, first, second, notes)
     elseif code == 3 then -- sliding_window
-      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+      -- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
       -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
       -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-      local block, block_ends, offences = nil, nil, 0
+      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+      -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+      local block, block_ends, offences, paused = nil, nil, 0, nil
       if block_key then
         block = redis.call('GET', block_key) or ''
-        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
-        if kind == 'u' then offences = 0 end
+        if kind == 'u' then offences, paused = 0, block_ends end
       end
       -- `first`, the current window's count; `second`, the previous window's, when not 0. Weights are scaled by
       -- `window` to stay integers: a unit of the current window weighs `window`.
@@ -337,6 +352,8 @@ local function decide(k, group, c, calls)
       local room = max * window - previous * (window - elapsed)
       local current, second = first, nil
       if previous > 0 then second = previous end
+      if paused and paused > now then
+      end
       local notes
       for _ = 1, calls do
         local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
@@ -351,7 +368,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -359,7 +378,7 @@ local function decide(k, group, c, calls)
               local fits = (current + cost + kept) * window <= room
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then
                 local left = (max - cost - kept - current) * window
@@ -396,16 +415,18 @@ local function decide(k, group, c, calls)
       end
       answered = answer(block, first, second, notes)
     elseif code == 4 then -- token_bucket
-      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+      -- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
       -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
       -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-      local block, block_ends, offences = nil, nil, 0
+      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+      -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+      local block, block_ends, offences, paused = nil, nil, 0, nil
       if block_key then
         block = redis.call('GET', block_key) or ''
-        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
-        if kind == 'u' then offences = 0 end
+        if kind == 'u' then offences, paused = 0, block_ends end
       end
       -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
       -- not empty; `queued`, where it ends as the calls leave it.
@@ -419,6 +440,8 @@ local function decide(k, group, c, calls)
       local queued, second = first, nil
       if first > 0 then second = run end
       local capacity = tonumber(depth) * window
+      if paused and paused > now then
+      end
       local notes
       for _ = 1, calls do
         local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
@@ -434,7 +457,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -443,7 +468,7 @@ local function decide(k, group, c, calls)
               local fits = need <= capacity and queued + need <= capacity
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost <= max and (cost + kept) * window <= capacity then
                 retry = math.floor((queued + (cost + kept) * window - capacity + max - 1) / max)
@@ -485,16 +510,18 @@ local function decide(k, group, c, calls)
       end
       answered = answer(block, first, second, notes)
     elseif code == 5 then -- leaky_bucket
-      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+      -- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
       -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
       -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-      local block, block_ends, offences = nil, nil, 0
+      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+      -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+      local block, block_ends, offences, paused = nil, nil, 0, nil
       if block_key then
         block = redis.call('GET', block_key) or ''
-        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
-        if kind == 'u' then offences = 0 end
+        if kind == 'u' then offences, paused = 0, block_ends end
       end
       -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
       -- not empty; `queued`, where it ends as the calls leave it.
@@ -508,6 +535,12 @@ local function decide(k, group, c, calls)
       local queued, second = first, nil
       if first > 0 then second = run end
       local limit = tonumber(depth) * max
+      if paused and paused > now then
+        -- The line ends no earlier than the upstream's pause: each call's slot lands after it (twin:
+        -- State::after_pause).
+        queued = math.max(queued, (paused - now) * max)
+        block_ends = nil
+      end
       local notes
       for _ = 1, calls do
         local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
@@ -522,7 +555,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -530,7 +565,7 @@ local function decide(k, group, c, calls)
               local fits = cost <= max and queued + kept * window <= limit
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost <= max then retry = math.floor((queued + kept * window - limit + max - 1) / max) end
               if retry then
@@ -570,21 +605,25 @@ local function decide(k, group, c, calls)
       end
       answered = answer(block, first, second, notes)
     elseif code == 6 then -- in_flight
-      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+      -- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
       -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
       -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-      local block, block_ends, offences = nil, nil, 0
+      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+      -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+      local block, block_ends, offences, paused = nil, nil, 0, nil
       if block_key then
         block = redis.call('GET', block_key) or ''
-        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
-        if kind == 'u' then offences = 0 end
+        if kind == 'u' then offences, paused = 0, block_ends end
       end
       -- `first`, the permits held (those that expired are not).
       local first = redis.call('ZCARD', key)
       if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
       local held, second = first, nil
+      if paused and paused > now then
+      end
       local notes
       for _ = 1, calls do
         local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
@@ -600,7 +639,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -608,7 +649,7 @@ local function decide(k, group, c, calls)
               local fits = held + kept < max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               -- When a permit comes back is its holder's to say.
               if kept < max then retry = 0 end
@@ -637,16 +678,18 @@ local function decide(k, group, c, calls)
       end
       answered = answer(block, first, second, notes)
     elseif code == 7 then -- calendar
-      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+      -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+      -- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
       -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
       -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-      local block, block_ends, offences = nil, nil, 0
+      -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+      -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+      local block, block_ends, offences, paused = nil, nil, 0, nil
       if block_key then
         block = redis.call('GET', block_key) or ''
-        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+        local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
-        if kind == 'u' then offences = 0 end
+        if kind == 'u' then offences, paused = 0, block_ends end
       end
       local e0, e1, e2 = string.match(depth, '^(%d+):(%d+):(%d+)$')
       local period = e0
@@ -662,6 +705,8 @@ local function decide(k, group, c, calls)
       local first = 0
       if open then first = tonumber(state[2]) end
       local count, second = first, nil
+      if paused and paused > now then
+      end
       local notes
       for _ = 1, calls do
         local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])
@@ -676,7 +721,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -684,7 +731,7 @@ local function decide(k, group, c, calls)
               local fits = count + cost + kept <= max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then retry = ends - now end
               if retry then
@@ -729,18 +776,20 @@ local function decide(k, group, c, calls)
       local ok, answered = false, nil
       if code == 1 then -- sliding_log
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
-        -- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+        -- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+        -- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
         -- refusal may start.
         local cost = tonumber(ARGV[c + cost_at])
         -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
         -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-        local block, block_ends, offences = nil, nil, 0
+        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+        -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+        local block, block_ends, offences, paused = nil, nil, 0, nil
         if block_key then
           block = redis.call('GET', block_key) or ''
-          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
-          if kind == 'u' then offences = 0 end
+          if kind == 'u' then offences, paused = 0, block_ends end
         end
         -- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
         -- the weights of the members that left. `count`, as the calls leave it.
@@ -765,6 +814,8 @@ local function decide(k, group, c, calls)
         end
         -- `pending`, the units admitted here, written as one member named by `named`, the first call's nonce.
         local count, second, pending, named = first, nil, 0, nil
+        if paused and paused > now then
+        end
         local notes
         if not (block_ends and block_ends > now) then
           local fits = count + cost + kept <= max
@@ -809,7 +860,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -817,7 +870,7 @@ local function decide(k, group, c, calls)
               local fits = count + cost + kept <= max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then
                 retry = window
@@ -868,18 +921,20 @@ local function decide(k, group, c, calls)
         answered = answer(block, first, second, notes)
       elseif code == 2 then -- fixed_window
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
-        -- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+        -- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+        -- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
         -- refusal may start.
         local cost = tonumber(ARGV[c + cost_at])
         -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
         -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-        local block, block_ends, offences = nil, nil, 0
+        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+        -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+        local block, block_ends, offences, paused = nil, nil, 0, nil
         if block_key then
           block = redis.call('GET', block_key) or ''
-          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
-          if kind == 'u' then offences = 0 end
+          if kind == 'u' then offences, paused = 0, block_ends end
         end
         local period = string.format('%d', math.floor(now / window))
         local ends = (tonumber(period) + 1) * window
@@ -889,6 +944,8 @@ local function decide(k, group, c, calls)
         local first = 0
         if open then first = tonumber(state[2]) end
         local count, second = first, nil
+        if paused and paused > now then
+        end
         local notes
         if not (block_ends and block_ends > now) then
           local fits = count + cost + kept <= max
@@ -899,7 +956,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -907,7 +966,7 @@ local function decide(k, group, c, calls)
               local fits = count + cost + kept <= max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then retry = ends - now end
               if retry then
@@ -940,18 +999,20 @@ local function decide(k, group, c, calls)
         answered = answer(block, first, second, notes)
       elseif code == 3 then -- sliding_window
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
-        -- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+        -- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+        -- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
         -- refusal may start.
         local cost = tonumber(ARGV[c + cost_at])
         -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
         -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-        local block, block_ends, offences = nil, nil, 0
+        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+        -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+        local block, block_ends, offences, paused = nil, nil, 0, nil
         if block_key then
           block = redis.call('GET', block_key) or ''
-          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
-          if kind == 'u' then offences = 0 end
+          if kind == 'u' then offences, paused = 0, block_ends end
         end
         -- `first`, the current window's count; `second`, the previous window's, when not 0. Weights are scaled by
         -- `window` to stay integers: a unit of the current window weighs `window`.
@@ -970,6 +1031,8 @@ local function decide(k, group, c, calls)
         local room = max * window - previous * (window - elapsed)
         local current, second = first, nil
         if previous > 0 then second = previous end
+        if paused and paused > now then
+        end
         local notes
         if not (block_ends and block_ends > now) then
           local fits = (current + cost + kept) * window <= room
@@ -980,7 +1043,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -988,7 +1053,7 @@ local function decide(k, group, c, calls)
               local fits = (current + cost + kept) * window <= room
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then
                 local left = (max - cost - kept - current) * window
@@ -1025,18 +1090,20 @@ local function decide(k, group, c, calls)
         answered = answer(block, first, second, notes)
       elseif code == 4 then -- token_bucket
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
-        -- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+        -- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+        -- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
         -- refusal may start.
         local cost = tonumber(ARGV[c + cost_at])
         -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
         -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-        local block, block_ends, offences = nil, nil, 0
+        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+        -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+        local block, block_ends, offences, paused = nil, nil, 0, nil
         if block_key then
           block = redis.call('GET', block_key) or ''
-          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
-          if kind == 'u' then offences = 0 end
+          if kind == 'u' then offences, paused = 0, block_ends end
         end
         -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
         -- not empty; `queued`, where it ends as the calls leave it.
@@ -1050,6 +1117,8 @@ local function decide(k, group, c, calls)
         local queued, second = first, nil
         if first > 0 then second = run end
         local capacity = tonumber(depth) * window
+        if paused and paused > now then
+        end
         local notes
         if not (block_ends and block_ends > now) then
           local need = (cost + kept) * window
@@ -1061,7 +1130,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -1070,7 +1141,7 @@ local function decide(k, group, c, calls)
               local fits = need <= capacity and queued + need <= capacity
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost <= max and (cost + kept) * window <= capacity then
                 retry = math.floor((queued + (cost + kept) * window - capacity + max - 1) / max)
@@ -1112,18 +1183,20 @@ local function decide(k, group, c, calls)
         answered = answer(block, first, second, notes)
       elseif code == 5 then -- leaky_bucket
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
-        -- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+        -- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+        -- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
         -- refusal may start.
         local cost = tonumber(ARGV[c + cost_at])
         -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
         -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-        local block, block_ends, offences = nil, nil, 0
+        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+        -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+        local block, block_ends, offences, paused = nil, nil, 0, nil
         if block_key then
           block = redis.call('GET', block_key) or ''
-          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
-          if kind == 'u' then offences = 0 end
+          if kind == 'u' then offences, paused = 0, block_ends end
         end
         -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
         -- not empty; `queued`, where it ends as the calls leave it.
@@ -1137,6 +1210,12 @@ local function decide(k, group, c, calls)
         local queued, second = first, nil
         if first > 0 then second = run end
         local limit = tonumber(depth) * max
+        if paused and paused > now then
+          -- The line ends no earlier than the upstream's pause: each call's slot lands after it (twin:
+          -- State::after_pause).
+          queued = math.max(queued, (paused - now) * max)
+          block_ends = nil
+        end
         local notes
         if not (block_ends and block_ends > now) then
           local fits = cost <= max and queued + kept * window <= limit
@@ -1147,7 +1226,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -1155,7 +1236,7 @@ local function decide(k, group, c, calls)
               local fits = cost <= max and queued + kept * window <= limit
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost <= max then retry = math.floor((queued + kept * window - limit + max - 1) / max) end
               if retry then
@@ -1195,23 +1276,27 @@ local function decide(k, group, c, calls)
         answered = answer(block, first, second, notes)
       elseif code == 6 then -- in_flight
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
-        -- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+        -- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+        -- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
         -- refusal may start.
         local cost = tonumber(ARGV[c + cost_at])
         -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
         -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-        local block, block_ends, offences = nil, nil, 0
+        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+        -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+        local block, block_ends, offences, paused = nil, nil, 0, nil
         if block_key then
           block = redis.call('GET', block_key) or ''
-          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
-          if kind == 'u' then offences = 0 end
+          if kind == 'u' then offences, paused = 0, block_ends end
         end
         -- `first`, the permits held (those that expired are not).
         local first = redis.call('ZCARD', key)
         if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
         local held, second = first, nil
+        if paused and paused > now then
+        end
         local notes
         if not (block_ends and block_ends > now) then
           local fits = held + kept < max
@@ -1222,7 +1307,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -1230,7 +1317,7 @@ local function decide(k, group, c, calls)
               local fits = held + kept < max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               -- When a permit comes back is its holder's to say.
               if kept < max then retry = 0 end
@@ -1259,18 +1346,20 @@ local function decide(k, group, c, calls)
         answered = answer(block, first, second, notes)
       elseif code == 7 then -- calendar
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
-        -- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+        -- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+        -- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
         -- refusal may start.
         local cost = tonumber(ARGV[c + cost_at])
         -- A limit's block, when it is under a penalty (`block_key`): "<until us>:<offences>:<p|b|u>", read before the
         -- limit counts; `block_ends` and `offences` of the block in force or remembered (see src/penalty.rs). An
-        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status.
-        local block, block_ends, offences = nil, nil, 0
+        -- upstream's pause (u, scripts/pause.lua) counts no offence: its second field is the upstream's status, a
+        -- last field (":<thousandths>") the rate its fleet learned, which the client reads; `paused`, when it ends.
+        local block, block_ends, offences, paused = nil, nil, 0, nil
         if block_key then
           block = redis.call('GET', block_key) or ''
-          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])$')
+          local ends, counted, kind = string.match(block, '^(%d+):(%d+):([pbu])[:%d]*$')
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
-          if kind == 'u' then offences = 0 end
+          if kind == 'u' then offences, paused = 0, block_ends end
         end
         local e0, e1, e2 = string.match(depth, '^(%d+):(%d+):(%d+)$')
         local period = e0
@@ -1286,6 +1375,8 @@ local function decide(k, group, c, calls)
         local first = 0
         if open then first = tonumber(state[2]) end
         local count, second = first, nil
+        if paused and paused > now then
+        end
         local notes
         if not (block_ends and block_ends > now) then
           local fits = count + cost + kept <= max
@@ -1296,7 +1387,9 @@ local function decide(k, group, c, calls)
             -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
             -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
             -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
-            -- waits as long as it is told is never an offender for it.
+            -- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+            -- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+            -- pause stays.
             local reserved = false
             if block_key and kept > 0 then
               local asked = kept
@@ -1304,7 +1397,7 @@ local function decide(k, group, c, calls)
               local fits = count + cost + kept <= max
               reserved, kept = fits, asked
             end
-            if block_key and cap > 0 and max > 0 and not reserved then
+            if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
               local retry
               if cost + kept <= max then retry = ends - now end
               if retry then

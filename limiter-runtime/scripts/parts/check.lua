@@ -1,9 +1,13 @@
 -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
--- write keeps what its read cleared (the sliding log's members that left, and their units), and the block its
+-- write keeps what its read cleared (the sliding log's members that left, and their units), what an
+-- upstream's pause moved (an algorithm that waits it out: algorithms/README.md, `pause`), and the block its
 -- refusal may start.
 local cost = tonumber(ARGV[c + cost_at])
 --> part block
 --> read
+if paused and paused > now then
+  --> pause
+end
 local notes
 if not (block_ends and block_ends > now) then
   --> fits

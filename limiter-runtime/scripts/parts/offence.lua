@@ -3,7 +3,9 @@
 -- it): it starts a block (a cap of zero: no penalty, the limit's blocks read only while a ban is in force
 -- under its policy). The first length, or twice the last one's up to the cap if the key was not clean for the
 -- cap since its last block ended; and at least until the limit would admit the call, so that a client that
--- waits as long as it is told is never an offender for it.
+-- waits as long as it is told is never an offender for it. Never during an upstream's pause (`paused`): a
+-- call refused then, by an algorithm that waits the pause out, is refused for the upstream's line, and the
+-- pause stays.
 local reserved = false
 if block_key and kept > 0 then
   local asked = kept
@@ -11,7 +13,7 @@ if block_key and kept > 0 then
   --> fits
   reserved, kept = fits, asked
 end
-if block_key and cap > 0 and max > 0 and not reserved then
+if block_key and cap > 0 and max > 0 and not reserved and not (paused and paused > now) then
   local retry
   --> retry
   if retry then

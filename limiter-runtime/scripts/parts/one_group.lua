@@ -1,6 +1,10 @@
--- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked.
+-- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
+-- (but by an upstream's pause its algorithm waits out: algorithms/README.md, `pause`).
 --> part block
 --> read
+if paused and paused > now then
+  --> pause
+end
 local notes
 for _ = 1, calls do
   local nonce, cost = ARGV[c], tonumber(ARGV[c + 1])

@@ -187,10 +187,9 @@ struct Line {
 
 impl Line {
     fn end(&self) -> u128 {
-        let run = self.slots.iter().filter(|slot| slot.3 == self.run);
+        let mut run = self.slots.iter().filter(|slot| slot.3 == self.run);
         let first = run.clone().next().map_or(0, |slot| slot.0);
-        run.filter(|slot| slot.2 > 0)
-            .last()
+        run.rfind(|slot| slot.2 > 0)
             .map_or(first, |slot| slot.0 + slot.2)
     }
 

@@ -53,6 +53,17 @@ impl LeakyBucket {
             .reserved(kept > 0 && req.cost <= req.max && queued <= limit)
     }
 
+    /// Makes the line end no earlier than `until` (µs) at `now`, for a limit of `max`, while an upstream's pause
+    /// is in force: `queued = max(queued, (paused - now) * max)`, as the script's `pause` section. The line
+    /// moved is as a charge up to there leaves it: one that was empty starts a new run, as the script's write
+    /// does (see [`State::after_pause`](super::State::after_pause)).
+    pub(crate) fn after_pause(&mut self, now: u64, until: u64, max: u64) {
+        let reach = u128::from(until.saturating_sub(now)) * u128::from(max);
+        if self.free_at.used(now, max) < reach {
+            self.free_at.charge(now, reach, max);
+        }
+    }
+
     /// Gives back `units` of a call's slot: from the line's end only (see [`Queue::give_back_slot`]).
     pub(crate) fn give_back(&mut self, now: u64, req: &Terms, units: u64, receipt: &Receipt) {
         self.free_at.give_back_slot(now, req, units, receipt);

@@ -7,6 +7,7 @@ pub(crate) mod calendar;
 mod fixed_window;
 pub(crate) mod in_flight;
 mod leaky_bucket;
+mod pause;
 mod peek;
 mod queue;
 pub(crate) mod sliding_log;

@@ -12,6 +12,7 @@ use super::Backend;
 use crate::algorithm::Peek;
 use crate::call::CallLimit;
 use crate::error::Error;
+use crate::outbound::rate::Move;
 use crate::overrides::{Change, Overrides};
 use crate::penalty::Block;
 use crate::watch::{NodeReport, Watch};
@@ -84,15 +85,18 @@ pub(crate) trait Operations: Send + Sync {
         penalty: &'a Penalty,
     ) -> BoxFuture<'a, Result<(), Error>>;
 
-    /// Pauses `limit`'s key for `length` µs, as an upstream that answered `status` asked (unless its block
-    /// in force ends later), telling every node: in memory at once; with Redis, one script call and its
-    /// announcement. Returns how long (µs) the key's block in force lasts from now.
+    /// Pauses `limit`'s key for `length` µs (none for 0), as an upstream that answered `status` asked (unless
+    /// its block in force ends later), and moves the rate the fleet learned for it by `moved` (in memory, from
+    /// `known`, this node's), telling every node: in memory at once; with Redis, one script call and its
+    /// announcement. Returns how long (µs) the key's block in force lasts from now, and the rate learned.
     fn pause<'a>(
         &'a self,
         limit: &'a CallLimit<'_>,
         length: u64,
         status: u16,
-    ) -> BoxFuture<'a, Result<u64, Error>>;
+        moved: Move,
+        known: u32,
+    ) -> BoxFuture<'a, Result<(u64, u32), Error>>;
 
     /// Lifts `limit`'s key's block, telling every node; returns whether it had one.
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>>;

@@ -55,26 +55,38 @@
 //!   the slot returns to the line from its end; one from the middle of the fleet's line is a hole that no
 //!   other call takes (the one after it keeps its slot), given back once every slot after it went back too.
 //! - **No call is sent while its key is paused**, once its node has heard of the pause (milliseconds:
-//!   the announcement on Redis's channel); Redis refuses every call of the key until the pause ends.
-//! - **Refused, it waits and asks again** (tokens short, a pause, no slot within `max_wait`), while its
-//!   deadline allows.
+//!   the announcement on Redis's channel): one whose slot the pause covers asks again. Redis hands the
+//!   line's slots out after the pause (and refuses the calls of any other algorithm until it ends).
+//! - **Told at once when its slot cannot come in time** (below); refused by a limit beside the line
+//!   (tokens short), it waits and asks again while its deadline allows.
 //!
 //! ## Learning from the upstream
 //!
-//! [`Turn::answered`](crate::Turn::answered) reads the answer:
-//! - a 429 or a 503 pauses the key on every node until its `Retry-After` (seconds or an HTTP date; else the
-//!   reset its quota fields give; else one second);
-//! - quota fields that leave nothing (`RateLimit: "default";r=0;t=3` of the IETF draft, the older
-//!   `RateLimit-Remaining`/`-Reset`, `X-RateLimit-Remaining`/`-Reset` with seconds, a Unix time or a
-//!   duration such as `6m0s`) pause it until their reset, whatever the local count thought;
-//! - anything else teaches nothing.
+//! [`Turn::answered`](crate::Turn::answered) reads the answer, and moves two things the whole fleet shares,
+//! kept in Redis at the key's block:
+//! - **the rate learned**, as TCP moves its window (AIMD): a 429 or a 503 cuts it to 9/10 of what it was;
+//!   each success (2xx) while it is below `max` brings back a thousandth of `max` (a cut made good in a
+//!   hundred successes); a quota the answer states below the limit's (`RateLimit-Policy: 5;w=1`,
+//!   `"day";q=1000;w=86400`, `X-RateLimit-Limit: 5`, over the limit's window unless `w` says otherwise) lowers
+//!   it at once. Never above `max`, never below a twentieth of it; remembered an hour after its last move.
+//!   Turns space their slots for it: at 9/10, 10 calls a second go 111 ms apart;
+//! - **a pause**: a 429 or a 503 with a `Retry-After` (seconds or an HTTP date; else the reset its quota
+//!   fields give) pauses the key until then; quota fields that leave nothing (`RateLimit: "default";r=0;t=3`
+//!   of the IETF draft, the older `RateLimit-Remaining`/`-Reset`, `X-RateLimit-Remaining`/`-Reset` with
+//!   seconds, a Unix time or a duration such as `6m0s`) pause it until their reset. A refusal that says
+//!   nothing of when to come back pauses nothing: the slower rate is the answer to it.
 //!
-//! A pause is one script call in Redis (the key's block, as a ban's: `"<until>:<status>:u"`) and one
-//! message. [`inspect`](crate::Limiter::inspect) shows it: `blocked_for` and `paused` (the status, or 0
+//! One script call in Redis for an answer that teaches anything (a success at the whole rate teaches
+//! nothing, and costs nothing) and one message every node hears (a node that has not heard of a key for
+//! ten seconds reads it from Redis at its next turn). [`inspect`](crate::Limiter::inspect) shows both:
+//! `learned` (thousandths of the limit, `None` at the whole), `blocked_for` and `paused` (the status, or 0
 //! for quota fields); the metric `limiter_upstream_refusals_total{prefix, status}` counts the 429s and 503s.
-//! When the upstream lowers its limit, each 429 pauses the fleet for its `Retry-After`: it sends less than
-//! the new limit until an operator lowers `max` ([`set_override`](crate::Limiter::set_override)).
 //!
+//! **A bounded line.** While the key is paused, a call still asks Redis: its slot comes after the pause and
+//! the calls that asked before it. A call whose slot would come past its `max_wait` (a pause, a slower rate
+//! learned, a full line) is told at once, its [`retry_after`](crate::RateLimited::retry_after) the wait it
+//! would have had; no caller waits past its deadline.
+
 //! ## An LLM: requests and tokens in one call
 //!
 //! The first limit is the upstream's (what a pause holds); the tokens beside it are reserved with an

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::Limiter;
 use crate::algorithm::{calendar, Algorithm};
+use crate::outbound::rate::WHOLE;
 use crate::overrides::Change;
 use crate::watch::Ceiling;
 use crate::watch::{self, TopKeys};
@@ -178,11 +179,18 @@ impl Limiter {
         let rule = self.pipeline.defaults.resolved(rule);
         let call = self.named(&rule, &key);
         let limit = &call.limits()[0];
-        let (peek, at, deny_cached) = self.pipeline.backend.operations().inspect(limit).await?;
         readable(limit)?;
+        let (peek, at, deny_cached) = self.pipeline.backend.operations().inspect(limit).await?;
         // A key's block, where its calls read one: under a penalty, while a ban is in force under its policy,
         // or while an upstream's pause this node heard of is (else an inspection stays one read).
-        let paused = self.pipeline.overrides.pauses.until(&limit.key).is_some();
+        let pauses = &self.pipeline.overrides.pauses;
+        // And a line's (a leaky bucket that waits), which holds the rate its fleet learned from its upstream.
+        let line = limit.algorithm == Algorithm::LeakyBucket && limit.terms.max_wait > 0;
+        let learning = line
+            || pauses
+                .last_rate(&limit.key)
+                .is_some_and(|rate| rate < WHOLE);
+        let paused = pauses.until(&limit.key).is_some() || learning;
         let block = match limit.penalty.is_some() || paused {
             true => self.pipeline.backend.operations().block(limit).await?,
             false => None,
@@ -227,6 +235,11 @@ impl Limiter {
             paused: block
                 .and_then(|block| block.upstream)
                 .filter(|_| blocked_for > 0),
+            learned: match &self.pipeline.backend {
+                crate::backend::Backend::Memory(_) => pauses.last_rate(&limit.key),
+                _ => block.and_then(|block| block.learned),
+            }
+            .filter(|&rate| rate < WHOLE),
             offences: block.map_or(0, |block| block.offences),
             ceilings,
         })
@@ -255,6 +268,7 @@ impl Limiter {
         // As `inspect`: the whole limit, seen from the priority that keeps nothing above it.
         let call = self.one(&rule, format_args!("{key}"), 1, Priority::Critical);
         let limit = &call.limits()[0];
+        readable(limit)?;
         let (peek, at, _) = self.pipeline.backend.operations().inspect(limit).await?;
         let reset_after = match limit.algorithm {
             // Whatever is used: the period's end.
@@ -264,7 +278,6 @@ impl Limiter {
         let names = (
             rule.policy_name().to_string(),
             crate::key::unescaped(limit.key.parts().rest),
-        readable(limit)?;
         );
         let counts = (limit.terms.max, peek.used, peek.remaining);
         let zone = rule.calendar.zone(None);

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 use super::held::{HeldCall, Used};
 use super::waiting::{patience, refusal, Waiting};
 use super::Limiter;
-use crate::call::Call;
-use crate::outbound::upstream;
+use crate::call::{Call, CallLimit};
+use crate::outbound::{rate, upstream};
 use crate::{Decision, Error, OnError, Penalty, Priority, RateLimited, Reason, Verdict};
 
 impl Limiter {
@@ -24,11 +24,26 @@ impl Limiter {
         let mut deadline = None;
         loop {
             let mut call = call();
-            let margin = outbound(&mut call);
+            // The rate learned spaces a line's slots (a leaky bucket's): nothing else reads it.
+            let rate = match call.limits()[0].algorithm == crate::Algorithm::LeakyBucket
+                && !call.misconfigured()
+            {
+                true => self.learned_rate(&call.limits()[0]).await,
+                false => rate::WHOLE,
+            };
+            let window = Duration::from_micros(call.limits()[0].terms.window);
+            let margin = outbound(&mut call, rate);
             let deadline = *deadline.get_or_insert_with(|| started + patience(&call));
             let pipeline = &self.pipeline;
-            // A pause this node heard of: nothing goes before it ends.
-            if let Some(until) = pipeline.overrides.pauses.until(&call.limits()[0].key) {
+            let upstream = &call.limits()[0];
+            // A line of slots: a leaky bucket that waits.
+            let lined =
+                upstream.algorithm == crate::Algorithm::LeakyBucket && upstream.terms.max_wait > 0;
+            // A pause this node heard of: nothing goes before it ends. A line asks anyway: Redis gives its
+            // call a slot after the pause, in the order calls asked, or tells it at once that none comes in
+            // time.
+            let paused = pipeline.overrides.pauses.until(&upstream.key);
+            if let Some(until) = paused.filter(|_| !lined) {
                 if until > deadline {
                     return Err(refusal(
                         &call,
@@ -44,9 +59,22 @@ impl Limiter {
             let wait = match pipeline.slot_or_refusal(&call, &decided) {
                 Ok(wait) => wait,
                 Err(refused) => {
+                    // The line reaches past what the call may wait (a pause, a slower rate learned): it is
+                    // told at once, with the wait it would have had.
+                    let line = &decided.limits[0].decision;
+                    if lined && !line.allowed && !line.degraded && line.verdict == Verdict::Limited
+                    {
+                        return Err(refusal(
+                            &call,
+                            Some((0, line)),
+                            line.reset_after,
+                            Verdict::Limited,
+                        ));
+                    }
                     let again =
                         Instant::now() + refused.retry_after().max(Duration::from_millis(1));
-                    if refused.reason() == Reason::TooLarge {
+                    // No wait admits it: a cost above the limit, a limit of zero.
+                    if matches!(refused.reason(), Reason::TooLarge | Reason::Misconfigured) {
                         return Err(refused);
                     }
                     if again > deadline {
@@ -75,13 +103,11 @@ impl Limiter {
                 .on_the_dot()
                 .turn(wait, priority, deadline)
                 .await?;
-            // A pause heard of while it waited: the slot goes back, and the call waits for the pause's end.
-            if pipeline
-                .overrides
-                .pauses
-                .until(&held.call.limits()[0].key)
-                .is_some()
-            {
+            // A pause heard of while it waited, over its slot: the slot goes back, and the call asks again
+            // (a line's next slot comes after the pause). A slot Redis gave after the pause goes: this node
+            // heard of the pause's end as late as its message came, within the slot's margin.
+            let pause = pipeline.overrides.pauses.until(&held.call.limits()[0].key);
+            if pause.is_some_and(|until| slot + margin.unwrap_or_default() < until) {
                 let costs = held.costs();
                 held.give_back(&costs).await;
                 continue;
@@ -100,8 +126,32 @@ impl Limiter {
             return Ok(Turn {
                 held: Some(held),
                 waited: started.elapsed(),
+                window,
             });
         }
+    }
+}
+
+impl Limiter {
+    /// Returns the rate the fleet learned for `limit`'s key (thousandths of its `max`): as this node heard it
+    /// lately, else as Redis keeps it beside the key's pause (read once, then taken as heard for a while). In
+    /// memory, this node is the fleet: what it heard.
+    async fn learned_rate(&self, limit: &CallLimit<'_>) -> u32 {
+        let pauses = &self.pipeline.overrides.pauses;
+        if let Some(rate) = pauses.rate(&limit.key) {
+            return rate;
+        }
+        let rate = match &self.pipeline.backend {
+            crate::backend::Backend::Memory(_) => {
+                pauses.last_rate(&limit.key).unwrap_or(rate::WHOLE)
+            }
+            redis => match redis.operations().block(limit).await {
+                Ok(block) => block.and_then(|block| block.learned).unwrap_or(rate::WHOLE),
+                Err(_) => pauses.last_rate(&limit.key).unwrap_or(rate::WHOLE),
+            },
+        };
+        pauses.note(&limit.key, Duration::ZERO, rate);
+        rate
     }
 }
 
@@ -113,18 +163,26 @@ pub(crate) const SLOT_MARGIN: u64 = 32;
 
 /// Makes a call's limits those of a call to an upstream: each reads its key's block (where a pause is kept),
 /// spends nothing from a lease (which would not see one), and fails to its node's share rather than open. A
-/// leaky bucket spaces its slots by the spacing and its margin ([`SLOT_MARGIN`]). Returns the margin of the
-/// first leaky bucket's slot, for the call's cost: how late after its slot the call may still leave.
-fn outbound(call: &mut Call<'static>) -> Option<Duration> {
+/// leaky bucket spaces its slots by the spacing and its margin ([`SLOT_MARGIN`]); the first limit's (the
+/// upstream's), by the spacing of the `rate` the fleet learned (thousandths of its `max`). Returns the margin
+/// of the first leaky bucket's slot, for the call's cost: how late after its slot the call may still leave.
+fn outbound(call: &mut Call<'static>, rate: u32) -> Option<Duration> {
     let mut margin = None;
+    let mut first = true;
     call.each_limit(|limit| {
         if limit.algorithm == crate::Algorithm::LeakyBucket {
             let terms = &mut limit.terms;
+            if std::mem::take(&mut first) && rate < rate::WHOLE {
+                let learned =
+                    u128::from(terms.window) * u128::from(rate::WHOLE) / u128::from(rate.max(1));
+                terms.window = u64::try_from(learned).unwrap_or(u64::MAX);
+            }
             let extra = terms.window / SLOT_MARGIN;
             terms.window += extra;
             let slot = extra.saturating_mul(terms.cost.max(1)) / terms.max.max(1);
             margin.get_or_insert(Duration::from_micros(slot));
         }
+        first = false;
         limit.penalty.get_or_insert(Penalty::READS_BLOCKS);
         limit.lease = None;
         if limit.on_error == OnError::Open {
@@ -151,6 +209,8 @@ fn spread(call: &Call<'_>) -> Duration {
 pub struct Turn {
     held: Option<HeldCall>,
     waited: Duration,
+    /// The first limit's window as configured (its slots are spaced for the rate learned and a margin).
+    window: Duration,
 }
 
 impl Turn {
@@ -170,11 +230,19 @@ impl Turn {
     }
 
     /// Tells the fleet what the upstream answered, `status` with `headers` (an [`http::HeaderMap`], or
-    /// `(name, value)` pairs): a 429 or a 503 pauses the first limit's key on every node until its
-    /// `Retry-After` (else the reset its quota fields give, else a second); quota fields that leave nothing
-    /// (`RateLimit`, `RateLimit-Remaining`/`-Reset`, `X-RateLimit-Remaining`/`-Reset`) pause it until their
-    /// reset, whatever the limit's own count says. One script call in Redis, and an announcement every node
-    /// hears; at most an hour. Returns the pause now in force on the key, if the answer asked for one.
+    /// `(name, value)` pairs), on every node and in Redis:
+    /// - a 429 or a 503 cuts the rate the fleet learned for the first limit's key to 9/10 (never below a
+    ///   twentieth of `max`), and pauses the key until its `Retry-After` (else the reset its quota fields give);
+    /// - a success (2xx) while the rate is below `max` brings it back a thousandth of `max`;
+    /// - quota fields that leave nothing (`RateLimit`, `RateLimit-Remaining`/`-Reset`,
+    ///   `X-RateLimit-Remaining`/`-Reset`) pause the key until their reset, whatever the limit's own count;
+    /// - a quota they state below the limit's (`RateLimit-Policy: 5;w=1`, `X-RateLimit-Limit: 5`, over the
+    ///   limit's window unless a `w` says otherwise) lowers the rate to it at once.
+    ///
+    /// Turns space their slots for the rate learned ([`Inspection::learned`](crate::Inspection::learned)
+    /// shows it). One script call in Redis when the answer teaches anything, and an announcement every node
+    /// hears; a pause lasts an hour at most. Returns the pause now in force on the key, if the answer asked
+    /// for one.
     ///
     /// [`http::HeaderMap`]: https://docs.rs/http/latest/http/header/struct.HeaderMap.html
     pub async fn answered<K, V>(
@@ -194,24 +262,44 @@ impl Turn {
                 .observers
                 .upstream_refusal(limit.key.parts().prefix, status);
         }
-        let Some(learned) = upstream::learn(status, headers, SystemTime::now()) else {
+        let known = pipeline
+            .overrides
+            .pauses
+            .last_rate(&limit.key)
+            .unwrap_or(rate::WHOLE);
+        let learned = upstream::learn(status, headers, SystemTime::now());
+        let mut moved = rate::Move::NONE;
+        if (200..300).contains(&status) && known < rate::WHOLE {
+            moved.step = rate::STEP;
+        }
+        if let Some(learned) = learned {
+            if learned.refused {
+                moved.keep = rate::CUT;
+            }
+            if let Some((calls, over)) = learned.quota {
+                moved.ceiling = rate::ceiling(calls, over, limit.terms.max, self.window);
+            }
+        }
+        let pause = learned.map_or(Duration::ZERO, |learned| learned.pause);
+        if pause.is_zero() && moved.apply(known) == known {
             return Ok(None);
-        };
-        let micros = u64::try_from(learned.pause.as_micros()).unwrap_or(u64::MAX);
+        }
+        let micros = u64::try_from(pause.as_micros()).unwrap_or(u64::MAX);
+        let status = learned.map_or(0, |learned| learned.status);
         tracing::info!(
             key = %limit.key.parts(),
             status,
-            pause = ?learned.pause,
-            "rate limiter: the upstream asked for a pause"
+            ?pause,
+            "rate limiter: the upstream's answer moves the fleet's pace"
         );
-        let left = pipeline
+        let (left, rate) = pipeline
             .backend
             .operations()
-            .pause(limit, micros, learned.status)
+            .pause(limit, micros, status, moved, known)
             .await?;
         let left = Duration::from_micros(left);
-        pipeline.overrides.pauses.note(&limit.key, left);
-        Ok(Some(left))
+        pipeline.overrides.pauses.note(&limit.key, left, rate);
+        Ok((!pause.is_zero()).then_some(left))
     }
 
     /// Settles to what the call actually used (see [`Used`]: a number for the first limit, a list for each,

@@ -5,30 +5,35 @@
 
 use std::time::{Duration, SystemTime};
 
-/// How long a key pauses after a refusal that says nothing of when to come back.
-pub(crate) const UNSAID: Duration = Duration::from_secs(1);
-
 /// The most a pause lasts, whatever an answer says: an hour.
 pub(crate) const LONGEST: Duration = Duration::from_secs(3600);
 
-/// A pause an answer asks for: how long, and why (the status, 429 or 503; 0 when the quota fields said
-/// nothing was left).
+/// What an answer teaches: a pause, how long and why (the status, 429 or 503; 0 when the quota fields said
+/// nothing was left), whether it refused the call, and the quota it states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Learned {
+    /// How long the key pauses: zero for a refusal that says nothing of when to come back.
     pub(crate) pause: Duration,
     pub(crate) status: u16,
+    /// A 429 or a 503: the fleet's rate for the key shrinks.
+    pub(crate) refused: bool,
+    /// The quota its fields state (`RateLimit-Policy`, `X-RateLimit-Limit`): calls, over how long (`None`:
+    /// the limit's own window).
+    pub(crate) quota: Option<(u64, Option<Duration>)>,
 }
 
-/// What the quota fields of one answer said: the fewest calls left, and when that count resets.
+/// What the quota fields of one answer said: the fewest calls left, when that count resets, and the quota.
 #[derive(Debug, Default)]
 struct Quota {
     remaining: Option<u64>,
     reset: Option<Duration>,
+    stated: Option<(u64, Option<Duration>)>,
 }
 
-/// Reads an answer of `status` with `headers` (names in any case), received at `now`: the pause it asks
-/// for, if any. A 429 or a 503 pauses until its `Retry-After` (else the reset its quota fields give, else
-/// [`UNSAID`]); any other answer whose quota fields leave nothing pauses until their reset.
+/// Reads an answer of `status` with `headers` (names in any case), received at `now`: what it teaches, if
+/// anything. A 429 or a 503 pauses until its `Retry-After` (else the reset its quota fields give, else not at
+/// all: the fleet's rate shrinks instead); any other answer whose quota fields leave nothing pauses until
+/// their reset; a stated quota below the limit's lowers the fleet's rate.
 pub(crate) fn learn<K: AsRef<str>, V: AsRef<[u8]>>(
     status: u16,
     headers: impl IntoIterator<Item = (K, V)>,
@@ -51,6 +56,7 @@ pub(crate) fn learn<K: AsRef<str>, V: AsRef<[u8]>>(
             "ratelimit-reset" | "x-ratelimit-reset" | "x-ratelimit-reset-requests" => {
                 quota.resets(reset(value, now))
             }
+            "ratelimit-policy" | "ratelimit-limit" | "x-ratelimit-limit" => quota.states(value),
             _ => {}
         }
     }
@@ -58,20 +64,53 @@ pub(crate) fn learn<K: AsRef<str>, V: AsRef<[u8]>>(
     let pause = if refused {
         retry_after
             .or(quota.reset.filter(|_| spent))
-            .unwrap_or(UNSAID)
+            .unwrap_or(Duration::ZERO)
     } else if spent {
-        quota.reset?
+        quota.reset.unwrap_or(Duration::ZERO)
     } else {
-        return None;
+        Duration::ZERO
     };
-    let status = if refused { status } else { 0 };
-    (!pause.is_zero()).then_some(Learned {
+    let learned = Learned {
         pause: pause.min(LONGEST),
-        status,
-    })
+        status: if refused { status } else { 0 },
+        refused,
+        quota: quota.stated,
+    };
+    (refused || !learned.pause.is_zero() || learned.quota.is_some()).then_some(learned)
 }
 
 impl Quota {
+    /// Reads a stated quota: the lowest of a list of policies, each `<calls>` or `"name";q=<calls>`, with
+    /// `;w=<seconds>` (the draft's `RateLimit-Policy`, the common `X-RateLimit-Limit`).
+    fn states(&mut self, value: &str) {
+        for item in value.split(',') {
+            let (mut calls, mut over) = (None, None);
+            for (i, param) in item.split(';').enumerate() {
+                let param = param.trim();
+                match param.split_once('=') {
+                    Some(("q", number)) => calls = number.trim().parse().ok(),
+                    Some(("w", number)) => {
+                        over = number.trim().parse().ok().map(Duration::from_secs)
+                    }
+                    None if i == 0 => calls = param.parse().ok(),
+                    _ => {}
+                }
+            }
+            let Some(calls) = calls else {
+                continue;
+            };
+            let per_second = |(calls, over): (u64, Option<Duration>)| {
+                calls as f64 / over.map_or(1.0, |over| over.as_secs_f64().max(1e-3))
+            };
+            let lower = self
+                .stated
+                .is_none_or(|stated| per_second((calls, over)) < per_second(stated));
+            if lower {
+                self.stated = Some((calls, over));
+            }
+        }
+    }
+
     fn left(&mut self, remaining: Option<u64>) {
         if let Some(remaining) = remaining {
             self.remaining = Some(self.remaining.map_or(remaining, |r| r.min(remaining)));
@@ -164,6 +203,8 @@ mod tests {
         Some(Learned {
             pause: Duration::from_secs_f64(seconds),
             status,
+            refused: status != 0,
+            quota: None,
         })
     }
 
@@ -179,7 +220,7 @@ mod tests {
             learned(429, &[("Retry-After", date)]).unwrap().pause,
             expected
         );
-        // Without one: the reset its quota fields give, else a second.
+        // Without one: the reset its quota fields give, else no pause (the fleet's rate shrinks).
         assert_eq!(
             learned(
                 429,
@@ -187,8 +228,8 @@ mod tests {
             ),
             pause(5.0, 429)
         );
-        assert_eq!(learned(429, &[]), pause(1.0, 429));
-        assert_eq!(learned(429, &[("Retry-After", "soon")]), pause(1.0, 429));
+        assert_eq!(learned(429, &[]), pause(0.0, 429));
+        assert_eq!(learned(429, &[("Retry-After", "soon")]), pause(0.0, 429));
     }
 
     #[test]
@@ -239,6 +280,26 @@ mod tests {
             ),
             pause(0.02, 0)
         );
+    }
+
+    /// Checks that a stated quota is read from either field, the lowest rate of a list.
+    #[test]
+    fn a_stated_quota_is_the_lowest_rate_of_its_fields() {
+        let stated = |headers: &[(&str, &str)]| learned(200, headers).and_then(|l| l.quota);
+        assert_eq!(stated(&[("X-RateLimit-Limit", "5")]), Some((5, None)));
+        let minute = Some(Duration::from_secs(60));
+        assert_eq!(
+            stated(&[(
+                "RateLimit-Policy",
+                "\"burst\";q=100;w=60, \"day\";q=1000;w=86400"
+            )]),
+            Some((1000, Some(Duration::from_secs(86_400))))
+        );
+        assert_eq!(
+            stated(&[("RateLimit-Policy", "100;w=60")]),
+            Some((100, minute))
+        );
+        assert_eq!(stated(&[("X-RateLimit-Limit", "many")]), None);
     }
 
     #[test]

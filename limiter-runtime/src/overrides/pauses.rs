@@ -1,26 +1,54 @@
 //! The keys an upstream paused, as this node heard of them: its own answers, and every other node's through
 //! the overrides' channel. A call waiting for its turn looks here before it goes, so that none is sent while
 //! its key is paused, even one whose slot Redis gave before the pause (see [`outbound`](crate::outbound)).
-//! Redis holds the pause itself, at the key's block: a node that missed the message is refused there.
+//! Redis holds the pause itself, at the key's block: a node that missed the message finds it there (a
+//! line's slot after it, any other call refused).
+//!
+//! Beside each pause, the rate the fleet learned for the key (see [`rate`](crate::outbound::rate)), which a
+//! turn spaces its slots for: heard with the pause, or read from Redis when this node has not heard of the
+//! key lately ([`rate`](Pauses::rate) says `None`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Paused store keys, each with when its pause ends on this node's clock.
+/// How long a rate heard is taken as the fleet's before it is read again from Redis (in case a message was
+/// missed).
+const FRESH: Duration = Duration::from_secs(10);
+
+/// What this node heard of a key: when its pause ends (on this node's clock), the rate learned, and when it
+/// heard.
+#[derive(Debug, Clone, Copy)]
+struct Heard {
+    until: Instant,
+    rate: u32,
+    at: Instant,
+}
+
+/// Paused store keys, each with when its pause ends on this node's clock, and the rate learned.
 #[derive(Debug, Default)]
 pub(crate) struct Pauses {
-    until: Mutex<HashMap<String, Instant>>,
+    heard: Mutex<HashMap<String, Heard>>,
 }
 
 impl Pauses {
-    /// Notes that `key` (a store key) is paused for `length` from now: the later of it and a pause noted before.
-    pub(crate) fn note(&self, key: &str, length: Duration) {
-        let until = Instant::now() + length;
+    /// Notes that `key` (a store key) is paused for `length` from now (the later of it and a pause noted
+    /// before), and that the fleet's rate for it is `rate` (thousandths of its limit).
+    pub(crate) fn note(&self, key: &str, length: Duration, rate: u32) {
+        let now = Instant::now();
+        let until = now + length;
         let mut all = self.lock();
-        all.retain(|_, &mut ends| ends > Instant::now());
-        let at = all.entry(key.to_owned()).or_insert(until);
-        *at = (*at).max(until);
+        all.retain(|_, heard| heard.until > now || now.duration_since(heard.at) < FRESH);
+        let heard = all.entry(key.to_owned()).or_insert(Heard {
+            until,
+            rate,
+            at: now,
+        });
+        *heard = Heard {
+            until: heard.until.max(until),
+            rate,
+            at: now,
+        };
     }
 
     /// Returns when `key`'s pause ends, if one is in force.
@@ -29,11 +57,26 @@ impl Pauses {
         if all.is_empty() {
             return None;
         }
-        all.get(key).copied().filter(|&ends| ends > Instant::now())
+        all.get(key)
+            .map(|heard| heard.until)
+            .filter(|&ends| ends > Instant::now())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
-        self.until.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Returns the rate the fleet learned for `key` (thousandths of its limit), if this node heard it lately.
+    pub(crate) fn rate(&self, key: &str) -> Option<u32> {
+        let all = self.lock();
+        all.get(key)
+            .filter(|heard| heard.at.elapsed() < FRESH)
+            .map(|heard| heard.rate)
+    }
+
+    /// Returns the rate this node last heard for `key`, lately or not.
+    pub(crate) fn last_rate(&self, key: &str) -> Option<u32> {
+        self.lock().get(key).map(|heard| heard.rate)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Heard>> {
+        self.heard.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -41,16 +84,22 @@ impl Pauses {
 mod tests {
     use super::*;
 
+    /// The whole limit, in thousandths.
+    const WHOLE: u32 = 1_000;
+
     #[test]
     fn a_pause_holds_until_its_end_and_a_shorter_one_does_not_shorten_it() {
         let pauses = Pauses::default();
         assert_eq!(pauses.until("k"), None);
-        pauses.note("k", Duration::from_secs(60));
+        pauses.note("k", Duration::from_secs(60), WHOLE);
         let until = pauses.until("k").unwrap();
-        pauses.note("k", Duration::from_secs(1));
+        pauses.note("k", Duration::from_secs(1), 900);
         assert_eq!(pauses.until("k"), Some(until));
+        assert_eq!(pauses.rate("k"), Some(900), "the rate heard last holds");
         assert_eq!(pauses.until("other"), None);
-        pauses.note("brief", Duration::ZERO);
+        assert_eq!(pauses.rate("other"), None);
+        pauses.note("brief", Duration::ZERO, WHOLE);
         assert_eq!(pauses.until("brief"), None);
+        assert_eq!(pauses.rate("brief"), Some(WHOLE));
     }
 }

@@ -41,6 +41,10 @@ pub struct Inspection {
     /// Whether the block in force is a pause an upstream asked for ([`Turn::answered`](crate::Turn::answered)),
     /// and its cause: the status it answered (429, 503), or 0 when its quota fields said nothing was left.
     pub paused: Option<u16>,
+    /// The rate the fleet learned for the key from its upstream's answers, when they lowered it below
+    /// `limit`: in thousandths of `limit` (900 after a refusal: 9/10 of it). Turns space their slots for it
+    /// (see [`Turn::answered`](crate::Turn::answered)).
+    pub learned: Option<u32>,
     /// The key's offences its penalty still counts (each makes the next block longer, until forgiven).
     pub offences: u32,
     /// What each priority may use, when the rule keeps shares for the higher ones

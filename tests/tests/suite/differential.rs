@@ -599,3 +599,160 @@ async fn a_bucket_settled_in_any_order_while_it_drains() {
         assert!(settled > 100, "{settled} settled");
     }
 }
+
+/// Pauses `key` of `rule` on `limiter` for `seconds`, as a turn whose upstream answered 429 does (the turn
+/// cancelled: its slot given back). The key is one no call has charged yet, so the turn's slot is now.
+async fn pause(limiter: &Limiter, rule: &Rule, key: &str, seconds: u64) {
+    let turn = limiter.turn(rule, key).await.expect("a fresh key's turn");
+    let retry = seconds.to_string();
+    let left = turn
+        .answered(429, [("retry-after", retry.as_str())])
+        .await
+        .unwrap();
+    assert_eq!(left, Some(Duration::from_secs(seconds)));
+    turn.cancel().await;
+}
+
+/// Upstreams' pauses on a leaky bucket and a token bucket: the same seeded schedule of pauses and of calls (alone
+/// and stacked) in memory and in Redis gives identical decisions, whole. While its key is paused, the leaky
+/// bucket gives slots after the pause, or refuses a call whose slot is past its wait (`Limited`), and the
+/// token bucket refuses as blocked. The calls read their keys' blocks while a ban is in force under their
+/// policies; seeds 3 and 4 put the leaky bucket under a penalty too (no offence while paused). Each pause is
+/// of a fresh key, so that the turn that writes it takes its slot now.
+async fn replay_paused(seed: u64, server: &RedisServer) {
+    let mut rng = Rng::new(seed);
+    let window = Duration::from_micros(*rng.pick(&[1_000_000, 1_500_000, 3_333_333]));
+    let max = *rng.pick(&[3, 7, 10, 100]);
+    let max_wait = *rng.pick(&[Duration::ZERO, window / 3, window, 3 * window]);
+    let mut line = Rule::new()
+        .prefix(format!("paused:{seed}:line:"))
+        .algorithm(Algorithm::LeakyBucket)
+        .window(window)
+        .max(max)
+        .max_wait(max_wait);
+    if seed >= 3 {
+        line = line.penalty(Penalty::escalating(
+            Duration::from_millis(300),
+            Duration::from_millis(1_200),
+        ));
+    }
+    let tokens = Rule::new()
+        .prefix(format!("paused:{seed}:tokens:"))
+        .algorithm(Algorithm::TokenBucket)
+        .window(window)
+        .max(max);
+    let (memory_clock, redis_clock) = (FakeClock::new(), FakeClock::new());
+    let memory = Limiter::builder()
+        .clock(memory_clock.clone())
+        .build()
+        .unwrap();
+    let redis = Limiter::builder()
+        .redis(server.url())
+        .deadline(tests::PATIENT)
+        .clock(redis_clock.clone())
+        .deny_cache(false)
+        .build()
+        .unwrap();
+    for limiter in [&memory, &redis] {
+        for rule in [&line, &tokens] {
+            let banned = Duration::from_secs(36_000);
+            limiter.ban(rule, "banned", banned).await.unwrap();
+        }
+    }
+    // Each of four keys in turn, a fresh one after each pause; when its pause ends (on the fake clocks), for
+    // the leaky bucket and the token bucket.
+    let (mut generation, mut paused_until) = ([0u32; 4], [[Duration::ZERO; 2]; 4]);
+    let mut now = Duration::ZERO;
+    let (mut waited, mut refused, mut blocked, mut pauses) = (0, 0, 0, 0);
+    for call in 0..1_000 {
+        let step = Duration::from_micros(match rng.below(10) {
+            0..=4 => 0,
+            5..=8 => rng.below(window.as_micros() as u64 / 2),
+            _ => rng.below(3 * window.as_micros() as u64),
+        });
+        memory_clock.advance(step);
+        redis_clock.advance(step);
+        now += step;
+        let slot = rng.below(4) as usize;
+        let paused = paused_until[slot].map(|until| until > now);
+        let key = format!("k{slot}.{}", generation[slot]);
+        let cost = *rng.pick(&[1, 1, 1, 2, 0, max, max + 1]);
+        let context = format!("seed {seed}, call {call}, key {key}, cost {cost}, {line:?}");
+        // Each decision in both stores, and which rule decided it (0: the leaky bucket).
+        let decided = match rng.below(12) {
+            0 if !paused[0] && !paused[1] => {
+                generation[slot] += 1;
+                let key = format!("k{slot}.{}", generation[slot]);
+                let seconds = 1 + rng.below(3);
+                let both = rng.below(2) == 0;
+                for limiter in [&memory, &redis] {
+                    pause(limiter, &line, &key, seconds).await;
+                    if both {
+                        pause(limiter, &tokens, &key, seconds).await;
+                    }
+                }
+                let until = now + Duration::from_secs(seconds);
+                paused_until[slot] = [until, if both { until } else { Duration::ZERO }];
+                pauses += 1;
+                continue;
+            }
+            1..=6 => {
+                let m = memory.check(&line, &key).cost(cost).await;
+                let r = redis.check(&line, &key).cost(cost).await;
+                vec![(0, m, r)]
+            }
+            7..=8 => {
+                let limits = [(&line, key.as_str(), cost), (&tokens, key.as_str(), 1)];
+                let m = memory.all(limits).check().await.to_vec();
+                let r = redis.all(limits).check().await.to_vec();
+                m.into_iter()
+                    .zip(r)
+                    .enumerate()
+                    .map(|(i, (m, r))| (i, m, r))
+                    .collect()
+            }
+            _ => {
+                let m = memory.check(&tokens, &key).cost(cost.min(max)).await;
+                let r = redis.check(&tokens, &key).cost(cost.min(max)).await;
+                vec![(1, m, r)]
+            }
+        };
+        for (i, m, r) in &decided {
+            assert!(!r.degraded, "{context}: Redis failed");
+            assert_eq!(m, r, "{context}:\n memory {m:?}\n redis  {r:?}");
+            if !paused[*i] {
+                continue;
+            }
+            let left = paused_until[slot][*i] - now;
+            match i {
+                0 => {
+                    waited += usize::from(m.allowed && m.delay >= left);
+                    refused += usize::from(m.verdict == limiter_runtime::Verdict::Limited);
+                    assert_ne!(m.verdict, limiter_runtime::Verdict::Blocked, "{context}");
+                }
+                _ => {
+                    assert_eq!(m.verdict, limiter_runtime::Verdict::Blocked, "{context}");
+                    blocked += 1;
+                }
+            }
+        }
+    }
+    // The schedule exercised every answer a pause gives (each seed: 58 to 76 pauses; 25 to 72 calls given a
+    // slot after one, 12 to 40 blocked, 5 to 90 refused).
+    assert!(
+        pauses > 50 && waited > 20 && blocked > 10,
+        "seed {seed}: {pauses} pauses, {waited} calls given a slot after one, {blocked} blocked"
+    );
+    assert!(
+        refused > 4,
+        "seed {seed}: {refused} refused while paused (max wait {max_wait:?})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_pauses_on_a_leaky_bucket() {
+    let server = RedisServer::start();
+    for seed in 1..=4 {
+        replay_paused(seed, &server).await;
+    }
+}

@@ -38,6 +38,8 @@ mod memory_usage;
 mod metrics;
 mod operators;
 mod outbound;
+mod outbound_learning;
+mod outbound_pauses;
 mod outbound_promises;
 mod penalties;
 mod penalty_attribute;

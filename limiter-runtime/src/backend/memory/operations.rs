@@ -10,6 +10,7 @@ use crate::algorithm::{peek, Peek, State};
 use crate::backend::operations::{BackendStats, Blocks, Operations};
 use crate::call::CallLimit;
 use crate::error::Error;
+use crate::outbound::rate::Move;
 use crate::overrides::{Change, Overrides};
 use crate::penalty::Block;
 use crate::watch::{NodeReport, Watch};
@@ -60,10 +61,12 @@ impl Operations for MemoryStore {
         limit: &'a CallLimit<'_>,
         length: u64,
         status: u16,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(future::ready(Ok(MemoryStore::pause(
-            self, limit, length, status,
-        ))))
+        moved: Move,
+        known: u32,
+    ) -> BoxFuture<'a, Result<(u64, u32), Error>> {
+        let rate = moved.apply(known);
+        let left = MemoryStore::pause(self, limit, length, status, rate);
+        Box::pin(future::ready(Ok((left, rate))))
     }
 
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>> {
@@ -130,11 +133,17 @@ impl MemoryStore {
         });
     }
 
-    /// Pauses `limit`'s key for `length` µs (see [`Block::pause`]); returns how long its block in force lasts.
-    pub(crate) fn pause(&self, limit: &CallLimit<'_>, length: u64, status: u16) -> u64 {
+    /// Pauses `limit`'s key for `length` µs (see [`Block::pause`]), noting the rate learned (thousandths);
+    /// returns how long its block in force lasts. The store is this node's, which remembers the rate it
+    /// learned beside its pauses (the overrides' table): a block is kept only for a pause.
+    pub(crate) fn pause(&self, limit: &CallLimit<'_>, length: u64, status: u16, rate: u32) -> u64 {
+        let learned = (rate < crate::outbound::rate::WHOLE).then_some(rate);
         let (left, _) = self.at_key(limit, |shard, key, now| {
             let before = shard.block(key, now);
-            let pause = Block::pause(before.as_ref(), now.saturating_add(length), status);
+            if length == 0 && before.is_none_or(|block| block.remaining(now).is_none()) {
+                return 0;
+            }
+            let pause = Block::pause(before.as_ref(), now.saturating_add(length), status, learned);
             shard.keep_block(key, pause, &Penalty::READS_BLOCKS, now, self.per_shard);
             pause.until.saturating_sub(now)
         });

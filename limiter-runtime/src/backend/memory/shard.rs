@@ -39,7 +39,9 @@ pub(super) struct Kept {
 impl Shard {
     /// Decides a call of `charge` on `key` under `algorithm` at `now`, as [`decide`](Shard::decide) does, with
     /// its key's block when it has a `penalty`: refused while the block is in force, counting nothing; and a
-    /// call the limit refuses (one it could admit some day) starts one.
+    /// call the limit refuses (one it could admit some day) starts one. But an upstream's pause in force on a
+    /// key whose algorithm waits it out ([`State::after_pause`]) refuses nothing itself: the call is decided
+    /// after it (a leaky bucket's slot lands after the pause), and a refusal then starts no block.
     #[inline(always)]
     pub(super) fn decide_penalized(
         &mut self,
@@ -53,11 +55,17 @@ impl Shard {
             return self.decide((hash, key), algorithm, charge, now, most);
         };
         let kept = self.block((hash, key), now);
-        if let Some(left) = kept.and_then(|block| block.remaining(now)) {
-            return Outcome::denied(0, 0, 0).blocked(left);
-        }
-        let outcome = self.decide((hash, key), algorithm, charge, now, most);
+        let in_force = kept.and_then(|block| Some((block, block.remaining(now)?)));
+        let paused = match in_force {
+            None => None,
+            Some((block, _)) if block.upstream.is_some() && State::waits_out_pauses(algorithm) => {
+                Some(block.until)
+            }
+            Some((_, left)) => return Outcome::denied(0, 0, 0).blocked(left),
+        };
+        let outcome = self.decide_after((hash, key), algorithm, charge, now, most, paused);
         if outcome.allowed
+            || paused.is_some()
             || outcome.reserved
             || !charge.can_fit(algorithm)
             || !penalty.starts_blocks()
@@ -109,11 +117,27 @@ impl Shard {
     #[inline(always)]
     pub(super) fn decide(
         &mut self,
+        key: (KeyHash, KeyRef<'_>),
+        algorithm: Algorithm,
+        charge: &Terms,
+        now: u64,
+        most: usize,
+    ) -> Outcome {
+        self.decide_after(key, algorithm, charge, now, most, None)
+    }
+
+    /// Decides as [`decide`](Shard::decide) does, after an upstream's pause that ends at `paused` (µs), when
+    /// one is in force and the algorithm waits it out: the state is moved by it first ([`State::after_pause`]),
+    /// and kept moved even if the call is refused.
+    #[inline(always)]
+    fn decide_after(
+        &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
         charge: &Terms,
         now: u64,
         most: usize,
+        paused: Option<u64>,
     ) -> Outcome {
         if self.entries.len() >= most {
             self.make_room(now, most);
@@ -126,11 +150,14 @@ impl Shard {
         if entry.expires_at <= now || entry.state.algorithm() != algorithm {
             entry.state = State::new(algorithm);
         }
+        if let Some(until) = paused {
+            entry.state.after_pause(now, until, charge.max);
+        }
         let outcome = entry.state.decide(now, charge);
         // Once the limit is back to its full quota the state says nothing a fresh one would not: the
-        // in-memory twin of the key's TTL. Written only when it moves: a denial changes neither the state
-        // nor when it is full again, and a hot key's slot, left unwritten, is not taken from the other
-        // cores' caches at every call.
+        // in-memory twin of the key's TTL (a line a pause moved, refused or not, included). Written only when
+        // it moves: a denial changes neither the state nor when it is full again (but by a pause), and a hot
+        // key's slot, left unwritten, is not taken from the other cores' caches at every call.
         let expires_at = match algorithm {
             // Permits held in memory are kept until they are given back.
             Algorithm::InFlight if !entry.state.holds_nothing() => {
@@ -257,6 +284,7 @@ mod tests {
                 offences: 1,
                 banned: false,
                 upstream: None,
+                learned: None,
             };
             shard.keep_block((hashes.hash(key), key), block, &penalty, 0, most as usize);
         };

@@ -56,18 +56,13 @@ pub(super) async fn estimate(
 }
 
 /// Waits for the turn of the call of `asks`, of `priority`, to go to an upstream: built again each time it
-/// asks. A misconfigured limit refuses it at once: no turn ever comes.
+/// asks.
 pub(super) async fn turn(
     limiter: &Limiter,
     asks: Vec<Ask<'static>>,
     priority: Priority,
 ) -> Result<Turn, RateLimited> {
     let pipeline = &limiter.pipeline;
-    let call = pipeline.call(asks.iter().cloned());
-    if call.misconfigured() {
-        let decided = pipeline.ruling(&call).await;
-        pipeline.slot_or_refusal(&call, &decided)?;
-    }
     limiter
         .turn_of(priority, || pipeline.call(asks.iter().cloned()))
         .await

@@ -12,6 +12,7 @@ use crate::backend::redis::wire::script;
 use crate::backend::redis::{read_failed, RedisBackend};
 use crate::call::CallLimit;
 use crate::error::Error;
+use crate::outbound::rate::{self, Move};
 use crate::overrides::OVERRIDES;
 use crate::penalty::Block;
 use crate::Penalty;
@@ -46,31 +47,36 @@ impl RedisBackend {
         self.announce_reask(&mut connection, &limit.key).await
     }
 
-    /// Pauses `limit`'s key for `length` µs, as an upstream that answered `status` asked, then tells every
-    /// node ([`PAUSE`]); returns how long (µs) the key's block in force lasts.
+    /// Pauses `limit`'s key for `length` µs (none for 0), as an upstream that answered `status` asked, and
+    /// moves the rate the fleet learned for it by `moved`, then tells every node ([`PAUSE`]); returns how
+    /// long (µs) the key's block in force lasts, and the rate learned.
     pub(crate) async fn pause(
         &self,
         limit: &CallLimit<'_>,
         length: u64,
         status: u16,
-    ) -> Result<u64, Error> {
+        moved: Move,
+    ) -> Result<(u64, u32), Error> {
         let mut connection = self.establish().await.map_err(read_failed)?;
         let block = script::block_key(&limit.key);
         let mut cmd = script::PAUSE.command(&[&block], 1);
         cmd.arg(&*script::clock(self.test_now()));
         cmd.arg(length).arg(status);
-        let paused = script::PAUSE.run::<(u64, u64)>(&mut connection, &cmd);
-        let (now, until) = self.within_patience(paused).await?;
+        cmd.arg(moved.keep).arg(moved.step).arg(moved.ceiling);
+        cmd.arg(rate::LEAST)
+            .arg(rate::REMEMBERED.as_millis() as u64);
+        let paused = script::PAUSE.run::<(u64, u64, u32)>(&mut connection, &cmd);
+        let (now, until, learned) = self.within_patience(paused).await?;
         let left = until.saturating_sub(now);
         let mut announce = redis::cmd("PUBLISH");
         announce
             .arg(OVERRIDES)
-            .arg(format!("{PAUSE}{left}\n{}", &*limit.key));
+            .arg(format!("{PAUSE}{left}:{learned}\n{}", &*limit.key));
         let _: Value = self
             .within_patience(announce.query_async(&mut connection))
             .await?;
         self.forget_denials();
-        Ok(left)
+        Ok((left, learned))
     }
 
     /// Tells every node, this one first, to forget what Redis told it of `key` ([`REASK`]).

@@ -13,6 +13,7 @@ use crate::backend::operations::{BackendStats, Blocks, Operations};
 use crate::backend::redis::RedisBackend;
 use crate::call::CallLimit;
 use crate::error::Error;
+use crate::outbound::rate::Move;
 use crate::overrides::{Change, Overrides};
 use crate::penalty::Block;
 use crate::watch::{NodeReport, Watch};
@@ -63,8 +64,10 @@ impl Operations for Arc<RedisBackend> {
         limit: &'a CallLimit<'_>,
         length: u64,
         status: u16,
-    ) -> BoxFuture<'a, Result<u64, Error>> {
-        Box::pin(RedisBackend::pause(self, limit, length, status))
+        moved: Move,
+        _known: u32,
+    ) -> BoxFuture<'a, Result<(u64, u32), Error>> {
+        Box::pin(RedisBackend::pause(self, limit, length, status, moved))
     }
 
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>> {

@@ -88,8 +88,10 @@ pub(in crate::backend::redis) async fn follow(
     let up_to_date = match event {
         Event::Message(message) if paused(&message).is_some() => {
             // A key an upstream paused: every call of it waiting here waits for the pause's end.
-            if let Some((length, key)) = paused(&message) {
-                table.pauses.note(&key, Duration::from_micros(length));
+            if let Some((length, learned, key)) = paused(&message) {
+                table
+                    .pauses
+                    .note(&key, Duration::from_micros(length), learned);
             }
             backend.forget_denials();
             true
@@ -132,12 +134,14 @@ fn reask(message: &redis::Msg) -> bool {
         .starts_with(super::bans::REASK.as_bytes())
 }
 
-/// Returns the length (µs) and the store key of a pause `message` announces, if it announces one.
-fn paused(message: &redis::Msg) -> Option<(u64, String)> {
+/// Returns the length (µs), the rate learned (thousandths of the limit) and the store key of a pause
+/// `message` announces (`<length>:<rate>\n<key>`), if it announces one.
+fn paused(message: &redis::Msg) -> Option<(u64, u32, String)> {
     let payload = message.get_payload::<String>().ok()?;
     let rest = payload.strip_prefix(super::bans::PAUSE)?;
-    let (length, key) = rest.split_once('\n')?;
-    Some((length.parse().ok()?, key.to_owned()))
+    let (lesson, key) = rest.split_once('\n')?;
+    let (length, learned) = lesson.split_once(':')?;
+    Some((length.parse().ok()?, learned.parse().ok()?, key.to_owned()))
 }
 
 /// Returns whether the hash's version is the table's (also when Redis cannot say: the next look will tell).

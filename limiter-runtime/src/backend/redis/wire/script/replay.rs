@@ -62,11 +62,26 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
 
     /// Returns the outcome of the next call, of `cost`, named by `nonce`, charging the twin if it is admitted: as
     /// the script decided it (refused while the key is blocked; and a refusal under a penalty starts a
-    /// block, as `src/penalty.rs` computes it). `None` if the script's answer ran out.
+    /// block, as `src/penalty.rs` computes it). But an upstream's pause in force on a key whose algorithm
+    /// waits it out refuses nothing itself: the twin is moved by it first, as the script's `pause` section
+    /// moved the state (see `scripts/algorithms/README.md`), and a refusal then starts no block. `None` if the
+    /// script's answer ran out.
     pub(super) fn call(&mut self, cost: u64, nonce: u64) -> Option<Outcome> {
         let (limit, now) = (self.limit, self.now);
-        if let Some(left) = self.block.flatten().and_then(|b| b.remaining(now)) {
-            return Some(Outcome::denied(0, 0, 0).blocked(left));
+        let mut paused = false;
+        if let Some((block, left)) = self
+            .block
+            .flatten()
+            .and_then(|block| Some((block, block.remaining(now)?)))
+        {
+            paused = block.upstream.is_some()
+                && match &mut self.twin {
+                    Twin::State(state) => state.after_pause(now, block.until, limit.terms.max),
+                    Twin::Log { .. } => false,
+                };
+            if !paused {
+                return Some(Outcome::denied(0, 0, 0).blocked(left));
+            }
         }
         let charge = terms_at_cost(limit, cost);
         let mut outcome = match &mut self.twin {
@@ -105,6 +120,7 @@ impl<'v, 'l, 'r> Replay<'v, 'l, 'r> {
             return Some(outcome);
         };
         if outcome.allowed
+            || paused
             || outcome.reserved
             || !charge.can_fit(limit.algorithm)
             || !penalty.starts_blocks()

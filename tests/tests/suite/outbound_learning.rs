@@ -1,0 +1,164 @@
+//! The rate a fleet learns from its upstream's answers (`limiter_runtime::Turn::answered`): a refusal cuts it
+//! to 9/10, successes bring it back a thousandth of the limit each, a stated quota lowers it at once, never
+//! below a twentieth; kept in Redis, so another node inspects it and spaces its turns for it. On a frozen fake
+//! clock, so every slot is exact.
+
+use std::time::Duration;
+
+use limiter_runtime::{Algorithm, FakeClock, Limiter, Rule};
+use test_support::RedisServer;
+
+/// The partner's 10 calls a second, as a leaky bucket that spaces them.
+fn partner(prefix: &'static str) -> Rule {
+    Rule::new()
+        .prefix(prefix)
+        .algorithm(Algorithm::LeakyBucket)
+        .max(10)
+        .window(Duration::from_secs(1))
+        .max_wait(Duration::from_secs(30))
+}
+
+/// The slot two turns of `limiter` in a row are apart, in µs: the second's delay less the first's.
+async fn spacing(limiter: &Limiter, rule: &Rule) -> u128 {
+    let first = limiter.turn(rule, "acme").await.unwrap();
+    let second = limiter.turn(rule, "acme").await.unwrap();
+    let apart = second.decision().delay - first.decision().delay;
+    first.cancel().await;
+    second.cancel().await;
+    apart.as_micros()
+}
+
+/// The spacing of a learned rate (thousandths of 10 a second), as a turn computes it: the window over the
+/// rate, its margin of 1/32 more, over 10, to the µs above.
+fn spaced(rate: u64) -> u128 {
+    let window = 1_000_000 * 1_000 / rate;
+    u128::from((window + window / 32).div_ceil(10))
+}
+
+async fn learned(limiter: &Limiter, rule: &Rule) -> Option<u32> {
+    limiter.inspect(rule, "acme").await.unwrap().learned
+}
+
+/// On Redis, two nodes: node a's answers move the rate; node b, which never heard of the key, reads it from
+/// Redis, inspects it and spaces its turns for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_slows_every_node_and_successes_bring_the_rate_back() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let (a, b) = (
+        server.limiter_with_clock(&clock),
+        server.limiter_with_clock(&clock),
+    );
+    let rule = partner("out:learn:");
+    assert_eq!(spacing(&a, &rule).await, spaced(1_000));
+    let turn = a.turn(&rule, "acme").await.unwrap();
+    // A refusal that says nothing of when to come back: no pause, the rate cut.
+    assert_eq!(
+        turn.answered(429, [("server", "nginx")]).await.unwrap(),
+        None
+    );
+    let inspected = b.inspect(&rule, "acme").await.unwrap();
+    assert_eq!((inspected.learned, inspected.paused), (Some(900), None));
+    assert_eq!(
+        spacing(&b, &rule).await,
+        spaced(900),
+        "node b spaces for 9/10"
+    );
+    turn.answered(429, Vec::<(&str, &str)>::new())
+        .await
+        .unwrap();
+    assert_eq!(learned(&b, &rule).await, Some(810));
+    // 190 successes: a thousandth each, never past the whole.
+    for _ in 0..190 {
+        turn.answered(200, Vec::<(&str, &str)>::new())
+            .await
+            .unwrap();
+    }
+    assert_eq!(learned(&b, &rule).await, None, "back to the whole limit");
+    // A stated quota below the limit lowers it at once; one above changes nothing.
+    turn.answered(200, [("X-RateLimit-Limit", "20")])
+        .await
+        .unwrap();
+    assert_eq!(learned(&b, &rule).await, None);
+    turn.answered(200, [("RateLimit-Policy", "\"day\";q=300;w=60")])
+        .await
+        .unwrap();
+    assert_eq!(learned(&b, &rule).await, Some(500));
+    // Never below a twentieth.
+    for _ in 0..40 {
+        turn.answered(503, Vec::<(&str, &str)>::new())
+            .await
+            .unwrap();
+    }
+    assert_eq!(learned(&b, &rule).await, Some(50));
+    turn.cancel().await;
+}
+
+/// In memory, the one node is the fleet: the same moves, inspected and spaced for.
+#[tokio::test]
+async fn in_memory_a_refusal_slows_the_turns() {
+    let clock = FakeClock::new();
+    let limiter = Limiter::builder().clock(clock.clone()).build().unwrap();
+    let rule = partner("out:learn-memory:");
+    let turn = limiter.turn(&rule, "acme").await.unwrap();
+    turn.answered(429, Vec::<(&str, &str)>::new())
+        .await
+        .unwrap();
+    assert_eq!(learned(&limiter, &rule).await, Some(900));
+    turn.cancel().await;
+    assert_eq!(spacing(&limiter, &rule).await, spaced(900));
+    let turn = limiter.turn(&rule, "acme").await.unwrap();
+    for _ in 0..100 {
+        turn.answered(204, Vec::<(&str, &str)>::new())
+            .await
+            .unwrap();
+    }
+    assert_eq!(learned(&limiter, &rule).await, None);
+    turn.cancel().await;
+}
+
+/// A line that reaches past a caller's deadline tells it at once, with the wait it would have had: five slots
+/// fit in half a second (103 ms apart), the sixth caller is refused without waiting for its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_past_the_deadline_tells_the_caller_at_once() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let limiter = server.limiter_with_clock(&clock);
+    let rule = partner("out:bounded:").max_wait(Duration::from_millis(500));
+    let first = limiter.turn(&rule, "acme").await.unwrap();
+    let mut waiting = Vec::new();
+    for _ in 0..4 {
+        let (limiter, rule) = (limiter.clone(), rule.clone());
+        waiting.push(tokio::spawn(
+            async move { limiter.turn(&rule, "acme").await },
+        ));
+    }
+    // On a frozen clock nothing leaks: the line reaches five slots once the four have been charged.
+    let reach = Duration::from_micros(5 * 103_125);
+    // (Inspected by a rule that waits for nothing: its retry is how far the line reaches.)
+    let reaches = Rule::new()
+        .prefix("out:bounded:")
+        .algorithm(Algorithm::LeakyBucket)
+        .max(10)
+        .window(Duration::from_secs(1));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while limiter.inspect(&reaches, "acme").await.unwrap().retry_after < reach {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the line never filled"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let asked = std::time::Instant::now();
+    let refused = limiter.turn(&rule, "acme").await.unwrap_err();
+    assert!(
+        asked.elapsed() < Duration::from_millis(250),
+        "told after {:?}, not at once",
+        asked.elapsed()
+    );
+    assert_eq!(refused.retry_after(), reach, "the wait it would have had");
+    for caller in waiting {
+        caller.abort();
+    }
+    drop(first);
+}
