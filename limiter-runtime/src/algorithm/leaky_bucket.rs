@@ -64,6 +64,19 @@ impl LeakyBucket {
         }
     }
 
+    /// Re-spaces the line at `now` for a rate lowered from `from` to `to`: what it holds past now stretched by
+    /// `from / to`, in a new run (the charges before give nothing back: their places moved). Returns how far
+    /// it reaches (µs).
+    pub(crate) fn stretch(&mut self, now: u64, max: u64, from: u32, to: u32) -> u64 {
+        let used = self.free_at.used(now, max);
+        if used == 0 || to == 0 {
+            return 0;
+        }
+        let reach = (used * u128::from(from)).div_ceil(u128::from(to));
+        self.free_at = Queue::at(now, reach, max, now, 0);
+        narrow(ceil_div(reach, u128::from(max)))
+    }
+
     /// Gives back `units` of a call's slot: from the line's end only (see [`Queue::give_back_slot`]).
     pub(crate) fn give_back(&mut self, now: u64, req: &Terms, units: u64, receipt: &Receipt) {
         self.free_at.give_back_slot(now, req, units, receipt);

@@ -1,4 +1,4 @@
-//! An upstream's pause, as each algorithm takes it: the twin of the `pause` sections of `scripts/algorithms/`
+//! An upstream's pause, and a rate its answers lowered, as each algorithm takes it: the twin of the `pause` sections of `scripts/algorithms/`
 //! (see their README). A leaky bucket waits a pause out: its line ends no earlier than the pause, so a call
 //! is given a slot after it, or refused as a full line refuses it. Every other algorithm has no `pause`: the
 //! pause refuses its calls, as any block does.
@@ -24,6 +24,16 @@ impl State {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Re-spaces a line at `now` for a rate lowered from `from` to `to` (thousandths), as `scripts/pause.lua`
+    /// does: a leaky bucket's reach past now stretched by `from / to`. Returns how far it then reaches (µs),
+    /// `None` for any other state.
+    pub(crate) fn stretch(&mut self, now: u64, max: u64, (from, to): (u32, u32)) -> Option<u64> {
+        match self {
+            State::LeakyBucket(bucket) => Some(bucket.stretch(now, max, from, to)),
+            _ => None,
         }
     }
 }

@@ -12,7 +12,7 @@ use super::Backend;
 use crate::algorithm::Peek;
 use crate::call::CallLimit;
 use crate::error::Error;
-use crate::outbound::rate::Move;
+use crate::outbound::rate::{Move, Moved};
 use crate::overrides::{Change, Overrides};
 use crate::penalty::Block;
 use crate::watch::{NodeReport, Watch};
@@ -87,8 +87,8 @@ pub(crate) trait Operations: Send + Sync {
 
     /// Pauses `limit`'s key for `length` µs (none for 0), as an upstream that answered `status` asked (unless
     /// its block in force ends later), and moves the rate the fleet learned for it by `moved` (in memory, from
-    /// `known`, this node's), telling every node: in memory at once; with Redis, one script call and its
-    /// announcement. Returns how long (µs) the key's block in force lasts from now, and the rate learned.
+    /// `known`, this node's); a rate lowered re-spaces `limit`'s line (a leaky bucket's) from now. Tells every
+    /// node: in memory at once; with Redis, one script call and its announcement.
     fn pause<'a>(
         &'a self,
         limit: &'a CallLimit<'_>,
@@ -96,7 +96,7 @@ pub(crate) trait Operations: Send + Sync {
         status: u16,
         moved: Move,
         known: u32,
-    ) -> BoxFuture<'a, Result<(u64, u32), Error>>;
+    ) -> BoxFuture<'a, Result<Moved, Error>>;
 
     /// Lifts `limit`'s key's block, telling every node; returns whether it had one.
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>>;

@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::held::{HeldCall, Used};
-use super::waiting::{patience, refusal, Waiting};
+use super::waiting::{on_the_dot, patience, refusal, Waiting};
 use super::Limiter;
 use crate::call::{Call, CallLimit};
 use crate::outbound::{rate, upstream};
@@ -103,6 +103,9 @@ impl Limiter {
                 .on_the_dot()
                 .turn(wait, priority, deadline)
                 .await?;
+            // A rate lowered while it waited stretched the line past the cut, in Redis and on every node: its
+            // slot moves with it.
+            let (slot, spaced_for) = respaced(pipeline, &held, slot).await;
             // A pause heard of while it waited, over its slot: the slot goes back, and the call asks again
             // (a line's next slot comes after the pause). A slot Redis gave after the pause goes: this node
             // heard of the pause's end as late as its message came, within the slot's margin.
@@ -127,8 +130,31 @@ impl Limiter {
                 held: Some(held),
                 waited: started.elapsed(),
                 window,
+                rate: spaced_for.unwrap_or(rate),
             });
         }
+    }
+}
+
+/// Waits for where the cuts of the rate heard of since `held`'s call was decided moved its `slot` (each
+/// stretches what of the line lies past it: [`Pauses::respaced`](crate::overrides::Pauses::respaced)), on the
+/// dot; returns it, and the rate it is then spaced for if a cut moved it.
+async fn respaced(
+    pipeline: &crate::pipeline::Pipeline,
+    held: &HeldCall,
+    slot: Instant,
+) -> (Instant, Option<u32>) {
+    let key = &held.call.limits()[0].key;
+    let decided = held.decided.limits[0].decision.decided_at.as_micros() as u64;
+    let (mut at, mut rate) = (slot, None);
+    loop {
+        // From the slot as handed out, by every cut heard so far (one more may come while it waits).
+        let (moved, spaced_for) = pipeline.overrides.pauses.respaced(key, decided, slot);
+        if moved <= at {
+            return (at, rate);
+        }
+        (at, rate) = (moved, spaced_for);
+        on_the_dot(at).await;
     }
 }
 
@@ -211,6 +237,8 @@ pub struct Turn {
     waited: Duration,
     /// The first limit's window as configured (its slots are spaced for the rate learned and a margin).
     window: Duration,
+    /// The rate learned its slot was spaced for (thousandths of `max`).
+    rate: u32,
 }
 
 impl Turn {
@@ -274,7 +302,7 @@ impl Turn {
         }
         if let Some(learned) = learned {
             if learned.refused {
-                moved.keep = rate::CUT;
+                (moved.keep, moved.spaced_for) = (rate::CUT, self.rate);
             }
             if let Some((calls, over)) = learned.quota {
                 moved.ceiling = rate::ceiling(calls, over, limit.terms.max, self.window);
@@ -292,13 +320,15 @@ impl Turn {
             ?pause,
             "rate limiter: the upstream's answer moves the fleet's pace"
         );
-        let (left, rate) = pipeline
+        let taught = pipeline
             .backend
             .operations()
             .pause(limit, micros, status, moved, known)
             .await?;
-        let left = Duration::from_micros(left);
-        pipeline.overrides.pauses.note(&limit.key, left, rate);
+        let left = Duration::from_micros(taught.left);
+        let pauses = &pipeline.overrides.pauses;
+        pauses.note(&limit.key, left, taught.rate);
+        pauses.note_cut(&limit.key, taught.at, taught.from, taught.rate);
         Ok((!pause.is_zero()).then_some(left))
     }
 

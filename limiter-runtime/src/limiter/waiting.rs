@@ -154,6 +154,16 @@ pub(super) struct Waiting {
 /// timer fires up to a millisecond after its deadline.
 const TIMER_GRAIN: Duration = Duration::from_millis(1);
 
+/// Waits until `slot`, on the dot: sleeps until a timer's grain before it, then yields to the runtime.
+pub(super) async fn on_the_dot(slot: Instant) {
+    if let Some(early) = slot.checked_sub(TIMER_GRAIN) {
+        tokio::time::sleep_until(early.into()).await;
+    }
+    while Instant::now() < slot {
+        tokio::task::yield_now().await;
+    }
+}
+
 impl Waiting {
     pub(super) fn new(held: HeldCall) -> Waiting {
         Waiting {

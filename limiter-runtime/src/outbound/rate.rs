@@ -1,6 +1,7 @@
 //! The rate a fleet learned for an upstream's key: a share of the limit's `max`, in thousandths, that the
 //! upstream's answers move as TCP's congestion window moves (additive increase, multiplicative decrease). A
-//! refusal cuts it to 9/10; each success while it is below the whole gives back a thousandth (a cut made
+//! refusal of a call spaced for the rate in force cuts it to 9/10 (those spaced for a higher one, before a
+//! cut, are already answered by it); each success while it is below the whole gives back a thousandth (a cut made
 //! good in a hundred successes); a quota the answers state below the limit's lowers it at once. Never above
 //! the whole (the limit as configured), never below a twentieth. Kept in Redis beside the key's pause
 //! (`scripts/pause.lua`, the block's last field) and remembered an hour after its last move; a turn's slots
@@ -28,6 +29,10 @@ pub(crate) const REMEMBERED: Duration = Duration::from_secs(3_600);
 pub(crate) struct Move {
     /// What of it is kept (thousandths): [`CUT`] for a refusal, else the whole.
     pub(crate) keep: u32,
+    /// The rate the answered call's slot was spaced for: a refusal cuts only a rate no lower (one cut per
+    /// rate, as TCP cuts once a window: the slots handed out before a cut, refused, say nothing of the rate
+    /// after it).
+    pub(crate) spaced_for: u32,
     /// What is added back (thousandths): [`STEP`] for a success.
     pub(crate) step: u32,
     /// The most it may be (thousandths): a stated quota's share of the limit, else the whole.
@@ -38,15 +43,31 @@ impl Move {
     /// The move of no answer: the rate stays.
     pub(crate) const NONE: Move = Move {
         keep: WHOLE,
+        spaced_for: 0,
         step: 0,
         ceiling: WHOLE,
     };
 
     /// Returns the rate it moves `rate` to (as `scripts/pause.lua` does).
     pub(crate) fn apply(&self, rate: u32) -> u32 {
-        let rate = rate.min(WHOLE) * self.keep / WHOLE + self.step;
+        let keep = match rate < self.spaced_for {
+            true => WHOLE,
+            false => self.keep,
+        };
+        let rate = rate.min(WHOLE) * keep / WHOLE + self.step;
         rate.min(self.ceiling).clamp(LEAST, WHOLE)
     }
+}
+
+/// What the store made of an answer: how long (µs) the key's pause in force lasts, the rate learned and
+/// the one before it (thousandths), and when (µs, the store's clock). A rate lowered re-spaces the line from
+/// then: what it holds past that time stretched by `from / rate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Moved {
+    pub(crate) left: u64,
+    pub(crate) rate: u32,
+    pub(crate) from: u32,
+    pub(crate) at: u64,
 }
 
 /// Returns the share of a limit of `max` calls a `window` that a stated quota of `calls` over `over` (the
@@ -73,20 +94,29 @@ mod tests {
     /// stated quota caps it, and nothing takes it below a twentieth.
     #[test]
     fn refusals_cut_the_rate_and_successes_bring_it_back() {
-        let refused = Move {
+        let refused = |spaced_for| Move {
             keep: CUT,
+            spaced_for,
             ..Move::NONE
         };
         let success = Move {
             step: STEP,
             ..Move::NONE
         };
-        assert_eq!(refused.apply(WHOLE), 900);
-        assert_eq!(refused.apply(900), 810);
+        assert_eq!(refused(WHOLE).apply(WHOLE), 900);
+        assert_eq!(refused(900).apply(900), 810);
+        assert_eq!(
+            refused(WHOLE).apply(810),
+            810,
+            "a slot spaced before the cut cuts nothing"
+        );
         let back = (0..100).fold(900, |rate, _| success.apply(rate));
         assert_eq!(back, WHOLE);
         assert_eq!(success.apply(WHOLE), WHOLE);
-        assert_eq!((0..100).fold(WHOLE, |rate, _| refused.apply(rate)), LEAST);
+        assert_eq!(
+            (0..100).fold(WHOLE, |rate, _| refused(rate).apply(rate)),
+            LEAST
+        );
         let half = Move {
             ceiling: ceiling(5, None, 10, Duration::from_secs(1)),
             ..success

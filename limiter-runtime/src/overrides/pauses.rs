@@ -25,10 +25,25 @@ struct Heard {
     at: Instant,
 }
 
-/// Paused store keys, each with when its pause ends on this node's clock, and the rate learned.
+/// A rate lowered, as this node heard of it: when (the store's µs, and this node's clock as it heard), and
+/// from and to what (thousandths). The line's slots past it stretch by `from / to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cut {
+    at: u64,
+    heard: Instant,
+    from: u32,
+    to: u32,
+}
+
+/// How long a cut is kept: longer than any call waits for its slot.
+const CUTS_KEPT: Duration = Duration::from_secs(3_600);
+
+/// Paused store keys, each with when its pause ends on this node's clock, the rate learned, and the cuts
+/// that re-spaced their lines.
 #[derive(Debug, Default)]
 pub(crate) struct Pauses {
     heard: Mutex<HashMap<String, Heard>>,
+    cuts: Mutex<HashMap<String, Vec<Cut>>>,
 }
 
 impl Pauses {
@@ -75,6 +90,56 @@ impl Pauses {
         self.lock().get(key).map(|heard| heard.rate)
     }
 
+    /// Notes that `key`'s rate was lowered `from` `to` (thousandths) at `at` (the store's µs): a cut heard
+    /// twice (its own node's, and the announcement) counts once.
+    pub(crate) fn note_cut(&self, key: &str, at: u64, from: u32, to: u32) {
+        if to >= from {
+            return;
+        }
+        let mut cuts = self.cuts.lock().unwrap_or_else(PoisonError::into_inner);
+        cuts.retain(|_, list| {
+            list.retain(|cut| cut.heard.elapsed() < CUTS_KEPT);
+            !list.is_empty()
+        });
+        let list = cuts.entry(key.to_owned()).or_default();
+        if list.iter().all(|cut| cut.at != at) {
+            let heard = Instant::now();
+            list.push(Cut {
+                at,
+                heard,
+                from,
+                to,
+            });
+            list.sort_by_key(|cut| cut.at);
+        }
+    }
+
+    /// Returns where a slot of `key`'s line at `slot`, handed out at `decided` (the store's µs), is after the
+    /// cuts made since, and the rate it is then spaced for (the last cut's, if one moved it): each stretches
+    /// what of the line lies past it by its `from / to`, as Redis stretched the line's end, so the slots keep
+    /// the spacing of the rate in force.
+    pub(crate) fn respaced(
+        &self,
+        key: &str,
+        decided: u64,
+        slot: Instant,
+    ) -> (Instant, Option<u32>) {
+        let cuts = self.cuts.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(list) = cuts.get(key) else {
+            return (slot, None);
+        };
+        list.iter().filter(|cut| cut.at > decided).fold(
+            (slot, None),
+            |(slot, rate), cut| match slot.checked_duration_since(cut.heard) {
+                Some(past) => {
+                    let stretch = f64::from(cut.from) / f64::from(cut.to.max(1));
+                    (cut.heard + past.mul_f64(stretch), Some(cut.to))
+                }
+                None => (slot, rate),
+            },
+        )
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Heard>> {
         self.heard.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -101,5 +166,25 @@ mod tests {
         pauses.note("brief", Duration::ZERO, WHOLE);
         assert_eq!(pauses.until("brief"), None);
         assert_eq!(pauses.rate("brief"), Some(WHOLE));
+    }
+
+    /// Checks that a cut stretches what of a line lies past it, for slots handed out before it only, once
+    /// however often it is heard.
+    #[test]
+    fn a_cut_stretches_the_slots_handed_out_before_it() {
+        let pauses = Pauses::default();
+        pauses.note_cut("k", 100, 1_000, 500);
+        pauses.note_cut("k", 100, 1_000, 500);
+        let slot = Instant::now() + Duration::from_secs(10);
+        let (later, rate) = pauses.respaced("k", 99, slot);
+        assert_eq!(rate, Some(500));
+        let stretched = later.duration_since(Instant::now()).as_secs_f64();
+        assert!((19.9..=20.1).contains(&stretched), "{stretched}");
+        assert_eq!(
+            pauses.respaced("k", 100, slot),
+            (slot, None),
+            "handed out after the cut"
+        );
+        assert_eq!(pauses.respaced("other", 0, slot), (slot, None));
     }
 }

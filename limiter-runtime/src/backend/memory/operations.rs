@@ -10,7 +10,7 @@ use crate::algorithm::{peek, Peek, State};
 use crate::backend::operations::{BackendStats, Blocks, Operations};
 use crate::call::CallLimit;
 use crate::error::Error;
-use crate::outbound::rate::Move;
+use crate::outbound::rate::{Move, Moved};
 use crate::overrides::{Change, Overrides};
 use crate::penalty::Block;
 use crate::watch::{NodeReport, Watch};
@@ -63,10 +63,15 @@ impl Operations for MemoryStore {
         status: u16,
         moved: Move,
         known: u32,
-    ) -> BoxFuture<'a, Result<(u64, u32), Error>> {
+    ) -> BoxFuture<'a, Result<Moved, Error>> {
         let rate = moved.apply(known);
-        let left = MemoryStore::pause(self, limit, length, status, rate);
-        Box::pin(future::ready(Ok((left, rate))))
+        let (left, at) = MemoryStore::pause(self, limit, length, status, (known, rate));
+        Box::pin(future::ready(Ok(Moved {
+            left,
+            rate,
+            from: known,
+            at,
+        })))
     }
 
     fn unban<'a>(&'a self, limit: &'a CallLimit<'_>) -> BoxFuture<'a, Result<bool, Error>> {
@@ -133,12 +138,22 @@ impl MemoryStore {
         });
     }
 
-    /// Pauses `limit`'s key for `length` µs (see [`Block::pause`]), noting the rate learned (thousandths);
-    /// returns how long its block in force lasts. The store is this node's, which remembers the rate it
-    /// learned beside its pauses (the overrides' table): a block is kept only for a pause.
-    pub(crate) fn pause(&self, limit: &CallLimit<'_>, length: u64, status: u16, rate: u32) -> u64 {
-        let learned = (rate < crate::outbound::rate::WHOLE).then_some(rate);
-        let (left, _) = self.at_key(limit, |shard, key, now| {
+    /// Pauses `limit`'s key for `length` µs (see [`Block::pause`]), noting the rate learned, `(from, to)`
+    /// (thousandths): a rate lowered re-spaces `limit`'s line (a leaky bucket's). Returns how long its block
+    /// in force lasts, and when (µs). The store is this node's, which remembers the rate it learned beside
+    /// its pauses (the overrides' table): a block is kept only for a pause.
+    pub(crate) fn pause(
+        &self,
+        limit: &CallLimit<'_>,
+        length: u64,
+        status: u16,
+        (from, to): (u32, u32),
+    ) -> (u64, u64) {
+        let learned = (to < crate::outbound::rate::WHOLE).then_some(to);
+        self.at_key(limit, |shard, key, now| {
+            if to < from && limit.algorithm == crate::Algorithm::LeakyBucket {
+                shard.stretch_line(key, now, limit.terms.max, (from, to));
+            }
             let before = shard.block(key, now);
             if length == 0 && before.is_none_or(|block| block.remaining(now).is_none()) {
                 return 0;
@@ -146,8 +161,7 @@ impl MemoryStore {
             let pause = Block::pause(before.as_ref(), now.saturating_add(length), status, learned);
             shard.keep_block(key, pause, &Penalty::READS_BLOCKS, now, self.per_shard);
             pause.until.saturating_sub(now)
-        });
-        left
+        })
     }
 
     /// Lifts `limit`'s key's block; whether it had one in force.

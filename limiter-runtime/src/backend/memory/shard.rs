@@ -171,6 +171,26 @@ impl Shard {
         outcome
     }
 
+    /// Re-spaces `key`'s line (a leaky bucket's, of `max`) at `now` for a rate lowered `(from, to)`, if it
+    /// holds one (see [`State::stretch`]); its expiry follows its reach.
+    pub(super) fn stretch_line(
+        &mut self,
+        (hash, key): (KeyHash, KeyRef<'_>),
+        now: u64,
+        max: u64,
+        rates: (u32, u32),
+    ) {
+        let Some(entry) = self.entries.get_mut(hash, key) else {
+            return;
+        };
+        if entry.expires_at <= now {
+            return;
+        }
+        if let Some(reach) = entry.state.stretch(now, max, rates) {
+            entry.expires_at = entry.expires_at.max(now.saturating_add(reach));
+        }
+    }
+
     /// Returns the state of `key` under `algorithm` at `now`, if it holds one that has not expired.
     pub(super) fn state(
         &mut self,

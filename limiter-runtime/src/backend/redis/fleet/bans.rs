@@ -12,7 +12,7 @@ use crate::backend::redis::wire::script;
 use crate::backend::redis::{read_failed, RedisBackend};
 use crate::call::CallLimit;
 use crate::error::Error;
-use crate::outbound::rate::{self, Move};
+use crate::outbound::rate::{self, Move, Moved};
 use crate::overrides::OVERRIDES;
 use crate::penalty::Block;
 use crate::Penalty;
@@ -48,35 +48,47 @@ impl RedisBackend {
     }
 
     /// Pauses `limit`'s key for `length` µs (none for 0), as an upstream that answered `status` asked, and
-    /// moves the rate the fleet learned for it by `moved`, then tells every node ([`PAUSE`]); returns how
-    /// long (µs) the key's block in force lasts, and the rate learned.
+    /// moves the rate the fleet learned for it by `moved` (a rate lowered re-spaces its line, a leaky
+    /// bucket's), then tells every node ([`PAUSE`]); returns what it made of the answer.
     pub(crate) async fn pause(
         &self,
         limit: &CallLimit<'_>,
         length: u64,
         status: u16,
         moved: Move,
-    ) -> Result<(u64, u32), Error> {
+    ) -> Result<Moved, Error> {
         let mut connection = self.establish().await.map_err(read_failed)?;
         let block = script::block_key(&limit.key);
-        let mut cmd = script::PAUSE.command(&[&block], 1);
+        let line = limit.algorithm == crate::Algorithm::LeakyBucket;
+        let keys: &[&str] = match line {
+            true => &[&block, limit.key.as_str()],
+            false => &[&block],
+        };
+        let mut cmd = script::PAUSE.command(keys, 1);
         cmd.arg(&*script::clock(self.test_now()));
         cmd.arg(length).arg(status);
         cmd.arg(moved.keep).arg(moved.step).arg(moved.ceiling);
         cmd.arg(rate::LEAST)
             .arg(rate::REMEMBERED.as_millis() as u64);
-        let paused = script::PAUSE.run::<(u64, u64, u32)>(&mut connection, &cmd);
-        let (now, until, learned) = self.within_patience(paused).await?;
+        cmd.arg(moved.spaced_for).arg(limit.terms.max);
+        let paused = script::PAUSE.run::<(u64, u64, u32, u32)>(&mut connection, &cmd);
+        let (now, until, learned, from) = self.within_patience(paused).await?;
         let left = until.saturating_sub(now);
         let mut announce = redis::cmd("PUBLISH");
-        announce
-            .arg(OVERRIDES)
-            .arg(format!("{PAUSE}{left}:{learned}\n{}", &*limit.key));
+        announce.arg(OVERRIDES).arg(format!(
+            "{PAUSE}{left}:{learned}:{from}:{now}\n{}",
+            &*limit.key
+        ));
         let _: Value = self
             .within_patience(announce.query_async(&mut connection))
             .await?;
         self.forget_denials();
-        Ok((left, learned))
+        Ok(Moved {
+            left,
+            rate: learned,
+            from,
+            at: now,
+        })
     }
 
     /// Tells every node, this one first, to forget what Redis told it of `key` ([`REASK`]).

@@ -13,7 +13,7 @@ use crate::backend::operations::{BackendStats, Blocks, Operations};
 use crate::backend::redis::RedisBackend;
 use crate::call::CallLimit;
 use crate::error::Error;
-use crate::outbound::rate::Move;
+use crate::outbound::rate::{Move, Moved};
 use crate::overrides::{Change, Overrides};
 use crate::penalty::Block;
 use crate::watch::{NodeReport, Watch};
@@ -66,7 +66,7 @@ impl Operations for Arc<RedisBackend> {
         status: u16,
         moved: Move,
         _known: u32,
-    ) -> BoxFuture<'a, Result<(u64, u32), Error>> {
+    ) -> BoxFuture<'a, Result<Moved, Error>> {
         Box::pin(RedisBackend::pause(self, limit, length, status, moved))
     }
 

@@ -88,10 +88,11 @@ pub(in crate::backend::redis) async fn follow(
     let up_to_date = match event {
         Event::Message(message) if paused(&message).is_some() => {
             // A key an upstream paused: every call of it waiting here waits for the pause's end.
-            if let Some((length, learned, key)) = paused(&message) {
+            if let Some((length, (learned, from, at), key)) = paused(&message) {
                 table
                     .pauses
                     .note(&key, Duration::from_micros(length), learned);
+                table.pauses.note_cut(&key, at, from, learned);
             }
             backend.forget_denials();
             true
@@ -134,14 +135,19 @@ fn reask(message: &redis::Msg) -> bool {
         .starts_with(super::bans::REASK.as_bytes())
 }
 
-/// Returns the length (µs), the rate learned (thousandths of the limit) and the store key of a pause
-/// `message` announces (`<length>:<rate>\n<key>`), if it announces one.
-fn paused(message: &redis::Msg) -> Option<(u64, u32, String)> {
+/// Returns the length (µs), the rate learned and the one before (thousandths of the limit) with when it
+/// moved (the store's µs), and the store key, of a pause `message` announces
+/// (`<length>:<rate>:<from>:<at>\n<key>`), if it announces one.
+fn paused(message: &redis::Msg) -> Option<(u64, (u32, u32, u64), String)> {
     let payload = message.get_payload::<String>().ok()?;
     let rest = payload.strip_prefix(super::bans::PAUSE)?;
     let (lesson, key) = rest.split_once('\n')?;
-    let (length, learned) = lesson.split_once(':')?;
-    Some((length.parse().ok()?, learned.parse().ok()?, key.to_owned()))
+    let mut fields = lesson.split(':');
+    let length = fields.next()?.parse().ok()?;
+    let learned = fields.next()?.parse().ok()?;
+    let from = fields.next()?.parse().ok()?;
+    let at = fields.next()?.parse().ok()?;
+    Some((length, (learned, from, at), key.to_owned()))
 }
 
 /// Returns whether the hash's version is the table's (also when Redis cannot say: the next look will tell).
