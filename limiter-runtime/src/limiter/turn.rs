@@ -105,7 +105,18 @@ impl Limiter {
                 .await?;
             // A rate lowered while it waited stretched the line past the cut, in Redis and on every node: its
             // slot moves with it.
-            let (slot, spaced_for) = respaced(pipeline, &held, slot).await;
+            let (slot, spaced_for) = match respaced(pipeline, &held, slot, deadline).await {
+                Ok(respaced) => respaced,
+                Err(later) => {
+                    // Moved past its deadline: told at once, with the wait it would have had.
+                    let decision = held.decided.limits[0].decision;
+                    let refused =
+                        refusal(&held.call, Some((0, &decision)), later, Verdict::Limited);
+                    let costs = held.costs();
+                    held.give_back(&costs).await;
+                    return Err(refused);
+                }
+            };
             // A pause heard of while it waited, over its slot: the slot goes back, and the call asks again
             // (a line's next slot comes after the pause). A slot Redis gave after the pause goes: this node
             // heard of the pause's end as late as its message came, within the slot's margin.
@@ -138,12 +149,14 @@ impl Limiter {
 
 /// Waits for where the cuts of the rate heard of since `held`'s call was decided moved its `slot` (each
 /// stretches what of the line lies past it: [`Pauses::respaced`](crate::overrides::Pauses::respaced)), on the
-/// dot; returns it, and the rate it is then spaced for if a cut moved it.
+/// dot; returns it, and the rate it is then spaced for if a cut moved it; or, moved past `deadline`, how long
+/// from now it would have waited.
 async fn respaced(
     pipeline: &crate::pipeline::Pipeline,
     held: &HeldCall,
     slot: Instant,
-) -> (Instant, Option<u32>) {
+    deadline: Instant,
+) -> Result<(Instant, Option<u32>), Duration> {
     let key = &held.call.limits()[0].key;
     let decided = held.decided.limits[0].decision.decided_at.as_micros() as u64;
     let (mut at, mut rate) = (slot, None);
@@ -151,7 +164,10 @@ async fn respaced(
         // From the slot as handed out, by every cut heard so far (one more may come while it waits).
         let (moved, spaced_for) = pipeline.overrides.pauses.respaced(key, decided, slot);
         if moved <= at {
-            return (at, rate);
+            return Ok((at, rate));
+        }
+        if moved > deadline {
+            return Err(moved.saturating_duration_since(Instant::now()));
         }
         (at, rate) = (moved, spaced_for);
         on_the_dot(at).await;

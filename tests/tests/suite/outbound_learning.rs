@@ -177,3 +177,64 @@ async fn a_line_past_the_deadline_tells_the_caller_at_once() {
     }
     drop(first);
 }
+
+/// A rate lowered while calls wait stretches their slots: a call whose slot moves past its deadline is told
+/// so (with the wait it would have had) when its old slot comes, never later than its deadline; the others
+/// go at their stretched slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_that_moves_a_slot_past_its_deadline_refuses_it_in_time() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let limiter = server.limiter_with_clock(&clock);
+    let rule = partner("out:stretched:").max_wait(Duration::from_secs(1));
+    let first = limiter.turn(&rule, "acme").await.unwrap();
+    let mut waiting = Vec::new();
+    for _ in 0..8 {
+        let (limiter, rule) = (limiter.clone(), rule.clone());
+        waiting.push(tokio::spawn(async move {
+            let asked = std::time::Instant::now();
+            let turn = limiter.turn(&rule, "acme").await;
+            (asked.elapsed(), turn.map(|turn| turn.decision().delay))
+        }));
+    }
+    // Once the eight hold their slots (103 ms apart, up to 825 ms), the upstream states half the rule's rate.
+    let reaches = Rule::new()
+        .prefix("out:stretched:")
+        .algorithm(Algorithm::LeakyBucket)
+        .max(10)
+        .window(Duration::from_secs(1));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while limiter.inspect(&reaches, "acme").await.unwrap().retry_after
+        < Duration::from_micros(9 * 103_125)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the line never filled"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // (A microsecond on: the cut comes after the slots were handed out, on the store's clock.)
+    clock.advance(Duration::from_micros(1));
+    first
+        .answered(200, [("X-RateLimit-Limit", "5")])
+        .await
+        .unwrap();
+    let (mut went, mut refused) = (0, 0);
+    for caller in waiting {
+        let (waited, turn) = caller.await.unwrap();
+        assert!(
+            waited < Duration::from_millis(1_100),
+            "waited {waited:?}, past its deadline"
+        );
+        match turn {
+            Ok(_) => went += 1,
+            Err(limited) => {
+                assert!(limited.retry_after() > Duration::ZERO);
+                refused += 1;
+            }
+        }
+    }
+    // Stretched twice from the cut (within the first slots): the slots past about half a second move past 1 s.
+    assert!(refused >= 3 && went >= 3, "{went} went, {refused} refused");
+    drop(first);
+}
