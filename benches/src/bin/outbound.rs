@@ -4,9 +4,10 @@
 //! It starts its own `redis-server` on a free loopback port, then `--nodes` limiters (each its own
 //! connection, deny cache and line: a node) with `--callers` tasks each call [`Limiter::turn`](limiter_runtime::Limiter::turn) in a loop for
 //! `--seconds` under a leaky bucket of `--rate` calls a second with a deadline long enough for the whole
-//! line, so every slot is taken. A call "leaves" when its turn returns. With the line full, slot `i` starts
-//! `i × 1.01 s / rate` after the first (a turn spaces its slots over the window and its 10 ms tolerance): the lateness of a call is when it left less when its slot started. The
-//! baseline, in the same run: how late a Tokio timer alone fires for the same instants.
+//! line, so every slot is taken. A call "leaves" when its turn returns: its lateness is when it left (this
+//! machine's wall clock) less its slot (its decision's time plus its delay, on Redis's clock: the same
+//! machine's). The closest two calls left, against the spacing the limit implies (`window / max`). The
+//! baseline, in the same run: how late a Tokio timer alone fires, for instants one slot apart.
 //!
 //! ```sh
 //! cargo run --release -p benches --bin outbound -- --seconds 20
@@ -76,7 +77,13 @@ async fn run(nodes: usize, callers: usize, run: Duration, rate: u64) {
             while let Ok(turn) = tokio::time::timeout_at(end, limiter.turn(&rule, "upstream")).await
             {
                 let turn = turn.expect("the deadline holds the whole line");
-                left.lock().unwrap().push((Instant::now(), i % nodes));
+                let wall = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .expect("after 1970");
+                let decision = turn.decision();
+                let late =
+                    wall.as_secs_f64() - (decision.decided_at + decision.delay).as_secs_f64();
+                left.lock().unwrap().push((Instant::now(), i % nodes, late));
                 drop(turn);
             }
         }));
@@ -85,26 +92,23 @@ async fn run(nodes: usize, callers: usize, run: Duration, rate: u64) {
         task.await.expect("a caller ran");
     }
     let mut left = std::mem::take(&mut *left.lock().unwrap());
-    left.sort();
-    // The line is full from the first second on: the calls after it take one slot each, in order.
+    left.sort_by_key(|(at, _, _)| *at);
+    // The line is full from the first second on.
     let steady: Vec<_> = left
         .iter()
-        .filter(|(at, _)| *at >= started + Duration::from_secs(1))
+        .filter(|(at, _, _)| *at >= started + Duration::from_secs(1))
         .collect();
-    // A turn's slots are spaced over the window and 10 ms (its send tolerance: guide::outbound).
     if steady.is_empty() {
         eprintln!("outbound: no call went after the first second");
         std::process::exit(1);
     }
-    let spacing = Duration::from_millis(1_010).as_secs_f64() / rate as f64;
-    let offsets: Vec<f64> = steady
-        .iter()
-        .enumerate()
-        .map(|(i, (at, _))| (*at - started).as_secs_f64() - i as f64 * spacing)
-        .collect();
-    let first_slot = offsets.iter().copied().fold(f64::INFINITY, f64::min);
-    let mut lateness: Vec<f64> = offsets.iter().map(|offset| offset - first_slot).collect();
+    let spacing = 1.0 / rate as f64;
+    let mut lateness: Vec<f64> = steady.iter().map(|(_, _, late)| *late).collect();
     lateness.sort_by(f64::total_cmp);
+    let closest = steady
+        .windows(2)
+        .map(|pair| (pair[1].0 - pair[0].0).as_secs_f64())
+        .fold(f64::INFINITY, f64::min);
     // The baseline: a Tokio timer alone, set for instants `spacing` apart.
     let mut timer = Vec::new();
     let base = Instant::now() + Duration::from_millis(10);
@@ -116,16 +120,16 @@ async fn run(nodes: usize, callers: usize, run: Duration, rate: u64) {
     timer.sort_by(f64::total_cmp);
     // How close to the limit: the most calls in any second, and the calls sent against the allowance.
     let mut most = 0;
-    for (k, (at, _)) in steady.iter().enumerate() {
+    for (k, (at, _, _)) in steady.iter().enumerate() {
         let within = steady[k..]
             .iter()
-            .take_while(|(later, _)| *later < *at + Duration::from_secs(1))
+            .take_while(|(later, _, _)| *later < *at + Duration::from_secs(1))
             .count();
         most = most.max(within);
     }
     let seconds = (run - Duration::from_secs(1)).as_secs_f64();
     let mut per_node = vec![0usize; nodes];
-    for (_, node) in &steady {
+    for (_, node, _) in &steady {
         per_node[*node] += 1;
     }
     let ms = |s: f64| s * 1_000.0;
@@ -146,6 +150,11 @@ async fn run(nodes: usize, callers: usize, run: Duration, rate: u64) {
         ms(quantile(&timer, 0.5)),
         ms(quantile(&timer, 0.99)),
         ms(*timer.last().unwrap_or(&0.0))
+    );
+    println!(
+        "  closest two calls: {:.2} ms apart, the spacing {:.2} ms",
+        ms(closest),
+        ms(spacing)
     );
     println!(
         "  sent {:.1}% of the allowance; most in any second {most} of {rate}; per node {per_node:?}",

@@ -198,10 +198,13 @@ impl Limiter {
 }
 
 /// How much of a turn's slot is margin: a leaky bucket's slots for calls to an upstream are spaced by the
-/// spacing its limit implies (`window / max`) and 1/32 of it more (3.1 ms at 10 calls a second), and a call
-/// leaves within that margin after its slot or not at all. So two sends, from any nodes, are never closer
-/// than the spacing, whichever of them left late.
+/// spacing its limit implies (`window / max`) and 1/32 of it more (3.1 ms at 10 calls a second), at least
+/// [`LEAST_MARGIN`], and a call leaves within that margin after its slot or not at all. So two sends, from
+/// any nodes, are never closer than the spacing, whichever of them left late.
 pub(crate) const SLOT_MARGIN: u64 = 32;
+
+/// The least margin a slot has, in µs: a Tokio timer's grain (at 200 calls a second, a slot of 6 ms, not 5).
+pub(crate) const LEAST_MARGIN: u64 = 1_000;
 
 /// Makes a call's limits those of a call to an upstream: each reads its key's block (where a pause is kept),
 /// spends nothing from a lease (which would not see one), and fails to its node's share rather than open. A
@@ -219,7 +222,7 @@ fn outbound(call: &mut Call<'static>, rate: u32) -> Option<Duration> {
                     u128::from(terms.window) * u128::from(rate::WHOLE) / u128::from(rate.max(1));
                 terms.window = u64::try_from(learned).unwrap_or(u64::MAX);
             }
-            let extra = terms.window / SLOT_MARGIN;
+            let extra = (terms.window / SLOT_MARGIN).max(LEAST_MARGIN.saturating_mul(terms.max));
             terms.window += extra;
             let slot = extra.saturating_mul(terms.cost.max(1)) / terms.max.max(1);
             margin.get_or_insert(Duration::from_micros(slot));
