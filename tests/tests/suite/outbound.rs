@@ -1130,3 +1130,31 @@ async fn the_client_layer_waits_sends_learns_and_settles() {
         "the refused request was not sent"
     );
 }
+
+/// A call that wakes past its slot's margin (here: the only thread stalled 150 ms, a slot 103 ms away) does
+/// not go late, where it would land closer than the spacing to the next slot's call: its slot goes back and
+/// it asks again, and goes a slot after it asked again. So its turn comes after the stall and one more
+/// slot, not at the stall's end.
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_that_wakes_past_its_margin_asks_again() {
+    let server = RedisServer::start();
+    let clock = FakeClock::new();
+    let limiter = server.limiter_with_clock(&clock);
+    let rule = partner("out:late:", Duration::from_secs(5));
+    let first = limiter.turn(&rule, "acme").await.unwrap();
+    let asked = Instant::now();
+    let second = {
+        let (limiter, rule) = (limiter.clone(), rule.clone());
+        tokio::spawn(async move { limiter.turn(&rule, "acme").await })
+    };
+    // The second joins the line (one slot ahead: the first's), then the thread stalls past its slot.
+    line_reaches(&limiter, "out:late:", 2).await;
+    std::thread::sleep(Duration::from_millis(150));
+    let second = second.await.unwrap().unwrap();
+    let waited = asked.elapsed();
+    assert!(
+        waited >= Duration::from_millis(150) + SLOT,
+        "it went after {waited:?}: late, at the stall's end"
+    );
+    drop((first, second));
+}

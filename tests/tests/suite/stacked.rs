@@ -230,10 +230,9 @@ async fn on_a_cluster_calls_at_once_across_slots_never_over_admit() {
             let (limiter, rule) = (nodes[0].clone(), rule.clone());
             async move { max - limiter.check(&rule, "k").cost(0).await.remaining }
         };
-        assert!(
-            (1..=10).contains(&admitted),
-            "{algorithm}: {admitted} admitted"
-        );
+        // None at all may be: the slots decide apart, so the calls the tight limit admitted may each have
+        // been refused by the roomy one (its 40 went to others), and every charge then goes back.
+        assert!(admitted <= 10, "{algorithm}: {admitted} admitted");
         let (roomy_used, tight_used) = (used(&roomy, 40).await, used(&tight, 10).await);
         assert_eq!(roomy_used, admitted, "{algorithm}: roomy charged");
         assert_eq!(tight_used, admitted, "{algorithm}: tight charged");
