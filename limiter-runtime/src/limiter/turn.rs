@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::held::{HeldCall, Used};
-use super::waiting::{on_the_dot, patience, refusal, Waiting};
+use super::waiting::{patience, refusal, until, Waiting};
 use super::Limiter;
 use crate::call::{Call, CallLimit};
 use crate::outbound::{rate, upstream};
@@ -170,7 +170,7 @@ async fn respaced(
             return Err(moved.saturating_duration_since(Instant::now()));
         }
         (at, rate) = (moved, spaced_for);
-        on_the_dot(at).await;
+        until(at, true).await;
     }
 }
 

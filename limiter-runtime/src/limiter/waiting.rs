@@ -154,12 +154,15 @@ pub(super) struct Waiting {
 /// timer fires up to a millisecond after its deadline.
 const TIMER_GRAIN: Duration = Duration::from_millis(1);
 
-/// Waits until `slot`, on the dot: sleeps until a timer's grain before it, then yields to the runtime.
-pub(super) async fn on_the_dot(slot: Instant) {
-    if let Some(early) = slot.checked_sub(TIMER_GRAIN) {
-        tokio::time::sleep_until(early.into()).await;
-    }
-    while Instant::now() < slot {
+/// Waits until `slot`: as a timer fires, or, `on_the_dot`, sleeping until a timer's grain before it, then
+/// yielding to the runtime until it.
+pub(super) async fn until(slot: Instant, on_the_dot: bool) {
+    let wake = match on_the_dot {
+        true => slot.checked_sub(TIMER_GRAIN).unwrap_or(slot),
+        false => slot,
+    };
+    tokio::time::sleep_until(wake.into()).await;
+    while on_the_dot && Instant::now() < slot {
         tokio::task::yield_now().await;
     }
 }
@@ -245,17 +248,9 @@ impl Waiting {
                     return Err(refused);
                 }
                 Some(AtSlot::Wait(slot)) => {
-                    let wake = match self.on_the_dot {
-                        true => slot.checked_sub(TIMER_GRAIN).unwrap_or(slot),
-                        false => slot,
-                    };
-                    if Instant::now() >= wake {
-                        tokio::task::yield_now().await;
-                        continue;
-                    }
-                    let sleep = pin!(tokio::time::sleep_until(wake.into()));
+                    let come = pin!(until(slot, self.on_the_dot));
                     // Its slot, or a swap that moved it: look again either way.
-                    let _ = select(sleep, woken).await;
+                    let _ = select(come, woken).await;
                 }
                 // Not in the line (it cannot happen): the call goes without its slot's charge.
                 None => {
