@@ -9,6 +9,7 @@ pub use test_support::{
     cluster, sentinel, Monitor, RedisCluster, RedisSentinel, RedisServer, PATIENT,
 };
 
+pub mod callers;
 pub mod nginx;
 pub mod strict;
 

@@ -246,57 +246,18 @@ fn partner(prefix: &'static str, max_wait: Duration) -> Rule {
 /// - the fleet sends one call a slot: all but the slots a 429's pause takes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_share_an_upstreams_allowance_without_its_429s() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
-
     let server = RedisServer::start();
     let upstream = Upstream::start(10).await;
     let (run, max_wait) = (Duration::from_secs(20), Duration::from_secs(12));
-    let (redis, url, started) = (server.url(), upstream.url.clone(), upstream.started);
-    let (go, outputs) = tokio::task::spawn_blocking(move || {
-        let args = |url: &str| {
-            let (run, wait) = (
-                run.as_millis().to_string(),
-                max_wait.as_millis().to_string(),
-            );
-            [redis.clone(), url.to_owned(), "32".to_owned(), run, wait]
-        };
-        let mut children: Vec<_> = (0..3)
-            .map(|_| {
-                Command::new(env!("CARGO_BIN_EXE_caller"))
-                    .args(args(&url))
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .expect("the caller binary runs")
-            })
-            .collect();
-        let mut outputs: Vec<_> = children
-            .iter_mut()
-            .map(|child| BufReader::new(child.stdout.take().unwrap()).lines())
-            .collect();
-        for output in &mut outputs {
-            let line = output
-                .next()
-                .expect("a caller exited before it was ready")
-                .unwrap();
-            assert_eq!(line, "ready");
-        }
-        let go = started.elapsed();
-        for child in &mut children {
-            writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
-        }
-        let outputs: Vec<Vec<String>> = outputs
-            .into_iter()
-            .map(|output| output.map(Result::unwrap).collect())
-            .collect();
-        for mut child in children {
-            assert!(child.wait().unwrap().success(), "a caller failed");
-        }
-        (go, outputs)
-    })
-    .await
-    .unwrap();
+    let args = vec![
+        server.url(),
+        upstream.url.clone(),
+        "32".to_owned(),
+        run.as_millis().to_string(),
+        max_wait.as_millis().to_string(),
+    ];
+    let (go, _, outputs) = tests::callers::run(env!("CARGO_BIN_EXE_caller"), vec![args; 3]).await;
+    let go = go.duration_since(upstream.started);
     let arrivals = upstream.arrivals();
     let refused = arrivals.iter().filter(|arrival| arrival.refused).count();
     let (mut shares, mut per_caller, mut turned_away) = (Vec::new(), Vec::new(), 0);

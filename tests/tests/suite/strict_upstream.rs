@@ -11,7 +11,7 @@
 //! and a failure names every check that failed, with the numbers.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use limiter_runtime::{Algorithm, Rule};
 use tests::{NginxServer, RedisServer, StrictUpstream};
@@ -203,56 +203,26 @@ impl Measures {
 /// measured from nginx's own access log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nginx_three_processes() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
-
     let _alone = ONE_AT_A_TIME.lock().await;
     let nginx = NginxServer::start(RATE);
     probe(nginx.address()).await;
     let server = RedisServer::start();
     let run = Duration::from_secs(12);
     let nodes: Vec<String> = (0..NODES).map(|n| format!("node-{n}")).collect();
-    let (redis, url, names) = (server.url(), nginx.url(), nodes.clone());
-    let (go, outputs) = tokio::task::spawn_blocking(move || {
-        let mut children: Vec<_> = names
-            .iter()
-            .map(|node| {
-                Command::new(env!("CARGO_BIN_EXE_caller"))
-                    .arg(&redis)
-                    .arg(&url)
-                    .arg(CALLERS.to_string())
-                    .arg(run.as_millis().to_string())
-                    .arg(MAX_WAIT.as_millis().to_string())
-                    .arg(node)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .expect("the caller binary runs")
-            })
-            .collect();
-        let mut outputs: Vec<_> = children
-            .iter_mut()
-            .map(|child| BufReader::new(child.stdout.take().unwrap()).lines())
-            .collect();
-        for output in &mut outputs {
-            let line = output.next().expect("a caller exited before it was ready");
-            assert_eq!(line.unwrap(), "ready");
-        }
-        let go = SystemTime::now();
-        for child in &mut children {
-            writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
-        }
-        let outputs: Vec<Vec<String>> = outputs
-            .into_iter()
-            .map(|output| output.map(Result::unwrap).collect())
-            .collect();
-        for mut child in children {
-            assert!(child.wait().unwrap().success(), "a caller failed");
-        }
-        (go, outputs)
-    })
-    .await
-    .unwrap();
+    let processes = nodes
+        .iter()
+        .map(|node| {
+            vec![
+                server.url(),
+                nginx.url(),
+                CALLERS.to_string(),
+                run.as_millis().to_string(),
+                MAX_WAIT.as_millis().to_string(),
+                node.clone(),
+            ]
+        })
+        .collect();
+    let (_, go, outputs) = tests::callers::run(env!("CARGO_BIN_EXE_caller"), processes).await;
     let mut waits = Waits::default();
     for lines in &outputs {
         assert_eq!(lines.last().map(String::as_str), Some("done"), "{lines:?}");
