@@ -166,8 +166,9 @@ async fn a_line_past_the_deadline_tells_the_caller_at_once() {
     }
     let asked = std::time::Instant::now();
     let refused = limiter.turn(&rule, "acme").await.unwrap_err();
+    // At once: a round trip or two, where waiting out its deadline takes 500 ms.
     assert!(
-        asked.elapsed() < Duration::from_millis(250),
+        asked.elapsed() < Duration::from_millis(400),
         "told after {:?}, not at once",
         asked.elapsed()
     );
