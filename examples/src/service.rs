@@ -59,7 +59,7 @@ pub fn app(limiter: Limiter, door: admin::Door) -> Router {
     // X-Forwarded-For, `Key::x_forwarded_for(1)` would be.
     let per_client = Rule::new()
         .prefix("rate_limit:client:")
-        .name("per-client")
+        .policy("per-client")
         .max(60)
         .window(Duration::from_secs(60));
     let public = Router::new()
@@ -76,17 +76,17 @@ pub fn app(limiter: Limiter, door: admin::Door) -> Router {
         .nest_service("/admin", door.router())
 }
 
-#[rate_limit(prefix = "rate_limit:api:", name = "api", max = 10, window = 1)]
+#[rate_limit(prefix = "rate_limit:api:", policy = "api", max = 10, window = 1)]
 async fn api_test() -> Result<&'static str, RateLimited> {
     Ok("success")
 }
 
-#[rate_limit(prefix = "rate_limit:emp:", name = "employee", key = id, window = 10, max = 5, message = "slow down, have a cup of tea")]
+#[rate_limit(prefix = "rate_limit:emp:", policy = "employee", key = id, window = 10, max = 5, message = "slow down, have a cup of tea")]
 async fn employee(Path(id): Path<String>) -> Result<Json<Value>, RateLimited> {
     Ok(Json(json!({ "id": id, "name": "Ada Lovelace" })))
 }
 
-#[rate_limit(prefix = "rate_limit:ip:", name = "whoami", key = client.ip(), max = 100, window = "1m")]
+#[rate_limit(prefix = "rate_limit:ip:", policy = "whoami", key = client.ip(), max = 100, window = "1m")]
 async fn whoami(ConnectInfo(client): ConnectInfo<SocketAddr>) -> Result<String, RateLimited> {
     Ok(client.ip().to_string())
 }
@@ -119,7 +119,7 @@ impl IntoResponse for LoginError {
 }
 
 /// Failures count, successes are free; a user that fails a sixth time is blocked for a while, everywhere.
-#[rate_limit(prefix = "rate_limit:login:", name = "login", key = user, max = 5, window = "15m", count = failures, penalty = "1m..1h")]
+#[rate_limit(prefix = "rate_limit:login:", policy = "login", key = user, max = 5, window = "15m", count = failures, penalty = "1m..1h")]
 async fn login(Path(user): Path<String>, password: String) -> Result<&'static str, LoginError> {
     match password == "hunter2" {
         true => Ok("welcome"),

@@ -70,6 +70,9 @@ pub(crate) struct Args {
     /// The shares of the limit kept for the calls of a priority and above, in the order written, spanned at the
     /// argument's name.
     pub(crate) reserve: Option<Spanned<Vec<Reserve>>>,
+    /// Each call's plan: an expression over the arguments naming one of the policy's plans (a `str`, a
+    /// `String`, an `Option` of one).
+    pub(crate) plan: Option<Expr>,
     pub(crate) krate: Option<Path>,
     /// Not an argument: this is the limit of calls in flight an attribute's `in_flight` adds beside its rate
     /// (the limit before it), skipped when that one is.
@@ -131,7 +134,7 @@ impl Args {
             "window" => value.once(&mut self.window, |v| v.spanned(duration(v))),
             "max" => value.once(&mut self.max, max),
             "message" => value.once(&mut self.message, string),
-            "name" => value.once(&mut self.name, string),
+            "policy" => value.once(&mut self.name, string),
             "algorithm" => value.once(&mut self.algorithm, algorithm),
             "burst" => value.once(&mut self.burst, |v| v.spanned(positive(v, "`burst = 20`"))),
             "cost" => value.once(&mut self.cost, expression),
@@ -162,6 +165,7 @@ impl Args {
                     text(v, priority::WHAT_RESERVE_IS).and_then(|lit| priority::reserves(&lit)),
                 )
             }),
+            "plan" => value.once(&mut self.plan, expression),
             "crate" => value.once(&mut self.krate, krate),
             other => unreachable!("`{other}` is in ARGUMENTS but has no parser"),
         }

@@ -55,7 +55,10 @@ pub(crate) fn expand(attributes: Vec<Args>, mut item: ItemFn) -> syn::Result<Tok
                             CallPriority::Call(expr) => Some(expr),
                             CallPriority::Named(_) => None,
                         });
-                    let expressions = expressions.chain(&mut args.cost).chain(&mut args.skip_if);
+                    let expressions = expressions
+                        .chain(&mut args.cost)
+                        .chain(&mut args.skip_if)
+                        .chain(&mut args.plan);
                     for expr in expressions.chain(zone).chain(anchor).chain(priority) {
                         SelfToAsyncTraitSelf.visit_expr_mut(expr);
                     }
@@ -144,6 +147,26 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
     let function = name.to_string();
     let count = limits.len();
     let rules = limits.iter().map(|args| rule(args, &krate));
+    // Each limit as the registry lists it: its policy's name and its prefix, as written, whether it is the
+    // limit of calls in flight beside a rate, and the plan every call names, when a literal names it.
+    let registered: Vec<TokenStream> = limits
+        .iter()
+        .map(|args| {
+            let text = |text: &Option<LitStr>| match text {
+                Some(text) => quote!(::core::option::Option::Some(#text)),
+                None => quote!(::core::option::Option::None),
+            };
+            let (policy, prefix, beside) = (text(&args.name), text(&args.prefix), args.beside_rate);
+            let plan = match &args.plan {
+                Some(syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(plan),
+                    ..
+                })) => quote!(::core::option::Option::Some(#plan)),
+                _ => quote!(::core::option::Option::None),
+            };
+            quote!((#policy, #prefix, #beside, #plan))
+        })
+        .collect();
 
     // `skip_if`: a `bool` over the arguments (a type error points at the expression); when true, that limit is
     // not counted, and its key not written out or asked.
@@ -229,6 +252,19 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             _ => quote!(::core::option::Option::None),
         };
         let priority = priority(i);
+        // The call's plan (`plan = <expr>`), borrowed like the key: the limit of calls in flight beside a rate
+        // is on the rate's.
+        let owner = if args.beside_rate {
+            &limits[i - 1]
+        } else {
+            args
+        };
+        let plan = match &owner.plan {
+            Some(plan) => quote_spanned!(plan.span()=>
+                #krate::__private::CallPlan::plan(&(#plan))
+            ),
+            None => quote!(::core::option::Option::None),
+        };
         quote!(#krate::__private::KeyArgs {
             skip: #skipped,
             key: #key,
@@ -236,6 +272,7 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
             zone: #zone,
             anchor: #anchor,
             priority: #priority,
+            plan: #plan,
         })
     });
     // The call that turns the rejection into the declared return type carries that type's span, so a return type
@@ -267,6 +304,16 @@ fn guarded(limits: &[Args], name: &Ident, ret: &Type, body: &Block) -> Block {
                 ::core::concat!(::core::module_path!(), "::", #function),
                 [#(#rules),*],
             );
+            // Every annotated function is known before its first call: its policies are checked against the
+            // limits file at start, and listed to operators. (Written from the literals, not from `SITE`: a
+            // constant that fails to evaluate is then reported once.)
+            #krate::__private::inventory::submit! {
+                #krate::__private::Registered::new(
+                    ::core::module_path!(),
+                    ::core::concat!(::core::module_path!(), "::", #function),
+                    &[#(#registered),*],
+                )
+            }
             &SITE
         };
         #(#priorities)*

@@ -86,7 +86,7 @@ mod zone;
 ///   }
 ///   ```
 /// - `message = "..."` — the [`RateLimited`] error's message.
-/// - `name = "..."` — the policy's name, as the HTTP quota fields and `RateLimited::policy` call this
+/// - `policy = "..."` — the policy's name, as the HTTP quota fields and `RateLimited::policy` call this
 ///   limit. Default: `limit-` and the first 8 hex digits of the SHA-1 of the prefix, which does not show it.
 /// - `algorithm = sliding_log | fixed_window | sliding_window | token_bucket | leaky_bucket` — how calls are
 ///   counted (see [`Algorithm`]). Default `sliding_log`: exact, at most `max` in any `window`.

@@ -9,13 +9,13 @@ use limiter_grammar::duration::{self, DurationError};
 /// is missing ("`max` needs a value, e.g. `max = 100`"). Adding an argument is a field in
 /// [`Args`](crate::attr::Args), a line here, an arm in [`Args::read`](crate::attr::Args::read), and its
 /// validation.
-pub(crate) const ARGUMENTS: [(&str, &str); 26] = [
+pub(crate) const ARGUMENTS: [(&str, &str); 27] = [
     ("prefix", "\"rate_limit:emp:\""),
     ("key", "id"),
     ("window", "10"),
     ("max", "100"),
     ("message", "\"slow down\""),
-    ("name", "\"employees\""),
+    ("policy", "\"employees\""),
     ("algorithm", "token_bucket"),
     ("burst", "20"),
     ("cost", "items.len()"),
@@ -34,6 +34,7 @@ pub(crate) const ARGUMENTS: [(&str, &str); 26] = [
     ("anchor", "15"),
     ("penalty", "\"10m\""),
     ("priority", "tier.priority()"),
+    ("plan", "tenant.plan"),
     ("reserve", "\"critical 20%\""),
     ("crate", "\"my_app::limiter\""),
 ];

@@ -15,9 +15,10 @@
 --   it names nothing), in turn
 --
 -- Returns now (us) when the key held nothing before the first call and every call fitted; else {now us, the
--- state before the first call (see its algorithm's `first` and `second`), then, for each call the sliding log
--- refused, the score of the member whose leaving would admit it ("" when its cost is above max) and the
--- newest member's}.
+-- state before the first call (see its algorithm's `first` and `second`; `first` is -1 when the key held
+-- another algorithm's state, dropped: the key started afresh), then, for each call the sliding log refused,
+-- the score of the member whose leaving would admit it ("" when its cost is above max) and the newest
+-- member's}.
 --
 -- By hand (one call on a token bucket of 5 per 10 s, as assembled):
 --   redis-cli --eval limiter-runtime/scripts/assembled/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
@@ -44,7 +45,9 @@ while c <= last do
   end
 end
 --> write
-if first == 0 and not second and not notes then return now end
+if first == 0 and not second and not notes and not afresh then return now end
+-- A key the read found another algorithm's state in, and dropped, answers its state as -1: empty, told.
+if afresh then first = -1 end
 local reply = {now, first}
 if second then reply[3] = second end
 if notes then

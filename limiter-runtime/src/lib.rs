@@ -74,7 +74,9 @@ mod priority;
 mod sharded;
 
 mod call;
+mod limits;
 mod overrides;
+mod registry;
 mod rule;
 
 mod backend;
@@ -108,6 +110,7 @@ pub use crate::algorithm::Algorithm;
 pub use crate::calendar::{Period, Usage, Zone};
 pub use crate::clock::{Clock, FakeClock, SystemClock};
 pub use crate::decision::{Decision, Verdict};
+pub use crate::error::limits::LimitsError;
 pub use crate::error::{Error, RateLimited, Reason};
 pub use crate::limiter::request::{self, All, Request};
 pub use crate::limiter::{
@@ -118,7 +121,7 @@ pub use crate::overrides::Override;
 pub use crate::parse::ParseError;
 pub use crate::penalty::{Penalty, PenaltyError};
 pub use crate::priority::Priority;
-pub use crate::rule::{OnError, Rule};
+pub use crate::rule::{Carry, OnError, Plan, Rule};
 pub use crate::watch::{Ban, Ceiling, Inspection, NodeView, Overview, PolicyView, TopKey};
 
 /// Rate-limits an `async fn`: see the [crate documentation](crate) and the attribute's own.

@@ -8,9 +8,12 @@
 //! | metric | kind | labels |
 //! |---|---|---|
 //! | `limiter_decisions_total` | counter | `prefix`, `outcome` = `allowed`, `limited` or `degraded`, and `reason`: the decision's [`Verdict`](crate::Verdict) (`admitted`, `limited`, `blocked`, `reserved`, `unavailable`, `degraded_open`, `degraded_local`, `shadow`, `skipped`, `switched_off`, `misconfigured`: a refusal, counted as `limited`) |
+//! | `limiter_limits_reloads_total` | counter | `outcome` = `applied`, `unchanged` or `refused`: each limits file offered to this node (read from its file, or pushed), and what became of it |
+//! | `limiter_plan_decisions_total` | counter | `prefix`, `plan` (the [plan](crate::Plan) a call was on; calls on none are not counted here) and `reason` |
 //! | `limiter_shadow_rejections_total` | counter | `prefix`: calls a shadow rule would have rejected |
 //! | `limiter_redis_duration_seconds` | histogram | `prefix`: one Redis decision, answered or not |
 //! | `limiter_evicted_keys_total` | counter | none: in-memory keys forgotten before their expiry, to stay within `max_keys` |
+//! | `limiter_keys_started_afresh_total` | counter | `prefix`: keys found holding another algorithm's state (their limit's algorithm changed), started afresh |
 //! | `limiter_redis_batch_calls` | histogram | none: the calls one script call decided (more than one when calls were batched) |
 //! | `limiter_lease_units_taken_total` | counter | none: units this node took from Redis in leases |
 //! | `limiter_lease_units` | gauge | none: units this node's leases hold, unspent (every 100 ms) |
@@ -76,6 +79,11 @@ impl Observers {
             if let Some(priority) = limit.priority {
                 self.metrics
                     .prioritized(limit.key.parts().prefix, priority, decision);
+            }
+            if limit.plan.is_some() {
+                let applied = limit.applied();
+                self.metrics
+                    .on_plan(limit.key.parts().prefix, applied.plan_label(), decision);
             }
             if decision.verdict == Verdict::Misconfigured {
                 if let Some(Preset::Misconfigured(fault)) = limit.preset {
@@ -227,6 +235,22 @@ impl Metrics {
         let _ = (prefix, priority, decision);
     }
 
+    /// Counts one decision of a call on one of its policy's plans, by the plan:
+    /// `limiter_plan_decisions_total{prefix, plan, reason}` (a call on no plan counts none).
+    #[cold]
+    pub(crate) fn on_plan(&self, prefix: &str, plan: &str, decision: &Decision) {
+        #[cfg(feature = "metrics")]
+        metrics::counter!(
+            "limiter_plan_decisions_total",
+            "prefix" => prefix.to_owned(),
+            "plan" => plan.to_owned(),
+            "reason" => decision.verdict.as_str()
+        )
+        .increment(1);
+        #[cfg(not(feature = "metrics"))]
+        let _ = (prefix, plan, decision);
+    }
+
     /// Counts a call a shadow rule would have rejected.
     #[inline]
     pub(crate) fn shadow_rejection(&self, prefix: &str) {
@@ -283,6 +307,35 @@ pub(crate) fn evicted(keys: u64) {
     let _ = keys;
 }
 
+/// Tells that a key under `prefix` held another algorithm's state, which its store dropped: the key started
+/// afresh under `algorithm` (its limit's algorithm changed, or another node still counts it with another).
+/// Told once per prefix in the log, at warn level; each one counted in `limiter_keys_started_afresh_total`.
+#[cold]
+pub(crate) fn started_afresh(prefix: &str, algorithm: crate::Algorithm) {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, PoisonError};
+    /// The prefixes told of, at most [`MOST_TOLD`].
+    static TOLD: Mutex<Option<HashSet<Box<str>>>> = Mutex::new(None);
+    const MOST_TOLD: usize = 1_024;
+    #[cfg(feature = "metrics")]
+    metrics::counter!("limiter_keys_started_afresh_total", "prefix" => prefix.to_owned())
+        .increment(1);
+    let first = {
+        let mut told = TOLD.lock().unwrap_or_else(PoisonError::into_inner);
+        let told = told.get_or_insert_with(HashSet::new);
+        told.len() < MOST_TOLD && told.insert(prefix.into())
+    };
+    if first {
+        tracing::warn!(
+            prefix,
+            %algorithm,
+            "rate limiter: a key held another algorithm's count (its limit's algorithm changed, or another \
+             node counts it with another); it starts afresh under {algorithm}, counting nothing of the old \
+             (told once per prefix)"
+        );
+    }
+}
+
 /// Records how many calls one script call carried (1, unless calls were batched).
 #[inline]
 pub(crate) fn batch(calls: usize) {
@@ -324,6 +377,16 @@ pub(crate) fn unidentified(policy: &str, outcome: &'static str) {
         .increment(1);
     #[cfg(not(feature = "metrics"))]
     let _ = (policy, outcome);
+}
+
+/// Counts a limits file offered to this node (read from its file, pushed through Redis or the admin API), and
+/// what became of it: `outcome` = `applied`, `unchanged` (the version in force) or `refused` (the last good
+/// limits stay).
+pub(crate) fn limits_offered(outcome: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("limiter_limits_reloads_total", "outcome" => outcome).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = outcome;
 }
 
 /// Says when something worth a warning, but not one per request, is due to be told again: at most once a

@@ -34,7 +34,7 @@ use crate::clock::Clock;
 use crate::error::LimitState;
 use crate::observe::{Observers, Timer};
 use crate::overrides::Overrides;
-use crate::rule::Defaults;
+use crate::rule::{Defaults, Live};
 use crate::{Decision, OnError, Priority, RateLimited, Reason};
 
 /// The id of the next pipeline built.
@@ -46,7 +46,7 @@ pub(crate) struct Pipeline {
     /// Unique in this process, for as long as it runs: what a resolution kept for this limiter is kept under.
     pub(crate) id: u64,
     pub(crate) backend: Backend,
-    pub(crate) defaults: Defaults,
+    pub(crate) defaults: Live,
     /// This process's clock: the time of decisions made without the backend.
     pub(crate) clock: Arc<dyn Clock>,
     /// The operators' run-time changes: overrides of limits, and the switch. Shared with the task that keeps
@@ -60,6 +60,8 @@ pub(crate) struct Pipeline {
     pub(crate) observers: Observers,
     /// The calls waiting here for their turn to go to an upstream, by key ([`Limiter::turn`](crate::Limiter::turn)).
     pub(crate) lines: crate::outbound::Lines,
+    /// The limits file this node reads, if it reads one: what a pushed file's errors name.
+    pub(crate) limits_file: std::sync::OnceLock<std::path::PathBuf>,
 }
 
 /// A ruling ready at once; or a ruling to await, then reported and `then` of it, polled in place (the store's
@@ -140,13 +142,14 @@ impl Pipeline {
         Pipeline {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             backend,
-            defaults,
+            defaults: Live::new(defaults),
             clock,
             overrides: Arc::default(),
             background: Once::new(),
             shadowed: AtomicU64::new(0),
             observers: Observers::default(),
             lines: crate::outbound::Lines::default(),
+            limits_file: std::sync::OnceLock::new(),
         }
     }
 
@@ -390,6 +393,8 @@ impl Pipeline {
                 retry_after = ?decision.retry_after,
                 reason = decision.verdict.as_str(),
                 priority = limit.priority.map(crate::Priority::as_str),
+                plan = limit.applied().plan_label(),
+                overridden = limit.overridden,
                 "rate limiter: limited"
             );
         }
@@ -402,6 +407,7 @@ impl Pipeline {
                 .zip(decided.decisions())
                 .map(|(limit, decision)| LimitState {
                     policy: limit.rule.policy_name(),
+                    applied: limit.applied(),
                     decision,
                     advertised: advertised(limit, &decision),
                 })
@@ -424,7 +430,7 @@ impl Pipeline {
         };
         Err(RateLimited::new(
             message,
-            policy,
+            (policy, limit.applied()),
             limit.key.clone(),
             decision,
             advertised(limit, &decision),

@@ -91,6 +91,23 @@ impl fmt::Debug for PolicyName {
     }
 }
 
+/// What set a limit's values beyond its rule, for one call: the plan the call was on, and whether a run-time
+/// override set any of them. What a refusal, the quota fields, the metrics and traces name beside the policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Applied {
+    /// The plan's name, if the call was on one of its rule's plans.
+    pub(crate) plan: Option<std::sync::Arc<str>>,
+    /// Whether an override (of the key, a pattern of keys or the policy) set any of its values.
+    pub(crate) overridden: bool,
+}
+
+impl Applied {
+    /// Returns the plan's name, `""` when none applied: the metrics' `plan` label.
+    pub(crate) fn plan_label(&self) -> &str {
+        self.plan.as_deref().unwrap_or("")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

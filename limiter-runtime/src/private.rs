@@ -23,10 +23,13 @@ pub struct Site<const N: usize> {
     /// The module the function is in: whose defaults apply.
     module: &'static str,
     function: &'static str,
-    /// The rules as resolved by the first limiter to decide a call here (most programs have one), and that
-    /// limiter's id: its resolution is reused for as long as it decides.
-    resolved: OnceLock<(u64, [Rule; N])>,
+    /// The rules as resolved by the first limiter to decide a call here (most programs have one), that
+    /// limiter's id and the generation of its defaults: its resolution is reused for as long as it decides and
+    /// its limits file is not reloaded.
+    resolved: OnceLock<(u64, u64, [Rule; N])>,
 }
+
+pub use crate::registry::{inventory, Registered, RegisteredLimit};
 
 /// One limit of one call, as the expansion hands it over.
 #[derive(Clone, Copy)]
@@ -43,6 +46,8 @@ pub struct KeyArgs<'a> {
     pub anchor: Option<u8>,
     /// The call's priority (`priority = <expr>`; `Normal` unless given).
     pub priority: crate::Priority,
+    /// The plan the call named (`plan = <expr>`), if it named one.
+    pub plan: Option<&'a str>,
 }
 
 /// [`Site::check`]'s future: ready at once unless Redis is asked, or a slot waited for.
@@ -149,6 +154,7 @@ impl<const N: usize> Site<N> {
                 zone,
                 anchor,
                 priority,
+                plan,
             } = args;
             let rule = match &rules {
                 Cow::Borrowed(rules) => RuleRef::Borrowed(&rules[i]),
@@ -167,7 +173,9 @@ impl<const N: usize> Site<N> {
                 zone: zone.cloned(),
                 anchor,
                 priority,
+                plan: None,
             }
+            .on_plan(plan)
         });
         // The pipeline's one flow of an enforced call, with what the function keeps of it.
         let call: Call<'static> = limiter.pipeline.call(asks);
@@ -180,7 +188,8 @@ impl<const N: usize> Site<N> {
         })
     }
 
-    /// Returns this site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other.
+    /// Returns this site's rules as `limiter` resolves them: kept for the first limiter, resolved again for any other,
+    /// and once its limits file was reloaded.
     fn rules_for(&'static self, limiter: &Limiter) -> Cow<'static, [Rule; N]> {
         let pipeline = &limiter.pipeline;
         let resolve = || {
@@ -188,8 +197,11 @@ impl<const N: usize> Site<N> {
                 .each_ref()
                 .map(|rule| pipeline.defaults.resolve(rule, self.module))
         };
-        let (id, rules) = self.resolved.get_or_init(|| (pipeline.id, resolve()));
-        if *id == pipeline.id {
+        let generation = pipeline.defaults.generation();
+        let (id, resolved_at, rules) = self
+            .resolved
+            .get_or_init(|| (pipeline.id, generation, resolve()));
+        if (*id, *resolved_at) == (pipeline.id, generation) {
             Cow::Borrowed(rules)
         } else {
             Cow::Owned(resolve())
@@ -364,6 +376,51 @@ impl<T: CallZone + ?Sized> CallZone for &T {
     #[inline]
     fn zone(&self) -> &Zone {
         (**self).zone()
+    }
+}
+
+/// The plan of one call (`plan = <expr>`): a plan's name, or an `Option` of one (`None`: the policy's own
+/// values).
+#[diagnostic::on_unimplemented(
+    message = "`plan` must name a plan: a `str`, a `String` or an `Option` of one, not `{Self}`",
+    label = "the name of one of the policy's plans, e.g. `tenant.plan` or `tenant.plan.as_deref()`"
+)]
+pub trait CallPlan {
+    fn plan(&self) -> Option<&str>;
+}
+
+impl CallPlan for str {
+    #[inline]
+    fn plan(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+impl CallPlan for String {
+    #[inline]
+    fn plan(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+impl CallPlan for Cow<'_, str> {
+    #[inline]
+    fn plan(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+impl<T: CallPlan + ?Sized> CallPlan for &T {
+    #[inline]
+    fn plan(&self) -> Option<&str> {
+        (**self).plan()
+    }
+}
+
+impl<T: CallPlan> CallPlan for Option<T> {
+    #[inline]
+    fn plan(&self) -> Option<&str> {
+        self.as_ref().and_then(CallPlan::plan)
     }
 }
 

@@ -492,7 +492,7 @@ async fn serve_slow(
     begun: tokio::sync::mpsc::UnboundedSender<()>,
     finish: tokio::sync::watch::Receiver<bool>,
 ) -> SocketAddr {
-    let rule = Rule::new().prefix("http:").name("running").in_flight(1);
+    let rule = Rule::new().prefix("http:").policy("running").in_flight(1);
     let slow = move || {
         let (begun, mut finish) = (begun.clone(), finish.clone());
         async move {

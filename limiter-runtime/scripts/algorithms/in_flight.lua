@@ -4,9 +4,17 @@
 -- (renew.lua), unless it is given back first, so that the permits of a node that dies come back.
 
 --@read
--- `first`, the permits held (those that expired are not).
-local first = redis.call('ZCARD', key)
-if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+-- `first`, the permits held (those that expired are not). A key of another type holding another
+-- algorithm's state is dropped (other.lua).
+local first, afresh = redis.pcall('ZCARD', key), false
+if type(first) ~= 'number' then
+  local wrong = first
+  --> other.read
+  if not afresh then error(wrong) end
+  first = 0
+elseif first > 0 then
+  first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+end
 local held, second = first, nil
 
 --@fits
@@ -29,9 +37,9 @@ if held > first then
 end
 
 --@give_back
--- A permit goes back whole.
-redis.call('ZREM', key, mark)
+-- A permit goes back whole (from a sorted set: a key another algorithm took over holds none).
+redis.pcall('ZREM', key, mark)
 
 --@peek
-local held = redis.call('ZCOUNT', key, '(' .. now, '+inf')
-if held > 0 then return {now, held} end
+local held = redis.pcall('ZCOUNT', key, '(' .. now, '+inf')
+if type(held) == 'number' and held > 0 then return {now, held} end

@@ -3,8 +3,29 @@
 -- (`depth`, us), and its twin tells it how long to wait for it. Its state is the buckets' queue (queue.lua).
 
 --@read
+-- The max wait, and how the line carries over when the terms change (`depth`: the wait, then "a" when as
+-- is, "n" when not carried: a line to an upstream, which the rate its fleet learned re-spaces). Carried over
+-- (twin: src/algorithm/carry.rs, which computes in doubles alike): the slots queued stay queued, spaced
+-- anew, rounded up to the queue's grain; or, as is, the line ends where it ended, so that every call
+-- admitted keeps its slot. The wait is a call's patience, not the line's: its terms leave it out.
+local afresh = false
+local deep, carry = tonumber(depth), ''
+if not deep then
+  deep, carry = string.match(depth, '^(%d+)(%a)$')
+  deep = tonumber(deep)
+end
+local tag = string.format('@l%d,%d,0', window, max)
 --> queue.read
-local limit = tonumber(depth) * max
+local limit = deep * max
+if was and t >= now and (t > now or f > 0) then
+  if carry == 'a' then
+    first = (t - now) * max + math.ceil(f * max / was[2])
+  else
+    first = math.ceil(((t - now) * was[2] + f) * window / was[1])
+  end
+  queued, moved, run, gaps = first, true, string.format('%d:0', now), ''
+  second = run
+end
 
 --@pause
 -- The line ends no earlier than the upstream's pause: each call's slot lands after it (twin:
@@ -32,8 +53,8 @@ if cost <= max then retry = math.floor((queued + kept * window - limit + max - 1
 local ended, fraction, since = string.match(mark, '^(%d+):(%d+):(%d+):%d+$')
 ended, fraction, since = tonumber(ended), tonumber(fraction), tonumber(since)
 local state = redis.pcall('GET', key)
-local t, f, s, holes
-if type(state) == 'string' then t, f, s, holes = string.match(state, '^(%d+):(%d+):(%d+):%d+(.*)$') end
+local t, f, s, terms, holes
+if type(state) == 'string' then t, f, s, terms, holes = string.match(state, '^(%d+):(%d+):(%d+):%d+(@?[^|]*)(.*)$') end
 t, f, s = tonumber(t), tonumber(f), tonumber(s)
 if not t or not since or t < now or s ~= since then break end
 local used, at = (t - now) * max + f, (ended - now) * max + fraction
@@ -71,7 +92,7 @@ end
 local records = {}
 for k = 1, #gaps do records[k] = string.format('|%d,%d,0,%d', gaps[k][3], gaps[k][4], gaps[k][2]) end
 local ahead = math.floor(used / max)
-redis.call('SET', key, string.format('%d:%d:%d:0', now + ahead, used - ahead * max, s) .. table.concat(records),
+redis.call('SET', key, string.format('%d:%d:%d:0', now + ahead, used - ahead * max, s) .. terms .. table.concat(records),
   'PX', math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl))
 
 --@peek

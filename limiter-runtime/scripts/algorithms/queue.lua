@@ -1,20 +1,43 @@
 -- The buckets' queue of charges, the state token_bucket.lua and leaky_bucket.lua share (their twin:
 -- src/algorithm/queue.rs): a string "<t>:<f>:<s>:<g>": when the charges queued have all left (t in whole us,
 -- f in 1/max us), since when it has held charges without a pause (s), and what has been given back out of
--- order since then (g, in us x max); then, for each charge given back out of order that is still in the
--- queue, "|<e>,<f>,<g>,<units>": its receipt's end and given, and what it gave back (us x max). Empty
--- (nothing, gone, or a key left by an older version) reads as (now, 0, now, 0). One token, or one slot, weighs
--- `window`; so the queue is measured in us x max.
+-- order since then (g, in us x max); then the terms it was last charged under, "@<t|l><window>,<max>,<burst>"
+-- (the algorithm's letter, then its window, max and burst, 0 for a line); then, for each charge given back
+-- out of order that is still in the queue, "|<e>,<f>,<g>,<units>": its receipt's end and given, and what it
+-- gave back (us x max). Empty (nothing, gone) reads as (now, 0, now, 0); a queue an older version
+-- wrote has no terms, and is read as charged under the call's. One token, or one slot, weighs `window`; so
+-- the queue is measured in us x max.
 
 --@read
 -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
--- not empty; `queued`, where it ends as the calls leave it.
+-- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+-- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+-- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+-- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+-- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+-- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+-- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+-- it is read as charged under this call's.
 local state = redis.pcall('GET', key)
-local first, t, f, run, gaps = 0, nil, nil, nil, ''
-if type(state) == 'string' then
-  t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-  t = tonumber(t)
-  if run and t >= now then first = (t - now) * max + tonumber(f) end
+local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+if type(state) == 'table' then
+  local wrong = state
+  --> other.read
+elseif state then
+  t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+  local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+  if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+    redis.call('DEL', key)
+    afresh, t = true, nil
+  end
+end
+if t then
+  t, f = tonumber(t), tonumber(f)
+  if terms ~= tag and terms ~= '' and carry ~= 'n' then
+    local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+    if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+  end
+  if not was and t >= now then first = (t - now) * max + f end
 end
 local queued, second = first, nil
 if first > 0 then second = run end
@@ -22,7 +45,7 @@ if first > 0 then second = run end
 --@write
 -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
 -- below 2^53, a float quotient never rounds across an integer).
-if queued > first then
+if queued > first or moved then
   local rest = queued % max
   local ahead = (queued - rest) / max
   local ttl = ahead
@@ -32,9 +55,9 @@ if queued > first then
   local queue
   if first == 0 then
     -- A queue that was empty starts a new run of charges, with nothing given back yet.
-    queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+    queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
   else
-    queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+    queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
   end
   redis.call('SET', key, queue, 'PX', ttl)
 end
@@ -47,8 +70,10 @@ end
 local ended, fraction, since, given = string.match(mark, '^(%d+):(%d+):(%d+):(%d+)$')
 ended, fraction, since, given = tonumber(ended), tonumber(fraction), tonumber(since), tonumber(given)
 local state = redis.pcall('GET', key)
-local t, f, s, g, gaps
-if type(state) == 'string' then t, f, s, g, gaps = string.match(state, '^(%d+):(%d+):(%d+):(%d+)(.*)$') end
+local t, f, s, g, terms, gaps
+if type(state) == 'string' then
+  t, f, s, g, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+):(%d+)(@?[^|]*)(.*)$')
+end
 t, f, s, g = tonumber(t), tonumber(f), tonumber(s), tonumber(g)
 if not g or not given or t < now or s ~= since then break end
 local used = (t - now) * max + f
@@ -93,12 +118,12 @@ if used == 0 then
 end
 local ahead = math.floor(used / max)
 local ttl = math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl)
-redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(records_left),
-  'PX', ttl)
+redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. terms
+  .. table.concat(records_left), 'PX', ttl)
 
 --@peek
-local state = redis.call('GET', key)
-if state then
+local state = redis.pcall('GET', key)
+if type(state) == 'string' then
   local t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)')
   t = tonumber(t)
   if run and t >= now then return {now, (t - now) * max + tonumber(f), run} end

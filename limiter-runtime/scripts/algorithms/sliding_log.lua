@@ -12,9 +12,16 @@
 --@read
 -- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
 -- the weights of the members that left. `count`, as the calls leave it.
+-- A key of another type holding another algorithm's state is dropped (other.lua).
 local HEAVY = 4503599627370496
-local first, written, heavy, weighed = redis.call('ZCARD', key), nil, false, false
-if first > 0 then
+local first, written, heavy, weighed = redis.pcall('ZCARD', key), nil, false, false
+local afresh = false
+if type(first) ~= 'number' then
+  local wrong = first
+  --> other.read
+  if not afresh then error(wrong) end
+  first = 0
+elseif first > 0 then
   written = tonumber(redis.call('ZSCORE', key, '#'))
   if not written then
     first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
@@ -77,6 +84,13 @@ if pending > 0 then
 else
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   notes[#notes + 1] = (newest[1] ~= '#' and newest[2]) or ''
+  if newest[1] and newest[1] ~= '#' then
+    -- The key lives while its newest member is in the window, as it is now: a window grown since that member
+    -- was written keeps it longer than its expiry then said (twin: the store's expiry, `reset_after`).
+    local ttl = math.ceil((tonumber(newest[2]) + window - now) / 1000)
+    if ttl < min_ttl then ttl = min_ttl end
+    redis.call('PEXPIRE', key, ttl)
+  end
 end
 
 --@retry
@@ -118,8 +132,10 @@ end
 -- instant; an older version's "<nonce>:1" for a call of cost 1): it weighs as much less as the call gives
 -- back of its own cost, or goes; "#", when there, counts as much fewer.
 if at <= now - window or units == 0 then break end
+local members = redis.pcall('ZRANGEBYSCORE', key, at, at)
+if members.err then break end
 local member
-for _, admitted in ipairs(redis.call('ZRANGEBYSCORE', key, at, at)) do
+for _, admitted in ipairs(members) do
   if string.sub(admitted, 1, #mark) == mark then
     member = admitted
     break
@@ -149,17 +165,19 @@ end
 
 --@peek
 -- Every member in the window, with its weight ("#", scored below every admission, is never in this range):
--- an operator's read, not a decision's.
+-- an operator's read, not a decision's. A key of another type holds none.
 local since, count, members, start = now - window, 0, {}, 0
-repeat
-  local page = redis.call('ZRANGEBYSCORE', key, '(' .. since, '+inf', 'WITHSCORES', 'LIMIT', start, 128)
+local page = redis.pcall('ZRANGEBYSCORE', key, '(' .. since, '+inf', 'WITHSCORES', 'LIMIT', 0, 128)
+while not page.err do
   for m = 1, #page, 2 do
     local units = tonumber(string.match(page[m], '%*(%d+)$')) or 1
     count = count + units
     members[#members + 1] = {units, page[m + 1]}
   end
   start = start + 128
-until #page < 256
+  if #page < 256 then break end
+  page = redis.call('ZRANGEBYSCORE', key, '(' .. since, '+inf', 'WITHSCORES', 'LIMIT', start, 128)
+end
 if count > 0 then
   local blocking, need = '', count + 1 - max
   for _, member in ipairs(members) do

@@ -1,17 +1,41 @@
 -- Sliding window counter (twin: src/algorithm/sliding_window.rs): the previous window's count weighted by
 -- its overlap with the sliding window, plus the current window's, never above `max`. Its state is a string
--- "<w>:<c>:<p>": the window's index, its count, the previous window's count.
+-- "<w>:<c>:<p>/<d>": the window's index, its count, the previous window's count, and the window's length
+-- (us) they were counted in (no "/<d>" in a key an older version wrote: read as counted in this length).
 
 --@read
 -- `first`, the current window's count; `second`, the previous window's, when not 0. Weights are scaled by
--- `window` to stay integers: a unit of the current window weighs `window`.
+-- `window` to stay integers: a unit of the current window weighs `window`. A bucket's queue (a string of
+-- four numbers) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of
+-- another type holding another algorithm's state (other.lua); any other string reads as nothing, as ever.
+-- One counted in another length (a changed window) moves what it weighs now, in whole units rounded up,
+-- into now's window as its count (`moved`, written at `write`; twin: src/algorithm/carry.rs).
+local afresh, moved = false, false
 local index = math.floor(now / window)
 local state = redis.pcall('GET', key)
-local stored, counted, before
-if type(state) == 'string' then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
-stored = tonumber(stored)
+local stored, counted, before, length
+if type(state) == 'table' then
+  local wrong = state
+  --> other.read
+elseif state then
+  stored, counted, before, length = string.match(state, '^(%d+):(%d+):(%d+)/?(%d*)$')
+  if not stored and string.match(state, '^%d+:%d+:%d+:%d+') then
+    redis.call('DEL', key)
+    afresh = true
+  end
+end
+stored, length = tonumber(stored), tonumber(length)
 local first, previous = 0, 0
-if stored == index then
+if length and length ~= window then
+  local since, weighed = math.max(now - stored * length, 0), 0
+  if since < length then
+    weighed = tonumber(before) * (length - since) + tonumber(counted) * length
+  elseif since < 2 * length then
+    weighed = tonumber(counted) * (2 * length - since)
+  end
+  first = math.ceil(weighed / length)
+  moved = first > 0
+elseif stored == index then
   first, previous = tonumber(counted), tonumber(before)
 elseif stored == index - 1 then
   previous = tonumber(counted)
@@ -40,17 +64,19 @@ if cost + kept <= max then
 end
 
 --@write
-if current > first then
+if current > first or moved then
   -- The current window's count weighs until the next window ends.
   local ttl = math.ceil((2 * window - elapsed) / 1000)
   if ttl < min_ttl then ttl = min_ttl end
-  redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX', ttl)
+  redis.call('SET', key, string.format('%d:%d:%d/%d', index, current, previous, window), 'PX', ttl)
 end
 
 --@give_back
+-- Nothing once the windows are others (or counted in another length).
 local state = redis.pcall('GET', key)
 if type(state) ~= 'string' then break end
-local stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$')
+local stored, counted, before, length = string.match(state, '^(%d+):(%d+):(%d+)(/?%d*)$')
+if not stored or (length ~= '' and tonumber(string.sub(length, 2)) ~= window) then break end
 stored, counted, before = tonumber(stored), tonumber(counted), tonumber(before)
 local index = tonumber(mark)
 if stored == index then
@@ -60,12 +86,12 @@ elseif stored == index + 1 then
 else
   break
 end
-redis.call('SET', key, string.format('%d:%d:%d', stored, counted, before), 'KEEPTTL')
+redis.call('SET', key, string.format('%d:%d:%d', stored, counted, before) .. length, 'KEEPTTL')
 
 --@peek
-local state = redis.call('GET', key)
+local state = redis.pcall('GET', key)
 local stored, counted, before
-if state then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
+if type(state) == 'string' then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)/?%d*$') end
 stored = tonumber(stored)
 local index = math.floor(now / window)
 if stored == index and (tonumber(counted) > 0 or tonumber(before) > 0) then

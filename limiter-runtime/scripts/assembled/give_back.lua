@@ -33,8 +33,10 @@ for i = 1, #KEYS do
       -- instant; an older version's "<nonce>:1" for a call of cost 1): it weighs as much less as the call gives
       -- back of its own cost, or goes; "#", when there, counts as much fewer.
       if at <= now - window or units == 0 then break end
+      local members = redis.pcall('ZRANGEBYSCORE', key, at, at)
+      if members.err then break end
       local member
-      for _, admitted in ipairs(redis.call('ZRANGEBYSCORE', key, at, at)) do
+      for _, admitted in ipairs(members) do
         if string.sub(admitted, 1, #mark) == mark then
           member = admitted
           break
@@ -62,14 +64,16 @@ for i = 1, #KEYS do
         redis.call('ZREM', key, '#')
       end
     elseif code == 2 then -- fixed_window
-      local state = redis.call('HMGET', key, 'w', 'n')
-      if state[1] == mark then
-        redis.call('HSET', key, 'n', math.max(tonumber(state[2]) - units, 0))
-      end
+      -- Nothing once the window is another (or counted in another length: `d`, the fixed window's).
+      local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+      if state.err or state[1] ~= mark or (state[3] and tonumber(state[3]) ~= window) then break end
+      redis.call('HSET', key, 'n', math.max(tonumber(state[2]) - units, 0))
     elseif code == 3 then -- sliding_window
+      -- Nothing once the windows are others (or counted in another length).
       local state = redis.pcall('GET', key)
       if type(state) ~= 'string' then break end
-      local stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$')
+      local stored, counted, before, length = string.match(state, '^(%d+):(%d+):(%d+)(/?%d*)$')
+      if not stored or (length ~= '' and tonumber(string.sub(length, 2)) ~= window) then break end
       stored, counted, before = tonumber(stored), tonumber(counted), tonumber(before)
       local index = tonumber(mark)
       if stored == index then
@@ -79,7 +83,7 @@ for i = 1, #KEYS do
       else
         break
       end
-      redis.call('SET', key, string.format('%d:%d:%d', stored, counted, before), 'KEEPTTL')
+      redis.call('SET', key, string.format('%d:%d:%d', stored, counted, before) .. length, 'KEEPTTL')
     elseif code == 4 then -- token_bucket
       -- What is left of the charge ahead of now, at most `units`' worth, and nothing once the queue has been empty
       -- since (see src/algorithm/queue.rs). Where the charge ends now: where it ended, moved earlier by what was
@@ -88,8 +92,10 @@ for i = 1, #KEYS do
       local ended, fraction, since, given = string.match(mark, '^(%d+):(%d+):(%d+):(%d+)$')
       ended, fraction, since, given = tonumber(ended), tonumber(fraction), tonumber(since), tonumber(given)
       local state = redis.pcall('GET', key)
-      local t, f, s, g, gaps
-      if type(state) == 'string' then t, f, s, g, gaps = string.match(state, '^(%d+):(%d+):(%d+):(%d+)(.*)$') end
+      local t, f, s, g, terms, gaps
+      if type(state) == 'string' then
+        t, f, s, g, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+):(%d+)(@?[^|]*)(.*)$')
+      end
       t, f, s, g = tonumber(t), tonumber(f), tonumber(s), tonumber(g)
       if not g or not given or t < now or s ~= since then break end
       local used = (t - now) * max + f
@@ -134,8 +140,8 @@ for i = 1, #KEYS do
       end
       local ahead = math.floor(used / max)
       local ttl = math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl)
-      redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(records_left),
-        'PX', ttl)
+      redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. terms
+        .. table.concat(records_left), 'PX', ttl)
     elseif code == 5 then -- leaky_bucket
       -- A slot goes back only from the line's end: moving the end earlier past a slot still held (on any node) would
       -- hand that slot out twice. One given back from the middle is a hole, recorded in the line's order
@@ -144,8 +150,8 @@ for i = 1, #KEYS do
       local ended, fraction, since = string.match(mark, '^(%d+):(%d+):(%d+):%d+$')
       ended, fraction, since = tonumber(ended), tonumber(fraction), tonumber(since)
       local state = redis.pcall('GET', key)
-      local t, f, s, holes
-      if type(state) == 'string' then t, f, s, holes = string.match(state, '^(%d+):(%d+):(%d+):%d+(.*)$') end
+      local t, f, s, terms, holes
+      if type(state) == 'string' then t, f, s, terms, holes = string.match(state, '^(%d+):(%d+):(%d+):%d+(@?[^|]*)(.*)$') end
       t, f, s = tonumber(t), tonumber(f), tonumber(s)
       if not t or not since or t < now or s ~= since then break end
       local used, at = (t - now) * max + f, (ended - now) * max + fraction
@@ -183,16 +189,16 @@ for i = 1, #KEYS do
       local records = {}
       for k = 1, #gaps do records[k] = string.format('|%d,%d,0,%d', gaps[k][3], gaps[k][4], gaps[k][2]) end
       local ahead = math.floor(used / max)
-      redis.call('SET', key, string.format('%d:%d:%d:0', now + ahead, used - ahead * max, s) .. table.concat(records),
+      redis.call('SET', key, string.format('%d:%d:%d:0', now + ahead, used - ahead * max, s) .. terms .. table.concat(records),
         'PX', math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl))
     elseif code == 6 then -- in_flight
-      -- A permit goes back whole.
-      redis.call('ZREM', key, mark)
+      -- A permit goes back whole (from a sorted set: a key another algorithm took over holds none).
+      redis.pcall('ZREM', key, mark)
     elseif code == 7 then -- calendar
-      local state = redis.call('HMGET', key, 'w', 'n')
-      if state[1] == mark then
-        redis.call('HSET', key, 'n', math.max(tonumber(state[2]) - units, 0))
-      end
+      -- Nothing once the window is another (or counted in another length: `d`, the fixed window's).
+      local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+      if state.err or state[1] ~= mark or (state[3] and tonumber(state[3]) ~= window) then break end
+      redis.call('HSET', key, 'n', math.max(tonumber(state[2]) - units, 0))
     end
   until true
 end

@@ -107,9 +107,30 @@ local function decide(k, group, c, calls)
       end
       -- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
       -- the weights of the members that left. `count`, as the calls leave it.
+      -- A key of another type holding another algorithm's state is dropped (other.lua).
       local HEAVY = 4503599627370496
-      local first, written, heavy, weighed = redis.call('ZCARD', key), nil, false, false
-      if first > 0 then
+      local first, written, heavy, weighed = redis.pcall('ZCARD', key), nil, false, false
+      local afresh = false
+      if type(first) ~= 'number' then
+        local wrong = first
+        local kind, theirs = redis.call('TYPE', key).ok, false
+        if kind == 'string' then
+          local text = redis.call('GET', key)
+          theirs = string.match(text, '^%d+:%d+:%d+')
+        elseif kind == 'hash' then
+          local held = redis.call('HMGET', key, 'w', 'n')
+          theirs = tonumber(held[1]) and tonumber(held[2])
+        elseif kind == 'zset' then
+          local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+          theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+        end
+        if theirs then
+          redis.call('DEL', key)
+          afresh = true
+        end
+        if not afresh then error(wrong) end
+        first = 0
+      elseif first > 0 then
         written = tonumber(redis.call('ZSCORE', key, '#'))
         if not written then
           first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
@@ -175,6 +196,13 @@ local function decide(k, group, c, calls)
             else
               local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
               notes[#notes + 1] = (newest[1] ~= '#' and newest[2]) or ''
+              if newest[1] and newest[1] ~= '#' then
+                -- The key lives while its newest member is in the window, as it is now: a window grown since that member
+                -- was written keeps it longer than its expiry then said (twin: the store's expiry, `reset_after`).
+                local ttl = math.ceil((tonumber(newest[2]) + window - now) / 1000)
+                if ttl < min_ttl then ttl = min_ttl end
+                redis.call('PEXPIRE', key, ttl)
+              end
             end
             -- The limit's own refusal of a call it could admit some day (`retry`, when it would) is an offence under a
             -- penalty, unless it refused the call only for the share kept above its priority (`kept`: it fits without
@@ -240,6 +268,8 @@ local function decide(k, group, c, calls)
         if ttl < min_ttl then ttl = min_ttl end
         redis.call('PEXPIRE', key, ttl)
       end
+      -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+      if afresh then first = -1 end
       answered = answer(block, first, second, notes)
     elseif code == 2 then -- fixed_window
       -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
@@ -255,13 +285,47 @@ local function decide(k, group, c, calls)
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
         if kind == 'u' then offences, paused = 0, block_ends end
       end
+      -- A hash of another algorithm's (a calendar's: its w, a period's end, is after now, where a window's index
+      -- never is) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of another
+      -- type holding another algorithm's state (other.lua). One counted in another length (a changed window)
+      -- moves its count into now's window while its own is still current. A hash an older version wrote has no
+      -- d: it is read as counted in this length.
+      local afresh = false
       local period = string.format('%d', math.floor(now / window))
       local ends = (tonumber(period) + 1) * window
-      local state = redis.call('HMGET', key, 'w', 'n')
-      -- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-      local open = state[1] == period
+      local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+      local open, moved, stamp = false, false, window
+      if state.err then
+        local wrong = state
+        local kind, theirs = redis.call('TYPE', key).ok, false
+        if kind == 'string' then
+          local text = redis.call('GET', key)
+          theirs = string.match(text, '^%d+:%d+:%d+')
+        elseif kind == 'hash' then
+          local held = redis.call('HMGET', key, 'w', 'n')
+          theirs = tonumber(held[1]) and tonumber(held[2])
+        elseif kind == 'zset' then
+          local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+          theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+        end
+        if theirs then
+          redis.call('DEL', key)
+          afresh = true
+        end
+        if not afresh then error(wrong) end
+        state = {}
+      elseif state[1] and not state[3] and tonumber(state[1]) > now then
+        redis.call('DEL', key)
+        state, afresh = {}, true
+      elseif state[3] and tonumber(state[3]) ~= window then
+        moved = (tonumber(state[1]) + 1) * tonumber(state[3]) > now and tonumber(state[2]) > 0
+      else
+        open = state[1] == period
+      end
+      -- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+      -- leave it.
       local first = 0
-      if open then first = tonumber(state[2]) end
+      if open or moved then first = tonumber(state[2]) end
       local count, second = first, nil
       if paused and paused > now then
       end
@@ -309,17 +373,23 @@ local function decide(k, group, c, calls)
           end
         end
       end
-      -- The expiry is set once, when the window opens.
-      if count > first then
+      -- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+      if count > first or moved then
         if open then
           redis.call('HINCRBY', key, 'n', count - first)
+        elseif stamp then
+          redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
         else
           redis.call('HSET', key, 'w', period, 'n', count)
+        end
+        if not open then
           local ttl = math.ceil((ends - now) / 1000)
           if ttl < min_ttl then ttl = min_ttl end
           redis.call('PEXPIRE', key, ttl)
         end
       end
+      -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+      if afresh then first = -1 end
       answered = answer(block, first, second, notes)
     elseif code == 3 then -- sliding_window
       -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
@@ -336,14 +406,51 @@ local function decide(k, group, c, calls)
         if kind == 'u' then offences, paused = 0, block_ends end
       end
       -- `first`, the current window's count; `second`, the previous window's, when not 0. Weights are scaled by
-      -- `window` to stay integers: a unit of the current window weighs `window`.
+      -- `window` to stay integers: a unit of the current window weighs `window`. A bucket's queue (a string of
+      -- four numbers) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of
+      -- another type holding another algorithm's state (other.lua); any other string reads as nothing, as ever.
+      -- One counted in another length (a changed window) moves what it weighs now, in whole units rounded up,
+      -- into now's window as its count (`moved`, written at `write`; twin: src/algorithm/carry.rs).
+      local afresh, moved = false, false
       local index = math.floor(now / window)
       local state = redis.pcall('GET', key)
-      local stored, counted, before
-      if type(state) == 'string' then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
-      stored = tonumber(stored)
+      local stored, counted, before, length
+      if type(state) == 'table' then
+        local wrong = state
+        local kind, theirs = redis.call('TYPE', key).ok, false
+        if kind == 'string' then
+          local text = redis.call('GET', key)
+          theirs = string.match(text, '^%d+:%d+:%d+')
+        elseif kind == 'hash' then
+          local held = redis.call('HMGET', key, 'w', 'n')
+          theirs = tonumber(held[1]) and tonumber(held[2])
+        elseif kind == 'zset' then
+          local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+          theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+        end
+        if theirs then
+          redis.call('DEL', key)
+          afresh = true
+        end
+      elseif state then
+        stored, counted, before, length = string.match(state, '^(%d+):(%d+):(%d+)/?(%d*)$')
+        if not stored and string.match(state, '^%d+:%d+:%d+:%d+') then
+          redis.call('DEL', key)
+          afresh = true
+        end
+      end
+      stored, length = tonumber(stored), tonumber(length)
       local first, previous = 0, 0
-      if stored == index then
+      if length and length ~= window then
+        local since, weighed = math.max(now - stored * length, 0), 0
+        if since < length then
+          weighed = tonumber(before) * (length - since) + tonumber(counted) * length
+        elseif since < 2 * length then
+          weighed = tonumber(counted) * (2 * length - since)
+        end
+        first = math.ceil(weighed / length)
+        moved = first > 0
+      elseif stored == index then
         first, previous = tonumber(counted), tonumber(before)
       elseif stored == index - 1 then
         previous = tonumber(counted)
@@ -407,12 +514,14 @@ local function decide(k, group, c, calls)
           end
         end
       end
-      if current > first then
+      if current > first or moved then
         -- The current window's count weighs until the next window ends.
         local ttl = math.ceil((2 * window - elapsed) / 1000)
         if ttl < min_ttl then ttl = min_ttl end
-        redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX', ttl)
+        redis.call('SET', key, string.format('%d:%d:%d/%d', index, current, previous, window), 'PX', ttl)
       end
+      -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+      if afresh then first = -1 end
       answered = answer(block, first, second, notes)
     elseif code == 4 then -- token_bucket
       -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
@@ -428,18 +537,74 @@ local function decide(k, group, c, calls)
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
         if kind == 'u' then offences, paused = 0, block_ends end
       end
+      -- The burst, and how the level carries over when the terms change (`depth`: the burst, then "a" when as is,
+      -- "n" when not carried). Carried over (twin: src/algorithm/carry.rs, which computes in doubles alike), the
+      -- tokens in use keep their share of the burst, or as many tokens are left as there were (at most the burst),
+      -- rounded up to the queue's grain: never more left than before.
+      local afresh = false
+      local deep, carry = tonumber(depth), ''
+      if not deep then
+        deep, carry = string.match(depth, '^(%d+)(%a)$')
+        deep = tonumber(deep)
+      end
+      local tag = string.format('@t%d,%d,%d', window, max, deep)
       -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
-      -- not empty; `queued`, where it ends as the calls leave it.
+      -- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+      -- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+      -- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+      -- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+      -- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+      -- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+      -- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+      -- it is read as charged under this call's.
       local state = redis.pcall('GET', key)
-      local first, t, f, run, gaps = 0, nil, nil, nil, ''
-      if type(state) == 'string' then
-        t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-        t = tonumber(t)
-        if run and t >= now then first = (t - now) * max + tonumber(f) end
+      local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+      if type(state) == 'table' then
+        local wrong = state
+        local kind, theirs = redis.call('TYPE', key).ok, false
+        if kind == 'string' then
+          local text = redis.call('GET', key)
+          theirs = string.match(text, '^%d+:%d+:%d+')
+        elseif kind == 'hash' then
+          local held = redis.call('HMGET', key, 'w', 'n')
+          theirs = tonumber(held[1]) and tonumber(held[2])
+        elseif kind == 'zset' then
+          local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+          theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+        end
+        if theirs then
+          redis.call('DEL', key)
+          afresh = true
+        end
+      elseif state then
+        t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+        local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+        if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+          redis.call('DEL', key)
+          afresh, t = true, nil
+        end
+      end
+      if t then
+        t, f = tonumber(t), tonumber(f)
+        if terms ~= tag and terms ~= '' and carry ~= 'n' then
+          local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+          if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+        end
+        if not was and t >= now then first = (t - now) * max + f end
       end
       local queued, second = first, nil
       if first > 0 then second = run end
-      local capacity = tonumber(depth) * window
+      local capacity = deep * window
+      if was and t >= now and (t > now or f > 0) then
+        local used, had = (t - now) * was[2] + f, math.max(was[3], 1)
+        if carry == 'a' then
+          first = math.ceil(math.min(math.max(used * window / was[1] + (deep - had) * window, 0), deep * window))
+        else
+          first = math.ceil(used * deep * window / (had * was[1]))
+        end
+        queued, moved, run, gaps, second = first, first > 0, string.format('%d:0', now), '', nil
+        if moved then second = run else redis.call('DEL', key) end
+      end
       if paused and paused > now then
       end
       local notes
@@ -492,7 +657,7 @@ local function decide(k, group, c, calls)
       end
       -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
       -- below 2^53, a float quotient never rounds across an integer).
-      if queued > first then
+      if queued > first or moved then
         local rest = queued % max
         local ahead = (queued - rest) / max
         local ttl = ahead
@@ -502,12 +667,14 @@ local function decide(k, group, c, calls)
         local queue
         if first == 0 then
           -- A queue that was empty starts a new run of charges, with nothing given back yet.
-          queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+          queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
         else
-          queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+          queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
         end
         redis.call('SET', key, queue, 'PX', ttl)
       end
+      -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+      if afresh then first = -1 end
       answered = answer(block, first, second, notes)
     elseif code == 5 then -- leaky_bucket
       -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
@@ -523,18 +690,74 @@ local function decide(k, group, c, calls)
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
         if kind == 'u' then offences, paused = 0, block_ends end
       end
+      -- The max wait, and how the line carries over when the terms change (`depth`: the wait, then "a" when as
+      -- is, "n" when not carried: a line to an upstream, which the rate its fleet learned re-spaces). Carried over
+      -- (twin: src/algorithm/carry.rs, which computes in doubles alike): the slots queued stay queued, spaced
+      -- anew, rounded up to the queue's grain; or, as is, the line ends where it ended, so that every call
+      -- admitted keeps its slot. The wait is a call's patience, not the line's: its terms leave it out.
+      local afresh = false
+      local deep, carry = tonumber(depth), ''
+      if not deep then
+        deep, carry = string.match(depth, '^(%d+)(%a)$')
+        deep = tonumber(deep)
+      end
+      local tag = string.format('@l%d,%d,0', window, max)
       -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
-      -- not empty; `queued`, where it ends as the calls leave it.
+      -- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+      -- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+      -- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+      -- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+      -- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+      -- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+      -- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+      -- it is read as charged under this call's.
       local state = redis.pcall('GET', key)
-      local first, t, f, run, gaps = 0, nil, nil, nil, ''
-      if type(state) == 'string' then
-        t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-        t = tonumber(t)
-        if run and t >= now then first = (t - now) * max + tonumber(f) end
+      local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+      if type(state) == 'table' then
+        local wrong = state
+        local kind, theirs = redis.call('TYPE', key).ok, false
+        if kind == 'string' then
+          local text = redis.call('GET', key)
+          theirs = string.match(text, '^%d+:%d+:%d+')
+        elseif kind == 'hash' then
+          local held = redis.call('HMGET', key, 'w', 'n')
+          theirs = tonumber(held[1]) and tonumber(held[2])
+        elseif kind == 'zset' then
+          local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+          theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+        end
+        if theirs then
+          redis.call('DEL', key)
+          afresh = true
+        end
+      elseif state then
+        t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+        local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+        if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+          redis.call('DEL', key)
+          afresh, t = true, nil
+        end
+      end
+      if t then
+        t, f = tonumber(t), tonumber(f)
+        if terms ~= tag and terms ~= '' and carry ~= 'n' then
+          local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+          if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+        end
+        if not was and t >= now then first = (t - now) * max + f end
       end
       local queued, second = first, nil
       if first > 0 then second = run end
-      local limit = tonumber(depth) * max
+      local limit = deep * max
+      if was and t >= now and (t > now or f > 0) then
+        if carry == 'a' then
+          first = (t - now) * max + math.ceil(f * max / was[2])
+        else
+          first = math.ceil(((t - now) * was[2] + f) * window / was[1])
+        end
+        queued, moved, run, gaps = first, true, string.format('%d:0', now), ''
+        second = run
+      end
       if paused and paused > now then
         -- The line ends no earlier than the upstream's pause: each call's slot lands after it (twin:
         -- State::after_pause).
@@ -587,7 +810,7 @@ local function decide(k, group, c, calls)
       end
       -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
       -- below 2^53, a float quotient never rounds across an integer).
-      if queued > first then
+      if queued > first or moved then
         local rest = queued % max
         local ahead = (queued - rest) / max
         local ttl = ahead
@@ -597,12 +820,14 @@ local function decide(k, group, c, calls)
         local queue
         if first == 0 then
           -- A queue that was empty starts a new run of charges, with nothing given back yet.
-          queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+          queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
         else
-          queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+          queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
         end
         redis.call('SET', key, queue, 'PX', ttl)
       end
+      -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+      if afresh then first = -1 end
       answered = answer(block, first, second, notes)
     elseif code == 6 then -- in_flight
       -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
@@ -618,9 +843,31 @@ local function decide(k, group, c, calls)
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
         if kind == 'u' then offences, paused = 0, block_ends end
       end
-      -- `first`, the permits held (those that expired are not).
-      local first = redis.call('ZCARD', key)
-      if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+      -- `first`, the permits held (those that expired are not). A key of another type holding another
+      -- algorithm's state is dropped (other.lua).
+      local first, afresh = redis.pcall('ZCARD', key), false
+      if type(first) ~= 'number' then
+        local wrong = first
+        local kind, theirs = redis.call('TYPE', key).ok, false
+        if kind == 'string' then
+          local text = redis.call('GET', key)
+          theirs = string.match(text, '^%d+:%d+:%d+')
+        elseif kind == 'hash' then
+          local held = redis.call('HMGET', key, 'w', 'n')
+          theirs = tonumber(held[1]) and tonumber(held[2])
+        elseif kind == 'zset' then
+          local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+          theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+        end
+        if theirs then
+          redis.call('DEL', key)
+          afresh = true
+        end
+        if not afresh then error(wrong) end
+        first = 0
+      elseif first > 0 then
+        first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+      end
       local held, second = first, nil
       if paused and paused > now then
       end
@@ -676,6 +923,8 @@ local function decide(k, group, c, calls)
         if ms < min_ttl then ms = min_ttl end
         redis.call('PEXPIRE', key, ms)
       end
+      -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+      if afresh then first = -1 end
       answered = answer(block, first, second, notes)
     elseif code == 7 then -- calendar
       -- The calls of a group of one limit: as one_limit.lua decides them, each refused while the key is blocked
@@ -691,6 +940,7 @@ local function decide(k, group, c, calls)
         block_ends, offences = tonumber(ends), tonumber(counted) or 0
         if kind == 'u' then offences, paused = 0, block_ends end
       end
+      local afresh = false
       local e0, e1, e2 = string.match(depth, '^(%d+):(%d+):(%d+)$')
       local period = e0
       if now >= tonumber(e0) then period = e1 end
@@ -699,11 +949,43 @@ local function decide(k, group, c, calls)
         error({err = 'ERR calendar: the periods sent all ended before now: the client clock is a period behind'})
       end
       local ends = tonumber(period)
-      local state = redis.call('HMGET', key, 'w', 'n')
-      -- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-      local open = state[1] == period
+      -- A hash of another algorithm's (a fixed window's keeps its window's length, d) is dropped: the key starts
+      -- afresh (`afresh`, which the client tells); so is a key of another type holding another algorithm's state
+      -- (other.lua). One of another period still current (the period or the zone changed) moves its count into
+      -- now's.
+      local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+      local open, moved, stamp = false, false, nil
+      if state.err then
+        local wrong = state
+        local kind, theirs = redis.call('TYPE', key).ok, false
+        if kind == 'string' then
+          local text = redis.call('GET', key)
+          theirs = string.match(text, '^%d+:%d+:%d+')
+        elseif kind == 'hash' then
+          local held = redis.call('HMGET', key, 'w', 'n')
+          theirs = tonumber(held[1]) and tonumber(held[2])
+        elseif kind == 'zset' then
+          local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+          theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+        end
+        if theirs then
+          redis.call('DEL', key)
+          afresh = true
+        end
+        if not afresh then error(wrong) end
+        state = {}
+      elseif state[3] then
+        redis.call('DEL', key)
+        state, afresh = {}, true
+      elseif state[1] and state[1] ~= period and tonumber(state[1]) > now then
+        moved = tonumber(state[2]) > 0
+      else
+        open = state[1] == period
+      end
+      -- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+      -- leave it.
       local first = 0
-      if open then first = tonumber(state[2]) end
+      if open or moved then first = tonumber(state[2]) end
       local count, second = first, nil
       if paused and paused > now then
       end
@@ -751,17 +1033,23 @@ local function decide(k, group, c, calls)
           end
         end
       end
-      -- The expiry is set once, when the window opens.
-      if count > first then
+      -- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+      if count > first or moved then
         if open then
           redis.call('HINCRBY', key, 'n', count - first)
+        elseif stamp then
+          redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
         else
           redis.call('HSET', key, 'w', period, 'n', count)
+        end
+        if not open then
           local ttl = math.ceil((ends - now) / 1000)
           if ttl < min_ttl then ttl = min_ttl end
           redis.call('PEXPIRE', key, ttl)
         end
       end
+      -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+      if afresh then first = -1 end
       answered = answer(block, first, second, notes)
     end
     return answered
@@ -793,9 +1081,30 @@ local function decide(k, group, c, calls)
         end
         -- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
         -- the weights of the members that left. `count`, as the calls leave it.
+        -- A key of another type holding another algorithm's state is dropped (other.lua).
         local HEAVY = 4503599627370496
-        local first, written, heavy, weighed = redis.call('ZCARD', key), nil, false, false
-        if first > 0 then
+        local first, written, heavy, weighed = redis.pcall('ZCARD', key), nil, false, false
+        local afresh = false
+        if type(first) ~= 'number' then
+          local wrong = first
+          local kind, theirs = redis.call('TYPE', key).ok, false
+          if kind == 'string' then
+            local text = redis.call('GET', key)
+            theirs = string.match(text, '^%d+:%d+:%d+')
+          elseif kind == 'hash' then
+            local held = redis.call('HMGET', key, 'w', 'n')
+            theirs = tonumber(held[1]) and tonumber(held[2])
+          elseif kind == 'zset' then
+            local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+            theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+          end
+          if theirs then
+            redis.call('DEL', key)
+            afresh = true
+          end
+          if not afresh then error(wrong) end
+          first = 0
+        elseif first > 0 then
           written = tonumber(redis.call('ZSCORE', key, '#'))
           if not written then
             first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
@@ -854,6 +1163,13 @@ local function decide(k, group, c, calls)
             else
               local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
               notes[#notes + 1] = (newest[1] ~= '#' and newest[2]) or ''
+              if newest[1] and newest[1] ~= '#' then
+                -- The key lives while its newest member is in the window, as it is now: a window grown since that member
+                -- was written keeps it longer than its expiry then said (twin: the store's expiry, `reset_after`).
+                local ttl = math.ceil((tonumber(newest[2]) + window - now) / 1000)
+                if ttl < min_ttl then ttl = min_ttl end
+                redis.call('PEXPIRE', key, ttl)
+              end
             end
             -- The limit's own refusal of a call it could admit some day (`retry`, when it would) is an offence under a
             -- penalty, unless it refused the call only for the share kept above its priority (`kept`: it fits without
@@ -918,6 +1234,8 @@ local function decide(k, group, c, calls)
           if ttl < min_ttl then ttl = min_ttl end
           redis.call('PEXPIRE', key, ttl)
         end
+        -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+        if afresh then first = -1 end
         answered = answer(block, first, second, notes)
       elseif code == 2 then -- fixed_window
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
@@ -936,13 +1254,47 @@ local function decide(k, group, c, calls)
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
           if kind == 'u' then offences, paused = 0, block_ends end
         end
+        -- A hash of another algorithm's (a calendar's: its w, a period's end, is after now, where a window's index
+        -- never is) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of another
+        -- type holding another algorithm's state (other.lua). One counted in another length (a changed window)
+        -- moves its count into now's window while its own is still current. A hash an older version wrote has no
+        -- d: it is read as counted in this length.
+        local afresh = false
         local period = string.format('%d', math.floor(now / window))
         local ends = (tonumber(period) + 1) * window
-        local state = redis.call('HMGET', key, 'w', 'n')
-        -- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-        local open = state[1] == period
+        local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+        local open, moved, stamp = false, false, window
+        if state.err then
+          local wrong = state
+          local kind, theirs = redis.call('TYPE', key).ok, false
+          if kind == 'string' then
+            local text = redis.call('GET', key)
+            theirs = string.match(text, '^%d+:%d+:%d+')
+          elseif kind == 'hash' then
+            local held = redis.call('HMGET', key, 'w', 'n')
+            theirs = tonumber(held[1]) and tonumber(held[2])
+          elseif kind == 'zset' then
+            local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+            theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+          end
+          if theirs then
+            redis.call('DEL', key)
+            afresh = true
+          end
+          if not afresh then error(wrong) end
+          state = {}
+        elseif state[1] and not state[3] and tonumber(state[1]) > now then
+          redis.call('DEL', key)
+          state, afresh = {}, true
+        elseif state[3] and tonumber(state[3]) ~= window then
+          moved = (tonumber(state[1]) + 1) * tonumber(state[3]) > now and tonumber(state[2]) > 0
+        else
+          open = state[1] == period
+        end
+        -- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+        -- leave it.
         local first = 0
-        if open then first = tonumber(state[2]) end
+        if open or moved then first = tonumber(state[2]) end
         local count, second = first, nil
         if paused and paused > now then
         end
@@ -985,17 +1337,23 @@ local function decide(k, group, c, calls)
             end
           end
         end
-        -- The expiry is set once, when the window opens.
-        if count > first then
+        -- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+        if count > first or moved then
           if open then
             redis.call('HINCRBY', key, 'n', count - first)
+          elseif stamp then
+            redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
           else
             redis.call('HSET', key, 'w', period, 'n', count)
+          end
+          if not open then
             local ttl = math.ceil((ends - now) / 1000)
             if ttl < min_ttl then ttl = min_ttl end
             redis.call('PEXPIRE', key, ttl)
           end
         end
+        -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+        if afresh then first = -1 end
         answered = answer(block, first, second, notes)
       elseif code == 3 then -- sliding_window
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
@@ -1015,14 +1373,51 @@ local function decide(k, group, c, calls)
           if kind == 'u' then offences, paused = 0, block_ends end
         end
         -- `first`, the current window's count; `second`, the previous window's, when not 0. Weights are scaled by
-        -- `window` to stay integers: a unit of the current window weighs `window`.
+        -- `window` to stay integers: a unit of the current window weighs `window`. A bucket's queue (a string of
+        -- four numbers) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of
+        -- another type holding another algorithm's state (other.lua); any other string reads as nothing, as ever.
+        -- One counted in another length (a changed window) moves what it weighs now, in whole units rounded up,
+        -- into now's window as its count (`moved`, written at `write`; twin: src/algorithm/carry.rs).
+        local afresh, moved = false, false
         local index = math.floor(now / window)
         local state = redis.pcall('GET', key)
-        local stored, counted, before
-        if type(state) == 'string' then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
-        stored = tonumber(stored)
+        local stored, counted, before, length
+        if type(state) == 'table' then
+          local wrong = state
+          local kind, theirs = redis.call('TYPE', key).ok, false
+          if kind == 'string' then
+            local text = redis.call('GET', key)
+            theirs = string.match(text, '^%d+:%d+:%d+')
+          elseif kind == 'hash' then
+            local held = redis.call('HMGET', key, 'w', 'n')
+            theirs = tonumber(held[1]) and tonumber(held[2])
+          elseif kind == 'zset' then
+            local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+            theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+          end
+          if theirs then
+            redis.call('DEL', key)
+            afresh = true
+          end
+        elseif state then
+          stored, counted, before, length = string.match(state, '^(%d+):(%d+):(%d+)/?(%d*)$')
+          if not stored and string.match(state, '^%d+:%d+:%d+:%d+') then
+            redis.call('DEL', key)
+            afresh = true
+          end
+        end
+        stored, length = tonumber(stored), tonumber(length)
         local first, previous = 0, 0
-        if stored == index then
+        if length and length ~= window then
+          local since, weighed = math.max(now - stored * length, 0), 0
+          if since < length then
+            weighed = tonumber(before) * (length - since) + tonumber(counted) * length
+          elseif since < 2 * length then
+            weighed = tonumber(counted) * (2 * length - since)
+          end
+          first = math.ceil(weighed / length)
+          moved = first > 0
+        elseif stored == index then
           first, previous = tonumber(counted), tonumber(before)
         elseif stored == index - 1 then
           previous = tonumber(counted)
@@ -1081,12 +1476,14 @@ local function decide(k, group, c, calls)
             end
           end
         end
-        if current > first then
+        if current > first or moved then
           -- The current window's count weighs until the next window ends.
           local ttl = math.ceil((2 * window - elapsed) / 1000)
           if ttl < min_ttl then ttl = min_ttl end
-          redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX', ttl)
+          redis.call('SET', key, string.format('%d:%d:%d/%d', index, current, previous, window), 'PX', ttl)
         end
+        -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+        if afresh then first = -1 end
         answered = answer(block, first, second, notes)
       elseif code == 4 then -- token_bucket
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
@@ -1105,18 +1502,74 @@ local function decide(k, group, c, calls)
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
           if kind == 'u' then offences, paused = 0, block_ends end
         end
+        -- The burst, and how the level carries over when the terms change (`depth`: the burst, then "a" when as is,
+        -- "n" when not carried). Carried over (twin: src/algorithm/carry.rs, which computes in doubles alike), the
+        -- tokens in use keep their share of the burst, or as many tokens are left as there were (at most the burst),
+        -- rounded up to the queue's grain: never more left than before.
+        local afresh = false
+        local deep, carry = tonumber(depth), ''
+        if not deep then
+          deep, carry = string.match(depth, '^(%d+)(%a)$')
+          deep = tonumber(deep)
+        end
+        local tag = string.format('@t%d,%d,%d', window, max, deep)
         -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
-        -- not empty; `queued`, where it ends as the calls leave it.
+        -- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+        -- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+        -- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+        -- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+        -- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+        -- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+        -- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+        -- it is read as charged under this call's.
         local state = redis.pcall('GET', key)
-        local first, t, f, run, gaps = 0, nil, nil, nil, ''
-        if type(state) == 'string' then
-          t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-          t = tonumber(t)
-          if run and t >= now then first = (t - now) * max + tonumber(f) end
+        local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+        if type(state) == 'table' then
+          local wrong = state
+          local kind, theirs = redis.call('TYPE', key).ok, false
+          if kind == 'string' then
+            local text = redis.call('GET', key)
+            theirs = string.match(text, '^%d+:%d+:%d+')
+          elseif kind == 'hash' then
+            local held = redis.call('HMGET', key, 'w', 'n')
+            theirs = tonumber(held[1]) and tonumber(held[2])
+          elseif kind == 'zset' then
+            local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+            theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+          end
+          if theirs then
+            redis.call('DEL', key)
+            afresh = true
+          end
+        elseif state then
+          t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+          local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+          if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+            redis.call('DEL', key)
+            afresh, t = true, nil
+          end
+        end
+        if t then
+          t, f = tonumber(t), tonumber(f)
+          if terms ~= tag and terms ~= '' and carry ~= 'n' then
+            local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+            if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+          end
+          if not was and t >= now then first = (t - now) * max + f end
         end
         local queued, second = first, nil
         if first > 0 then second = run end
-        local capacity = tonumber(depth) * window
+        local capacity = deep * window
+        if was and t >= now and (t > now or f > 0) then
+          local used, had = (t - now) * was[2] + f, math.max(was[3], 1)
+          if carry == 'a' then
+            first = math.ceil(math.min(math.max(used * window / was[1] + (deep - had) * window, 0), deep * window))
+          else
+            first = math.ceil(used * deep * window / (had * was[1]))
+          end
+          queued, moved, run, gaps, second = first, first > 0, string.format('%d:0', now), '', nil
+          if moved then second = run else redis.call('DEL', key) end
+        end
         if paused and paused > now then
         end
         local notes
@@ -1164,7 +1617,7 @@ local function decide(k, group, c, calls)
         end
         -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
         -- below 2^53, a float quotient never rounds across an integer).
-        if queued > first then
+        if queued > first or moved then
           local rest = queued % max
           local ahead = (queued - rest) / max
           local ttl = ahead
@@ -1174,12 +1627,14 @@ local function decide(k, group, c, calls)
           local queue
           if first == 0 then
             -- A queue that was empty starts a new run of charges, with nothing given back yet.
-            queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+            queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
           else
-            queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+            queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
           end
           redis.call('SET', key, queue, 'PX', ttl)
         end
+        -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+        if afresh then first = -1 end
         answered = answer(block, first, second, notes)
       elseif code == 5 then -- leaky_bucket
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
@@ -1198,18 +1653,74 @@ local function decide(k, group, c, calls)
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
           if kind == 'u' then offences, paused = 0, block_ends end
         end
+        -- The max wait, and how the line carries over when the terms change (`depth`: the wait, then "a" when as
+        -- is, "n" when not carried: a line to an upstream, which the rate its fleet learned re-spaces). Carried over
+        -- (twin: src/algorithm/carry.rs, which computes in doubles alike): the slots queued stay queued, spaced
+        -- anew, rounded up to the queue's grain; or, as is, the line ends where it ended, so that every call
+        -- admitted keeps its slot. The wait is a call's patience, not the line's: its terms leave it out.
+        local afresh = false
+        local deep, carry = tonumber(depth), ''
+        if not deep then
+          deep, carry = string.match(depth, '^(%d+)(%a)$')
+          deep = tonumber(deep)
+        end
+        local tag = string.format('@l%d,%d,0', window, max)
         -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
-        -- not empty; `queued`, where it ends as the calls leave it.
+        -- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+        -- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+        -- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+        -- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+        -- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+        -- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+        -- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+        -- it is read as charged under this call's.
         local state = redis.pcall('GET', key)
-        local first, t, f, run, gaps = 0, nil, nil, nil, ''
-        if type(state) == 'string' then
-          t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-          t = tonumber(t)
-          if run and t >= now then first = (t - now) * max + tonumber(f) end
+        local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+        if type(state) == 'table' then
+          local wrong = state
+          local kind, theirs = redis.call('TYPE', key).ok, false
+          if kind == 'string' then
+            local text = redis.call('GET', key)
+            theirs = string.match(text, '^%d+:%d+:%d+')
+          elseif kind == 'hash' then
+            local held = redis.call('HMGET', key, 'w', 'n')
+            theirs = tonumber(held[1]) and tonumber(held[2])
+          elseif kind == 'zset' then
+            local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+            theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+          end
+          if theirs then
+            redis.call('DEL', key)
+            afresh = true
+          end
+        elseif state then
+          t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+          local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+          if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+            redis.call('DEL', key)
+            afresh, t = true, nil
+          end
+        end
+        if t then
+          t, f = tonumber(t), tonumber(f)
+          if terms ~= tag and terms ~= '' and carry ~= 'n' then
+            local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+            if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+          end
+          if not was and t >= now then first = (t - now) * max + f end
         end
         local queued, second = first, nil
         if first > 0 then second = run end
-        local limit = tonumber(depth) * max
+        local limit = deep * max
+        if was and t >= now and (t > now or f > 0) then
+          if carry == 'a' then
+            first = (t - now) * max + math.ceil(f * max / was[2])
+          else
+            first = math.ceil(((t - now) * was[2] + f) * window / was[1])
+          end
+          queued, moved, run, gaps = first, true, string.format('%d:0', now), ''
+          second = run
+        end
         if paused and paused > now then
           -- The line ends no earlier than the upstream's pause: each call's slot lands after it (twin:
           -- State::after_pause).
@@ -1257,7 +1768,7 @@ local function decide(k, group, c, calls)
         end
         -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
         -- below 2^53, a float quotient never rounds across an integer).
-        if queued > first then
+        if queued > first or moved then
           local rest = queued % max
           local ahead = (queued - rest) / max
           local ttl = ahead
@@ -1267,12 +1778,14 @@ local function decide(k, group, c, calls)
           local queue
           if first == 0 then
             -- A queue that was empty starts a new run of charges, with nothing given back yet.
-            queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+            queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
           else
-            queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+            queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
           end
           redis.call('SET', key, queue, 'PX', ttl)
         end
+        -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+        if afresh then first = -1 end
         answered = answer(block, first, second, notes)
       elseif code == 6 then -- in_flight
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
@@ -1291,9 +1804,31 @@ local function decide(k, group, c, calls)
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
           if kind == 'u' then offences, paused = 0, block_ends end
         end
-        -- `first`, the permits held (those that expired are not).
-        local first = redis.call('ZCARD', key)
-        if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+        -- `first`, the permits held (those that expired are not). A key of another type holding another
+        -- algorithm's state is dropped (other.lua).
+        local first, afresh = redis.pcall('ZCARD', key), false
+        if type(first) ~= 'number' then
+          local wrong = first
+          local kind, theirs = redis.call('TYPE', key).ok, false
+          if kind == 'string' then
+            local text = redis.call('GET', key)
+            theirs = string.match(text, '^%d+:%d+:%d+')
+          elseif kind == 'hash' then
+            local held = redis.call('HMGET', key, 'w', 'n')
+            theirs = tonumber(held[1]) and tonumber(held[2])
+          elseif kind == 'zset' then
+            local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+            theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+          end
+          if theirs then
+            redis.call('DEL', key)
+            afresh = true
+          end
+          if not afresh then error(wrong) end
+          first = 0
+        elseif first > 0 then
+          first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+        end
         local held, second = first, nil
         if paused and paused > now then
         end
@@ -1343,6 +1878,8 @@ local function decide(k, group, c, calls)
           if ms < min_ttl then ms = min_ttl end
           redis.call('PEXPIRE', key, ms)
         end
+        -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+        if afresh then first = -1 end
         answered = answer(block, first, second, notes)
       elseif code == 7 then -- calendar
         -- Whether one limit of a call of several fits it (`ok`), reading its state (`answered`), charging nothing: its
@@ -1361,6 +1898,7 @@ local function decide(k, group, c, calls)
           block_ends, offences = tonumber(ends), tonumber(counted) or 0
           if kind == 'u' then offences, paused = 0, block_ends end
         end
+        local afresh = false
         local e0, e1, e2 = string.match(depth, '^(%d+):(%d+):(%d+)$')
         local period = e0
         if now >= tonumber(e0) then period = e1 end
@@ -1369,11 +1907,43 @@ local function decide(k, group, c, calls)
           error({err = 'ERR calendar: the periods sent all ended before now: the client clock is a period behind'})
         end
         local ends = tonumber(period)
-        local state = redis.call('HMGET', key, 'w', 'n')
-        -- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-        local open = state[1] == period
+        -- A hash of another algorithm's (a fixed window's keeps its window's length, d) is dropped: the key starts
+        -- afresh (`afresh`, which the client tells); so is a key of another type holding another algorithm's state
+        -- (other.lua). One of another period still current (the period or the zone changed) moves its count into
+        -- now's.
+        local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+        local open, moved, stamp = false, false, nil
+        if state.err then
+          local wrong = state
+          local kind, theirs = redis.call('TYPE', key).ok, false
+          if kind == 'string' then
+            local text = redis.call('GET', key)
+            theirs = string.match(text, '^%d+:%d+:%d+')
+          elseif kind == 'hash' then
+            local held = redis.call('HMGET', key, 'w', 'n')
+            theirs = tonumber(held[1]) and tonumber(held[2])
+          elseif kind == 'zset' then
+            local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+            theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+          end
+          if theirs then
+            redis.call('DEL', key)
+            afresh = true
+          end
+          if not afresh then error(wrong) end
+          state = {}
+        elseif state[3] then
+          redis.call('DEL', key)
+          state, afresh = {}, true
+        elseif state[1] and state[1] ~= period and tonumber(state[1]) > now then
+          moved = tonumber(state[2]) > 0
+        else
+          open = state[1] == period
+        end
+        -- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+        -- leave it.
         local first = 0
-        if open then first = tonumber(state[2]) end
+        if open or moved then first = tonumber(state[2]) end
         local count, second = first, nil
         if paused and paused > now then
         end
@@ -1416,17 +1986,23 @@ local function decide(k, group, c, calls)
             end
           end
         end
-        -- The expiry is set once, when the window opens.
-        if count > first then
+        -- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+        if count > first or moved then
           if open then
             redis.call('HINCRBY', key, 'n', count - first)
+          elseif stamp then
+            redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
           else
             redis.call('HSET', key, 'w', period, 'n', count)
+          end
+          if not open then
             local ttl = math.ceil((ends - now) / 1000)
             if ttl < min_ttl then ttl = min_ttl end
             redis.call('PEXPIRE', key, ttl)
           end
         end
+        -- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+        if afresh then first = -1 end
         answered = answer(block, first, second, notes)
       end
       fitted[i] = ok
@@ -1443,9 +2019,30 @@ local function decide(k, group, c, calls)
             -- Charges one limit of a call of several, admitted: read again, as the check found it.
             -- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
             -- the weights of the members that left. `count`, as the calls leave it.
+            -- A key of another type holding another algorithm's state is dropped (other.lua).
             local HEAVY = 4503599627370496
-            local first, written, heavy, weighed = redis.call('ZCARD', key), nil, false, false
-            if first > 0 then
+            local first, written, heavy, weighed = redis.pcall('ZCARD', key), nil, false, false
+            local afresh = false
+            if type(first) ~= 'number' then
+              local wrong = first
+              local kind, theirs = redis.call('TYPE', key).ok, false
+              if kind == 'string' then
+                local text = redis.call('GET', key)
+                theirs = string.match(text, '^%d+:%d+:%d+')
+              elseif kind == 'hash' then
+                local held = redis.call('HMGET', key, 'w', 'n')
+                theirs = tonumber(held[1]) and tonumber(held[2])
+              elseif kind == 'zset' then
+                local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+                theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+              end
+              if theirs then
+                redis.call('DEL', key)
+                afresh = true
+              end
+              if not afresh then error(wrong) end
+              first = 0
+            elseif first > 0 then
               written = tonumber(redis.call('ZSCORE', key, '#'))
               if not written then
                 first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
@@ -1496,21 +2093,59 @@ local function decide(k, group, c, calls)
             end
           elseif code == 2 then -- fixed_window
             -- Charges one limit of a call of several, admitted: read again, as the check found it.
+            -- A hash of another algorithm's (a calendar's: its w, a period's end, is after now, where a window's index
+            -- never is) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of another
+            -- type holding another algorithm's state (other.lua). One counted in another length (a changed window)
+            -- moves its count into now's window while its own is still current. A hash an older version wrote has no
+            -- d: it is read as counted in this length.
+            local afresh = false
             local period = string.format('%d', math.floor(now / window))
             local ends = (tonumber(period) + 1) * window
-            local state = redis.call('HMGET', key, 'w', 'n')
-            -- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-            local open = state[1] == period
+            local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+            local open, moved, stamp = false, false, window
+            if state.err then
+              local wrong = state
+              local kind, theirs = redis.call('TYPE', key).ok, false
+              if kind == 'string' then
+                local text = redis.call('GET', key)
+                theirs = string.match(text, '^%d+:%d+:%d+')
+              elseif kind == 'hash' then
+                local held = redis.call('HMGET', key, 'w', 'n')
+                theirs = tonumber(held[1]) and tonumber(held[2])
+              elseif kind == 'zset' then
+                local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+                theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+              end
+              if theirs then
+                redis.call('DEL', key)
+                afresh = true
+              end
+              if not afresh then error(wrong) end
+              state = {}
+            elseif state[1] and not state[3] and tonumber(state[1]) > now then
+              redis.call('DEL', key)
+              state, afresh = {}, true
+            elseif state[3] and tonumber(state[3]) ~= window then
+              moved = (tonumber(state[1]) + 1) * tonumber(state[3]) > now and tonumber(state[2]) > 0
+            else
+              open = state[1] == period
+            end
+            -- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+            -- leave it.
             local first = 0
-            if open then first = tonumber(state[2]) end
+            if open or moved then first = tonumber(state[2]) end
             local count, second = first, nil
             count = count + cost
-            -- The expiry is set once, when the window opens.
-            if count > first then
+            -- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+            if count > first or moved then
               if open then
                 redis.call('HINCRBY', key, 'n', count - first)
+              elseif stamp then
+                redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
               else
                 redis.call('HSET', key, 'w', period, 'n', count)
+              end
+              if not open then
                 local ttl = math.ceil((ends - now) / 1000)
                 if ttl < min_ttl then ttl = min_ttl end
                 redis.call('PEXPIRE', key, ttl)
@@ -1519,14 +2154,51 @@ local function decide(k, group, c, calls)
           elseif code == 3 then -- sliding_window
             -- Charges one limit of a call of several, admitted: read again, as the check found it.
             -- `first`, the current window's count; `second`, the previous window's, when not 0. Weights are scaled by
-            -- `window` to stay integers: a unit of the current window weighs `window`.
+            -- `window` to stay integers: a unit of the current window weighs `window`. A bucket's queue (a string of
+            -- four numbers) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of
+            -- another type holding another algorithm's state (other.lua); any other string reads as nothing, as ever.
+            -- One counted in another length (a changed window) moves what it weighs now, in whole units rounded up,
+            -- into now's window as its count (`moved`, written at `write`; twin: src/algorithm/carry.rs).
+            local afresh, moved = false, false
             local index = math.floor(now / window)
             local state = redis.pcall('GET', key)
-            local stored, counted, before
-            if type(state) == 'string' then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
-            stored = tonumber(stored)
+            local stored, counted, before, length
+            if type(state) == 'table' then
+              local wrong = state
+              local kind, theirs = redis.call('TYPE', key).ok, false
+              if kind == 'string' then
+                local text = redis.call('GET', key)
+                theirs = string.match(text, '^%d+:%d+:%d+')
+              elseif kind == 'hash' then
+                local held = redis.call('HMGET', key, 'w', 'n')
+                theirs = tonumber(held[1]) and tonumber(held[2])
+              elseif kind == 'zset' then
+                local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+                theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+              end
+              if theirs then
+                redis.call('DEL', key)
+                afresh = true
+              end
+            elseif state then
+              stored, counted, before, length = string.match(state, '^(%d+):(%d+):(%d+)/?(%d*)$')
+              if not stored and string.match(state, '^%d+:%d+:%d+:%d+') then
+                redis.call('DEL', key)
+                afresh = true
+              end
+            end
+            stored, length = tonumber(stored), tonumber(length)
             local first, previous = 0, 0
-            if stored == index then
+            if length and length ~= window then
+              local since, weighed = math.max(now - stored * length, 0), 0
+              if since < length then
+                weighed = tonumber(before) * (length - since) + tonumber(counted) * length
+              elseif since < 2 * length then
+                weighed = tonumber(counted) * (2 * length - since)
+              end
+              first = math.ceil(weighed / length)
+              moved = first > 0
+            elseif stored == index then
               first, previous = tonumber(counted), tonumber(before)
             elseif stored == index - 1 then
               previous = tonumber(counted)
@@ -1536,30 +2208,86 @@ local function decide(k, group, c, calls)
             local current, second = first, nil
             if previous > 0 then second = previous end
             current = current + cost
-            if current > first then
+            if current > first or moved then
               -- The current window's count weighs until the next window ends.
               local ttl = math.ceil((2 * window - elapsed) / 1000)
               if ttl < min_ttl then ttl = min_ttl end
-              redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX', ttl)
+              redis.call('SET', key, string.format('%d:%d:%d/%d', index, current, previous, window), 'PX', ttl)
             end
           elseif code == 4 then -- token_bucket
             -- Charges one limit of a call of several, admitted: read again, as the check found it.
+            -- The burst, and how the level carries over when the terms change (`depth`: the burst, then "a" when as is,
+            -- "n" when not carried). Carried over (twin: src/algorithm/carry.rs, which computes in doubles alike), the
+            -- tokens in use keep their share of the burst, or as many tokens are left as there were (at most the burst),
+            -- rounded up to the queue's grain: never more left than before.
+            local afresh = false
+            local deep, carry = tonumber(depth), ''
+            if not deep then
+              deep, carry = string.match(depth, '^(%d+)(%a)$')
+              deep = tonumber(deep)
+            end
+            local tag = string.format('@t%d,%d,%d', window, max, deep)
             -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
-            -- not empty; `queued`, where it ends as the calls leave it.
+            -- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+            -- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+            -- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+            -- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+            -- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+            -- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+            -- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+            -- it is read as charged under this call's.
             local state = redis.pcall('GET', key)
-            local first, t, f, run, gaps = 0, nil, nil, nil, ''
-            if type(state) == 'string' then
-              t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-              t = tonumber(t)
-              if run and t >= now then first = (t - now) * max + tonumber(f) end
+            local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+            if type(state) == 'table' then
+              local wrong = state
+              local kind, theirs = redis.call('TYPE', key).ok, false
+              if kind == 'string' then
+                local text = redis.call('GET', key)
+                theirs = string.match(text, '^%d+:%d+:%d+')
+              elseif kind == 'hash' then
+                local held = redis.call('HMGET', key, 'w', 'n')
+                theirs = tonumber(held[1]) and tonumber(held[2])
+              elseif kind == 'zset' then
+                local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+                theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+              end
+              if theirs then
+                redis.call('DEL', key)
+                afresh = true
+              end
+            elseif state then
+              t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+              local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+              if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+                redis.call('DEL', key)
+                afresh, t = true, nil
+              end
+            end
+            if t then
+              t, f = tonumber(t), tonumber(f)
+              if terms ~= tag and terms ~= '' and carry ~= 'n' then
+                local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+                if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+              end
+              if not was and t >= now then first = (t - now) * max + f end
             end
             local queued, second = first, nil
             if first > 0 then second = run end
-            local capacity = tonumber(depth) * window
+            local capacity = deep * window
+            if was and t >= now and (t > now or f > 0) then
+              local used, had = (t - now) * was[2] + f, math.max(was[3], 1)
+              if carry == 'a' then
+                first = math.ceil(math.min(math.max(used * window / was[1] + (deep - had) * window, 0), deep * window))
+              else
+                first = math.ceil(used * deep * window / (had * was[1]))
+              end
+              queued, moved, run, gaps, second = first, first > 0, string.format('%d:0', now), '', nil
+              if moved then second = run else redis.call('DEL', key) end
+            end
             queued = queued + cost * window
             -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
             -- below 2^53, a float quotient never rounds across an integer).
-            if queued > first then
+            if queued > first or moved then
               local rest = queued % max
               local ahead = (queued - rest) / max
               local ttl = ahead
@@ -1569,30 +2297,86 @@ local function decide(k, group, c, calls)
               local queue
               if first == 0 then
                 -- A queue that was empty starts a new run of charges, with nothing given back yet.
-                queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+                queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
               else
-                queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+                queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
               end
               redis.call('SET', key, queue, 'PX', ttl)
             end
           elseif code == 5 then -- leaky_bucket
             -- Charges one limit of a call of several, admitted: read again, as the check found it.
+            -- The max wait, and how the line carries over when the terms change (`depth`: the wait, then "a" when as
+            -- is, "n" when not carried: a line to an upstream, which the rate its fleet learned re-spaces). Carried over
+            -- (twin: src/algorithm/carry.rs, which computes in doubles alike): the slots queued stay queued, spaced
+            -- anew, rounded up to the queue's grain; or, as is, the line ends where it ended, so that every call
+            -- admitted keeps its slot. The wait is a call's patience, not the line's: its terms leave it out.
+            local afresh = false
+            local deep, carry = tonumber(depth), ''
+            if not deep then
+              deep, carry = string.match(depth, '^(%d+)(%a)$')
+              deep = tonumber(deep)
+            end
+            local tag = string.format('@l%d,%d,0', window, max)
             -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
-            -- not empty; `queued`, where it ends as the calls leave it.
+            -- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+            -- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+            -- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+            -- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+            -- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+            -- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+            -- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+            -- it is read as charged under this call's.
             local state = redis.pcall('GET', key)
-            local first, t, f, run, gaps = 0, nil, nil, nil, ''
-            if type(state) == 'string' then
-              t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-              t = tonumber(t)
-              if run and t >= now then first = (t - now) * max + tonumber(f) end
+            local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+            if type(state) == 'table' then
+              local wrong = state
+              local kind, theirs = redis.call('TYPE', key).ok, false
+              if kind == 'string' then
+                local text = redis.call('GET', key)
+                theirs = string.match(text, '^%d+:%d+:%d+')
+              elseif kind == 'hash' then
+                local held = redis.call('HMGET', key, 'w', 'n')
+                theirs = tonumber(held[1]) and tonumber(held[2])
+              elseif kind == 'zset' then
+                local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+                theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+              end
+              if theirs then
+                redis.call('DEL', key)
+                afresh = true
+              end
+            elseif state then
+              t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+              local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+              if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+                redis.call('DEL', key)
+                afresh, t = true, nil
+              end
+            end
+            if t then
+              t, f = tonumber(t), tonumber(f)
+              if terms ~= tag and terms ~= '' and carry ~= 'n' then
+                local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+                if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+              end
+              if not was and t >= now then first = (t - now) * max + f end
             end
             local queued, second = first, nil
             if first > 0 then second = run end
-            local limit = tonumber(depth) * max
+            local limit = deep * max
+            if was and t >= now and (t > now or f > 0) then
+              if carry == 'a' then
+                first = (t - now) * max + math.ceil(f * max / was[2])
+              else
+                first = math.ceil(((t - now) * was[2] + f) * window / was[1])
+              end
+              queued, moved, run, gaps = first, true, string.format('%d:0', now), ''
+              second = run
+            end
             queued = queued + cost * window
             -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
             -- below 2^53, a float quotient never rounds across an integer).
-            if queued > first then
+            if queued > first or moved then
               local rest = queued % max
               local ahead = (queued - rest) / max
               local ttl = ahead
@@ -1602,17 +2386,39 @@ local function decide(k, group, c, calls)
               local queue
               if first == 0 then
                 -- A queue that was empty starts a new run of charges, with nothing given back yet.
-                queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+                queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
               else
-                queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+                queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
               end
               redis.call('SET', key, queue, 'PX', ttl)
             end
           elseif code == 6 then -- in_flight
             -- Charges one limit of a call of several, admitted: read again, as the check found it.
-            -- `first`, the permits held (those that expired are not).
-            local first = redis.call('ZCARD', key)
-            if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+            -- `first`, the permits held (those that expired are not). A key of another type holding another
+            -- algorithm's state is dropped (other.lua).
+            local first, afresh = redis.pcall('ZCARD', key), false
+            if type(first) ~= 'number' then
+              local wrong = first
+              local kind, theirs = redis.call('TYPE', key).ok, false
+              if kind == 'string' then
+                local text = redis.call('GET', key)
+                theirs = string.match(text, '^%d+:%d+:%d+')
+              elseif kind == 'hash' then
+                local held = redis.call('HMGET', key, 'w', 'n')
+                theirs = tonumber(held[1]) and tonumber(held[2])
+              elseif kind == 'zset' then
+                local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+                theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+              end
+              if theirs then
+                redis.call('DEL', key)
+                afresh = true
+              end
+              if not afresh then error(wrong) end
+              first = 0
+            elseif first > 0 then
+              first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+            end
             local held, second = first, nil
             redis.call('ZADD', key, now + window, nonce)
             held = held + 1
@@ -1624,6 +2430,7 @@ local function decide(k, group, c, calls)
             end
           elseif code == 7 then -- calendar
             -- Charges one limit of a call of several, admitted: read again, as the check found it.
+            local afresh = false
             local e0, e1, e2 = string.match(depth, '^(%d+):(%d+):(%d+)$')
             local period = e0
             if now >= tonumber(e0) then period = e1 end
@@ -1632,19 +2439,55 @@ local function decide(k, group, c, calls)
               error({err = 'ERR calendar: the periods sent all ended before now: the client clock is a period behind'})
             end
             local ends = tonumber(period)
-            local state = redis.call('HMGET', key, 'w', 'n')
-            -- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-            local open = state[1] == period
+            -- A hash of another algorithm's (a fixed window's keeps its window's length, d) is dropped: the key starts
+            -- afresh (`afresh`, which the client tells); so is a key of another type holding another algorithm's state
+            -- (other.lua). One of another period still current (the period or the zone changed) moves its count into
+            -- now's.
+            local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+            local open, moved, stamp = false, false, nil
+            if state.err then
+              local wrong = state
+              local kind, theirs = redis.call('TYPE', key).ok, false
+              if kind == 'string' then
+                local text = redis.call('GET', key)
+                theirs = string.match(text, '^%d+:%d+:%d+')
+              elseif kind == 'hash' then
+                local held = redis.call('HMGET', key, 'w', 'n')
+                theirs = tonumber(held[1]) and tonumber(held[2])
+              elseif kind == 'zset' then
+                local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+                theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+              end
+              if theirs then
+                redis.call('DEL', key)
+                afresh = true
+              end
+              if not afresh then error(wrong) end
+              state = {}
+            elseif state[3] then
+              redis.call('DEL', key)
+              state, afresh = {}, true
+            elseif state[1] and state[1] ~= period and tonumber(state[1]) > now then
+              moved = tonumber(state[2]) > 0
+            else
+              open = state[1] == period
+            end
+            -- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+            -- leave it.
             local first = 0
-            if open then first = tonumber(state[2]) end
+            if open or moved then first = tonumber(state[2]) end
             local count, second = first, nil
             count = count + cost
-            -- The expiry is set once, when the window opens.
-            if count > first then
+            -- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+            if count > first or moved then
               if open then
                 redis.call('HINCRBY', key, 'n', count - first)
+              elseif stamp then
+                redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
               else
                 redis.call('HSET', key, 'w', period, 'n', count)
+              end
+              if not open then
                 local ttl = math.ceil((ends - now) / 1000)
                 if ttl < min_ttl then ttl = min_ttl end
                 redis.call('PEXPIRE', key, ttl)

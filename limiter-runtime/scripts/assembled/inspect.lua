@@ -33,17 +33,19 @@ end
 local key, max, code = KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if code == 1 then -- sliding_log
   -- Every member in the window, with its weight ("#", scored below every admission, is never in this range):
-  -- an operator's read, not a decision's.
+  -- an operator's read, not a decision's. A key of another type holds none.
   local since, count, members, start = now - window, 0, {}, 0
-  repeat
-    local page = redis.call('ZRANGEBYSCORE', key, '(' .. since, '+inf', 'WITHSCORES', 'LIMIT', start, 128)
+  local page = redis.pcall('ZRANGEBYSCORE', key, '(' .. since, '+inf', 'WITHSCORES', 'LIMIT', 0, 128)
+  while not page.err do
     for m = 1, #page, 2 do
       local units = tonumber(string.match(page[m], '%*(%d+)$')) or 1
       count = count + units
       members[#members + 1] = {units, page[m + 1]}
     end
     start = start + 128
-  until #page < 256
+    if #page < 256 then break end
+    page = redis.call('ZRANGEBYSCORE', key, '(' .. since, '+inf', 'WITHSCORES', 'LIMIT', start, 128)
+  end
   if count > 0 then
     local blocking, need = '', count + 1 - max
     for _, member in ipairs(members) do
@@ -54,12 +56,12 @@ if code == 1 then -- sliding_log
     return {now, count, blocking, members[#members][2]}
   end
 elseif code == 2 then -- fixed_window
-  local state = redis.call('HMGET', key, 'w', 'n')
-  if tonumber(state[1]) == math.floor(now / window) and tonumber(state[2]) > 0 then return {now, tonumber(state[2])} end
+  local state = redis.pcall('HMGET', key, 'w', 'n')
+  if not state.err and tonumber(state[1]) == math.floor(now / window) and tonumber(state[2]) > 0 then return {now, tonumber(state[2])} end
 elseif code == 3 then -- sliding_window
-  local state = redis.call('GET', key)
+  local state = redis.pcall('GET', key)
   local stored, counted, before
-  if state then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
+  if type(state) == 'string' then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)/?%d*$') end
   stored = tonumber(stored)
   local index = math.floor(now / window)
   if stored == index and (tonumber(counted) > 0 or tonumber(before) > 0) then
@@ -67,25 +69,25 @@ elseif code == 3 then -- sliding_window
   end
   if stored == index - 1 and tonumber(counted) > 0 then return {now, 0, tonumber(counted)} end
 elseif code == 4 then -- token_bucket
-  local state = redis.call('GET', key)
-  if state then
+  local state = redis.pcall('GET', key)
+  if type(state) == 'string' then
     local t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)')
     t = tonumber(t)
     if run and t >= now then return {now, (t - now) * max + tonumber(f), run} end
   end
 elseif code == 5 then -- leaky_bucket
-  local state = redis.call('GET', key)
-  if state then
+  local state = redis.pcall('GET', key)
+  if type(state) == 'string' then
     local t, f, run = string.match(state, '^(%d+):(%d+):(%d+:%d+)')
     t = tonumber(t)
     if run and t >= now then return {now, (t - now) * max + tonumber(f), run} end
   end
 elseif code == 6 then -- in_flight
-  local held = redis.call('ZCOUNT', key, '(' .. now, '+inf')
-  if held > 0 then return {now, held} end
+  local held = redis.pcall('ZCOUNT', key, '(' .. now, '+inf')
+  if type(held) == 'number' and held > 0 then return {now, held} end
 elseif code == 7 then -- calendar
   -- The count stored and its period's end: the client's twin counts it only if that is now's period.
-  local state = redis.call('HMGET', key, 'w', 'n')
-  if state[1] and tonumber(state[2]) > 0 then return {now, tonumber(state[2]), state[1]} end
+  local state = redis.pcall('HMGET', key, 'w', 'n')
+  if not state.err and state[1] and tonumber(state[2]) > 0 then return {now, tonumber(state[2]), state[1]} end
 end
 return now

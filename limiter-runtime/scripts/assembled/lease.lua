@@ -38,19 +38,53 @@ if code == 2 then -- fixed_window
   if ARGV[8] then
     local units, cost, at, mark = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10]), ARGV[11]
     repeat
-      local state = redis.call('HMGET', key, 'w', 'n')
-      if state[1] == mark then
-        redis.call('HSET', key, 'n', math.max(tonumber(state[2]) - units, 0))
-      end
+      -- Nothing once the window is another (or counted in another length: `d`, the fixed window's).
+      local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+      if state.err or state[1] ~= mark or (state[3] and tonumber(state[3]) ~= window) then break end
+      redis.call('HSET', key, 'n', math.max(tonumber(state[2]) - units, 0))
     until true
   end
+  -- A hash of another algorithm's (a calendar's: its w, a period's end, is after now, where a window's index
+  -- never is) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of another
+  -- type holding another algorithm's state (other.lua). One counted in another length (a changed window)
+  -- moves its count into now's window while its own is still current. A hash an older version wrote has no
+  -- d: it is read as counted in this length.
+  local afresh = false
   local period = string.format('%d', math.floor(now / window))
   local ends = (tonumber(period) + 1) * window
-  local state = redis.call('HMGET', key, 'w', 'n')
-  -- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-  local open = state[1] == period
+  local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+  local open, moved, stamp = false, false, window
+  if state.err then
+    local wrong = state
+    local kind, theirs = redis.call('TYPE', key).ok, false
+    if kind == 'string' then
+      local text = redis.call('GET', key)
+      theirs = string.match(text, '^%d+:%d+:%d+')
+    elseif kind == 'hash' then
+      local held = redis.call('HMGET', key, 'w', 'n')
+      theirs = tonumber(held[1]) and tonumber(held[2])
+    elseif kind == 'zset' then
+      local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+      theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+    end
+    if theirs then
+      redis.call('DEL', key)
+      afresh = true
+    end
+    if not afresh then error(wrong) end
+    state = {}
+  elseif state[1] and not state[3] and tonumber(state[1]) > now then
+    redis.call('DEL', key)
+    state, afresh = {}, true
+  elseif state[3] and tonumber(state[3]) ~= window then
+    moved = (tonumber(state[1]) + 1) * tonumber(state[3]) > now and tonumber(state[2]) > 0
+  else
+    open = state[1] == period
+  end
+  -- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+  -- leave it.
   local first = 0
-  if open then first = tonumber(state[2]) end
+  if open or moved then first = tonumber(state[2]) end
   local count, second = first, nil
   local room
   room = max - kept - count
@@ -60,16 +94,21 @@ if code == 2 then -- fixed_window
   else
     cost = taken
     count = count + cost
-    -- The expiry is set once, when the window opens.
-    if count > first then
-      if open then
-        redis.call('HINCRBY', key, 'n', count - first)
-      else
-        redis.call('HSET', key, 'w', period, 'n', count)
-        local ttl = math.ceil((ends - now) / 1000)
-        if ttl < min_ttl then ttl = min_ttl end
-        redis.call('PEXPIRE', key, ttl)
-      end
+  end
+  -- What was taken, or what the read carried over to changed terms.
+  -- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+  if count > first or moved then
+    if open then
+      redis.call('HINCRBY', key, 'n', count - first)
+    elseif stamp then
+      redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
+    else
+      redis.call('HSET', key, 'w', period, 'n', count)
+    end
+    if not open then
+      local ttl = math.ceil((ends - now) / 1000)
+      if ttl < min_ttl then ttl = min_ttl end
+      redis.call('PEXPIRE', key, ttl)
     end
   end
   return {now, taken, first, second or ''}
@@ -85,8 +124,10 @@ elseif code == 4 then -- token_bucket
       local ended, fraction, since, given = string.match(mark, '^(%d+):(%d+):(%d+):(%d+)$')
       ended, fraction, since, given = tonumber(ended), tonumber(fraction), tonumber(since), tonumber(given)
       local state = redis.pcall('GET', key)
-      local t, f, s, g, gaps
-      if type(state) == 'string' then t, f, s, g, gaps = string.match(state, '^(%d+):(%d+):(%d+):(%d+)(.*)$') end
+      local t, f, s, g, terms, gaps
+      if type(state) == 'string' then
+        t, f, s, g, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+):(%d+)(@?[^|]*)(.*)$')
+      end
       t, f, s, g = tonumber(t), tonumber(f), tonumber(s), tonumber(g)
       if not g or not given or t < now or s ~= since then break end
       local used = (t - now) * max + f
@@ -131,22 +172,78 @@ elseif code == 4 then -- token_bucket
       end
       local ahead = math.floor(used / max)
       local ttl = math.max(math.ceil(math.ceil(used / max) / 1000), min_ttl)
-      redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. table.concat(records_left),
-        'PX', ttl)
+      redis.call('SET', key, string.format('%d:%d:%d:%d', now + ahead, used - ahead * max, s, g) .. terms
+        .. table.concat(records_left), 'PX', ttl)
     until true
   end
+  -- The burst, and how the level carries over when the terms change (`depth`: the burst, then "a" when as is,
+  -- "n" when not carried). Carried over (twin: src/algorithm/carry.rs, which computes in doubles alike), the
+  -- tokens in use keep their share of the burst, or as many tokens are left as there were (at most the burst),
+  -- rounded up to the queue's grain: never more left than before.
+  local afresh = false
+  local deep, carry = tonumber(depth), ''
+  if not deep then
+    deep, carry = string.match(depth, '^(%d+)(%a)$')
+    deep = tonumber(deep)
+  end
+  local tag = string.format('@t%d,%d,%d', window, max, deep)
   -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
-  -- not empty; `queued`, where it ends as the calls leave it.
+  -- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+  -- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+  -- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+  -- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+  -- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+  -- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+  -- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+  -- it is read as charged under this call's.
   local state = redis.pcall('GET', key)
-  local first, t, f, run, gaps = 0, nil, nil, nil, ''
-  if type(state) == 'string' then
-    t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-    t = tonumber(t)
-    if run and t >= now then first = (t - now) * max + tonumber(f) end
+  local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+  if type(state) == 'table' then
+    local wrong = state
+    local kind, theirs = redis.call('TYPE', key).ok, false
+    if kind == 'string' then
+      local text = redis.call('GET', key)
+      theirs = string.match(text, '^%d+:%d+:%d+')
+    elseif kind == 'hash' then
+      local held = redis.call('HMGET', key, 'w', 'n')
+      theirs = tonumber(held[1]) and tonumber(held[2])
+    elseif kind == 'zset' then
+      local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+      theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+    end
+    if theirs then
+      redis.call('DEL', key)
+      afresh = true
+    end
+  elseif state then
+    t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+    local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+    if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+      redis.call('DEL', key)
+      afresh, t = true, nil
+    end
+  end
+  if t then
+    t, f = tonumber(t), tonumber(f)
+    if terms ~= tag and terms ~= '' and carry ~= 'n' then
+      local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+      if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+    end
+    if not was and t >= now then first = (t - now) * max + f end
   end
   local queued, second = first, nil
   if first > 0 then second = run end
-  local capacity = tonumber(depth) * window
+  local capacity = deep * window
+  if was and t >= now and (t > now or f > 0) then
+    local used, had = (t - now) * was[2] + f, math.max(was[3], 1)
+    if carry == 'a' then
+      first = math.ceil(math.min(math.max(used * window / was[1] + (deep - had) * window, 0), deep * window))
+    else
+      first = math.ceil(used * deep * window / (had * was[1]))
+    end
+    queued, moved, run, gaps, second = first, first > 0, string.format('%d:0', now), '', nil
+    if moved then second = run else redis.call('DEL', key) end
+  end
   local room
   room = math.floor((capacity - first) / window) - kept
   local taken = math.min(want, room)
@@ -155,24 +252,25 @@ elseif code == 4 then -- token_bucket
   else
     cost = taken
     queued = queued + cost * window
-    -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
-    -- below 2^53, a float quotient never rounds across an integer).
-    if queued > first then
-      local rest = queued % max
-      local ahead = (queued - rest) / max
-      local ttl = ahead
-      if rest > 0 then ttl = ttl + 1 end
-      ttl = math.ceil(ttl / 1000)
-      if ttl < min_ttl then ttl = min_ttl end
-      local queue
-      if first == 0 then
-        -- A queue that was empty starts a new run of charges, with nothing given back yet.
-        queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
-      else
-        queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
-      end
-      redis.call('SET', key, queue, 'PX', ttl)
+  end
+  -- What was taken, or what the read carried over to changed terms.
+  -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
+  -- below 2^53, a float quotient never rounds across an integer).
+  if queued > first or moved then
+    local rest = queued % max
+    local ahead = (queued - rest) / max
+    local ttl = ahead
+    if rest > 0 then ttl = ttl + 1 end
+    ttl = math.ceil(ttl / 1000)
+    if ttl < min_ttl then ttl = min_ttl end
+    local queue
+    if first == 0 then
+      -- A queue that was empty starts a new run of charges, with nothing given back yet.
+      queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
+    else
+      queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
     end
+    redis.call('SET', key, queue, 'PX', ttl)
   end
   return {now, taken, first, second or ''}
 end

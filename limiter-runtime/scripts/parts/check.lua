@@ -18,4 +18,6 @@ if not (block_ends and block_ends > now) then
   end
 end
 --> write
+-- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+if afresh then first = -1 end
 answered = answer(block, first, second, notes)

@@ -14,6 +14,7 @@ if taken < cost then
 else
   cost = taken
   --> take
-  --> write
 end
+-- What was taken, or what the read carried over to changed terms.
+--> write
 return {now, taken, first, second or ''}

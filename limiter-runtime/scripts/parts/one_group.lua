@@ -20,4 +20,6 @@ for _ = 1, calls do
   end
 end
 --> write
+-- A key that held another algorithm's state, dropped, answers -1 (see one_limit.lua).
+if afresh then first = -1 end
 answered = answer(block, first, second, notes)

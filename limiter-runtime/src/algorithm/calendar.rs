@@ -9,7 +9,7 @@ use super::{Outcome, Receipt, Terms};
 
 /// The current period (by its end, µs) and the units admitted in it.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Calendar(FixedWindow);
+pub(crate) struct Calendar(pub(super) FixedWindow);
 
 impl Calendar {
     /// Creates the period ending at `end` holding `count` units.
@@ -24,7 +24,8 @@ impl Calendar {
 
     /// Takes `units` off the period charged, if it is still the current one.
     pub(crate) fn give_back(&mut self, units: u64, receipt: &Receipt) {
-        self.0.give_back(units, receipt);
+        // A period's count keeps no window's length (its end names it).
+        self.0.give_back(0, units, receipt);
     }
 }
 

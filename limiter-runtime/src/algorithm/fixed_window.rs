@@ -4,11 +4,13 @@
 
 use super::{Outcome, Receipt, Terms};
 
-/// The current window's index and the units admitted in it.
+/// The current window's index and the units admitted in it, and the window's length (µs) it was counted in
+/// (0: not known, as a script reports the state; the hash's `d`).
 #[derive(Debug, Clone)]
 pub(crate) struct FixedWindow {
-    index: u64,
-    count: u64,
+    pub(super) index: u64,
+    pub(super) count: u64,
+    pub(super) window: u64,
 }
 
 impl Default for FixedWindow {
@@ -16,6 +18,7 @@ impl Default for FixedWindow {
         FixedWindow {
             index: u64::MAX,
             count: 0,
+            window: 0,
         }
     }
 }
@@ -23,7 +26,11 @@ impl Default for FixedWindow {
 impl FixedWindow {
     /// Creates window `index` holding `count` units.
     pub(crate) fn at(index: u64, count: u64) -> Self {
-        FixedWindow { index, count }
+        FixedWindow {
+            index,
+            count,
+            window: 0,
+        }
     }
 
     pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {
@@ -50,6 +57,7 @@ impl FixedWindow {
                 *self = FixedWindow {
                     index,
                     count: count + req.cost,
+                    window: self.window,
                 };
             }
             return Outcome {
@@ -75,9 +83,11 @@ impl FixedWindow {
         Outcome::counted_out(req, count, retry_after, reset_after)
     }
 
-    /// Takes `units` off the window charged, if it is still the current one.
-    pub(crate) fn give_back(&mut self, units: u64, receipt: &Receipt) {
-        if self.index == receipt.mark {
+    /// Takes `units` off the window charged, if it is still the current one (of the charge's length, `window`;
+    /// 0 for any).
+    pub(crate) fn give_back(&mut self, window: u64, units: u64, receipt: &Receipt) {
+        let length = window == 0 || self.window == 0 || self.window == window;
+        if self.index == receipt.mark && length {
             self.count = self.count.saturating_sub(units);
         }
     }

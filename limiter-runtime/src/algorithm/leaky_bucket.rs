@@ -3,18 +3,25 @@
 //! Guarantee: admitted slots start at least `window / max` apart (one slot per unit of cost); a call is
 //! admitted only if its slot starts within `max_wait`, and is told the delay until then.
 
+use super::carry::Under;
 use super::{ceil_div, div, narrow, Outcome, Queue, Receipt, Terms};
 
 /// When the next slot is free.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LeakyBucket {
-    free_at: Queue,
+    pub(super) free_at: Queue,
+    /// The terms the queue was last charged under (`None`: not known, as a script reports it): see
+    /// [`Under`].
+    pub(super) under: Option<Under>,
 }
 
 impl LeakyBucket {
     /// Creates a bucket whose queue is `queue`.
     pub(crate) fn at(queue: Queue) -> Self {
-        LeakyBucket { free_at: queue }
+        LeakyBucket {
+            free_at: queue,
+            under: None,
+        }
     }
 
     pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {
@@ -74,6 +81,9 @@ impl LeakyBucket {
         }
         let reach = (used * u128::from(from)).div_ceil(u128::from(to));
         self.free_at = Queue::at(now, reach, max, now, 0);
+        // Re-spaced for the rate learned, as `scripts/pause.lua` leaves it: its terms unknown, adopted by the
+        // next call as they come.
+        self.under = None;
         narrow(ceil_div(reach, u128::from(max)))
     }
 

@@ -4,6 +4,7 @@
 //! calls, and the twins, as that state, replay them: one computation of each outcome, for both stores.
 
 pub(crate) mod calendar;
+pub(crate) mod carry;
 mod fixed_window;
 pub(crate) mod in_flight;
 mod leaky_bucket;
@@ -332,8 +333,8 @@ impl State {
     pub(crate) fn give_back(&mut self, now: u64, charge: &Terms, units: u64, receipt: &Receipt) {
         match self {
             State::SlidingLog(s) => s.give_back(now, charge, units, receipt),
-            State::FixedWindow(s) => s.give_back(units, receipt),
-            State::SlidingWindow(s) => s.give_back(units, receipt),
+            State::FixedWindow(s) => s.give_back(charge.window, units, receipt),
+            State::SlidingWindow(s) => s.give_back(charge.window, units, receipt),
             State::TokenBucket(s) => s.give_back(now, charge, units, receipt),
             State::LeakyBucket(s) => s.give_back(now, charge, units, receipt),
             State::InFlight(s) => s.give_back(receipt),

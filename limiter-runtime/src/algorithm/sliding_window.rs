@@ -5,12 +5,14 @@
 
 use super::{div, narrow, Outcome, Receipt, Terms};
 
-/// The current aligned window's index, its count and the previous window's count.
+/// The current aligned window's index, its count and the previous window's count, and the window's length
+/// (µs) they were counted in (0: not known, as a script reports the state; the string's `/<d>`).
 #[derive(Debug, Clone)]
 pub(crate) struct SlidingWindow {
-    index: u64,
-    current: u64,
-    previous: u64,
+    pub(super) index: u64,
+    pub(super) current: u64,
+    pub(super) previous: u64,
+    pub(super) window: u64,
 }
 
 impl Default for SlidingWindow {
@@ -19,6 +21,7 @@ impl Default for SlidingWindow {
             index: u64::MAX,
             current: 0,
             previous: 0,
+            window: 0,
         }
     }
 }
@@ -30,6 +33,7 @@ impl SlidingWindow {
             index,
             current,
             previous,
+            window: 0,
         }
     }
 
@@ -57,6 +61,7 @@ impl SlidingWindow {
                 index,
                 current: current + req.cost,
                 previous,
+                window: self.window,
             };
             return Outcome {
                 allowed: true,
@@ -99,8 +104,12 @@ impl SlidingWindow {
         .reserved(kept > 0 && used + cost * w <= capacity)
     }
 
-    /// Takes `units` off the window charged, while it counts: as the current window, or as the previous.
-    pub(crate) fn give_back(&mut self, units: u64, receipt: &Receipt) {
+    /// Takes `units` off the window charged, while it counts: as the current window, or as the previous (of the
+    /// charge's length, `window`).
+    pub(crate) fn give_back(&mut self, window: u64, units: u64, receipt: &Receipt) {
+        if self.window != 0 && self.window != window {
+            return;
+        }
         if self.index == receipt.mark {
             self.current = self.current.saturating_sub(units);
         } else if self.index == receipt.mark.wrapping_add(1) {

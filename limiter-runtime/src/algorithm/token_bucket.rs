@@ -2,18 +2,25 @@
 //!
 //! Guarantee: never more than `burst + max · t / window` units admitted over any interval of length `t`.
 
+use super::carry::Under;
 use super::{ceil_div, div, narrow, Outcome, Queue, Receipt, Terms};
 
 /// When the bucket is full again (the theoretical arrival time).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TokenBucket {
-    full_at: Queue,
+    pub(super) full_at: Queue,
+    /// The terms the queue was last charged under (`None`: not known, as a script reports it): see
+    /// [`Under`].
+    pub(super) under: Option<Under>,
 }
 
 impl TokenBucket {
     /// Creates a bucket whose queue is `queue`.
     pub(crate) fn at(queue: Queue) -> Self {
-        TokenBucket { full_at: queue }
+        TokenBucket {
+            full_at: queue,
+            under: None,
+        }
     }
 
     pub(crate) fn decide(&mut self, now: u64, req: &Terms) -> Outcome {

@@ -59,6 +59,8 @@ pub(crate) struct Ask<'r> {
     pub(crate) anchor: Option<u8>,
     /// How much the call matters: what it must leave free of a limit with reserves.
     pub(crate) priority: Priority,
+    /// The plan of the rule's that the call named, by its place among the rule's plans.
+    pub(crate) plan: Option<usize>,
 }
 
 impl<'r> Ask<'r> {
@@ -74,7 +76,21 @@ impl<'r> Ask<'r> {
             zone: None,
             anchor: None,
             priority,
+            plan: None,
         }
+    }
+
+    /// Returns this ask on the plan named `name` of its rule's, if the call named one: one the rule lacks
+    /// leaves the call on the rule's own values, told once in the log.
+    #[inline]
+    pub(crate) fn on_plan(mut self, name: Option<&str>) -> Self {
+        if let Some(name) = name {
+            self.plan = self.rule.plans.as_ref().and_then(|plans| plans.find(name));
+            if self.plan.is_none() {
+                crate::rule::unknown_plan(self.key.parts().prefix, name);
+            }
+        }
+        self
     }
 }
 
@@ -96,9 +112,15 @@ pub(crate) struct CallLimit<'r> {
     pub(crate) lease: Option<LeaseTerms>,
     /// Its rule's penalty: a call it refuses blocks its key (see [`crate::penalty`]).
     pub(crate) penalty: Option<crate::Penalty>,
+    /// How its bucket's level carries over its terms' changes (`None`: not, a line the rate learned re-spaces).
+    pub(crate) carry: Option<crate::algorithm::carry::Level>,
     /// The call's priority, when its rule keeps shares for the higher ones (else it changes nothing): for the
     /// metrics and traces.
     pub(crate) priority: Option<Priority>,
+    /// The plan of its rule's the call named, by its place among the rule's plans, and whether a run-time
+    /// override set any of its values (the refusal, the metrics and traces say which applied).
+    pub(crate) plan: Option<usize>,
+    pub(crate) overridden: bool,
 }
 
 /// A limit of a call decided before any store is asked.
@@ -187,7 +209,10 @@ impl<'r> Call<'r> {
                 on_error: limit.on_error,
                 lease: limit.lease,
                 penalty: limit.penalty,
+                carry: limit.carry,
                 priority: limit.priority,
+                plan: limit.plan,
+                overridden: limit.overridden,
             }),
         }
     }
@@ -241,19 +266,47 @@ impl<'r> Call<'r> {
 }
 
 impl<'r> CallLimit<'r> {
+    /// Returns what set its values beyond its rule: the call's plan, an override.
+    pub(crate) fn applied(&self) -> crate::policy::Applied {
+        let plans = self.rule.plans.as_ref();
+        crate::policy::Applied {
+            plan: self
+                .plan
+                .and_then(|i| plans?.get(i))
+                .map(|(name, _)| name.clone()),
+            overridden: self.overridden,
+        }
+    }
+
     #[inline]
     fn new(overrides: &Overrides, clock: &dyn Clock, ask: Ask<'r>) -> CallLimit<'r> {
         let rule = &*ask.rule;
         let key = ask.key.parts();
-        let (max, window, reserves) = match overrides.lookup(key.prefix, key.rest) {
-            Some(set) => (
-                set.max.unwrap_or_else(|| rule.max_value()),
-                set.window.unwrap_or_else(|| rule.window_value()),
-                set.reserves.unwrap_or_else(|| rule.reserves_value()),
-            ),
-            None => (rule.max_value(), rule.window_value(), rule.reserves_value()),
-        };
         let algorithm = rule.algorithm_value();
+        // The first layer that sets a value wins: the key's override (then its pattern's, its policy's), the
+        // call's plan, the rule.
+        let plan = ask
+            .plan
+            .and_then(|i| rule.plans.as_ref()?.get(i))
+            .map(|(_, plan)| plan);
+        let overridden = overrides.lookup(key.prefix, key.rest);
+        let (mut max, mut window, mut reserves) = match plan {
+            None => (rule.max_value(), rule.window_value(), rule.reserves_value()),
+            Some(plan) => (
+                match algorithm {
+                    Algorithm::InFlight => plan.in_flight,
+                    _ => plan.max,
+                }
+                .unwrap_or_else(|| rule.max_value()),
+                plan.window.unwrap_or_else(|| rule.window_value()),
+                plan.reserves.unwrap_or_else(|| rule.reserves_value()),
+            ),
+        };
+        if let Some(set) = overridden {
+            max = set.max.unwrap_or(max);
+            window = set.window.unwrap_or(window);
+            reserves = set.reserves.unwrap_or(reserves);
+        }
         // A permit in flight lives its time to live (the window it is counted in).
         let window = match algorithm {
             Algorithm::InFlight => rule.in_flight_ttl.unwrap_or(IN_FLIGHT_TTL),
@@ -268,7 +321,10 @@ impl<'r> CallLimit<'r> {
             window: as_micros(window).max(1),
             max,
             cost: ask.cost,
-            burst: rule.burst.unwrap_or(max),
+            burst: plan
+                .and_then(|plan| plan.burst)
+                .or(rule.burst)
+                .unwrap_or(max),
             max_wait: as_micros(max_wait),
             ends: [0; 3],
             kept: 0,
@@ -300,11 +356,14 @@ impl<'r> CallLimit<'r> {
         let ttl = rule.lease_ttl.unwrap_or(Duration::from_millis(100));
         // A penalty's calls each read the key's block in the store: none is spent from a lease. So do a
         // policy's calls while a ban is in force under it, penalty or not.
-        let penalty = rule.penalty.or_else(|| {
-            overrides
-                .reads_blocks(key.prefix, clock)
-                .then_some(Penalty::READS_BLOCKS)
-        });
+        let penalty = plan
+            .and_then(|plan| plan.penalty)
+            .or(rule.penalty)
+            .or_else(|| {
+                overrides
+                    .reads_blocks(key.prefix, clock)
+                    .then_some(Penalty::READS_BLOCKS)
+            });
         let lease = rule
             .lease
             .filter(|&units| units > 0 && leases && !ttl.is_zero() && penalty.is_none())
@@ -317,7 +376,10 @@ impl<'r> CallLimit<'r> {
             on_error: rule.on_error_value(),
             lease,
             penalty,
+            carry: Some(rule.carry.unwrap_or_default().level()),
             priority,
+            plan: plan.and(ask.plan),
+            overridden: overridden.is_some(),
             key: ask.key,
             rule: ask.rule,
         }
@@ -378,7 +440,10 @@ impl Call<'static> {
                     on_error: OnError::Open,
                     lease: None,
                     penalty: None,
+                    carry: Some(crate::algorithm::carry::Level::Proportional),
                     priority: None,
+                    plan: None,
+                    overridden: false,
                 })
                 .collect(),
         }
@@ -412,43 +477,4 @@ impl AsCall for &Call<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::overrides::Override;
-
-    /// Checks that an override of `max` moves what follows it (a bucket's capacity, unless set), and `mode = wait`
-    /// waits up to the window as overridden.
-    #[test]
-    fn overrides_win_and_carry_what_depends_on_them() {
-        let overrides = Overrides::default();
-        let target = Override::key("p:", "k")
-            .max(4)
-            .window(Duration::from_secs(2));
-        overrides.apply(&crate::overrides::Change::Set(target), None);
-        let rule = Rule::new()
-            .prefix("p:")
-            .max(10)
-            .window(Duration::from_secs(1))
-            .wait();
-        let charge = |rule: &Rule, key: &str| {
-            let ask = Ask {
-                rule: RuleRef::Borrowed(rule),
-                key: StoreKey::of_str("p:", key),
-                cost: 1,
-                skip: false,
-                zone: None,
-                anchor: None,
-                priority: Priority::Normal,
-            };
-            Call::new(&overrides, &crate::FakeClock::new(), [ask]).limits()[0].terms
-        };
-        let overridden = charge(&rule, "k");
-        assert_eq!((overridden.max, overridden.burst), (4, 4));
-        assert_eq!(
-            (overridden.window, overridden.max_wait),
-            (2_000_000, 2_000_000)
-        );
-        assert_eq!(charge(&rule, "other").max, 10);
-        assert_eq!(charge(&rule.clone().burst(20), "k").burst, 20);
-    }
-}
+mod tests;

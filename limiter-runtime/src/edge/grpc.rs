@@ -136,7 +136,15 @@ mod tests {
         let decision = Decision::new(&charge, Outcome::denied(5, 2_500_000, 0), 0, false);
         let policy = PolicyName::named("p".into());
         let key = StoreKey::of_str("p:", "k");
-        RateLimited::new("no".into(), policy, key, decision, true, Vec::new(), reason)
+        RateLimited::new(
+            "no".into(),
+            (policy, Default::default()),
+            key,
+            decision,
+            true,
+            Vec::new(),
+            reason,
+        )
     }
 
     /// Checks that a reached limit says when to come back; a call no wait admits says not to retry at all.

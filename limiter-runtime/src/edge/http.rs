@@ -2,7 +2,7 @@
 //! `tower`).
 //!
 //! The fields follow draft-ietf-httpapi-ratelimit-headers-11, one list member per policy that applies to the
-//! call, each named by the limit's policy name (its `name`, else a digest of its prefix: see
+//! call, each named by the limit's policy name (its `policy`, else a digest of its prefix: see
 //! [`RateLimited::policy`]):
 //!
 //! ```text
@@ -40,7 +40,7 @@
 //! use axum::{routing::get, Json, Router};
 //! use limiter_runtime::{rate_limit, RateLimited};
 //!
-//! #[rate_limit(key = id, max = 5, window = 10, name = "employee")]
+//! #[rate_limit(key = id, max = 5, window = 10, policy = "employee")]
 //! async fn employee(axum::extract::Path(id): axum::extract::Path<String>) -> Result<Json<String>, RateLimited> {
 //!     Ok(Json(id))
 //! }
@@ -60,6 +60,7 @@ use crate::__private::{Rejection, Streamed};
 use crate::clock::ceil_secs;
 #[cfg(feature = "axum")]
 use crate::edge::body::HoldingBody;
+use crate::policy::Applied;
 #[cfg(feature = "axum")]
 use crate::Permit;
 use crate::{Decision, RateLimited, Reason};
@@ -129,8 +130,8 @@ impl RateLimited {
     pub(crate) fn retry_after_secs(&self) -> u64 {
         let refused = self
             .advertised()
-            .filter(|(_, decision)| !decision.allowed)
-            .map(|(_, decision)| decision.retry_after);
+            .filter(|(_, decision, _)| !decision.allowed)
+            .map(|(_, decision, _)| decision.retry_after);
         let wait = refused.fold(self.retry_after(), Duration::max);
         ceil_secs(wait).max(1)
     }
@@ -178,10 +179,10 @@ impl Streamed for axum::response::Response {
 /// `RateLimit-Policy` and one `RateLimit` field, one list member per policy. Nothing when `quotas` is empty.
 pub(crate) fn write_quota_fields<'a>(
     headers: &mut HeaderMap,
-    quotas: impl IntoIterator<Item = (&'a str, &'a Decision)>,
+    quotas: impl IntoIterator<Item = (&'a str, &'a Decision, &'a Applied)>,
 ) {
     let (mut policies, mut states) = (String::new(), String::new());
-    for (name, decision) in quotas {
+    for (name, decision, applied) in quotas {
         let separator = if policies.is_empty() { "" } else { ", " };
         let window = ceil_secs(decision.window).max(1);
         let until = if decision.allowed {
@@ -192,6 +193,15 @@ pub(crate) fn write_quota_fields<'a>(
         // Writing into a String cannot fail.
         let _ = write!(policies, "{separator}");
         write_name(&mut policies, name);
+        // The plan the call was on, and whether an override set the limit (parameters a client that does not
+        // know them skips).
+        if let Some(plan) = &applied.plan {
+            policies.push_str(";plan=");
+            write_name(&mut policies, plan);
+        }
+        if applied.overridden {
+            policies.push_str(";override");
+        }
         let _ = write!(states, "{separator}");
         write_name(&mut states, name);
         if decision.in_flight {
@@ -266,7 +276,7 @@ mod tests {
         let key = crate::key::StoreKey::of_str("p:", "k");
         RateLimited::new(
             message.into(),
-            policy,
+            (policy, Default::default()),
             key,
             decision,
             true,

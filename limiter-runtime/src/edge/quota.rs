@@ -23,7 +23,7 @@ use std::future::Future;
 use crate::call::{Call, Ruling};
 use crate::observe::{self, Edge};
 use crate::pipeline::advertised;
-use crate::policy::PolicyName;
+use crate::policy::{Applied, PolicyName};
 use crate::Decision;
 
 tokio::task_local! {
@@ -44,6 +44,7 @@ struct Request {
 #[derive(Debug, Clone)]
 pub(crate) struct Quota {
     pub(crate) policy: PolicyName,
+    pub(crate) applied: Applied,
     pub(crate) decision: Decision,
 }
 
@@ -60,6 +61,7 @@ fn decided(call: &Call<'_>, decided: &Ruling) {
             }
             let quota = Quota {
                 policy: limit.rule.policy_name(),
+                applied: limit.applied(),
                 decision,
             };
             match quotas.iter_mut().find(|seen| seen.policy == quota.policy) {
@@ -122,7 +124,7 @@ mod tests {
     #[tokio::test]
     async fn only_a_scope_records_and_the_outermost_keeps_the_record() {
         let limiter = Limiter::in_memory();
-        let rule = Rule::new().prefix("scoped:").name("scoped").max(10);
+        let rule = Rule::new().prefix("scoped:").policy("scoped").max(10);
         limiter.check(&rule, "k").await;
         let ((), recorded) = scope(async {
             limiter.check(&rule, "k").await;
@@ -148,7 +150,7 @@ mod tests {
     #[tokio::test]
     async fn units_given_back_count_as_given_back() {
         let limiter = Limiter::in_memory();
-        let rule = Rule::new().prefix("given:").name("given").max(10);
+        let rule = Rule::new().prefix("given:").policy("given").max(10);
         let ((), recorded) = scope(async {
             let estimate = limiter.estimate(&rule, "k").cost(4).await.unwrap();
             estimate.settle(1).await;

@@ -10,16 +10,17 @@
 //! | algorithm | guarantee | Redis memory per limit, `max` = 100 | `max` = 10 000 | `retry_after` |
 //! |---|---|---|---|---|
 //! | `sliding_log` (the default) | at most `max` in **any** interval of length `window` | 3.1 KB | 1.23 MB | exact |
-//! | `fixed_window` | at most `max` per aligned window; up to 2 × `max` across a boundary | 104 B | 120 B | exact |
-//! | `sliding_window` | a weighted estimate over two windows; at most `max` per aligned window | 104 B | 104 B | exact for the estimate |
-//! | `token_bucket` | at most `burst + max · t / window` over any interval `t` | 104 B | 120 B | exact |
-//! | `leaky_bucket` | admitted slots at least `window / max` apart | 104 B | 120 B | exact |
+//! | `fixed_window` | at most `max` per aligned window; up to 2 × `max` across a boundary | 120 B | 120 B | exact |
+//! | `sliding_window` | a weighted estimate over two windows; at most `max` per aligned window | 120 B | 120 B | exact for the estimate |
+//! | `token_bucket` | at most `burst + max · t / window` over any interval `t` | 136 B | 152 B | exact |
+//! | `leaky_bucket` | admitted slots at least `window / max` apart | 136 B | 136 B | exact |
 //! | a calendar `period` | at most `max` per day, week or month of the calendar in a zone | 104 B | 104 B | the period's end |
 //!
 //! The memory is Redis's `MEMORY USAGE` of the limit's one key after `max` calls spread over one window, on
 //! Redis 7.0, as `cargo test -p tests --test suite -- memory_usage:: --nocapture` measures it (the test fails if the
 //! figures grow past these). Only the sliding log grows with the limit: it keeps one entry per admitted call
-//! in the window. The others keep one small value per key, whatever `max` and whatever the costs.
+//! in the window. The others keep one small value per key, whatever `max` and whatever the costs (with the
+//! terms it was counted under, so that a changed limit carries it over: see [limits](super::limits)).
 //!
 //! - **Sliding log.** Exact: at most `max` units are admitted in any interval of length `window`, wherever
 //!   the interval starts. `retry_after` is when the oldest admission that blocks the call leaves the window.

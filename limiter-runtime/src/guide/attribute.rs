@@ -66,7 +66,7 @@
 //! | `window = 10` or `window = "1m30s"` | the window: whole seconds, or a duration string (see [Durations](#durations)) | 60 s |
 //! | `max = 100` | the admissions (units of cost) per window, at least 1 | 100 |
 //! | `message = "..."` | the message of the [`RateLimited`](crate::RateLimited) error | `"too many requests, please try again later"` |
-//! | `name = "..."` | the policy's name in the HTTP quota fields and [`RateLimited::policy`](crate::RateLimited::policy) | `limit-` and the first 8 hex digits of the SHA-1 of the prefix |
+//! | `policy = "..."` | the policy's name in the HTTP quota fields and [`RateLimited::policy`](crate::RateLimited::policy) | `limit-` and the first 8 hex digits of the SHA-1 of the prefix |
 //! | `algorithm = ...` | `sliding_log`, `fixed_window`, `sliding_window`, `token_bucket` or `leaky_bucket` (see [`algorithms`](super::algorithms)) | `sliding_log` |
 //! | `burst = 20` | with `algorithm = token_bucket`: the bucket's capacity | `max` |
 //! | `cost = <expr>` | the weight of one call, an unsigned integer computed from the arguments (see [Costs](#costs)) | 1 |

@@ -42,7 +42,7 @@
 //!   last day (31 is every month's last day; February's is the 28th or the 29th). A literal is checked when
 //!   the crate compiles; any other expression of the arguments is that call's billing day (an integer: 0
 //!   reads as 1, above 31 as the month's last day).
-//! - `max` and `cost` as for a rate; `key`, `prefix`, `name`, `message`, `on_error`, `skip_if`, `shadow`,
+//! - `max` and `cost` as for a rate; `key`, `prefix`, `policy`, `message`, `on_error`, `skip_if`, `shadow`,
 //!   `count` as everywhere. A period is a fixed window of the calendar: `window`, `burst`, `mode = wait`,
 //!   `lease` and an algorithm other than `fixed_window` do not combine with it (a compile error says so).
 //!
@@ -55,8 +55,9 @@
 //! period, whatever its clock. (A node a whole period behind is refused by the script, and the rule's
 //! `on_error` decides its calls.) A key's counter expires when its period ends.
 //!
-//! A key's count belongs to one period: a call of the same key in another zone (a tenant that moved) or on
-//! another billing day starts it afresh.
+//! A call of a key in another zone (a tenant that moved), on another billing day or of another period finds
+//! the key's count carried over while its own period is current: all of it counts in the period now is in
+//! (see [what carries over](super::limits)).
 //!
 //! ## What a client is told
 //!

@@ -15,7 +15,7 @@
 //! through the same pipeline as the attribute and the plain API, so overrides, the switches, `on_error` and
 //! the deny cache apply to it. The rules of one layer are one decision, as stacked attributes are: checked in
 //! order, a request goes through only when every rule admits it, and a refused request is charged to none of
-//! them. Give each rule its own prefix, and a [`name`](crate::Rule::name) for the quota fields.
+//! them. Give each rule its own prefix, and a [`policy`](crate::Rule::policy) name for the quota fields.
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "tower", feature = "axum"))]
@@ -28,7 +28,7 @@
 //! use limiter_runtime::tower::{Key, RateLimitLayer};
 //! use limiter_runtime::{rate_limit, Limiter, RateLimited, Rule};
 //!
-//! #[rate_limit(prefix = "rate_limit:emp:", name = "employee", key = id, max = 5, window = 10)]
+//! #[rate_limit(prefix = "rate_limit:emp:", policy = "employee", key = id, max = 5, window = 10)]
 //! async fn employee(Path(id): Path<String>) -> Result<String, RateLimited> {
 //!     Ok(format!("employee {id}"))
 //! }
@@ -39,8 +39,8 @@
 //!     let limiter = Limiter::builder().env()?.connect().await?;
 //!     limiter.clone().install()?;
 //!
-//!     let burst = Rule::new().prefix("api:burst:").name("burst").max(10).window(Duration::from_secs(1));
-//!     let hourly = Rule::new().prefix("api:hourly:").name("hourly").max(1_000).window(Duration::from_secs(3_600));
+//!     let burst = Rule::new().prefix("api:burst:").policy("burst").max(10).window(Duration::from_secs(1));
+//!     let hourly = Rule::new().prefix("api:hourly:").policy("hourly").max(1_000).window(Duration::from_secs(3_600));
 //!     let app = Router::new()
 //!         .route("/employees/{id}", get(employee))
 //!         .layer(RateLimitLayer::new(&limiter, [burst, hourly], Key::peer_ip()));
@@ -106,16 +106,16 @@
 //! use limiter_runtime::{Limiter, Rule};
 //!
 //! let limiter = Limiter::in_memory();
-//! let per_api_key = Rule::new().prefix("api:key:").name("per-api-key").max(1_000);
+//! let per_api_key = Rule::new().prefix("api:key:").policy("per-api-key").max(1_000);
 //! // Requests without an API key share one count, instead of one per peer address.
 //! let layer = RateLimitLayer::new(&limiter, [per_api_key], Key::header("x-api-key")).fallback("anonymous");
 //!
 //! // Behind one proxy that appends to X-Forwarded-For; each IPv6 address alone.
-//! let per_client = Rule::new().prefix("api:client:").name("per-client").max(60);
+//! let per_client = Rule::new().prefix("api:client:").policy("per-client").max(60);
 //! let layer = RateLimitLayer::new(&limiter, [per_client], Key::x_forwarded_for(1).ipv6_prefix(128));
 //!
 //! // A tenant from the path; requests outside /tenants/ are not limited.
-//! let per_tenant = Rule::new().prefix("api:tenant:").name("per-tenant").max(600);
+//! let per_tenant = Rule::new().prefix("api:tenant:").policy("per-tenant").max(600);
 //! let key = Key::from_fn(|request| {
 //!     request.uri.path().strip_prefix("/tenants/")?.split('/').next().map(str::to_owned)
 //! });
@@ -139,10 +139,10 @@
 //! - `RateLimit` says where each stands: `r` left, within the next `t` seconds (rounded up). For a limit that
 //!   refused the call, `t` is when it would admit it (its `retry_after`); for one that admitted it, when it is
 //!   whole again (its `reset_after`).
-//! - Each member is named by its limit's policy name: its `name` (on the attribute, or
-//!   [`Rule::name`](crate::Rule::name)), else `limit-` and the first 8 hex digits of the SHA-1 of its prefix
+//! - Each member is named by its limit's policy name: its `policy` (on the attribute, or
+//!   [`Rule::policy`](crate::Rule::policy)), else `limit-` and the first 8 hex digits of the SHA-1 of its prefix
 //!   (`limit-d357682f` for `rate_limit:emp:`). The default is stable across processes and versions, distinct
-//!   for the limits of one call, and does not show clients your Redis key namespace; give each limit a `name`
+//!   for the limits of one call, and does not show clients your Redis key namespace; give each limit a `policy` name
 //!   to make the fields readable.
 //! - Not advertised: a shadow limit, a limit the call skipped (`skip_if`), every limit while the switch is
 //!   off, and a decision that `on_error = open | closed` made while Redis failed (the count is unknown). A
@@ -179,7 +179,7 @@
 //! use axum::{routing::get, Json, Router};
 //! use limiter_runtime::{rate_limit, RateLimited};
 //!
-//! #[rate_limit(prefix = "rate_limit:emp:", name = "employee", key = id, max = 5, window = 10)]
+//! #[rate_limit(prefix = "rate_limit:emp:", policy = "employee", key = id, max = 5, window = 10)]
 //! async fn employee(Path(id): Path<String>) -> Result<Json<String>, RateLimited> {
 //!     Ok(Json(id))
 //! }
@@ -240,7 +240,7 @@
 //! use tonic::transport::Server;
 //!
 //! let limiter = Limiter::in_memory();
-//! let per_caller = Rule::new().prefix("grpc:caller:").name("per-caller").max(100).window(Duration::from_secs(60));
+//! let per_caller = Rule::new().prefix("grpc:caller:").policy("per-caller").max(100).window(Duration::from_secs(60));
 //! let server = Server::builder().layer(RateLimitLayer::new(&limiter, [per_caller], Key::peer_ip()));
 //! // server.add_service(GreeterServer::new(greeter)).serve(address).await?;
 //! # }

@@ -78,7 +78,7 @@
 //!
 //! let limiter = Limiter::in_memory();
 //! // At most 4 responses being sent to each client at once, whatever the handler returns.
-//! let streams = Rule::new().prefix("streams:").name("streams").in_flight(4);
+//! let streams = Rule::new().prefix("streams:").policy("streams").in_flight(4);
 //! let layer = RateLimitLayer::new(&limiter, [streams], Key::peer_ip());
 //! # }
 //! ```

@@ -43,7 +43,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
 //! let limiter = Limiter::in_memory();
-//! let employees = Rule::new().prefix("rate_limit:emp:").name("employees").max(5);
+//! let employees = Rule::new().prefix("rate_limit:emp:").policy("employees").max(5);
 //! limiter.check(&employees, "1000").await;
 //!
 //! // Every employee: 10 per 5 s (the policy by its name).

@@ -19,7 +19,7 @@
 //! static LOGINS: LazyLock<Rule> = LazyLock::new(|| {
 //!     Rule::new()
 //!         .prefix("login:")
-//!         .name("logins")
+//!         .policy("logins")
 //!         .max(5)
 //!         .window(Duration::from_secs(60))
 //!         .message("too many login attempts")

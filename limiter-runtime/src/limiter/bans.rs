@@ -85,7 +85,7 @@ impl Limiter {
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
     /// let limiter = Limiter::in_memory();
-    /// limiter.check(&Rule::new().prefix("search:").name("search").max(100), "10.0.0.7").await;
+    /// limiter.check(&Rule::new().prefix("search:").policy("search").max(100), "10.0.0.7").await;
     /// let search = limiter.policy("search").await?;
     /// assert_eq!(limiter.check(&search, "10.0.0.7").await.remaining, 98); // the same limit
     /// assert!(limiter.policy("nothing").await.is_err());

@@ -40,7 +40,18 @@ pub(crate) fn global() -> &'static Limiter {
             usable &= !matches!(error, Error::InvalidEnv { name, .. } if *name == REDIS_URL_ENV);
             tracing::error!(%error, "rate limiter: a LIMITER_* variable cannot be used; it is ignored");
         }
-        let limiter = builder.build().unwrap_or_else(|error| {
+        let limiter = builder.build().or_else(|error| match error {
+            Error::Limits(error) => {
+                tracing::error!(
+                    %error,
+                    "rate limiter: the limits file LIMITER_LIMITS names cannot be used; the limits written in \
+                     the code apply"
+                );
+                Limiter::builder().env_read().0.without_limits_file().build()
+            }
+            error => Err(error),
+        });
+        let limiter = limiter.unwrap_or_else(|error| {
             usable = false;
             tracing::error!(
                 %error,

@@ -43,16 +43,39 @@ pub struct Limit {
     /// The rule as the limiter resolved it, once, every part set. A call applies only the overrides in force
     /// (the plain API's resolution, from this point on).
     pub(crate) rule: Rule,
+    /// The rule as written, and the generation of the defaults it was resolved at: once the limits file is
+    /// reloaded, each call resolves it again.
+    written: Rule,
+    generation: u64,
 }
 
 impl Limit {
-    pub(crate) fn new(limiter: Limiter, rule: Rule) -> Limit {
-        Limit { limiter, rule }
+    pub(crate) fn new(limiter: Limiter, written: &Rule) -> Limit {
+        let defaults = &limiter.pipeline.defaults;
+        let generation = defaults.generation();
+        let rule = defaults.resolve(written, "").completed();
+        Limit {
+            limiter,
+            rule,
+            written: written.clone(),
+            generation,
+        }
+    }
+
+    /// Returns the rule as resolved now: the one resolved once, unless the limits file was reloaded since.
+    #[inline]
+    pub(crate) fn current(&self) -> crate::call::RuleRef<'_> {
+        let defaults = &self.limiter.pipeline.defaults;
+        if defaults.generation() == self.generation {
+            return crate::call::RuleRef::Borrowed(&self.rule);
+        }
+        let rule = defaults.resolve(&self.written, "").completed();
+        crate::call::RuleRef::Shared(std::sync::Arc::new(rule))
     }
 
     /// Returns the rule as resolved: every part that the limiter's defaults filled in is set.
     pub fn rule(&self) -> Rule {
-        self.rule.clone()
+        Rule::clone(&self.current())
     }
 }
 

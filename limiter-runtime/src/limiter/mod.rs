@@ -10,6 +10,7 @@ pub(crate) mod current;
 mod estimate;
 mod held;
 mod limit;
+pub(crate) mod limits;
 mod list;
 mod operators;
 mod permit;
@@ -71,9 +72,11 @@ pub struct Limiter {
 
 impl Limiter {
     pub(crate) fn new(backend: Backend, defaults: Defaults, clock: Arc<dyn Clock>) -> Limiter {
-        Limiter {
+        let limiter = Limiter {
             pipeline: Arc::new(Pipeline::new(backend, defaults, clock)),
-        }
+        };
+        limiter.apply_pushed_limits();
+        limiter
     }
 
     /// Starts building a limiter (in-memory unless told [`redis`](LimiterBuilder::redis)).
@@ -359,7 +362,6 @@ impl Limiter {
     /// # }
     /// ```
     pub fn resolve(&self, rule: &Rule) -> Limit {
-        let rule = self.pipeline.defaults.resolve(rule, "").completed();
         Limit::new(self.clone(), rule)
     }
 

@@ -295,7 +295,7 @@ impl Limiter {
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), limiter_runtime::Error> {
     /// let limiter = Limiter::in_memory();
-    /// let rule = Rule::new().prefix("rate_limit:emp:").name("emp").max(1);
+    /// let rule = Rule::new().prefix("rate_limit:emp:").policy("emp").max(1);
     /// for _ in 0..4 {
     ///     limiter.check(&rule, "1001").await;
     /// }
@@ -333,7 +333,16 @@ impl Limiter {
             Err(error) => (Vec::new(), Some(error)),
         };
         let shared = pipeline.backend.is_shared();
-        let (overview, refused) = watch::merge(this, others, shared, failed.is_some());
+        let (mut overview, refused) = watch::merge(this, others, shared, failed.is_some());
+        // Every policy known before its first call is listed, idle.
+        for (policy, prefix) in self.known_policies() {
+            if !overview.policies.iter().any(|p| p.policy == policy) {
+                overview
+                    .policies
+                    .push(crate::PolicyView::idle(policy, prefix));
+            }
+        }
+        overview.policies.sort_by(|a, b| a.policy.cmp(&b.policy));
         (overview, refused, failed)
     }
 }

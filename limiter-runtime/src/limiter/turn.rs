@@ -226,6 +226,8 @@ fn outbound(call: &mut Call<'static>, rate: u32) -> Option<Duration> {
             terms.window += extra;
             let slot = extra.saturating_mul(terms.cost.max(1)) / terms.max.max(1);
             margin.get_or_insert(Duration::from_micros(slot));
+            // Its terms follow the rate learned: re-spaced by it (`scripts/pause.lua`), never carried.
+            limit.carry = None;
         }
         first = false;
         limit.penalty.get_or_insert(Penalty::READS_BLOCKS);

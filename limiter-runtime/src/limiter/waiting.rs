@@ -131,7 +131,7 @@ pub(super) fn refusal(
     };
     RateLimited::new(
         limit.rule.message_value().clone(),
-        limit.rule.policy_name(),
+        (limit.rule.policy_name(), limit.applied()),
         limit.key.clone(),
         decision,
         crate::pipeline::advertised(limit, &decision),

@@ -14,7 +14,7 @@ pub(crate) const SWITCH: &str = "switch";
 /// A run-time change to a limit: every key of a policy, or one key of it.
 ///
 /// A policy is named as everywhere else (bans, inspection, the admin API, the page): by its name (the
-/// rule's [`name`](crate::Rule::name), the attribute's `name = ".."`), or by its prefix. A name is resolved to
+/// rule's [`policy`](crate::Rule::policy), the attribute's `policy = ".."`), or by its prefix. A name is resolved to
 /// its policy's prefix when the override is set, by what this node has decided, else by what the nodes
 /// report; anything no node knows as a name is taken as a prefix (an override may be set before its limit's
 /// first call).
@@ -39,13 +39,16 @@ pub struct Override {
     pub(super) key: Option<String>,
     /// The key as the caller wrote it, until the policy is resolved (its store key depends on the prefix).
     pub(super) key_text: Option<String>,
+    /// Whether `key` is a pattern: the keys that start with it, written as it is with a `*` after it.
+    pub(super) pattern: bool,
     pub(super) limits: Limits,
 }
 
 /// Two overrides are equal when they aim at the same target with the same limits (however the key was given).
 impl PartialEq for Override {
     fn eq(&self, other: &Override) -> bool {
-        (&self.prefix, &self.key, &self.limits) == (&other.prefix, &other.key, &other.limits)
+        (&self.prefix, &self.key, self.pattern, &self.limits)
+            == (&other.prefix, &other.key, other.pattern, &other.limits)
     }
 }
 
@@ -58,6 +61,7 @@ impl Override {
             prefix: policy.into(),
             key: None,
             key_text: None,
+            pattern: false,
             limits: Limits::default(),
         }
     }
@@ -78,13 +82,56 @@ impl Override {
         }
     }
 
+    /// Creates an override of every key of `policy` that matches `pattern`: its start, then `*` (`acme*`:
+    /// `acme`, `acme-eu`, `acme:42`...). Where a key matches several patterns the longest wins; a key's own
+    /// override wins over any pattern, and a pattern over its policy's. Only a trailing `*` is a pattern:
+    /// [`Limiter::set_override`](crate::Limiter::set_override) refuses one without it, or with another `*`.
+    /// A key is matched as its store key writes it (see [`key`](Override::key)); a key longer than a store
+    /// key keeps is matched by its first part only.
+    ///
+    /// ```
+    /// use limiter_runtime::Override;
+    ///
+    /// // Every key of Acme's: 10,000 per window (the policy by its prefix; its name would do).
+    /// let acme = Override::pattern("rate_limit:search:", "acme*").max(10_000);
+    /// assert_eq!(acme.target_key(), Some("acme*"));
+    /// ```
+    pub fn pattern(policy: impl Into<String>, pattern: impl fmt::Display) -> Override {
+        let policy = policy.into();
+        let text = pattern.to_string();
+        Override {
+            key: Some(Override::pattern_key(&policy, &text)),
+            key_text: Some(text),
+            pattern: true,
+            ..Override::policy(policy)
+        }
+    }
+
+    /// Returns the table's text of `pattern` under `prefix`: its start as a store key writes it, then `*`.
+    fn pattern_key(prefix: &str, pattern: &str) -> String {
+        let start = pattern.strip_suffix('*').unwrap_or(pattern);
+        let mut key = crate::key::StoreKey::rest_of(prefix, format_args!("{start}"));
+        key.push('*');
+        key
+    }
+
+    /// Returns whether it targets the keys that match a pattern ([`Override::pattern`]).
+    pub fn is_pattern(&self) -> bool {
+        self.pattern
+    }
+
+    /// Returns the one key it targets: none for a policy's override or a pattern's.
+    pub(crate) fn single_key(&self) -> Option<&str> {
+        self.key.as_deref().filter(|_| !self.pattern)
+    }
+
     /// Returns this override aimed at `prefix`, the prefix of the policy it named.
     pub(crate) fn aimed_at(mut self, prefix: String) -> Override {
         if let Some(key) = &self.key_text {
-            self.key = Some(crate::key::StoreKey::rest_of(
-                &prefix,
-                format_args!("{key}"),
-            ));
+            self.key = Some(match self.pattern {
+                true => Override::pattern_key(&prefix, key),
+                false => crate::key::StoreKey::rest_of(&prefix, format_args!("{key}")),
+            });
         }
         self.prefix = prefix;
         self
@@ -119,6 +166,7 @@ impl Override {
             prefix,
             key,
             key_text: None,
+            pattern: false,
             limits,
         }
     }
@@ -128,7 +176,7 @@ impl Override {
         &self.prefix
     }
 
-    /// Returns the key overridden, if only one.
+    /// Returns the key overridden, if only one; a pattern's text, `*` last, for a pattern's.
     pub fn target_key(&self) -> Option<&str> {
         self.key.as_deref()
     }
@@ -177,6 +225,10 @@ impl Override {
         if self.limits.window.is_some_and(|w| w.as_micros() == 0) {
             return Some("the window is at least 1 µs");
         }
+        let text = self.key_text.as_deref().or(self.key.as_deref());
+        if self.pattern && !text.is_some_and(|t| t.ends_with('*') && t.matches('*').count() == 1) {
+            return Some("a pattern is the start of its keys followed by one `*`, its last character (`acme*`)");
+        }
         None
     }
 
@@ -184,6 +236,7 @@ impl Override {
     fn target(&self) -> String {
         match &self.key {
             None => format!("prefix {:?}", self.prefix),
+            Some(key) if self.pattern => format!("keys {key:?} of prefix {:?}", self.prefix),
             Some(key) => format!("key {key:?} of prefix {:?}", self.prefix),
         }
     }
@@ -192,6 +245,7 @@ impl Override {
     pub(crate) fn field(&self) -> String {
         match &self.key {
             None => format!("p:{}:{}", self.prefix.len(), self.prefix),
+            Some(key) if self.pattern => format!("m:{}:{}{}", self.prefix.len(), self.prefix, key),
             Some(key) => format!("k:{}:{}{}", self.prefix.len(), self.prefix, key),
         }
     }
@@ -218,7 +272,7 @@ impl Override {
         let prefix = rest.get(..len)?.to_owned();
         let key = match kind {
             "p" if rest.len() == len => None,
-            "k" => Some(rest[len..].to_owned()),
+            "k" | "m" => Some(rest[len..].to_owned()),
             _ => return None,
         };
         let mut limits = Limits::default();
@@ -232,7 +286,9 @@ impl Override {
                 _ => return None,
             }
         }
-        Some(Override::with(prefix, key, limits))
+        let mut read = Override::with(prefix, key, limits);
+        read.pattern = kind == "m";
+        (!read.pattern || read.key.as_deref().is_some_and(|k| k.ends_with('*'))).then_some(read)
     }
 }
 
@@ -243,7 +299,12 @@ pub(crate) enum Change {
     Set(Override),
     Clear(Override),
     Switch(bool),
-    Banning { prefix: String, until: u64 },
+    Banning {
+        prefix: String,
+        until: u64,
+    },
+    /// The limits file the fleet shares: its text.
+    Limits(String),
 }
 
 /// What the field of a ban noted under a prefix starts with (then the prefix's length, `:` and the prefix).
@@ -254,7 +315,9 @@ impl Change {
     pub(crate) fn op(&self) -> &'static str {
         match self {
             Change::Clear(_) => "clear",
-            Change::Set(_) | Change::Switch(_) | Change::Banning { .. } => "set",
+            Change::Set(_) | Change::Switch(_) | Change::Banning { .. } | Change::Limits(_) => {
+                "set"
+            }
         }
     }
 
@@ -264,6 +327,7 @@ impl Change {
             Change::Set(o) | Change::Clear(o) => o.field(),
             Change::Switch(_) => SWITCH.to_owned(),
             Change::Banning { prefix, .. } => format!("{BANNING}{}:{prefix}", prefix.len()),
+            Change::Limits(_) => super::LIMITS.to_owned(),
         }
     }
 
@@ -273,6 +337,7 @@ impl Change {
             Change::Set(o) | Change::Clear(o) => o.value(),
             Change::Switch(on) => switch_value(*on).to_owned(),
             Change::Banning { until, .. } => until.to_string(),
+            Change::Limits(text) => text.clone(),
         }
     }
 
@@ -286,6 +351,9 @@ impl Change {
                 "clear" => Some(Change::Switch(true)),
                 _ => None,
             };
+        }
+        if field == super::LIMITS {
+            return (op == "set").then(|| Change::Limits(value.to_owned()));
         }
         if let Some(rest) = field.strip_prefix(BANNING) {
             let (len, prefix) = rest.split_once(':')?;

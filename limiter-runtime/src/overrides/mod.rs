@@ -10,6 +10,7 @@
 mod banning;
 mod change;
 mod pauses;
+mod pushed;
 mod switch;
 mod table;
 
@@ -20,6 +21,7 @@ use self::banning::Banning;
 pub use self::change::Override;
 pub(crate) use self::change::{parse_switch, Change, SWITCH};
 pub(crate) use self::pauses::Pauses;
+use self::pushed::Pushed;
 use self::switch::Switch;
 use self::table::Table;
 use crate::clock::Clock;
@@ -27,6 +29,9 @@ use crate::priority::Reserves;
 
 /// The Redis hash of overrides, and the channel changes are announced on.
 pub(crate) const OVERRIDES: &str = "limiter:overrides";
+
+/// The hash's field that holds the limits file the fleet shares (its text).
+pub(crate) const LIMITS: &str = "limits";
 
 /// What an override sets: `max`, `window` and the reserves, each if it does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -61,6 +66,8 @@ pub(crate) struct Overrides {
     banning: Banning,
     /// The keys an upstream paused, as this node heard.
     pub(crate) pauses: Pauses,
+    /// The limits file the fleet shares, as last pushed.
+    pub(crate) pushed: Pushed,
 }
 
 /// The version of the Redis hash the table holds (0 before any change) and how many changes were applied
@@ -88,6 +95,7 @@ impl Default for Overrides {
             switch: Switch::default(),
             banning: Banning::default(),
             pauses: Pauses::default(),
+            pushed: Pushed::default(),
         }
     }
 }
@@ -157,6 +165,7 @@ impl Overrides {
             Change::Clear(o) => self.table.change(o, false),
             Change::Switch(on) => self.switch.turn_everywhere(*on),
             Change::Banning { prefix, until } => self.banning.note(prefix, *until),
+            Change::Limits(text) => self.pushed.heard(text),
         }
     }
 
@@ -174,11 +183,14 @@ impl Overrides {
         overrides: Vec<Override>,
         on_everywhere: bool,
         banning: Vec<(String, u64)>,
-        version: u64,
+        (version, limits): (u64, Option<String>),
     ) -> Option<bool> {
         let mut seen = self.lock_version();
         if Mark(seen.changes) != mark {
             return None;
+        }
+        if let Some(text) = limits {
+            self.pushed.heard(&text);
         }
         self.table.replace(overrides);
         self.banning.replace(banning);
@@ -244,11 +256,11 @@ mod tests {
         assert!(!overrides.is_enabled() && overrides.is_enabled_here());
         let mark = overrides.mark();
         assert_eq!(
-            overrides.install(mark, Vec::new(), true, Vec::new(), 9),
+            overrides.install(mark, Vec::new(), true, Vec::new(), (9, None)),
             Some(true)
         );
         assert_eq!(
-            overrides.install(mark, Vec::new(), true, Vec::new(), 9),
+            overrides.install(mark, Vec::new(), true, Vec::new(), (9, None)),
             Some(false)
         );
         assert_eq!((overrides.version(), overrides.len()), (9, 0));
@@ -264,7 +276,7 @@ mod tests {
         // The reload's HGETALL answers the hash as it was, at version 0; meanwhile the change goes through.
         overrides.apply(&Change::Set(Override::key("p:", "vip").max(100)), Some(1));
         assert_eq!(
-            overrides.install(mark, Vec::new(), true, Vec::new(), 0),
+            overrides.install(mark, Vec::new(), true, Vec::new(), (0, None)),
             None
         );
         assert_eq!(overrides.lookup("p:", "vip").unwrap().max, Some(100));
@@ -272,7 +284,7 @@ mod tests {
         // A read marked after it installs, even a version that went back (a Redis that lost its data).
         let mark = overrides.mark();
         assert_eq!(
-            overrides.install(mark, Vec::new(), true, Vec::new(), 0),
+            overrides.install(mark, Vec::new(), true, Vec::new(), (0, None)),
             Some(true)
         );
         assert_eq!((overrides.version(), overrides.len()), (0, 0));

@@ -34,6 +34,9 @@ struct Prefix {
     all: Option<Limits>,
     /// The overrides of single keys (the key after the prefix), once there has been one.
     keys: Option<Arc<Sharded<Keys<Limits>>>>,
+    /// The overrides of patterns: the start of their keys, the longest first. Few, and changed rarely: part
+    /// of the snapshot.
+    patterns: Vec<(String, Limits)>,
 }
 
 impl Table {
@@ -49,11 +52,19 @@ impl Table {
     fn find(&self, prefix: &str, key: &str) -> Option<Limits> {
         let prefixes = self.prefixes.load();
         let entry = prefixes.get(prefix)?;
-        let own = entry.keys.as_ref().and_then(|keys| {
-            let key = KeyRef::from(key);
-            let (mut shard, hash) = keys.lock(key);
-            shard.get_mut(hash, key).copied()
-        });
+        let own = entry
+            .keys
+            .as_ref()
+            .and_then(|keys| {
+                let key = KeyRef::from(key);
+                let (mut shard, hash) = keys.lock(key);
+                shard.get_mut(hash, key).copied()
+            })
+            .or_else(|| {
+                let mut patterns = entry.patterns.iter();
+                patterns
+                    .find_map(|(start, limits)| key.starts_with(start.as_str()).then_some(*limits))
+            });
         match (own, entry.all) {
             (Some(own), Some(all)) => Some(own.or(all)),
             (own, all) => own.or(all),
@@ -62,6 +73,9 @@ impl Table {
 
     /// Sets (`set`) or clears `change`: in place for a key's override, a new snapshot for a prefix's.
     pub(crate) fn change(&self, change: &Override, set: bool) {
+        if change.pattern {
+            return self.change_pattern(change, set);
+        }
         let Some(key) = &change.key else {
             let mut prefixes = HashMap::clone(&self.prefixes.load());
             let entry = prefixes.entry(change.prefix.clone()).or_default();
@@ -84,6 +98,26 @@ impl Table {
         };
         drop(shard);
         self.count(had, set);
+    }
+
+    /// Sets or clears the override of a pattern: a new snapshot, as for a prefix's.
+    fn change_pattern(&self, change: &Override, set: bool) {
+        let Some(start) = change.key.as_deref().and_then(|k| k.strip_suffix('*')) else {
+            return;
+        };
+        let mut prefixes = HashMap::clone(&self.prefixes.load());
+        let patterns = &mut prefixes.entry(change.prefix.clone()).or_default().patterns;
+        let had = patterns.iter().position(|(s, _)| s == start);
+        match (had, set) {
+            (Some(at), true) => patterns[at].1 = change.limits,
+            (Some(at), false) => drop(patterns.remove(at)),
+            (None, true) => patterns.push((start.to_owned(), change.limits)),
+            (None, false) => {}
+        }
+        // The longest start first: where several match, the most precise wins.
+        patterns.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        self.prefixes.store(Arc::new(prefixes));
+        self.count(had.is_some(), set);
     }
 
     /// Returns the per-key overrides of `prefix`, made if there are none yet and `make`.
@@ -136,6 +170,12 @@ impl Table {
         for (prefix, entry) in self.prefixes.load().iter() {
             if let Some(limits) = entry.all {
                 all.push(Override::with(prefix.clone(), None, limits));
+            }
+            for (start, limits) in &entry.patterns {
+                let mut pattern =
+                    Override::with(prefix.clone(), Some(format!("{start}*")), *limits);
+                pattern.pattern = true;
+                all.push(pattern);
             }
             let Some(keys) = &entry.keys else { continue };
             for index in 0..keys.count() {
@@ -209,6 +249,40 @@ mod tests {
         assert_eq!(table.lookup("ab", &rest("ab", "c")).unwrap().max, Some(1));
         assert_eq!(table.lookup("a", &rest("a", "bc")).unwrap().max, Some(2));
         assert_eq!(table.lookup("abc", &rest("abc", "")), None);
+    }
+
+    /// Checks that a key's own override wins over a pattern's, the longest pattern over a shorter one, and a
+    /// pattern over its policy's, each completed by the next.
+    #[test]
+    fn patterns_match_the_start_of_keys_the_longest_first() {
+        let table = Table::default();
+        table.change(&Override::policy("p:").window(Duration::from_secs(5)), true);
+        table.change(&Override::pattern("p:", "acme*").max(10), true);
+        table.change(&Override::pattern("p:", "acme-eu*").max(20), true);
+        table.change(&Override::key("p:", "acme-eu-1").max(30), true);
+        let max = |key: &str| table.lookup("p:", key).and_then(|l| l.max);
+        assert_eq!(max("acme"), Some(10));
+        assert_eq!(max("acme-us"), Some(10));
+        assert_eq!(max("acme-eu-2"), Some(20));
+        assert_eq!(max("acme-eu-1"), Some(30));
+        assert_eq!(max("initech"), None);
+        assert_eq!(
+            table.lookup("p:", "acme-eu-2").unwrap().window,
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(table.lookup("q:", "acme"), None);
+        assert_eq!(table.len(), 4);
+        let listed: Vec<_> = table
+            .list()
+            .iter()
+            .map(|o| o.target_key().map(str::to_owned))
+            .collect();
+        assert!(listed.contains(&Some("acme-eu*".to_owned())), "{listed:?}");
+        table.change(&Override::pattern("p:", "acme-eu*"), false);
+        assert_eq!((max("acme-eu-2"), table.len()), (Some(10), 3));
+        // A pattern's override, written in the hash and read back, is a pattern's still.
+        let acme = Override::pattern("p:", "acme*").max(10);
+        assert_eq!(Override::parse(&acme.field(), &acme.value()), Some(acme));
     }
 
     #[test]

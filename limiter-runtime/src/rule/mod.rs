@@ -1,9 +1,12 @@
 //! A limit as written: [`Rule`], every part optional. What a part left out resolves to is `resolve`'s
 //! concern; what a part means, `algorithm`'s and the pipeline's.
 
+mod carry;
 mod env;
 mod fault;
+mod live;
 mod on_error;
+mod plan;
 mod resolve;
 
 use std::borrow::Cow;
@@ -13,10 +16,14 @@ use crate::calendar::{CalendarTerms, Period, Zone};
 use crate::priority::Reserves;
 use crate::{Algorithm, Penalty, Priority};
 
+pub use self::carry::Carry;
 pub(crate) use self::env::{env, parse_env, set};
 pub(crate) use self::fault::{Fault, Told};
+pub(crate) use self::live::Live;
 pub use self::on_error::OnError;
-pub(crate) use self::resolve::Defaults;
+pub use self::plan::Plan;
+pub(crate) use self::plan::{unknown_plan, Plans};
+pub(crate) use self::resolve::{Defaults, FileLimits};
 
 /// What to limit: at most `max` calls per `window`, counted under `prefix` + key.
 ///
@@ -54,6 +61,8 @@ pub struct Rule {
     pub(crate) message: Option<Cow<'static, str>>,
     pub(crate) algorithm: Option<Algorithm>,
     pub(crate) burst: Option<u64>,
+    /// How a bucket's level carries over when its limit changes (proportional unless set).
+    pub(crate) carry: Option<Carry>,
     pub(crate) wait: Option<Wait>,
     pub(crate) on_error: Option<OnError>,
     pub(crate) shadow: Option<bool>,
@@ -65,6 +74,8 @@ pub struct Rule {
     pub(crate) reserves: Option<Reserves>,
     /// A calendar quota's period, zone and billing day.
     pub(crate) calendar: CalendarTerms,
+    /// The plans a call may name ([`Rule::plan`]).
+    pub(crate) plans: Option<Plans>,
     /// The limit of calls in flight an attribute's `in_flight` adds beside its rate: counted under the rate's
     /// prefix (as resolved) followed by `in_flight:`.
     pub(crate) beside_rate: bool,
@@ -97,7 +108,7 @@ impl Rule {
     /// Sets the policy's name: how the HTTP quota headers and [`RateLimited::policy`](crate::RateLimited::policy)
     /// call this limit. By default, `limit-` and the first 8 hex digits of the SHA-1 of its prefix: stable, and
     /// distinct for distinct prefixes, without showing the store's key namespace to clients.
-    pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+    pub fn policy(mut self, name: impl Into<Cow<'static, str>>) -> Self {
         self.name = Some(name.into());
         self
     }
@@ -130,6 +141,14 @@ impl Rule {
     /// at least 1, as `max` (a bucket of 0 is misconfigured).
     pub const fn burst(mut self, burst: u64) -> Self {
         self.burst = Some(burst);
+        self
+    }
+
+    /// Sets how a bucket's level carries over when its limit changes between two calls on a key ([`Carry`]:
+    /// proportional unless set): a reloaded rule, another plan, an override. `guide::limits` says what every
+    /// algorithm carries.
+    pub const fn carry(mut self, carry: Carry) -> Self {
+        self.carry = Some(carry);
         self
     }
 
@@ -299,6 +318,14 @@ impl Rule {
         self
     }
 
+    /// Adds the plan `name` ([`Plan`]): a call that names it ([`Request::plan`](crate::Request::plan), `plan =
+    /// <expr>` on the attribute) is limited by the plan's values where it sets them, by the rule's elsewhere.
+    /// Setting a plan of the same name again replaces it.
+    pub fn plan(mut self, name: &str, plan: Plan) -> Self {
+        self.plans = Some(Plans::with(self.plans.as_ref(), name, plan));
+        self
+    }
+
     /// Creates a rule with the text an attribute writes, in a constant: what `#[rate_limit]` expansions start from (in
     /// a `static`), before the other parts' `const` setters.
     #[doc(hidden)]
@@ -321,6 +348,7 @@ impl Rule {
             message: text(message),
             algorithm: None,
             burst: None,
+            carry: None,
             wait: None,
             on_error: None,
             shadow: None,
@@ -334,6 +362,7 @@ impl Rule {
                 zone: None,
                 anchor: None,
             },
+            plans: None,
             beside_rate: false,
             ignores_switch: false,
         }

@@ -1,14 +1,22 @@
 //! What a part left out of a rule resolves to, in one place. The first layer that sets a part wins:
 //!
-//! 1. a run-time override of the key, then of its prefix (`max` and `window`, when a call is built);
-//! 2. the rule itself (the attribute's arguments, or the plain API's `Rule`);
-//! 3. the defaults of the innermost enclosing module that sets it ([`Defaults::resolve`]);
-//! 4. the crate-wide defaults (the builder, or the environment: `env.rs`);
-//! 5. the built-in defaults, which the readers below hold.
+//! 1. a run-time override of the key, then of a pattern of keys, then of its prefix (`max`, `window` and the
+//!    reserves, when a call is built);
+//! 2. the plan the call names, of its policy's (when a call is built);
+//! 3. the policy the rule names, as the limits file (or the builder) defines it;
+//! 4. the rule itself (the attribute's arguments, or the plain API's `Rule`);
+//! 5. the defaults of the innermost enclosing module that sets it ([`Defaults::resolve`]);
+//! 6. the limits file's defaults;
+//! 7. the crate-wide defaults (the builder, or the environment: `env.rs`);
+//! 8. the built-in defaults, which the readers below hold.
+//!
+//! A policy that the file (or the builder) defines and no layer gives a prefix is counted under the
+//! crate-wide prefix followed by its name and `:`, so that two policies never share a count.
 //!
 //! Every layer is a [`Rule`]; resolving is [`Rule::or`] from the first layer to the last.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::Rule;
@@ -27,6 +35,20 @@ pub(crate) struct Defaults {
     pub(crate) crate_wide: Rule,
     /// Module path and its defaults, longest path first.
     modules: Vec<(String, Rule)>,
+    /// The policies the builder defines, by name: what they set wins over the rules that name them.
+    policies: HashMap<String, Rule>,
+    /// What the limits file defines, replaced whole by a reload.
+    file: std::sync::Arc<FileLimits>,
+}
+
+/// What the limits file defines: its policies (over the builder's of the same name) and its defaults (over the
+/// crate-wide ones), and the version of the text they were read from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FileLimits {
+    pub(crate) defaults: Rule,
+    pub(crate) policies: HashMap<String, Rule>,
+    /// The first 8 hex digits of the SHA-1 of the file's text (empty without a file).
+    pub(crate) version: String,
 }
 
 impl Defaults {
@@ -46,9 +68,27 @@ impl Defaults {
                 .strip_prefix(path.as_str())
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
         });
+        let policy = self.policy_of(rule);
+        let rule = match policy {
+            // The limit of calls in flight beside a rate takes its policy's plans (their `in_flight`) alone.
+            Some(policy) if rule.beside_rate => Rule {
+                plans: rule.plans.clone().or_else(|| policy.plans.clone()),
+                ..rule.clone()
+            },
+            Some(policy) => policy.clone().or(rule),
+            None => rule.clone(),
+        };
+        // A defined policy without a prefix of its own is counted apart from every other: under the defaults'
+        // prefix followed by its name.
+        let apart = policy.is_some() && rule.prefix.is_none();
         let mut resolved = enclosing
-            .fold(rule.clone(), |rule, (_, defaults)| rule.or(defaults))
+            .fold(rule, |rule, (_, defaults)| rule.or(defaults))
+            .or(&self.file.defaults)
             .or(&self.crate_wide);
+        if let (true, Some(name)) = (apart, resolved.name.as_deref()) {
+            let prefix = format!("{}{name}:", resolved.prefix_value());
+            resolved.prefix = Some(Cow::Owned(prefix));
+        }
         if resolved.beside_rate {
             // Counted apart from the rate beside it: under its prefix, as resolved, and `in_flight:`.
             let prefix = format!("{}in_flight:", resolved.prefix_value());
@@ -60,11 +100,54 @@ impl Defaults {
 }
 
 impl Defaults {
+    /// Returns the policy `rule` names, if the limits file (or the builder) defines it.
+    #[inline]
+    fn policy_of(&self, rule: &Rule) -> Option<&Rule> {
+        if self.policies.is_empty() && self.file.policies.is_empty() {
+            return None;
+        }
+        let name = rule.name.as_deref()?;
+        self.file
+            .policies
+            .get(name)
+            .or_else(|| self.policies.get(name))
+    }
+
+    /// Defines the policy `rule` (by its name), replacing one of the same name.
+    pub(crate) fn set_policy(&mut self, name: String, rule: Rule) {
+        self.policies.insert(name, rule);
+    }
+
+    /// Replaces what the limits file defines.
+    pub(crate) fn set_file(&mut self, file: FileLimits) {
+        self.file = std::sync::Arc::new(file);
+    }
+
+    /// Returns what the limits file defines.
+    pub(crate) fn file(&self) -> &FileLimits {
+        &self.file
+    }
+
+    /// Returns whether the builder defines the policy named `name`.
+    pub(crate) fn defined_by_builder(&self, name: &str) -> bool {
+        self.policies.contains_key(name)
+    }
+
+    /// Returns the name of every policy defined, in the file or by the builder (a name both define, twice).
+    pub(crate) fn defined(&self) -> impl Iterator<Item = &str> {
+        let file = self.file.policies.keys();
+        file.chain(self.policies.keys()).map(String::as_str)
+    }
+}
+
+impl Defaults {
     /// Returns what [`resolve`](Defaults::resolve) gives for a rule of the plain API (no module): the rule itself,
     /// borrowed, when no default would change it (the common case: a rule that sets what the defaults set).
     #[inline]
     pub(crate) fn resolved<'r>(&self, rule: &'r Rule) -> Cow<'r, Rule> {
         let unchanged = !rule.beside_rate
+            && self.policy_of(rule).is_none()
+            && rule.covers(&self.file.defaults)
             && rule.covers(&self.crate_wide)
             && self
                 .modules
@@ -87,6 +170,7 @@ impl Rule {
             && (self.message.is_some() || fallback.message.is_none())
             && (self.algorithm.is_some() || fallback.algorithm.is_none())
             && (self.burst.is_some() || fallback.burst.is_none())
+            && (self.carry.is_some() || fallback.carry.is_none())
             && (self.wait.is_some() || fallback.wait.is_none())
             && (self.on_error.is_some() || fallback.on_error.is_none())
             && (self.shadow.is_some() || fallback.shadow.is_none())
@@ -95,6 +179,7 @@ impl Rule {
             && (self.in_flight_ttl.is_some() || fallback.in_flight_ttl.is_none())
             && (self.penalty.is_some() || fallback.penalty.is_none())
             && (self.reserves.is_some() || fallback.reserves.is_none())
+            && (self.plans.is_some() || fallback.plans.is_none())
             && self.calendar.covers(&fallback.calendar)
     }
 
@@ -108,6 +193,7 @@ impl Rule {
             message: self.message.or_else(|| fallback.message.clone()),
             algorithm: self.algorithm.or(fallback.algorithm),
             burst: self.burst.or(fallback.burst),
+            carry: self.carry.or(fallback.carry),
             wait: self.wait.or(fallback.wait),
             on_error: self.on_error.or(fallback.on_error),
             shadow: self.shadow.or(fallback.shadow),
@@ -117,6 +203,7 @@ impl Rule {
             penalty: self.penalty.or(fallback.penalty),
             reserves: self.reserves.or(fallback.reserves),
             calendar: self.calendar.or(&fallback.calendar),
+            plans: self.plans.or_else(|| fallback.plans.clone()),
             beside_rate: self.beside_rate,
             ignores_switch: self.ignores_switch,
         }
@@ -136,6 +223,7 @@ impl Rule {
             // Left out, they mean "named after the prefix", "as `max`" and "never wait", whatever resolves those.
             name: self.name,
             burst: self.burst,
+            carry: self.carry,
             wait: self.wait,
             lease: self.lease,
             lease_ttl: self.lease_ttl,
@@ -143,6 +231,7 @@ impl Rule {
             penalty: self.penalty,
             reserves: self.reserves,
             calendar: self.calendar,
+            plans: self.plans,
             beside_rate: self.beside_rate,
             ignores_switch: self.ignores_switch,
         }
@@ -264,5 +353,58 @@ mod tests {
             with_root.resolved(&full).window_value(),
             Duration::from_secs(5)
         );
+    }
+
+    /// Checks the policies' layer: a defined policy's values win over the rule that names it, the file's over
+    /// the builder's; a policy without a prefix is counted apart, under the defaults' prefix and its name; the
+    /// limit in flight beside a rate takes the policy's plans alone, under the rate's prefix.
+    #[test]
+    fn a_defined_policy_wins_over_the_rule_that_names_it() {
+        let mut defaults = Defaults {
+            crate_wide: Rule::new().prefix("app:").window(Duration::from_secs(9)),
+            ..Defaults::default()
+        };
+        defaults.set_policy("search".into(), Rule::new().policy("search").max(5));
+        defaults.set_policy("built".into(), Rule::new().policy("built").max(6));
+        let file = Rule::new()
+            .policy("search")
+            .max(7)
+            .plan("pro", crate::Plan::new().in_flight(3));
+        defaults.set_file(FileLimits {
+            defaults: Rule::new().max(8),
+            policies: [("search".to_owned(), file)].into(),
+            version: "v".into(),
+        });
+        let named = Rule::new().policy("search").max(100).message("slow");
+        let search = defaults.resolve(&named, "m");
+        assert_eq!(
+            (search.max_value(), search.prefix_value()),
+            (7, "app:search:")
+        );
+        assert_eq!(
+            search.message_value(),
+            "slow",
+            "what the policy leaves out is the rule's"
+        );
+        assert_eq!(search.window_value(), Duration::from_secs(9));
+        assert_eq!(
+            defaults
+                .resolve(&Rule::new().policy("built"), "")
+                .max_value(),
+            6
+        );
+        assert_eq!(
+            defaults.resolve(&Rule::new(), "").max_value(),
+            8,
+            "the file's defaults"
+        );
+        let own = defaults.resolve(&Rule::new().policy("search").prefix("own:"), "");
+        assert_eq!(own.prefix_value(), "own:");
+        let beside = Rule::new().policy("search").in_flight(2).beside_rate();
+        let beside = defaults.resolve(&beside, "");
+        assert_eq!(beside.prefix_value(), "app:search:in_flight:");
+        assert_eq!(beside.max_value(), 2);
+        assert!(beside.plans.is_some());
+        assert!(matches!(defaults.resolved(&named), Cow::Owned(_)));
     }
 }

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use hashbrown::HashMap;
 
-pub(crate) use self::report::{NodeReport, PolicyReport};
+pub(crate) use self::report::{Limits as NodeLimits, NodeReport, PolicyReport};
 pub(crate) use self::tally::TRACKED;
 use self::tally::{Counted, Tally};
 pub(crate) use self::top::TopKeys;
@@ -47,6 +47,8 @@ pub(crate) struct Watch {
     full: AtomicBool,
     /// Whether it tallies nothing ([`LimiterBuilder::tally`](crate::LimiterBuilder::tally)).
     off: AtomicBool,
+    /// The limits file in force here, as this node reports it.
+    pub(crate) limits: Mutex<report::Limits>,
 }
 
 /// The policies (prefixes) a node tallies at most: a prefix made per tenant or per user would otherwise
@@ -152,6 +154,11 @@ impl Watch {
             degraded,
             enabled,
             policies: self.reports(REPORTED, REPORTED_DECIDED),
+            limits: self
+                .limits
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
         }
     }
 
@@ -219,6 +226,8 @@ pub(crate) fn merge(
             degraded: report.degraded,
             enabled: report.enabled,
             seen_ago,
+            limits: Some(report.limits.version).filter(|v| !v.is_empty()),
+            limits_refused: report.limits.refused,
         });
         for p in report.policies {
             let (view, refused, decided) = policies.entry(p.policy.clone()).or_insert_with(|| {

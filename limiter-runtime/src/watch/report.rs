@@ -8,6 +8,7 @@
 //! refused  <count> <key>                                                     (the policy's above)
 //! unlisted <count>                      (the most refusals a key not listed above may have had)
 //! decided  <count> <key>
+//! limits   <version> <error>     (the limits file in force here, and why the last one offered was refused)
 //! ```
 //!
 //! Text fields escape `\`, tab, newline and carriage return (`\\`, `\t`, `\n`, `\r`): a key holds anything.
@@ -48,6 +49,15 @@ pub(crate) struct NodeReport {
     pub(crate) degraded: u64,
     pub(crate) enabled: bool,
     pub(crate) policies: Vec<PolicyReport>,
+    /// The limits file in force here: its version (empty for none), and why the last one offered was refused.
+    pub(crate) limits: Limits,
+}
+
+/// A node's limits file: the version in force (empty for none) and the last refusal, if one came after it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) version: String,
+    pub(crate) refused: Option<String>,
 }
 
 impl NodeReport {
@@ -86,6 +96,15 @@ impl NodeReport {
                 }
             }
         }
+        if !self.limits.version.is_empty() || self.limits.refused.is_some() {
+            let refused = self.limits.refused.as_deref().unwrap_or("");
+            let _ = writeln!(
+                out,
+                "limits\t{}\t{}",
+                escape(&self.limits.version),
+                escape(refused)
+            );
+        }
         out
     }
 
@@ -106,6 +125,7 @@ impl NodeReport {
                 degraded: degraded.parse().ok()?,
                 enabled: enabled == "1",
                 policies: Vec::new(),
+                limits: Limits::default(),
             },
             _ => return None,
         };
@@ -125,6 +145,12 @@ impl NodeReport {
                         decided_keys: Vec::new(),
                         rule: None,
                     })
+                }
+                ["limits", version, refused] => {
+                    report.limits = Limits {
+                        version: unescape(version),
+                        refused: Some(unescape(refused)).filter(|r| !r.is_empty()),
+                    };
                 }
                 ["rule", fields @ ..] => {
                     let policy = report.policies.last_mut()?;
@@ -208,8 +234,12 @@ mod tests {
                 refused_keys: vec![("tab\there\nnewline\\slash".into(), 9), ("".into(), 1)],
                 refused_unlisted: 1,
                 decided_keys: vec![("ünï cödé".into(), 32)],
-                rule: Some(Rule::new().prefix("rate_limit:emp:").name("emp").max(7)),
+                rule: Some(Rule::new().prefix("rate_limit:emp:").policy("emp").max(7)),
             }],
+            limits: Limits {
+                version: "3f2a9c1e".into(),
+                refused: Some("limits.toml:3:7: unknown field\t`maxx`".into()),
+            },
         };
         // The rule reads back as the rule it was, every part it left out set.
         let mut read = NodeReport::decode(&report.encode()).unwrap();

@@ -65,7 +65,7 @@ pub(super) fn encode(rule: &Rule) -> Vec<String> {
 pub(super) fn decode(policy: &str, prefix: &str, fields: &[&str]) -> Option<Rule> {
     let mut rule = Rule::new()
         .prefix(prefix.to_owned())
-        .name(policy.to_owned());
+        .policy(policy.to_owned());
     let (mut algorithm, mut max, mut window) = (None, None, None);
     let micros = |value: &str| value.parse().ok().map(Duration::from_micros);
     for field in fields {
@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn terms_read_back_as_written() {
         let second = Duration::from_secs(1);
-        let named = |rule: Rule| rule.prefix("p:").name("policy");
+        let named = |rule: Rule| rule.prefix("p:").policy("policy");
         for rule in [
             Rule::new().max(5).window(second * 10),
             Rule::new()

@@ -127,6 +127,21 @@ pub struct PolicyView {
     pub busiest: Vec<(String, u64)>,
 }
 
+impl PolicyView {
+    /// Returns a policy known but not decided over the last minute.
+    pub(crate) fn idle(policy: String, prefix: String) -> PolicyView {
+        PolicyView {
+            policy,
+            prefix,
+            decided_per_s: 0.0,
+            refused_per_s: 0.0,
+            decided: 0,
+            refused: 0,
+            busiest: Vec::new(),
+        }
+    }
+}
+
 /// One node (runtime) of the service, as it last reported ([`Overview::nodes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -145,6 +160,12 @@ pub struct NodeView {
     pub enabled: bool,
     /// How long ago it reported (zero for this node: read now).
     pub seen_ago: Duration,
+    /// The version of the limits file in force there (the first 8 hex digits of its text's SHA-1), if it
+    /// reads one: a node still on an older version than the others shows here.
+    pub limits: Option<String>,
+    /// Why the last limits file offered to it was refused (file, line and column, and what was expected), if
+    /// it was: it keeps the version above.
+    pub limits_refused: Option<String>,
 }
 
 /// The service at a glance ([`Limiter::overview`](crate::Limiter::overview)): its policies and its nodes.

@@ -13,7 +13,7 @@ pub struct User {
 }
 
 /// `prefix`, `key`, `window` in seconds, `max`, `message`, `name`.
-#[rate_limit(prefix = "emp:", key = id, window = 10, max = 5, message = "slow down", name = "employees")]
+#[rate_limit(prefix = "emp:", key = id, window = 10, max = 5, message = "slow down", policy = "employees")]
 pub async fn texts(id: &str) -> Result<(), AppError> {
     Ok(())
 }

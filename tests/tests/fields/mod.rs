@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use sfv::{BareItem, List, ListEntry, Parser};
 use tests::http::Response;
 
-/// One list member: the policy it names, its integer parameters (`q`, `w`, `r`, `t`) and its string ones
-/// (`qu`).
+/// One list member: the policy it names, its integer parameters (`q`, `w`, `r`, `t`; a boolean one, `override`,
+/// as 1) and its string ones (`qu`, `plan`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     pub policy: String,
@@ -59,12 +59,15 @@ pub fn list(name: &str, lines: &[&str]) -> Vec<Member> {
             let (mut params, mut texts) = (BTreeMap::new(), BTreeMap::new());
             for (key, value) in item.params.iter() {
                 let key = key.as_str().to_owned();
-                match (value.as_integer(), value.as_string()) {
-                    (Some(value), _) => drop(params.insert(key, i64::from(value))),
-                    (None, Some(text)) if key == "qu" => {
+                match (value.as_integer(), value.as_string(), value.as_boolean()) {
+                    (Some(value), _, _) => drop(params.insert(key, i64::from(value))),
+                    (None, Some(text), _) if key == "qu" || key == "plan" => {
                         drop(texts.insert(key, text.as_str().to_owned()))
                     }
-                    _ => panic!("{name}: `{key}` is neither an Integer nor `qu` in {joined:?}"),
+                    (None, None, Some(true)) if key == "override" => drop(params.insert(key, 1)),
+                    _ => panic!(
+                        "{name}: `{key}` is neither an Integer, `qu`, `plan` nor `override` in {joined:?}"
+                    ),
                 }
             }
             Member {

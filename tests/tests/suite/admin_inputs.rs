@@ -192,7 +192,7 @@ async fn the_policies_count_the_refusals_of_a_limit_that_fails_closed() {
     let at = serve_admin(limiter.clone()).await;
     let rule = Rule::new()
         .prefix("closed:")
-        .name("closed")
+        .policy("closed")
         .max(10)
         .on_error(OnError::Closed);
     assert!(limiter.check(&rule, "k").await.allowed);
@@ -230,7 +230,7 @@ async fn inspect_answers_for_a_policy_any_node_used() {
     let at = serve_admin(b.clone()).await;
     let bucket = Rule::new()
         .prefix("rate_limit:emp:")
-        .name("employee")
+        .policy("employee")
         .algorithm(Algorithm::TokenBucket)
         .max(10)
         .burst(4)
@@ -338,10 +338,10 @@ async fn bans_are_set_listed_and_lifted_through_the_api() {
     let auth = Some(bearer.as_str());
     let login = Rule::new()
         .prefix("api:login:")
-        .name("login")
+        .policy("login")
         .max(5)
         .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(60)));
-    let plain = Rule::new().prefix("api:plain:").name("plain").max(5);
+    let plain = Rule::new().prefix("api:plain:").policy("plain").max(5);
     a.check(&login, "alice").await;
     a.check(&plain, "alice").await;
     let ban = json!({ "policy": "login", "key": "mallory", "duration_ms": 600_000 });
@@ -438,7 +438,7 @@ async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
     let at = serve_admin(limiter.clone()).await;
     let login = Rule::new()
         .prefix("api:login:")
-        .name("login")
+        .policy("login")
         .max(5)
         .penalty(limiter_runtime::Penalty::fixed(Duration::from_secs(60)));
     limiter.check(&login, "alice").await;
@@ -450,13 +450,48 @@ async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
     let listed = api(at, "GET", "/admin/api/overrides", None).await.json;
     assert_eq!(
         listed,
-        json!([{ "policy": "login", "prefix": "api:login:", "key": null, "max": null, "window_ms": 2_000, "reserve": null }])
+        json!([{ "policy": "login", "prefix": "api:login:", "key": null, "pattern": null, "max": null, "window_ms": 2_000, "reserve": null }])
     );
     let decision = limiter.check(&login, "bob").await;
     assert_eq!(
         decision.limit, 5,
         "null is the limit's own max: {decision:?}"
     );
+    // A pattern of keys: its override listed with its pattern, and decided by every key it matches.
+    let pattern = json!({ "policy": "login", "pattern": "ali*", "max": 2 });
+    let set = api(at, "PUT", "/admin/api/overrides", Some(pattern)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.json);
+    let listed = api(at, "GET", "/admin/api/overrides", None).await.json;
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o["pattern"] == "ali*" && o["max"] == 2),
+        "{listed}"
+    );
+    assert_eq!(limiter.check(&login, "alison").await.limit, 2);
+    for (bad, says) in [
+        (
+            json!({ "policy": "login", "pattern": "ali", "max": 2 }),
+            "one `*`",
+        ),
+        (
+            json!({ "policy": "login", "pattern": "a*", "key": "k", "max": 2 }),
+            "not both",
+        ),
+    ] {
+        let refused = api(at, "PUT", "/admin/api/overrides", Some(bad)).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+        assert!(
+            sentence(&refused).contains(says),
+            "{:?}",
+            sentence(&refused)
+        );
+    }
+    let clear = json!({ "policy": "login", "pattern": "ali*" });
+    let cleared = api(at, "DELETE", "/admin/api/overrides", Some(clear)).await;
+    assert_eq!(cleared.status, StatusCode::NO_CONTENT, "{}", cleared.json);
     // Shares kept for the higher priorities, as the attribute writes them; inspect shows each ceiling.
     for (reserve, says) in [
         (json!("critical 120%"), "a whole percent"),
@@ -512,7 +547,7 @@ async fn a_number_says_whether_it_may_be_null_and_null_means_the_limits_own() {
 async fn an_override_or_a_ban_of_a_policy_no_node_used_is_a_404_naming_it() {
     let limiter = Limiter::in_memory();
     let at = serve_admin(limiter.clone()).await;
-    let used = Rule::new().prefix("api:used:").name("used").max(5);
+    let used = Rule::new().prefix("api:used:").policy("used").max(5);
     limiter.check(&used, "k").await;
 
     for (path, body, named) in [

@@ -257,7 +257,7 @@ async fn limits_are_per_limiter() {
     assert!(a.scope(unkeyed("x")).await.is_err());
 }
 
-#[rate_limit(prefix = "emp:", name = "employees", max = 1)]
+#[rate_limit(prefix = "emp:", policy = "employees", max = 1)]
 async fn named(id: u32) -> Result<u32, RateLimited> {
     Ok(id)
 }
@@ -283,7 +283,7 @@ async fn a_rejection_names_its_policy() {
         .await;
     let rule = limiter_runtime::Rule::new()
         .prefix("plain:")
-        .name("logins")
+        .policy("logins")
         .max(1);
     limiter.enforce(&rule, "k").await.unwrap();
     assert_eq!(

@@ -185,7 +185,7 @@ async fn open_lets_every_call_through_once_a_cached_denial_runs_out_while_redis_
     }
 }
 
-#[rate_limit(key = id, max = 2, window = 60, on_error = local, message = "slow down", name = "per-id")]
+#[rate_limit(key = id, max = 2, window = 60, on_error = local, message = "slow down", policy = "per-id")]
 async fn shared(id: u32) -> Result<u32, RateLimited> {
     Ok(id)
 }

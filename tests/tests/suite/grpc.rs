@@ -153,7 +153,7 @@ async fn serve_behind_layer(limiter: Limiter) -> SocketAddr {
     let incoming = TcpIncoming::from(listener);
     let per_client = Rule::new()
         .prefix("grpc:client:")
-        .name("per-client")
+        .policy("per-client")
         .max(2)
         .window(Duration::from_secs(3_600))
         .message("two calls an hour");

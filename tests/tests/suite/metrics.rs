@@ -272,7 +272,7 @@ fn requests_a_layers_key_finds_nothing_in_are_counted() {
     metrics::with_local_recorder(&recorded, || {
         runtime.block_on(async {
             let limiter = Limiter::in_memory();
-            let rule = |name: &'static str| Rule::new().prefix(format!("{name}:")).name(name);
+            let rule = |name: &'static str| Rule::new().prefix(format!("{name}:")).policy(name);
             let layers = [
                 RateLimitLayer::new(&limiter, [rule("peer")], Key::x_forwarded_for(1)),
                 RateLimitLayer::new(&limiter, [rule("shared")], Key::x_forwarded_for(1))

@@ -149,7 +149,7 @@ async fn the_most_limited_keys_of_three_nodes_are_never_below_the_truth() {
     let nodes = [(); 3].map(|_| with_heartbeats(server.builder()));
     let rule = Rule::new()
         .prefix("many:")
-        .name("many")
+        .policy("many")
         .max(1)
         .window(Duration::from_secs(600));
     let calls = |node: usize, key: usize| 1 + (key * 7 + node * 53) % 10;
@@ -212,12 +212,12 @@ async fn the_most_limited_keys_are_the_whole_services() {
     );
     let rule = Rule::new()
         .prefix("top:")
-        .name("api")
+        .policy("api")
         .max(1)
         .window(Duration::from_secs(60));
     let other = Rule::new()
         .prefix("top2:")
-        .name("other")
+        .policy("other")
         .max(1)
         .window(Duration::from_secs(60));
     for (node, key, calls) in [
@@ -434,7 +434,7 @@ async fn the_admin_api_answers_its_token_alone_in_json() {
     let at = serve_admin(limiter.clone(), TOKEN).await;
     let rule = Rule::new()
         .prefix("rate_limit:emp:")
-        .name("employee")
+        .policy("employee")
         .max(2);
     for _ in 0..5 {
         limiter.check(&rule, "1001").await;
@@ -536,7 +536,7 @@ async fn the_admin_api_answers_its_token_alone_in_json() {
     let (_, list) = api(at, "GET", "/admin/api/overrides", None).await;
     assert_eq!(
         list,
-        serde_json::json!([{ "policy": "employee", "prefix": "rate_limit:emp:", "key": "1001", "max": 10, "window_ms": null, "reserve": null }])
+        serde_json::json!([{ "policy": "employee", "prefix": "rate_limit:emp:", "key": "1001", "pattern": null, "max": 10, "window_ms": null, "reserve": null }])
     );
     assert!(limiter.check(&rule, "1001").await.allowed);
     let bad = serde_json::json!({ "prefix": "rate_limit:emp:", "max": -1 });
@@ -584,7 +584,7 @@ async fn the_most_limited_keys_on_a_cluster() {
     let (a, b) = (node(), node());
     let rule = Rule::new()
         .prefix("ctop:")
-        .name("c")
+        .policy("c")
         .max(1)
         .window(Duration::from_secs(60));
     for (node, key) in [(&a, "x"), (&a, "x"), (&b, "x"), (&b, "y"), (&b, "y")] {
@@ -674,7 +674,7 @@ async fn awkward_keys_come_out_of_the_admin_api_as_written() {
     let at = serve_admin(here.clone(), TOKEN).await;
     let rule = Rule::new()
         .prefix("awkward:")
-        .name("awkward")
+        .policy("awkward")
         .max(1)
         .window(Duration::from_secs(600));
     // 16 calls a key in a row on each node: a node's tally puts every 16th decision's key among the busiest

@@ -204,7 +204,7 @@ async fn ban_and_unban(server: Option<&RedisServer>) {
     let (a, b) = nodes(server, &clock);
     let rule = Rule::new()
         .prefix("pen:ban:")
-        .name("logins")
+        .policy("logins")
         .max(5)
         .window(60 * SECOND)
         .penalty(Penalty::fixed(10 * SECOND));
@@ -484,7 +484,7 @@ async fn a_ban_on_any_limit(server: Option<&RedisServer>) {
     let (a, b) = nodes(server, &clock);
     let search = Rule::new()
         .prefix("pen:any:")
-        .name("search")
+        .policy("search")
         .max(100)
         .window(60 * SECOND);
     assert!(b.check(&search, "eve").await.allowed);

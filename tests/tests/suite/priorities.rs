@@ -618,7 +618,7 @@ async fn the_layer_takes_the_priority_from_a_header() {
     let limiter = server.limiter();
     let rule = Rule::new()
         .prefix("api:")
-        .name("api")
+        .policy("api")
         .max(10)
         .window(Duration::from_secs(60))
         .reserve(Priority::Critical, 20)

@@ -34,7 +34,7 @@ async fn handler() -> String {
 async fn serve(limiter: &Limiter) -> SocketAddr {
     let layer = RateLimitLayer::new(
         limiter,
-        [Rule::new().prefix("layer:").name("layer").max(100)],
+        [Rule::new().prefix("layer:").policy("layer").max(100)],
         Key::route(),
     );
     let app = Router::new().route("/work", get(handler)).layer(layer);

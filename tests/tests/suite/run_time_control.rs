@@ -430,7 +430,7 @@ async fn an_override_names_its_policy_by_name_from_any_node() {
     let (a, b) = (server.limiter(), server.limiter());
     let rule = Rule::new()
         .prefix("rate_limit:emp:")
-        .name("employees")
+        .policy("employees")
         .max(5)
         .window(Duration::from_secs(60));
     assert!(a.check(&rule, "warm").await.allowed);

@@ -9,8 +9,8 @@ use limiter_runtime::{rate_limit, Algorithm, FakeClock, Limiter, RateLimited, Re
 use tests::{RedisCluster, RedisServer, ALGORITHMS};
 
 // A burst of 3 a second and 5 a minute.
-#[rate_limit(prefix = "a:", name = "burst", key = user, max = 3, window = 1)]
-#[rate_limit(prefix = "b:", name = "minute", key = user, max = 5, window = 60)]
+#[rate_limit(prefix = "a:", policy = "burst", key = user, max = 3, window = 1)]
+#[rate_limit(prefix = "b:", policy = "minute", key = user, max = 5, window = 60)]
 async fn call(user: &str, runs: &AtomicUsize) -> Result<(), RateLimited> {
     runs.fetch_add(1, Ordering::SeqCst);
     Ok(())
@@ -70,7 +70,7 @@ async fn a_burst_and_a_quota_on_redis() {
 fn rule(prefix: &str, name: &'static str, algorithm: Algorithm, max: u64, wait: bool) -> Rule {
     let rule = Rule::new()
         .prefix(prefix.to_owned())
-        .name(name)
+        .policy(name)
         .algorithm(algorithm)
         .max(max)
         .window(Duration::from_secs(3_600));

@@ -42,7 +42,7 @@ fn streamed(mut open: watch::Receiver<bool>) -> Body {
 }
 
 /// At most two feeds of a tenant streaming at once.
-#[rate_limit(prefix = "feed:", name = "feeds", key = tenant, in_flight = 2)]
+#[rate_limit(prefix = "feed:", policy = "feeds", key = tenant, in_flight = 2)]
 async fn feed(
     Path(tenant): Path<String>,
     State(open): State<watch::Receiver<bool>>,
@@ -51,7 +51,7 @@ async fn feed(
 }
 
 /// The same, returning the response alone: a refusal is a response too.
-#[rate_limit(prefix = "bare:", name = "bare-feeds", key = tenant, in_flight = 1)]
+#[rate_limit(prefix = "bare:", policy = "bare-feeds", key = tenant, in_flight = 1)]
 async fn bare_feed(
     Path(tenant): Path<String>,
     State(open): State<watch::Receiver<bool>>,
@@ -240,7 +240,7 @@ async fn the_layer_holds_its_permit_until_the_last_chunk() {
         let (close, open) = watch::channel(true);
         let rule = Rule::new()
             .prefix("layer:feed:")
-            .name("streams")
+            .policy("streams")
             .in_flight(1);
         let app = Router::new()
             .route("/feed", get(plain_feed))
@@ -280,7 +280,7 @@ async fn the_layer_holds_its_permit_until_the_last_chunk() {
 /// Once an hour for everybody.
 #[rate_limit(
     prefix = "once:",
-    name = "once",
+    policy = "once",
     max = 1,
     window = "1h",
     message = "once an hour"
@@ -308,7 +308,7 @@ impl IntoResponse for AppError {
     }
 }
 
-#[rate_limit(prefix = "wrapped:", name = "wrapped", max = 1, window = "1h")]
+#[rate_limit(prefix = "wrapped:", policy = "wrapped", max = 1, window = "1h")]
 async fn wrapped() -> Result<&'static str, AppError> {
     Ok("done")
 }
@@ -320,7 +320,7 @@ async fn behind_the_layer_a_handlers_refusal_is_a_problem_when_asked_for() {
     let limiter = Limiter::in_memory();
     let per_client = Rule::new()
         .prefix("format:client:")
-        .name("per-client")
+        .policy("per-client")
         .max(100);
     let app = Router::new()
         .route("/once", get(once))

@@ -24,7 +24,7 @@ use tests::RedisServer;
 fn rule(prefix: &str, name: &'static str, max: u64) -> Rule {
     Rule::new()
         .prefix(prefix.to_owned())
-        .name(name)
+        .policy(name)
         .max(max)
         .window(Duration::from_secs(3_600))
 }
@@ -437,7 +437,7 @@ async fn retry_after_is_never_earlier_than_a_refusing_policys_t() {
     let bucket = |prefix: &str, name: &'static str, secs: u64| {
         Rule::new()
             .prefix(prefix.to_owned())
-            .name(name)
+            .policy(name)
             .algorithm(Algorithm::TokenBucket)
             .max(3)
             .window(Duration::from_secs(secs))
@@ -456,7 +456,7 @@ async fn retry_after_is_never_earlier_than_a_refusing_policys_t() {
     assert!(retry_after(&refused) <= 100, "{refused:?}");
 }
 
-#[rate_limit(prefix = "handler:", name = "per-thing", key = id, max = 5, window = 10)]
+#[rate_limit(prefix = "handler:", policy = "per-thing", key = id, max = 5, window = 10)]
 async fn thing(Path(id): Path<String>) -> Result<String, RateLimited> {
     Ok(id)
 }
@@ -570,7 +570,7 @@ async fn the_handlers_decisions_join_the_layers_on_redis() {
     the_handlers_decisions_join_the_layers(server.limiter()).await;
 }
 
-#[rate_limit(prefix = "skippable:", name = "skippable", max = 5, skip_if = admin == "yes")]
+#[rate_limit(prefix = "skippable:", policy = "skippable", max = 5, skip_if = admin == "yes")]
 async fn skippable(Path(admin): Path<String>) -> Result<String, RateLimited> {
     Ok(admin)
 }
@@ -682,7 +682,7 @@ async fn a_client_accepting_problem_json_gets_a_quota_exceeded_problem() {
     assert!(retry_after(&refused) >= member(&quota(&refused).1, "per-client").get("t"));
 }
 
-#[rate_limit(prefix = "big:", name = "big", max = 10, cost = units)]
+#[rate_limit(prefix = "big:", policy = "big", max = 10, cost = units)]
 async fn weighed(Path(units): Path<u64>) -> Result<String, RateLimited> {
     Ok(units.to_string())
 }
@@ -714,7 +714,7 @@ async fn a_call_no_wait_admits_is_a_413_without_retry_after() {
     assert_eq!(policies(&policy), ["per-client", "big"]);
 }
 
-#[rate_limit(prefix = "login:", name = "login", max = 5, count = failures)]
+#[rate_limit(prefix = "login:", policy = "login", max = 5, count = failures)]
 async fn login() -> Result<&'static str, RateLimited> {
     Ok("welcome")
 }
@@ -780,7 +780,7 @@ async fn a_penalty_retry_after_is_when_the_limit_admits_again() {
     let limiter = Limiter::builder().clock(clock.clone()).build().unwrap();
     let login = Rule::new()
         .prefix("login:")
-        .name("login")
+        .policy("login")
         .max(1)
         .window(Duration::from_secs(60))
         .penalty(limiter_runtime::Penalty::escalating(

@@ -64,7 +64,7 @@ fn zeros(prefix: &str) -> Vec<Zero> {
 fn beside(prefix: &str) -> Rule {
     Rule::new()
         .prefix(format!("{prefix}beside:"))
-        .name("beside")
+        .policy("beside")
         .max(100)
         .window(Duration::from_secs(60))
 }
@@ -292,7 +292,7 @@ async fn a_shadow_limit_of_zero_reports_and_the_switch_and_overrides_apply() {
 }
 
 /// An annotated function that leaves `max` to the limiter's defaults.
-#[limiter_runtime::rate_limit(prefix = "attribute:zero:", name = "defaulted", key = id)]
+#[limiter_runtime::rate_limit(prefix = "attribute:zero:", policy = "defaulted", key = id)]
 async fn defaulted(id: &str) -> Result<(), RateLimited> {
     let _ = id;
     Ok(())
@@ -324,7 +324,7 @@ async fn hello() -> &'static str {
 #[tokio::test]
 async fn the_layer_answers_a_limit_of_zero_with_a_500() {
     let limiter = Limiter::in_memory();
-    let zero = Rule::new().prefix("layer:zero:").name("zero").max(0);
+    let zero = Rule::new().prefix("layer:zero:").policy("zero").max(0);
     let other = beside("layer:");
     let app = Router::new()
         .route("/hello", get(hello))

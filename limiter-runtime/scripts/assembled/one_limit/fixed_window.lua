@@ -17,9 +17,10 @@
 --   it names nothing), in turn
 --
 -- Returns now (us) when the key held nothing before the first call and every call fitted; else {now us, the
--- state before the first call (see its algorithm's `first` and `second`), then, for each call the sliding log
--- refused, the score of the member whose leaving would admit it ("" when its cost is above max) and the
--- newest member's}.
+-- state before the first call (see its algorithm's `first` and `second`; `first` is -1 when the key held
+-- another algorithm's state, dropped: the key started afresh), then, for each call the sliding log refused,
+-- the score of the member whose leaving would admit it ("" when its cost is above max) and the newest
+-- member's}.
 --
 -- By hand (one call on a token bucket of 5 per 10 s, as assembled):
 --   redis-cli --eval limiter-runtime/scripts/assembled/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
@@ -43,13 +44,47 @@ if not max then
   max, kept = string.match(max_kept, '^(%d+)/(%d+)$')
   max, kept = tonumber(max), tonumber(kept)
 end
+-- A hash of another algorithm's (a calendar's: its w, a period's end, is after now, where a window's index
+-- never is) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of another
+-- type holding another algorithm's state (other.lua). One counted in another length (a changed window)
+-- moves its count into now's window while its own is still current. A hash an older version wrote has no
+-- d: it is read as counted in this length.
+local afresh = false
 local period = string.format('%d', math.floor(now / window))
 local ends = (tonumber(period) + 1) * window
-local state = redis.call('HMGET', key, 'w', 'n')
--- `first`, the window's count (0 when the hash holds another window's); `count`, as the calls leave it.
-local open = state[1] == period
+local state = redis.pcall('HMGET', key, 'w', 'n', 'd')
+local open, moved, stamp = false, false, window
+if state.err then
+  local wrong = state
+  local kind, theirs = redis.call('TYPE', key).ok, false
+  if kind == 'string' then
+    local text = redis.call('GET', key)
+    theirs = string.match(text, '^%d+:%d+:%d+')
+  elseif kind == 'hash' then
+    local held = redis.call('HMGET', key, 'w', 'n')
+    theirs = tonumber(held[1]) and tonumber(held[2])
+  elseif kind == 'zset' then
+    local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+    theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+  end
+  if theirs then
+    redis.call('DEL', key)
+    afresh = true
+  end
+  if not afresh then error(wrong) end
+  state = {}
+elseif state[1] and not state[3] and tonumber(state[1]) > now then
+  redis.call('DEL', key)
+  state, afresh = {}, true
+elseif state[3] and tonumber(state[3]) ~= window then
+  moved = (tonumber(state[1]) + 1) * tonumber(state[3]) > now and tonumber(state[2]) > 0
+else
+  open = state[1] == period
+end
+-- `first`, the window's count (0 when the hash holds another window's, and none moved); `count`, as the calls
+-- leave it.
 local first = 0
-if open then first = tonumber(state[2]) end
+if open or moved then first = tonumber(state[2]) end
 local count, second = first, nil
 local notes
 local last, c = #ARGV, 4
@@ -67,18 +102,24 @@ while c <= last do
   else
   end
 end
--- The expiry is set once, when the window opens.
-if count > first then
+-- The expiry is set once, when the window opens (or a count moves into it, even if no call is charged).
+if count > first or moved then
   if open then
     redis.call('HINCRBY', key, 'n', count - first)
+  elseif stamp then
+    redis.call('HSET', key, 'w', period, 'n', count, 'd', stamp)
   else
     redis.call('HSET', key, 'w', period, 'n', count)
+  end
+  if not open then
     local ttl = math.ceil((ends - now) / 1000)
     if ttl < min_ttl then ttl = min_ttl end
     redis.call('PEXPIRE', key, ttl)
   end
 end
-if first == 0 and not second and not notes then return now end
+if first == 0 and not second and not notes and not afresh then return now end
+-- A key the read found another algorithm's state in, and dropped, answers its state as -1: empty, told.
+if afresh then first = -1 end
 local reply = {now, first}
 if second then reply[3] = second end
 if notes then

@@ -17,9 +17,10 @@
 --   it names nothing), in turn
 --
 -- Returns now (us) when the key held nothing before the first call and every call fitted; else {now us, the
--- state before the first call (see its algorithm's `first` and `second`), then, for each call the sliding log
--- refused, the score of the member whose leaving would admit it ("" when its cost is above max) and the
--- newest member's}.
+-- state before the first call (see its algorithm's `first` and `second`; `first` is -1 when the key held
+-- another algorithm's state, dropped: the key started afresh), then, for each call the sliding log refused,
+-- the score of the member whose leaving would admit it ("" when its cost is above max) and the newest
+-- member's}.
 --
 -- By hand (one call on a token bucket of 5 per 10 s, as assembled):
 --   redis-cli --eval limiter-runtime/scripts/assembled/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
@@ -43,9 +44,31 @@ if not max then
   max, kept = string.match(max_kept, '^(%d+)/(%d+)$')
   max, kept = tonumber(max), tonumber(kept)
 end
--- `first`, the permits held (those that expired are not).
-local first = redis.call('ZCARD', key)
-if first > 0 then first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+-- `first`, the permits held (those that expired are not). A key of another type holding another
+-- algorithm's state is dropped (other.lua).
+local first, afresh = redis.pcall('ZCARD', key), false
+if type(first) ~= 'number' then
+  local wrong = first
+  local kind, theirs = redis.call('TYPE', key).ok, false
+  if kind == 'string' then
+    local text = redis.call('GET', key)
+    theirs = string.match(text, '^%d+:%d+:%d+')
+  elseif kind == 'hash' then
+    local held = redis.call('HMGET', key, 'w', 'n')
+    theirs = tonumber(held[1]) and tonumber(held[2])
+  elseif kind == 'zset' then
+    local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+    theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+  end
+  if theirs then
+    redis.call('DEL', key)
+    afresh = true
+  end
+  if not afresh then error(wrong) end
+  first = 0
+elseif first > 0 then
+  first = first - redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+end
 local held, second = first, nil
 local notes
 local last, c = #ARGV, 4
@@ -70,7 +93,9 @@ if held > first then
   if ms < min_ttl then ms = min_ttl end
   redis.call('PEXPIRE', key, ms)
 end
-if first == 0 and not second and not notes then return now end
+if first == 0 and not second and not notes and not afresh then return now end
+-- A key the read found another algorithm's state in, and dropped, answers its state as -1: empty, told.
+if afresh then first = -1 end
 local reply = {now, first}
 if second then reply[3] = second end
 if notes then

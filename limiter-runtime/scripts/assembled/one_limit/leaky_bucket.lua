@@ -17,9 +17,10 @@
 --   it names nothing), in turn
 --
 -- Returns now (us) when the key held nothing before the first call and every call fitted; else {now us, the
--- state before the first call (see its algorithm's `first` and `second`), then, for each call the sliding log
--- refused, the score of the member whose leaving would admit it ("" when its cost is above max) and the
--- newest member's}.
+-- state before the first call (see its algorithm's `first` and `second`; `first` is -1 when the key held
+-- another algorithm's state, dropped: the key started afresh), then, for each call the sliding log refused,
+-- the score of the member whose leaving would admit it ("" when its cost is above max) and the newest
+-- member's}.
 --
 -- By hand (one call on a token bucket of 5 per 10 s, as assembled):
 --   redis-cli --eval limiter-runtime/scripts/assembled/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
@@ -43,18 +44,74 @@ if not max then
   max, kept = string.match(max_kept, '^(%d+)/(%d+)$')
   max, kept = tonumber(max), tonumber(kept)
 end
+-- The max wait, and how the line carries over when the terms change (`depth`: the wait, then "a" when as
+-- is, "n" when not carried: a line to an upstream, which the rate its fleet learned re-spaces). Carried over
+-- (twin: src/algorithm/carry.rs, which computes in doubles alike): the slots queued stay queued, spaced
+-- anew, rounded up to the queue's grain; or, as is, the line ends where it ended, so that every call
+-- admitted keeps its slot. The wait is a call's patience, not the line's: its terms leave it out.
+local afresh = false
+local deep, carry = tonumber(depth), ''
+if not deep then
+  deep, carry = string.match(depth, '^(%d+)(%a)$')
+  deep = tonumber(deep)
+end
+local tag = string.format('@l%d,%d,0', window, max)
 -- `first`, how far the queue reaches past now (us x max; 0 when empty); `second`, its run "<s>:<g>" when
--- not empty; `queued`, where it ends as the calls leave it.
+-- not empty; `queued`, where it ends as the calls leave it. The algorithm's read sets `tag` first (this
+-- call's terms, as the queue keeps them) and `carry` (how its level carries over: "" proportional, "a" as
+-- is, "n" not at all). Another algorithm's state is dropped: the key starts afresh (`afresh`, which the
+-- client tells): the other bucket's queue (its letter), a sliding window's counts (a string of three
+-- numbers), a key of another type holding one (other.lua); any other string reads as nothing, as ever. A
+-- queue charged under other terms leaves them in `was` ({window, max, burst}) and `first` at 0, for the
+-- algorithm's read to carry its level over (`moved`, written at `write`), unless it is not carried: then
+-- it is read as charged under this call's.
 local state = redis.pcall('GET', key)
-local first, t, f, run, gaps = 0, nil, nil, nil, ''
-if type(state) == 'string' then
-  t, f, run, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(.*)$')
-  t = tonumber(t)
-  if run and t >= now then first = (t - now) * max + tonumber(f) end
+local first, t, f, run, terms, gaps, was, moved = 0, nil, nil, nil, '', '', nil, false
+if type(state) == 'table' then
+  local wrong = state
+  local kind, theirs = redis.call('TYPE', key).ok, false
+  if kind == 'string' then
+    local text = redis.call('GET', key)
+    theirs = string.match(text, '^%d+:%d+:%d+')
+  elseif kind == 'hash' then
+    local held = redis.call('HMGET', key, 'w', 'n')
+    theirs = tonumber(held[1]) and tonumber(held[2])
+  elseif kind == 'zset' then
+    local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+    theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+  end
+  if theirs then
+    redis.call('DEL', key)
+    afresh = true
+  end
+elseif state then
+  t, f, run, terms, gaps = string.match(state, '^(%d+):(%d+):(%d+:%d+)(@?[^|]*)(.*)$')
+  local other = t and terms ~= '' and string.sub(terms, 1, 2) ~= string.sub(tag, 1, 2)
+  if other or (not t and string.match(state, '^%d+:%d+:%d+/?%d*$')) then
+    redis.call('DEL', key)
+    afresh, t = true, nil
+  end
+end
+if t then
+  t, f = tonumber(t), tonumber(f)
+  if terms ~= tag and terms ~= '' and carry ~= 'n' then
+    local w0, m0, d0 = string.match(terms, '^@%a(%d+),(%d+),(%d+)$')
+    if w0 then was = {tonumber(w0), tonumber(m0), tonumber(d0)} end
+  end
+  if not was and t >= now then first = (t - now) * max + f end
 end
 local queued, second = first, nil
 if first > 0 then second = run end
-local limit = tonumber(depth) * max
+local limit = deep * max
+if was and t >= now and (t > now or f > 0) then
+  if carry == 'a' then
+    first = (t - now) * max + math.ceil(f * max / was[2])
+  else
+    first = math.ceil(((t - now) * was[2] + f) * window / was[1])
+  end
+  queued, moved, run, gaps = first, true, string.format('%d:0', now), ''
+  second = run
+end
 local notes
 local last, c = #ARGV, 4
 if last < 4 then last = 4 end
@@ -73,7 +130,7 @@ while c <= last do
 end
 -- The queue as the calls left it, with a time to live of its length: whole us past now, and ms up (exact:
 -- below 2^53, a float quotient never rounds across an integer).
-if queued > first then
+if queued > first or moved then
   local rest = queued % max
   local ahead = (queued - rest) / max
   local ttl = ahead
@@ -83,13 +140,15 @@ if queued > first then
   local queue
   if first == 0 then
     -- A queue that was empty starts a new run of charges, with nothing given back yet.
-    queue = string.format('%d:%d:%d:0', now + ahead, rest, now)
+    queue = string.format('%d:%d:%d:0', now + ahead, rest, now) .. tag
   else
-    queue = string.format('%d:%d:', now + ahead, rest) .. run .. gaps
+    queue = string.format('%d:%d:', now + ahead, rest) .. run .. tag .. gaps
   end
   redis.call('SET', key, queue, 'PX', ttl)
 end
-if first == 0 and not second and not notes then return now end
+if first == 0 and not second and not notes and not afresh then return now end
+-- A key the read found another algorithm's state in, and dropped, answers its state as -1: empty, told.
+if afresh then first = -1 end
 local reply = {now, first}
 if second then reply[3] = second end
 if notes then

@@ -17,9 +17,10 @@
 --   it names nothing), in turn
 --
 -- Returns now (us) when the key held nothing before the first call and every call fitted; else {now us, the
--- state before the first call (see its algorithm's `first` and `second`), then, for each call the sliding log
--- refused, the score of the member whose leaving would admit it ("" when its cost is above max) and the
--- newest member's}.
+-- state before the first call (see its algorithm's `first` and `second`; `first` is -1 when the key held
+-- another algorithm's state, dropped: the key started afresh), then, for each call the sliding log refused,
+-- the score of the member whose leaving would admit it ("" when its cost is above max) and the newest
+-- member's}.
 --
 -- By hand (one call on a token bucket of 5 per 10 s, as assembled):
 --   redis-cli --eval limiter-runtime/scripts/assembled/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
@@ -45,9 +46,30 @@ if not max then
 end
 -- `first`, the units in the window: ZCARD's members, those that left taken away; or, with "#", its units, less
 -- the weights of the members that left. `count`, as the calls leave it.
+-- A key of another type holding another algorithm's state is dropped (other.lua).
 local HEAVY = 4503599627370496
-local first, written, heavy, weighed = redis.call('ZCARD', key), nil, false, false
-if first > 0 then
+local first, written, heavy, weighed = redis.pcall('ZCARD', key), nil, false, false
+local afresh = false
+if type(first) ~= 'number' then
+  local wrong = first
+  local kind, theirs = redis.call('TYPE', key).ok, false
+  if kind == 'string' then
+    local text = redis.call('GET', key)
+    theirs = string.match(text, '^%d+:%d+:%d+')
+  elseif kind == 'hash' then
+    local held = redis.call('HMGET', key, 'w', 'n')
+    theirs = tonumber(held[1]) and tonumber(held[2])
+  elseif kind == 'zset' then
+    local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+    theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+  end
+  if theirs then
+    redis.call('DEL', key)
+    afresh = true
+  end
+  if not afresh then error(wrong) end
+  first = 0
+elseif first > 0 then
   written = tonumber(redis.call('ZSCORE', key, '#'))
   if not written then
     first = first - redis.call('ZREMRANGEBYSCORE', key, 0, now - window)
@@ -116,6 +138,13 @@ while c <= last do
     else
       local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
       notes[#notes + 1] = (newest[1] ~= '#' and newest[2]) or ''
+      if newest[1] and newest[1] ~= '#' then
+        -- The key lives while its newest member is in the window, as it is now: a window grown since that member
+        -- was written keeps it longer than its expiry then said (twin: the store's expiry, `reset_after`).
+        local ttl = math.ceil((tonumber(newest[2]) + window - now) / 1000)
+        if ttl < min_ttl then ttl = min_ttl end
+        redis.call('PEXPIRE', key, ttl)
+      end
     end
   end
 end
@@ -145,7 +174,9 @@ if count > first then
   if ttl < min_ttl then ttl = min_ttl end
   redis.call('PEXPIRE', key, ttl)
 end
-if first == 0 and not second and not notes then return now end
+if first == 0 and not second and not notes and not afresh then return now end
+-- A key the read found another algorithm's state in, and dropped, answers its state as -1: empty, told.
+if afresh then first = -1 end
 local reply = {now, first}
 if second then reply[3] = second end
 if notes then

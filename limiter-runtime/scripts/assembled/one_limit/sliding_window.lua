@@ -17,9 +17,10 @@
 --   it names nothing), in turn
 --
 -- Returns now (us) when the key held nothing before the first call and every call fitted; else {now us, the
--- state before the first call (see its algorithm's `first` and `second`), then, for each call the sliding log
--- refused, the score of the member whose leaving would admit it ("" when its cost is above max) and the
--- newest member's}.
+-- state before the first call (see its algorithm's `first` and `second`; `first` is -1 when the key held
+-- another algorithm's state, dropped: the key started afresh), then, for each call the sliding log refused,
+-- the score of the member whose leaving would admit it ("" when its cost is above max) and the newest
+-- member's}.
 --
 -- By hand (one call on a token bucket of 5 per 10 s, as assembled):
 --   redis-cli --eval limiter-runtime/scripts/assembled/one_limit/token_bucket.lua rate_limit:demo , 10000000 5 5
@@ -44,14 +45,51 @@ if not max then
   max, kept = tonumber(max), tonumber(kept)
 end
 -- `first`, the current window's count; `second`, the previous window's, when not 0. Weights are scaled by
--- `window` to stay integers: a unit of the current window weighs `window`.
+-- `window` to stay integers: a unit of the current window weighs `window`. A bucket's queue (a string of
+-- four numbers) is dropped: the key starts afresh (`afresh`, which the client tells); so is a key of
+-- another type holding another algorithm's state (other.lua); any other string reads as nothing, as ever.
+-- One counted in another length (a changed window) moves what it weighs now, in whole units rounded up,
+-- into now's window as its count (`moved`, written at `write`; twin: src/algorithm/carry.rs).
+local afresh, moved = false, false
 local index = math.floor(now / window)
 local state = redis.pcall('GET', key)
-local stored, counted, before
-if type(state) == 'string' then stored, counted, before = string.match(state, '^(%d+):(%d+):(%d+)$') end
-stored = tonumber(stored)
+local stored, counted, before, length
+if type(state) == 'table' then
+  local wrong = state
+  local kind, theirs = redis.call('TYPE', key).ok, false
+  if kind == 'string' then
+    local text = redis.call('GET', key)
+    theirs = string.match(text, '^%d+:%d+:%d+')
+  elseif kind == 'hash' then
+    local held = redis.call('HMGET', key, 'w', 'n')
+    theirs = tonumber(held[1]) and tonumber(held[2])
+  elseif kind == 'zset' then
+    local lowest = redis.call('ZRANGE', key, 0, 0)[1] or ''
+    theirs = lowest == '#' or string.match(lowest, '^' .. string.rep('%x', 16))
+  end
+  if theirs then
+    redis.call('DEL', key)
+    afresh = true
+  end
+elseif state then
+  stored, counted, before, length = string.match(state, '^(%d+):(%d+):(%d+)/?(%d*)$')
+  if not stored and string.match(state, '^%d+:%d+:%d+:%d+') then
+    redis.call('DEL', key)
+    afresh = true
+  end
+end
+stored, length = tonumber(stored), tonumber(length)
 local first, previous = 0, 0
-if stored == index then
+if length and length ~= window then
+  local since, weighed = math.max(now - stored * length, 0), 0
+  if since < length then
+    weighed = tonumber(before) * (length - since) + tonumber(counted) * length
+  elseif since < 2 * length then
+    weighed = tonumber(counted) * (2 * length - since)
+  end
+  first = math.ceil(weighed / length)
+  moved = first > 0
+elseif stored == index then
   first, previous = tonumber(counted), tonumber(before)
 elseif stored == index - 1 then
   previous = tonumber(counted)
@@ -76,13 +114,15 @@ while c <= last do
   else
   end
 end
-if current > first then
+if current > first or moved then
   -- The current window's count weighs until the next window ends.
   local ttl = math.ceil((2 * window - elapsed) / 1000)
   if ttl < min_ttl then ttl = min_ttl end
-  redis.call('SET', key, string.format('%d:%d:%d', index, current, previous), 'PX', ttl)
+  redis.call('SET', key, string.format('%d:%d:%d/%d', index, current, previous, window), 'PX', ttl)
 end
-if first == 0 and not second and not notes then return now end
+if first == 0 and not second and not notes and not afresh then return now end
+-- A key the read found another algorithm's state in, and dropped, answers its state as -1: empty, told.
+if afresh then first = -1 end
 local reply = {now, first}
 if second then reply[3] = second end
 if notes then

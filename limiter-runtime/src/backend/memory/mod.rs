@@ -143,7 +143,7 @@ impl MemoryStore {
             None => shard.decide_penalized(
                 (hash, key),
                 limit.algorithm,
-                (charge, limit.penalty),
+                (charge, limit.penalty, limit.carry),
                 now,
                 self.per_shard,
             ),
@@ -209,7 +209,7 @@ impl MemoryStore {
                 let limit = &limits[i];
                 if limit.preset.is_none() {
                     let key = (hashes[i], limit.key.parts());
-                    let charge = (&charges[i], limit.penalty);
+                    let charge = (&charges[i], limit.penalty, limit.carry);
                     outcomes[i] =
                         shard.decide_penalized(key, limit.algorithm, charge, now, self.per_shard);
                 }

@@ -1,6 +1,7 @@
 //! One shard of the in-memory store: its keys' states, decided and given back under the shard's lock, and
 //! forgotten when idle or, at the bound, closest to their expiry first.
 
+use crate::algorithm::carry::Level;
 use crate::algorithm::{Algorithm, Outcome, Receipt, State, Terms};
 use crate::key::KeyRef;
 use crate::penalty::Block;
@@ -41,18 +42,20 @@ impl Shard {
     /// its key's block when it has a `penalty`: refused while the block is in force, counting nothing; and a
     /// call the limit refuses (one it could admit some day) starts one. But an upstream's pause in force on a
     /// key whose algorithm waits it out ([`State::after_pause`]) refuses nothing itself: the call is decided
-    /// after it (a leaky bucket's slot lands after the pause), and a refusal then starts no block.
+    /// after it (a leaky bucket's slot lands after the pause), and a refusal then starts no block. The key's
+    /// state is carried over to the charge's terms first, a bucket's level by `carry` ([`State::carry`]).
     #[inline(always)]
     pub(super) fn decide_penalized(
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
-        (charge, penalty): (&Terms, Option<Penalty>),
+        (charge, penalty, carry): (&Terms, Option<Penalty>, Option<Level>),
         now: u64,
         most: usize,
     ) -> Outcome {
+        let asked = (charge, carry);
         let Some(penalty) = penalty else {
-            return self.decide((hash, key), algorithm, charge, now, most);
+            return self.decide_after((hash, key), algorithm, asked, now, most, None);
         };
         let kept = self.block((hash, key), now);
         let in_force = kept.and_then(|block| Some((block, block.remaining(now)?)));
@@ -63,7 +66,7 @@ impl Shard {
             }
             Some((_, left)) => return Outcome::denied(0, 0, 0).blocked(left),
         };
-        let outcome = self.decide_after((hash, key), algorithm, charge, now, most, paused);
+        let outcome = self.decide_after((hash, key), algorithm, asked, now, most, paused);
         if outcome.allowed
             || paused.is_some()
             || outcome.reserved
@@ -112,29 +115,16 @@ impl Shard {
         self.blocks.remove(hash, key).is_some()
     }
 
-    /// Decides a call of `charge` on `key` under `algorithm` at `now`, charging it if admitted; a shard holding
-    /// `most` keys makes room first.
-    #[inline(always)]
-    pub(super) fn decide(
-        &mut self,
-        key: (KeyHash, KeyRef<'_>),
-        algorithm: Algorithm,
-        charge: &Terms,
-        now: u64,
-        most: usize,
-    ) -> Outcome {
-        self.decide_after(key, algorithm, charge, now, most, None)
-    }
-
-    /// Decides as [`decide`](Shard::decide) does, after an upstream's pause that ends at `paused` (µs), when
-    /// one is in force and the algorithm waits it out: the state is moved by it first ([`State::after_pause`]),
-    /// and kept moved even if the call is refused.
+    /// Decides a call of `charge` on `key` under `algorithm` at `now`, charging it if admitted, its state carried
+    /// over to the charge's terms first (a bucket's level by `carry`), and, after an upstream's pause that ends
+    /// at `paused` (µs), when one is in force and the algorithm waits it out, moved by it ([`State::after_pause`],
+    /// kept moved even if the call is refused); a shard holding `most` keys makes room first.
     #[inline(always)]
     fn decide_after(
         &mut self,
         (hash, key): (KeyHash, KeyRef<'_>),
         algorithm: Algorithm,
-        charge: &Terms,
+        (charge, carry): (&Terms, Option<Level>),
         now: u64,
         most: usize,
         paused: Option<u64>,
@@ -146,10 +136,15 @@ impl Shard {
             state: State::new(algorithm),
             expires_at: 0,
         });
-        // An expired entry, or one kept by another algorithm under the same key, starts afresh.
-        if entry.expires_at <= now || entry.state.algorithm() != algorithm {
+        // An expired entry starts afresh; so does one another algorithm kept under the same key (its limit's
+        // algorithm changed), told.
+        if entry.expires_at <= now {
+            entry.state = State::new(algorithm);
+        } else if entry.state.algorithm() != algorithm {
+            crate::observe::started_afresh(key.prefix, algorithm);
             entry.state = State::new(algorithm);
         }
+        entry.state.carry(now, charge, carry);
         if let Some(until) = paused {
             entry.state.after_pause(now, until, charge.max);
         }

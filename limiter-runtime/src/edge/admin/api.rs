@@ -161,10 +161,37 @@ pub(super) async fn nodes(State(door): State<Door>) -> Response {
                 "degraded": n.degraded,
                 "enabled": n.enabled,
                 "seen_ms_ago": ms(n.seen_ago),
+                "limits": n.limits,
+                "limits_refused": n.limits_refused,
             })
         })
         .collect();
     fresh(Value::Array(nodes))
+}
+
+/// Answers `GET /api/limits`: this node's limits file, `{"version", "refused"}`.
+pub(super) async fn limits(State(door): State<Door>) -> Response {
+    let (version, refused) = door.limiter.limits_version();
+    fresh(json!({ "version": version, "refused": refused }))
+}
+
+/// Answers `PUT /api/limits`: the body, a limits file's text, put in force on every node
+/// ([`Limiter::push_limits`](crate::Limiter::push_limits)); 400 for a file that is refused (nothing changed), 503 when Redis did not take it.
+pub(super) async fn push_limits(State(door): State<Door>, body: Bytes) -> Response {
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the body is not UTF-8 text: a limits file is TOML",
+        );
+    };
+    match door.limiter.push_limits(text).await {
+        Ok(version) => {
+            let answer = fresh(json!({ "version": version }));
+            changed(answer, format!("the limits file, version {version}"))
+        }
+        Err(e @ Error::Limits(_)) => error(StatusCode::BAD_REQUEST, e),
+        Err(e) => error(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
 }
 
 /// Answers `GET /api/overrides`: each with its policy's name, when a node has reported the policy.
@@ -182,7 +209,8 @@ pub(super) async fn overrides(State(door): State<Door>) -> Response {
             json!({
                 "policy": name_of(o.target_prefix()),
                 "prefix": o.target_prefix(),
-                "key": o.target_key(),
+                "key": o.single_key(),
+                "pattern": o.is_pattern().then(|| o.target_key()),
                 "max": o.max_value(),
                 "window_ms": o.window_value().map(ms),
                 "reserve": o.reserve_value(),
@@ -197,13 +225,22 @@ pub(super) fn json(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))
 }
 
-/// Returns the override a request's body names: `{"policy", "key"}`, the policy by its name or its prefix
-/// (`"prefix"` is still read for `"policy"`); else why not.
+/// Returns the override a request's body names: `{"policy", "key"}` or `{"policy", "pattern"}`, the policy by its
+/// name or its prefix (`"prefix"` is still read for `"policy"`); else why not.
 fn target(body: &Value) -> Result<Override, String> {
     let policy = match body.get("policy").or_else(|| body.get("prefix")) {
         Some(Value::String(policy)) if !policy.is_empty() => policy,
         _ => return Err("policy is a non-empty string: a policy's name or its prefix".into()),
     };
+    if let Some(pattern) = body.get("pattern").filter(|p| !p.is_null()) {
+        return match (pattern, body.get("key")) {
+            (Value::String(pattern), None | Some(Value::Null)) => {
+                Ok(Override::pattern(policy.as_str(), pattern))
+            }
+            (Value::String(_), _) => Err("an override names a key or a pattern, not both".into()),
+            _ => Err("pattern is a string: the start of its keys and `*` (\"acme*\")".into()),
+        };
+    }
     Ok(match body.get("key") {
         None | Some(Value::Null) => Override::policy(policy.as_str()),
         Some(Value::String(key)) => Override::key(policy.as_str(), key),
@@ -290,6 +327,7 @@ async fn policy_prefix(door: &Door, named: &str) -> Result<String, Response> {
 /// Describes an override as the record tells it: `the override of key "42" of prefix "rate_limit:emp:": max 1`.
 fn described(o: &Override) -> String {
     let target = match o.target_key() {
+        Some(keys) if o.is_pattern() => format!("keys {keys:?} of prefix {:?}", o.target_prefix()),
         Some(key) => format!("key {key:?} of prefix {:?}", o.target_prefix()),
         None => format!("every key of prefix {:?}", o.target_prefix()),
     };

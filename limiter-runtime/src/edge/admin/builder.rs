@@ -40,7 +40,7 @@ pub struct Builder {
 fn failed_tokens() -> Rule {
     Rule::new()
         .prefix("limiter:admin:failed-tokens:")
-        .name("admin-failed-tokens")
+        .policy("admin-failed-tokens")
         .algorithm(Algorithm::SlidingLog)
         .max(5)
         .window(Duration::from_secs(60))

@@ -86,6 +86,7 @@ impl Door {
                     .delete(api::clear_override),
             )
             .route("/switch", get(api::switch).put(api::set_switch))
+            .route("/limits", get(api::limits).put(api::push_limits))
             .route("/bans", get(bans::bans).put(bans::ban).delete(bans::unban))
             .route("/changes", get(api::changes))
             .route("/role", get(api::role));

@@ -17,7 +17,8 @@
 //! | `GET /api/policies` | `[{"policy", "prefix", "decided_per_s", "refused_per_s", "decided", "refused", "busiest": [{"key", "decided"}]}]`, for the whole service |
 //! | `GET /api/top?n=10` | the most refused keys over the last minute, `[{"policy", "key", "refused"}]`, highest first (n at most 100) |
 //! | `GET /api/inspect?policy=P&key=K` | a key's state ([`Limiter::inspect`]), `{"policy", "key", "limit", "window_ms", "used", "remaining", "retry_after_ms", "reset_after_ms", "in_flight", "deny_cached", "blocked_ms", "banned", "offences", "ceilings"}` (`ceilings`: `[{"priority", "ceiling", "remaining"}]`, from the highest priority, when the rule keeps shares for the higher ones); under the policy as the node that decided it counts it (this one, or another, from its report through Redis); 404 for a policy no node has used |
-//! | `GET /api/nodes` | `[{"node", "this", "store", "redis", "degraded", "enabled", "seen_ms_ago"}]` |
+//! | `GET /api/nodes` | `[{"node", "this", "store", "redis", "degraded", "enabled", "seen_ms_ago", "limits", "limits_refused"}]` (`limits`: the version of the limits file in force there, null for none; `limits_refused`: why the last one offered to it was refused) |
+//! | `GET`, `PUT /api/limits` | this node's limits file, `{"version", "refused"}`; `PUT` a limits file's text (TOML, the body) in force on every node ([`Limiter::push_limits`]): `{"version"}`, 400 with the file's line and column for a file that is refused (nothing changes anywhere), 503 when Redis does not take it |
 //! | `GET`, `PUT`, `DELETE /api/overrides` | the overrides in force, `[{"policy", "prefix", "key", "max", "window_ms", "reserve"}]` (`policy` null when no node has reported the prefix's policy); `PUT` one (`{"policy", "key", "max", "window_ms", "reserve"}`: `policy` a policy's name or its prefix, as everywhere in this API (`prefix` is read for it too); `key` null or absent for every key of the policy; `max`, `window_ms` or `reserve` (`"critical 20%, high 30%"`, the shares kept for the higher priorities) null or absent for the limit's own, not all; each at least 1, as on the attribute; 404 for a policy no node has used, as for bans: a typo would set an override no limit reads, and [`Limiter::set_override`] sets one ahead of any use), `DELETE` one (`{"policy", "key"}`) |
 //! | `GET`, `PUT`, `DELETE /api/bans` | the blocks in force ([`Limiter::bans`]), `[{"policy", "prefix", "key", "remaining_ms", "banned", "offences"}]` (`?policy=P` for one); `PUT` a ban (`{"policy", "key", "duration_ms"}`, on every node: [`Limiter::ban`], under any policy; 404 for a policy no node has used), `DELETE` one, or a penalty's block (`{"policy", "key"}`; answers `{"lifted": bool}`) |
 //! | `GET`, `PUT /api/switch` | `{"enabled": true}`: limiting on or off for every node ([`Limiter::set_enabled`]) |
@@ -37,7 +38,7 @@
 //!   ([`Builder::failed_tokens`]), and every request from it, the right token's and the page's too, is
 //!   answered 429 with `Retry-After`. Other addresses are served. The address is the peer's, or where
 //!   [`Builder::client`] finds it behind proxies; without one, one key shared by all such requests.
-//! - **Every change on the record.** Each override, switch, ban and unban made through the door is a
+//! - **Every change on the record.** Each override, switch, ban, unban and limits file pushed through the door is a
 //!   `tracing` event at `info` (fields `role`, `client`, `change`) and an entry under `/api/changes`.
 //!
 //! Errors are `{"error": "..."}`, a sentence saying what is wrong (400 for a bad input). Keys are shown as

@@ -10,11 +10,11 @@ use tower_layer::Layer;
 use super::{Key, RateLimitService};
 use std::borrow::Borrow;
 
-use crate::call::{Ask, RuleRef};
+use crate::call::Ask;
 use crate::key::StoreKey;
 use crate::limiter::current;
 use crate::observe::Notice;
-use crate::{Algorithm, Limiter, Permit, Priority, RateLimited, Rule};
+use crate::{Algorithm, Limit, Limiter, Permit, Priority, RateLimited, Rule};
 
 /// A tower [`Layer`] that limits each request under one or more rules, its key taken from the request.
 ///
@@ -49,8 +49,8 @@ pub struct RateLimitLayer {
 #[derive(Clone)]
 pub(super) struct Config {
     limiter: Limiter,
-    /// The rules, resolved once against the limiter's defaults, every part set.
-    rules: Vec<Rule>,
+    /// The rules, resolved against the limiter's defaults (once, and again when its limits file is reloaded).
+    rules: Vec<Limit>,
     key: Key,
     unidentified: Unidentified,
     /// When a request the key found nothing in was last told of (at most once a minute).
@@ -59,10 +59,15 @@ pub(super) struct Config {
     pub(super) scoped: bool,
     /// What a request's priority is (`Normal` for every request, unless set).
     priority: Option<PriorityOf>,
+    /// Which plan a request is on (none for every request, unless set).
+    plan: Option<PlanOf>,
 }
 
 /// A function of a request that says how much it matters.
 type PriorityOf = Arc<dyn Fn(&Parts) -> Priority + Send + Sync>;
+
+/// A function of a request that names its plan.
+type PlanOf = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
 
 /// The key every request shares that has no key and no peer address: the server did not record its peers'
 /// addresses (axum's `serve` without `into_make_service_with_connect_info`).
@@ -85,16 +90,15 @@ impl RateLimitLayer {
     ///
     /// Each rule is resolved once, here, against the limiter's defaults (as [`Limiter::resolve`] does); the
     /// limiter's run-time overrides and switches apply on every request. Give each rule its own prefix, and
-    /// a [`name`](Rule::name) for the quota headers.
+    /// a [`policy`](Rule::policy) name for the quota headers.
     pub fn new(
         limiter: &Limiter,
         rules: impl IntoIterator<Item = impl Borrow<Rule>>,
         key: Key,
     ) -> Self {
-        let defaults = &limiter.pipeline.defaults;
         let rules = rules
             .into_iter()
-            .map(|rule| defaults.resolve(rule.borrow(), "").completed())
+            .map(|rule| limiter.resolve(rule.borrow()))
             .collect();
         current::layered(limiter);
         RateLimitLayer {
@@ -106,6 +110,7 @@ impl RateLimitLayer {
                 told: Arc::default(),
                 scoped: true,
                 priority: None,
+                plan: None,
             }),
         }
     }
@@ -154,6 +159,30 @@ impl RateLimitLayer {
         self
     }
 
+    /// Names each request's plan ([`Plan`](crate::Plan)), from its head (an extension an authentication layer
+    /// set, a header): each value the plan of that name sets, of a rule's plans, replaces the rule's for the
+    /// request (see [`Request::plan`](crate::Request::plan)); `None` leaves it on the rule's own values. The
+    /// quota fields name the plan (`plan="pro"`).
+    ///
+    /// ```
+    /// use limiter_runtime::tower::{Key, RateLimitLayer};
+    /// use limiter_runtime::{Limiter, Plan, Rule};
+    ///
+    /// #[derive(Clone)]
+    /// struct Tenant {
+    ///     plan: String,
+    /// }
+    ///
+    /// let rule = Rule::new().prefix("api:").max(100).plan("pro", Plan::new().max(1_000));
+    /// let layer = RateLimitLayer::new(&Limiter::in_memory(), [rule], Key::header("x-api-key"))
+    ///     .plan(|request| request.extensions.get::<Tenant>().map(|tenant| tenant.plan.clone()));
+    /// # let _ = layer;
+    /// ```
+    pub fn plan(mut self, plan: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> Self {
+        Arc::make_mut(&mut self.config).plan = Some(Arc::new(plan));
+        self
+    }
+
     /// Lets every request the [`Key`] finds nothing in through, unlimited, instead of counting it under its
     /// peer's address (the default). Each is still counted in the metric
     /// `limiter_unidentified_requests_total` (`outcome = "passed"`) and told of in a warning at most once a
@@ -165,6 +194,11 @@ impl RateLimitLayer {
 }
 
 impl Config {
+    /// Returns the plan `request` is on: as the layer's function says, else none.
+    pub(super) fn plan_of(&self, request: &Parts) -> Option<String> {
+        self.plan.as_ref().and_then(|plan| plan(request))
+    }
+
     /// Returns how much `request` matters: as the layer's function says, else `Normal`.
     pub(super) fn priority_of(&self, request: &Parts) -> Priority {
         self.priority
@@ -196,7 +230,7 @@ impl Config {
             ),
             Unidentified::Pass => (None, "passed", "let it through (pass_unidentified)"),
         };
-        let policy = self.rules.first().map(Rule::policy_name);
+        let policy = self.rules.first().map(|limit| limit.rule.policy_name());
         let policy = policy.as_deref().unwrap_or("");
         crate::observe::unidentified(policy, outcome);
         if !self.told.due() {
@@ -236,17 +270,19 @@ impl Config {
         &self,
         key: &str,
         priority: Priority,
+        plan: Option<&str>,
     ) -> Result<Option<Permit>, RateLimited> {
         let pipeline = &self.limiter.pipeline;
-        let call = pipeline.call(self.rules.iter().map(|rule| {
+        let call = pipeline.call(self.rules.iter().map(|limit| {
+            let rule = limit.current();
             let key = StoreKey::of_str(rule.prefix_value(), key);
-            Ask::of(RuleRef::Borrowed(rule), key, 1, priority)
+            Ask::of(rule, key, 1, priority).on_plan(plan)
         }));
         let (call, decided) = self.limiter.admit(call, priority).await?;
         let in_flight = self
             .rules
             .iter()
-            .any(|rule| rule.algorithm == Some(Algorithm::InFlight));
+            .any(|limit| limit.rule.algorithm == Some(Algorithm::InFlight));
         Ok(in_flight.then(|| Permit::new(self.limiter.clone(), call.detached(), decided)))
     }
 }

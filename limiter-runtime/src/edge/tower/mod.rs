@@ -29,7 +29,7 @@
 //! let limiter = Limiter::in_memory();
 //! let per_client = Rule::new()
 //!     .prefix("api:client:")
-//!     .name("per-client")
+//!     .policy("per-client")
 //!     .max(100)
 //!     .window(Duration::from_secs(60));
 //! let app = Router::new()

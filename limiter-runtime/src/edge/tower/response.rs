@@ -277,7 +277,7 @@ mod tests {
         let key = StoreKey::of_str("h:", "k");
         let rejection = RateLimited::new(
             "slow down".into(),
-            policy,
+            (policy, Default::default()),
             key,
             decision,
             true,

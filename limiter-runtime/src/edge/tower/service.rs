@@ -50,6 +50,7 @@ where
         let (parts, body) = request.into_parts();
         let key = self.config.key_of(&parts);
         let priority = self.config.priority_of(&parts);
+        let plan = self.config.plan_of(&parts);
         let refusal = Refusal::for_request(&parts);
         let request = http::Request::from_parts(parts, body);
         // The service polled ready serves this request; its clone, not known to be ready, stays for the next.
@@ -57,7 +58,7 @@ where
         let inner = std::mem::replace(&mut self.inner, clone);
         Box::pin(serve(
             Arc::clone(&self.config),
-            key.map(|key| (key, priority)),
+            key.map(|key| (key, priority, plan)),
             refusal,
             inner,
             request,
@@ -65,12 +66,12 @@ where
     }
 }
 
-/// Decides `request` (keyed `key`, of its priority; none is not limited), serves it or answers its refusal, and writes the
+/// Decides `request` (keyed `key`, of its priority and plan; none is not limited), serves it or answers its refusal, and writes the
 /// quota fields of every decision made meanwhile (unless a layer outside this one records them: that one
 /// writes them).
 async fn serve<S, ReqBody, ResBody>(
     config: Arc<Config>,
-    key: Option<(String, Priority)>,
+    key: Option<(String, Priority, Option<String>)>,
     refusal: Refusal,
     mut inner: S,
     request: http::Request<ReqBody>,
@@ -80,8 +81,8 @@ where
 {
     let deciding = quota::scope(async {
         let mut permit = None;
-        if let Some((key, priority)) = &key {
-            match config.decide(key, *priority).await {
+        if let Some((key, priority, plan)) = &key {
+            match config.decide(key, *priority, plan.as_deref()).await {
                 Ok(held) => permit = held,
                 Err(rejection) => return Ok(refusal.response(&rejection)),
             }
@@ -98,7 +99,9 @@ where
     };
     let mut response = response?;
     if let Some(quotas) = quotas {
-        let quotas = quotas.iter().map(|quota| (&*quota.policy, &quota.decision));
+        let quotas = quotas
+            .iter()
+            .map(|quota| (&*quota.policy, &quota.decision, &quota.applied));
         write_quota_fields(response.headers_mut(), quotas);
     }
     Ok(response)

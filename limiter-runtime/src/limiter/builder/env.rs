@@ -28,6 +28,7 @@ impl LimiterBuilder {
     /// | `LIMITER_ALGORITHM` | the default algorithm | `token_bucket` |
     /// | `LIMITER_ON_ERROR` | [`on_error`](LimiterBuilder::on_error) | `open`, `closed`, `local` |
     /// | `LIMITER_DEADLINE` | [`deadline`](LimiterBuilder::deadline), at most 60 s | `20ms` |
+    /// | `LIMITER_LIMITS` | [`limits_file`](LimiterBuilder::limits_file): read (and checked) when the limiter is built | `/etc/my_service/limits.toml` |
     ///
     /// An unset or empty variable changes nothing; an unreadable one (or a file it names) is an error naming
     /// it. With `LIMITER_REDIS_URL` unset, the limiter counts in this process's memory, and says so at warn
@@ -66,6 +67,9 @@ impl LimiterBuilder {
         self.tls = std::mem::take(&mut self.tls).with_env(&mut errors);
         self.defaults.crate_wide =
             std::mem::take(&mut self.defaults.crate_wide).with_env(&mut errors);
+        if let Some(path) = env("LIMITER_LIMITS") {
+            self.limits_file = Some((path.into(), true));
+        }
         if let Some(v) = env("LIMITER_DEADLINE") {
             let deadline = parse_env(
                 "LIMITER_DEADLINE",

@@ -1,8 +1,10 @@
 //! Building a [`Limiter`]: the store, the crate-wide defaults, the deadline and the failure policy.
 
 mod env;
+mod limits;
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,6 +59,8 @@ pub struct LimiterBuilder {
     redis_from_env: bool,
     /// Whether the environment was read: a limiter counting in memory then says so.
     env_read: bool,
+    /// The limits file, and whether `LIMITER_LIMITS` named it.
+    limits_file: Option<(PathBuf, bool)>,
 }
 
 /// Where the builder was told Redis is.
@@ -440,7 +444,15 @@ impl LimiterBuilder {
                 )))
             }
         };
+        let limits = match &self.limits_file {
+            Some((path, from_env)) => Some(limits::read(path, *from_env, &self.defaults)?),
+            None => None,
+        };
         let limiter = Limiter::new(backend, self.defaults, clock);
+        if let (Some((path, _)), Some((file, version))) = (self.limits_file, limits) {
+            crate::limiter::limits::put_in_force(&limiter.pipeline, file, version);
+            limiter.watch_limits(path);
+        }
         if own_clock {
             limiter.pipeline.lines.lag.turn_off();
         }

@@ -8,8 +8,8 @@ mod target;
 mod verbs;
 
 pub use self::future::{CheckFuture, EnforceFuture};
-use self::target::Target;
 pub use self::target::{All, OfLimit, One};
+use self::target::{OnPlan, Target};
 
 use std::fmt;
 use std::future::IntoFuture;
@@ -96,6 +96,30 @@ impl<V, T> Request<V, T> {
     #[inline(always)]
     pub fn priority(mut self, priority: Priority) -> Self {
         self.priority = priority;
+        self
+    }
+}
+
+impl<'a, V, T: OnPlan<'a>> Request<V, T> {
+    /// Names the plan the call is on ([`Plan`](crate::Plan)): each value its rule's plan of that name sets
+    /// replaces the rule's for this call (a key's own [override](crate::Override) still wins). A name the rule
+    /// has no plan of leaves the call on the rule's own values, and is told once in the log. For a call of
+    /// several limits, each limit that has the plan applies it.
+    ///
+    /// ```
+    /// use limiter_runtime::{Limiter, Plan, Rule};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let limiter = Limiter::in_memory();
+    /// let rule = Rule::new().prefix("api:").max(100).plan("pro", Plan::new().max(1_000));
+    /// let tenant_plan = String::from("pro");
+    /// let decision = limiter.check(&rule, "acme").plan(&tenant_plan).await;
+    /// assert_eq!((decision.limit, decision.remaining), (1_000, 999));
+    /// # }
+    /// ```
+    #[inline(always)]
+    pub fn plan(mut self, plan: &'a str) -> Self {
+        self.target.name_plan(plan);
         self
     }
 }

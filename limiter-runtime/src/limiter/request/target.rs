@@ -15,6 +15,7 @@ pub struct One<'a, K> {
     limiter: &'a Limiter,
     rule: &'a Rule,
     key: K,
+    plan: Option<&'a str>,
 }
 
 /// A resolved [`Limit`] for one key already written out: what [`Limit::check`] and its sibling verbs ask.
@@ -22,6 +23,7 @@ pub struct One<'a, K> {
 pub struct OfLimit<'a> {
     pub(crate) limit: &'a Limit,
     key: &'a str,
+    plan: Option<&'a str>,
 }
 
 /// Several limits of one call, decided as one: admitted only when every limit admits it, and then counted by
@@ -32,12 +34,18 @@ pub struct OfLimit<'a> {
 pub struct All<'a, L> {
     limiter: &'a Limiter,
     limits: L,
+    plan: Option<&'a str>,
 }
 
 impl<'a, K: fmt::Display> One<'a, K> {
     #[inline(always)]
     pub(crate) fn new(limiter: &'a Limiter, rule: &'a Rule, key: K) -> One<'a, K> {
-        One { limiter, rule, key }
+        One {
+            limiter,
+            rule,
+            key,
+            plan: None,
+        }
     }
 
     /// Returns the limiter asked.
@@ -56,29 +64,37 @@ impl<'a, K: fmt::Display> One<'a, K> {
             std::borrow::Cow::Owned(rule) => RuleRef::Shared(std::sync::Arc::new(rule)),
         };
         let key = StoreKey::new(rule.prefix_value(), format_args!("{}", self.key));
-        pipeline.call([Ask::of(rule, key, cost, priority)])
+        pipeline.call([Ask::of(rule, key, cost, priority).on_plan(self.plan)])
     }
 }
 
 impl<'a> OfLimit<'a> {
     #[inline(always)]
     pub(crate) fn new(limit: &'a Limit, key: &'a str) -> OfLimit<'a> {
-        OfLimit { limit, key }
+        OfLimit {
+            limit,
+            key,
+            plan: None,
+        }
     }
 
     /// Builds the call, weighing `cost`, of `priority`: the limit's rule, resolved already.
     #[inline(always)]
     pub(crate) fn call_of(&self, cost: u64, priority: Priority) -> Call<'a> {
-        let rule = &self.limit.rule;
+        let rule = self.limit.current();
         let key = StoreKey::of_str(rule.prefix_value(), self.key);
-        let ask = Ask::of(RuleRef::Borrowed(rule), key, cost, priority);
+        let ask = Ask::of(rule, key, cost, priority).on_plan(self.plan);
         self.limit.limiter.pipeline.call([ask])
     }
 }
 
 impl<'a, L> All<'a, L> {
     pub(crate) fn new(limiter: &'a Limiter, limits: L) -> All<'a, L> {
-        All { limiter, limits }
+        All {
+            limiter,
+            limits,
+            plan: None,
+        }
     }
 }
 
@@ -116,7 +132,7 @@ impl<'a, K: fmt::Display> Target<'a> for One<'a, K> {
 
     fn asks(&self, cost: u64, priority: Priority) -> Vec<Ask<'static>> {
         let key = format_args!("{}", self.key);
-        vec![ask(self.limiter, self.rule, key, cost, priority)]
+        vec![ask(self.limiter, self.rule, key, cost, priority).on_plan(self.plan)]
     }
 }
 
@@ -126,10 +142,10 @@ impl<'a> Target<'a> for OfLimit<'a> {
     }
 
     fn asks(&self, cost: u64, priority: Priority) -> Vec<Ask<'static>> {
-        let rule = &self.limit.rule;
+        let rule = self.limit.current();
         let key = StoreKey::of_str(rule.prefix_value(), self.key);
-        let rule = RuleRef::Shared(std::sync::Arc::new(rule.clone()));
-        vec![Ask::of(rule, key, cost, priority)]
+        let rule = RuleRef::Shared(std::sync::Arc::new(Rule::clone(&rule)));
+        vec![Ask::of(rule, key, cost, priority).on_plan(self.plan)]
     }
 }
 
@@ -142,8 +158,33 @@ impl<'a, L: LimitList> Target<'a> for All<'a, L> {
         let mut asks = Vec::new();
         self.limits.each(&mut |rule, key, own_cost| {
             let cost = own_cost.unwrap_or(cost);
-            asks.push(ask(self.limiter, rule, key, cost, priority));
+            asks.push(ask(self.limiter, rule, key, cost, priority).on_plan(self.plan));
         });
         asks
+    }
+}
+
+/// A request's target, which names the plan of the call (sealed: [`One`], [`OfLimit`] and [`All`]; see
+/// [`Request::plan`](super::Request::plan)).
+pub trait OnPlan<'a> {
+    #[doc(hidden)]
+    fn name_plan(&mut self, plan: &'a str);
+}
+
+impl<'a, K> OnPlan<'a> for One<'a, K> {
+    fn name_plan(&mut self, plan: &'a str) {
+        self.plan = Some(plan);
+    }
+}
+
+impl<'a> OnPlan<'a> for OfLimit<'a> {
+    fn name_plan(&mut self, plan: &'a str) {
+        self.plan = Some(plan);
+    }
+}
+
+impl<'a, L> OnPlan<'a> for All<'a, L> {
+    fn name_plan(&mut self, plan: &'a str) {
+        self.plan = Some(plan);
     }
 }

@@ -10,7 +10,7 @@ async fn import(tenant: &str, rows: Vec<String>) -> Result<usize, RateLimited> {
 
 // A month from the billing day (31: every month's last day), in UTC, beside `algorithm = fixed_window`.
 #[rate_limit(prefix = "monthly:", key = tenant, max = 1_000_000, period = month, anchor = 31,
-             algorithm = fixed_window, name = "monthly", on_error = closed)]
+             algorithm = fixed_window, policy = "monthly", on_error = closed)]
 async fn complete(tenant: &str) -> Result<(), RateLimited> {
     Ok(())
 }

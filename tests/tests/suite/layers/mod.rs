@@ -45,8 +45,8 @@ const LAYERS: [&[&str]; 10] = [
     ],
     // What a decision is, the errors, the calendar; sharded key maps.
     &["calendar", "decision", "error", "sharded"],
-    // Rules and the overrides in force.
-    &["rule", "overrides"],
+    // Rules, the overrides in force, and the limits file that holds rules.
+    &["rule", "overrides", "limits", "registry"],
     // The call built of them, and the lines calls to an upstream wait in.
     &["call", "outbound"],
     // The backends, who hears of each decision, and what the operators see of them.

@@ -107,7 +107,7 @@ impl Operations for Arc<RedisBackend> {
         Box::pin(async move {
             let version = publish(self, change).await?;
             if let Change::Set(o) | Change::Clear(o) = change {
-                self.forget_denials_of(o.target_prefix(), o.target_key());
+                self.forget_denials_of(o.target_prefix(), o.single_key());
             }
             Ok(Some(version))
         })

@@ -11,7 +11,7 @@ use crate::backend::redis::wire::LuaScript;
 use crate::backend::redis::RedisBackend;
 use crate::error::{BackendError, Error};
 use crate::overrides::{
-    parse_switch, Change, MissedChanges, Override, Overrides, OVERRIDES, SWITCH,
+    parse_switch, Change, MissedChanges, Override, Overrides, LIMITS, OVERRIDES, SWITCH,
 };
 
 /// How often a runtime reads the version even without being told of a change: a backstop for a lost message.
@@ -112,7 +112,7 @@ pub(in crate::backend::redis) async fn follow(
                     Ok(new) => {
                         if new {
                             if let Change::Set(o) | Change::Clear(o) = &change {
-                                backend.forget_denials_of(o.target_prefix(), o.target_key());
+                                backend.forget_denials_of(o.target_prefix(), o.single_key());
                             }
                         }
                         true
@@ -206,7 +206,7 @@ async fn read_whole(
     let fields = read.query_async::<Vec<(String, String)>>(connection);
     match tokio::time::timeout(CHANGE_DEADLINE, fields).await {
         Ok(Ok(fields)) => {
-            let (mut version, mut on_everywhere) = (0, true);
+            let (mut version, mut on_everywhere, mut limits) = (0, true, None);
             let mut all = Vec::with_capacity(fields.len());
             let mut banning = Vec::new();
             for (field, value) in &fields {
@@ -214,6 +214,8 @@ async fn read_whole(
                     version = value.parse().unwrap_or(0);
                 } else if field == SWITCH {
                     on_everywhere = parse_switch(value).unwrap_or(true);
+                } else if field == LIMITS {
+                    limits = Some(value.clone());
                 } else if let Some(Change::Banning { prefix, until }) =
                     Change::parse("set", field, value)
                 {
@@ -236,7 +238,7 @@ async fn read_whole(
                     }
                 }
             }
-            match overrides.install(mark, all, on_everywhere, banning, version) {
+            match overrides.install(mark, all, on_everywhere, banning, (version, limits)) {
                 Some(true) => redis.forget_denials(),
                 Some(false) => {}
                 None => return true,

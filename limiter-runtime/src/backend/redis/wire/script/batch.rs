@@ -4,7 +4,7 @@
 use redis::{Cmd, Value};
 
 use super::replay::Replay;
-use super::reply::{fault, non_negative};
+use super::reply::{fault, non_negative, tell_afresh};
 use super::{block_key, calls_args, clock, limit_args, shape, BatchCall, Outcomes, GROUPS};
 use crate::algorithm::Algorithm;
 use crate::call::{CallLimit, OneOrMany};
@@ -39,7 +39,7 @@ pub(crate) fn batch_command<'a>(groups: &[Group<'a, '_>], test_now: Option<u64>)
     }
     let calls = groups.iter().map(|group| group.calls.len()).sum();
     // The shapes, each with a limit of it; and each group's limits' places among them (from 1).
-    let mut shapes: Vec<([u64; 10], &'a CallLimit<'_>)> = Vec::new();
+    let mut shapes: Vec<([u64; 11], &'a CallLimit<'_>)> = Vec::new();
     let mut place = |limit: &'a CallLimit<'_>| {
         let shape = shape(limit);
         match shapes.iter().position(|(known, _)| *known == shape) {
@@ -123,6 +123,7 @@ fn read_group(text: &[u8], group: &Group<'_, '_>, now: u64) -> Option<Vec<Outcom
     if let [limit] = group.limits {
         // One limit: its state before the first call, and the calls replayed on it in turn.
         let (block, state) = answered(limit, answers.next()?)?;
+        tell_afresh(limit, state.first());
         let mut replay = Replay::new(limit, now, first_and_rest(&state)?, block)?;
         let mut decided = Vec::with_capacity(group.calls.len());
         for call in group.calls {
@@ -141,6 +142,7 @@ fn read_group(text: &[u8], group: &Group<'_, '_>, now: u64) -> Option<Vec<Outcom
         let mut outcomes = Vec::with_capacity(group.limits.len());
         for (limit, cost) in group.limits.iter().zip(call.costs) {
             let (block, state) = answered(limit, answers.next()?)?;
+            tell_afresh(limit, state.first());
             let mut replay = Replay::new(limit, now, first_and_rest(&state)?, block)?;
             outcomes.push(replay.call(*cost, call.nonce)?);
         }

@@ -59,7 +59,7 @@ impl Keys {
 
 /// The commands the scripts may call, with the Redis version that brought each (and each option they use),
 /// and which of its arguments are keys (as `COMMAND INFO` gives its key specs).
-const COMMANDS: [(&str, (u32, u32), Keys); 20] = [
+const COMMANDS: [(&str, (u32, u32), Keys); 21] = [
     ("DEL", (1, 0), Keys::All),
     ("EXISTS", (1, 0), Keys::All),
     ("GET", (1, 0), Keys::First),
@@ -73,6 +73,8 @@ const COMMANDS: [(&str, (u32, u32), Keys); 20] = [
     // KEEPTTL: 6.0.
     ("SET", (6, 0), Keys::First),
     ("TIME", (2, 6), Keys::None),
+    // What a key of another type holds (`scripts/algorithms/other.lua`).
+    ("TYPE", (1, 0), Keys::First),
     // XX and CH: 3.0.2.
     ("ZADD", (3, 0), Keys::First),
     ("ZCARD", (1, 2), Keys::First),

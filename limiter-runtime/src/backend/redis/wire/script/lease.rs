@@ -3,7 +3,7 @@
 use redis::{Cmd, Value};
 
 use super::reply::{bucket, int};
-use super::{clock, code, depth, ends_text, max_arg, GiveBack, LuaScript, LEASE};
+use super::{clock, code, depth_arg, ends_text, max_arg, GiveBack, LuaScript, LEASE};
 use crate::algorithm::{Algorithm, Reported};
 use crate::call::CallLimit;
 use crate::error::BackendError;
@@ -24,9 +24,11 @@ pub(crate) fn lease_command(
         .arg(charge.window);
     max_arg(&mut cmd, charge);
     match limit.algorithm {
-        Algorithm::Calendar => cmd.arg(ends_text(charge)),
-        _ => cmd.arg(depth(limit)),
-    };
+        Algorithm::Calendar => {
+            cmd.arg(ends_text(charge));
+        }
+        _ => depth_arg(&mut cmd, limit),
+    }
     cmd.arg(charge.cost).arg(want.max(charge.cost));
     if let Some(back) = back {
         back.args(&mut cmd);

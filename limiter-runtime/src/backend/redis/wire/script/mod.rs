@@ -46,6 +46,7 @@ use redis::{Cmd, RedisResult, Value};
 
 pub(crate) use self::lua_script::LuaScript;
 use super::connection::Connection;
+use crate::algorithm::carry::Level;
 use crate::algorithm::{Algorithm, Outcome, Receipt, Terms};
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
@@ -167,11 +168,36 @@ fn depth(limit: &CallLimit<'_>) -> u64 {
     }
 }
 
+/// Returns the letter that follows a bucket's depth when its level does not carry over proportionally (the
+/// common call's, which sends its depth alone, as a number): `a` as is, `n` not carried (see
+/// `scripts/algorithms/token_bucket.lua`).
+fn carry_letter(limit: &CallLimit<'_>) -> Option<char> {
+    if !matches!(
+        limit.algorithm,
+        Algorithm::TokenBucket | Algorithm::LeakyBucket
+    ) {
+        return None;
+    }
+    match limit.carry {
+        Some(Level::Proportional) => None,
+        Some(Level::AsIs) => Some('a'),
+        None => Some('n'),
+    }
+}
+
+/// Adds `limit`'s depth as the scripts take it: a number, followed by its [`carry_letter`] when it has one.
+fn depth_arg(cmd: &mut Cmd, limit: &CallLimit<'_>) {
+    match carry_letter(limit) {
+        None => cmd.arg(depth(limit)),
+        Some(letter) => cmd.arg(format!("{}{letter}", depth(limit))),
+    };
+}
+
 /// Returns what the script is told of `limit` but a call's cost: the algorithm's code (negated when it does not
 /// veto), window, max and depth, a calendar's ends, a penalty's first and longest block (µs; zeros without
-/// one), and the units the call must leave free for the priorities above its own. Calls of the same go in one
-/// batch.
-pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 10] {
+/// one), the units the call must leave free for the priorities above its own, and how a bucket's level
+/// carries over (its [`carry_letter`], 0 for none). Calls of the same go in one batch.
+pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 11] {
     let code = match limit.vetoes {
         true => code(limit.algorithm),
         false => -code(limit.algorithm),
@@ -188,6 +214,7 @@ pub(crate) fn shape(limit: &CallLimit<'_>) -> [u64; 10] {
         limit.penalty.map_or(0, |penalty| penalty.first_micros()),
         limit.penalty.map_or(0, |penalty| penalty.cap_micros()),
         limit.terms.kept,
+        carry_letter(limit).map_or(0, u64::from),
     ]
 }
 
@@ -202,22 +229,25 @@ fn max_arg(cmd: &mut Cmd, terms: &Terms) {
 
 /// Adds `limit`'s four arguments to `scripts/groups.lua`: its shape, a calendar's ends in place of the depth.
 fn limit_args(cmd: &mut Cmd, limit: &CallLimit<'_>) {
-    let [code, window, _, depth, _, _, _, first, cap, _] = shape(limit);
+    let [code, window, _, depth, _, _, _, first, cap, _, _] = shape(limit);
     // The code as it was made: negative for a shadow limit.
     cmd.arg(code as i64).arg(window);
     max_arg(cmd, &limit.terms);
     match (limit.algorithm, limit.penalty) {
-        (Algorithm::Calendar, None) => cmd.arg(ends_text(&limit.terms)),
-        (_, None) => cmd.arg(depth),
+        (Algorithm::Calendar, None) => {
+            cmd.arg(ends_text(&limit.terms));
+        }
+        (_, None) => depth_arg(cmd, limit),
         // A penalty's lengths ride after the depth.
         (algorithm, Some(_)) => {
-            let depth = match algorithm {
-                Algorithm::Calendar => ends_text(&limit.terms),
-                _ => depth.to_string(),
+            let depth = match (algorithm, carry_letter(limit)) {
+                (Algorithm::Calendar, _) => ends_text(&limit.terms),
+                (_, None) => depth.to_string(),
+                (_, Some(letter)) => format!("{depth}{letter}"),
             };
-            cmd.arg(format!("{depth}|{first}|{cap}"))
+            cmd.arg(format!("{depth}|{first}|{cap}"));
         }
-    };
+    }
 }
 
 /// Writes a calendar's ends as the scripts take them: `<previous>:<current>:<next>` (µs).

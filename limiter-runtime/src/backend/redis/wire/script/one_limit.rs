@@ -5,8 +5,8 @@ use redis::{Cmd, Value};
 
 use super::nonce::nonce_text;
 use super::replay::Replay;
-use super::reply::state;
-use super::{depth, ends_text, max_arg, window_arg, BatchCall, LuaScript, Outcomes};
+use super::reply::{state, tell_afresh};
+use super::{depth_arg, ends_text, max_arg, window_arg, BatchCall, LuaScript, Outcomes};
 use crate::algorithm::Algorithm;
 use crate::call::{CallLimit, OneOrMany};
 use crate::error::BackendError;
@@ -32,9 +32,11 @@ pub(super) fn one_limit_command(
     };
     max_arg(&mut cmd, charge);
     match limit.algorithm {
-        Algorithm::Calendar => cmd.arg(ends_text(charge)),
-        _ => cmd.arg(depth(limit)),
-    };
+        Algorithm::Calendar => {
+            cmd.arg(ends_text(charge));
+        }
+        _ => depth_arg(&mut cmd, limit),
+    }
     let names = matches!(limit.algorithm, Algorithm::SlidingLog | Algorithm::InFlight);
     match calls {
         // The common call, one of cost 1, goes without its cost: its nonce alone, when it names a member.
@@ -65,6 +67,9 @@ pub(super) fn read_one_limit(
 ) -> Result<(OneOrMany<Outcomes>, u64), BackendError> {
     let unexpected = || BackendError::Reply(format!("{reply:?}"));
     let (now, first, rest) = state(reply).ok_or_else(unexpected)?;
+    if let Value::Array(values) = reply {
+        tell_afresh(limit, values.get(1));
+    }
     let mut replay = Replay::new(limit, now, (first, rest), None).ok_or_else(unexpected)?;
     let mut decide = |call: &BatchCall<'_>| -> Result<Outcomes, BackendError> {
         let outcome = replay.call(cost(call), call.nonce).ok_or_else(unexpected)?;

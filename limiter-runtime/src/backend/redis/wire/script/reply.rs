@@ -3,6 +3,7 @@
 use redis::Value;
 
 use crate::algorithm::{Algorithm, Reported};
+use crate::call::CallLimit;
 use crate::error::BackendError;
 
 /// Reads the integer at `i` of a reply's `values`; `None` if there is none there.
@@ -67,6 +68,16 @@ pub(super) fn state(reply: &Value) -> Option<(u64, u64, &[Value])> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Tells (see [`started_afresh`](crate::observe::started_afresh)) when a limit's state, as its script answered it
+/// (`first`, read as 0), says the key held another algorithm's state, which the script dropped: it answers -1.
+pub(super) fn tell_afresh(limit: &CallLimit<'_>, first: Option<&Value>) {
+    if let Some(Value::Int(first)) = first {
+        if *first < 0 {
+            crate::observe::started_afresh(limit.key.parts().prefix, limit.algorithm);
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 use limiter_runtime::{rate_limit, RateLimited};
 
-#[rate_limit(name = employees)]
+#[rate_limit(policy = employees)]
 async fn f() -> Result<(), RateLimited> {
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! Errors that read like sentences: the rejection users return, and the runtime's own failures.
 
+pub(crate) mod limits;
+
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
 use crate::key::StoreKey;
-use crate::policy::PolicyName;
+use crate::policy::{Applied, PolicyName};
 use crate::Decision;
 
 /// A call was rejected by a rate limit.
@@ -41,6 +43,8 @@ struct Rejection {
     message: Cow<'static, str>,
     /// The limit's policy name.
     policy: PolicyName,
+    /// The plan or override that set the limit's values.
+    applied: Applied,
     /// When the call had several limits: each one's state, in the order written.
     limits: Vec<LimitState>,
     /// Whether the quota headers advertise the limit's decision (see `LimitState::advertised`).
@@ -55,6 +59,7 @@ struct Rejection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LimitState {
     pub(crate) policy: PolicyName,
+    pub(crate) applied: Applied,
     pub(crate) decision: Decision,
     /// Whether the quota headers advertise it: it applies to the call (not a shadow limit, not one the call
     /// skipped) and its decision was counted (not made by `on_error = open | closed` while Redis failed).
@@ -98,7 +103,7 @@ impl RateLimited {
     /// limit's.
     pub(crate) fn new(
         message: Cow<'static, str>,
-        policy: PolicyName,
+        (policy, applied): (PolicyName, Applied),
         key: StoreKey,
         decision: Decision,
         advertised: bool,
@@ -112,6 +117,7 @@ impl RateLimited {
         RateLimited(Box::new(Rejection {
             message,
             policy,
+            applied,
             limits,
             advertised,
             key,
@@ -143,45 +149,56 @@ impl RateLimited {
         &self.0.policy
     }
 
+    /// Returns the plan the call was on ([`Plan`](crate::Plan)), if the limit that refused it took its values
+    /// from one of its policy's plans.
+    pub fn plan(&self) -> Option<&str> {
+        self.0.applied.plan.as_deref()
+    }
+
+    /// Returns whether a run-time [`Override`](crate::Override) (of the key, a pattern of keys or the policy) set
+    /// any of the values of the limit that refused the call.
+    pub fn overridden(&self) -> bool {
+        self.0.applied.overridden
+    }
+
     /// Returns every limit of the call, in the order written, with its policy name and state: the one that refused it
     /// (this rejection's own) and those that did not (which charged nothing either). One for a call with one
     /// limit.
     pub fn limits(&self) -> impl Iterator<Item = (&str, &Decision)> {
         self.states()
-            .map(|(policy, decision, _)| (policy, decision))
+            .map(|(policy, decision, _, _)| (policy, decision))
     }
 
     /// Returns the limits a response advertises in its quota headers: those that apply to the call (not a shadow
     /// limit, not one it skipped) whose decisions were counted (not made by `on_error = open | closed`
     /// while Redis failed: the count is unknown).
     #[cfg_attr(not(any(feature = "axum", feature = "tower")), allow(dead_code))]
-    pub(crate) fn advertised(&self) -> impl Iterator<Item = (&str, &Decision)> {
+    pub(crate) fn advertised(&self) -> impl Iterator<Item = (&str, &Decision, &Applied)> {
         self.states()
-            .filter(|(_, _, advertised)| *advertised)
-            .map(|(policy, decision, _)| (policy, decision))
+            .filter(|(_, _, advertised, _)| *advertised)
+            .map(|(policy, decision, _, applied)| (policy, decision, applied))
     }
 
     /// Returns the advertised policies that refused the call.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn refusing(&self) -> impl Iterator<Item = &str> {
         self.advertised()
-            .filter(|(_, decision)| !decision.allowed)
-            .map(|(policy, _)| policy)
+            .filter(|(_, decision, _)| !decision.allowed)
+            .map(|(policy, _, _)| policy)
     }
 
     /// Returns each limit's policy, state, and whether it is advertised.
-    fn states(&self) -> impl Iterator<Item = (&str, &Decision, bool)> {
+    fn states(&self) -> impl Iterator<Item = (&str, &Decision, bool, &Applied)> {
         let own = self.0.limits.is_empty().then_some((
             &*self.0.policy,
             &self.0.decision,
             self.0.advertised,
+            &self.0.applied,
         ));
-        own.into_iter().chain(
-            self.0
-                .limits
-                .iter()
-                .map(|limit| (&*limit.policy, &limit.decision, limit.advertised)),
-        )
+        own.into_iter().chain(self.0.limits.iter().map(|limit| {
+            let state = (&*limit.policy, &limit.decision, limit.advertised);
+            (state.0, state.1, state.2, &limit.applied)
+        }))
     }
 
     /// Returns the admissions per window.
@@ -311,6 +328,11 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// The limits file cannot be used ([`LimiterBuilder::limits_file`](crate::LimiterBuilder::limits_file),
+    /// `LIMITER_LIMITS`, [`Limiter::push_limits`](crate::Limiter::push_limits)): the error says where in it
+    /// (file, line and column) and what was expected. Nothing was changed: the limits in force stay.
+    #[error(transparent)]
+    Limits(#[from] limits::LimitsError),
     /// No node has used a policy of that name or prefix ([`Limiter::policy`](crate::Limiter::policy)): a
     /// policy is known once a call of it has been decided, on this node or on another one that shares the
     /// store.
