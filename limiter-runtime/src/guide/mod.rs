@@ -13,6 +13,7 @@
 //! | [`redis`] | one server, Redis Cluster, Sentinel, TLS and ACL users, checking the connection at start-up, the environment variables |
 //! | [`failures`] | what happens when Redis is slow or down: the deadline, the breaker, `on_error`, the deny cache, late answers |
 //! | [`operations`] | where each setting comes from, run-time overrides, the two switches, logs and metrics |
+//! | [`limits`] | limits from data: plans per tenant, overrides of a pattern of keys, the limits file (its grammar), reloaded live on every node, and what each algorithm carries over when a limit changes |
 //! | [`calendar`] | `period = day \| week \| month`: quotas on the calendar in a time zone (a tenant's own), billing days, `usage` |
 //! | [`in_flight`] | `in_flight = N`: at most N calls of a key running at once, across nodes; permits, their time to live, crashes |
 //! | [`penalties`] | `penalty = "1m..1h"`: blocking a key that abuses a limit, escalating, on every node; operators' bans |
@@ -38,6 +39,7 @@ pub mod hot_keys;
 pub mod http;
 pub mod in_flight;
 pub mod inside;
+pub mod limits;
 pub mod operations;
 pub mod outbound;
 pub mod penalties;
