@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use limiter_runtime::{Algorithm, Limiter, RateLimited, Rule};
+use limiter_runtime::{Algorithm, Limiter, Plan, RateLimited, Rule};
 use redis::aio::ConnectionManager;
 use redis::Script;
 
@@ -69,6 +69,8 @@ pub(crate) enum Contender {
     PlainPerKey,
     /// `Limiter::check` on a rule with a lease (hot key).
     PlainLease,
+    /// `Limiter::check(..).plan("pro")` on a rule with three plans, the plan's limit the scenario's.
+    PlainPlan,
     /// What a user writes without the library: `redis::Script` of the minimal script on a `ConnectionManager`.
     Baseline,
     /// `redis-benchmark` calling the library's script of one limit (not a task-based contender: see `ceiling`).
@@ -83,13 +85,14 @@ pub(crate) enum Contender {
 
 impl Contender {
     /// The contenders whose runs a worker process can make (`hot::worker`), by their `name`.
-    const DRIVEN: [Contender; 9] = [
+    const DRIVEN: [Contender; 10] = [
         Contender::Annotated,
         Contender::Plain,
         Contender::PlainNoCache,
         Contender::PlainNoCoalesce,
         Contender::PlainPerKey,
         Contender::PlainLease,
+        Contender::PlainPlan,
         Contender::Baseline,
         Contender::BaselineTimeout,
         Contender::BaselineClone,
@@ -103,6 +106,7 @@ impl Contender {
             Contender::PlainNoCoalesce => "plain API, coalescing off",
             Contender::PlainPerKey => "plain API, a script call per key",
             Contender::PlainLease => "plain API, lease 10 000 / 100 ms",
+            Contender::PlainPlan => "plain API, on a plan",
             Contender::Baseline => "baseline (minimal script)",
             Contender::Ceiling => "redis-benchmark -P 16, library script",
             Contender::CeilingMinimal => "redis-benchmark -P 16, minimal script",
@@ -120,6 +124,7 @@ impl Contender {
             Contender::PlainNoCoalesce => "plain-no-coalesce",
             Contender::PlainPerKey => "plain-per-key",
             Contender::PlainLease => "plain-lease",
+            Contender::PlainPlan => "plain-plan",
             Contender::Baseline => "baseline",
             Contender::Ceiling => "ceiling",
             Contender::CeilingMinimal => "ceiling-minimal",
@@ -194,6 +199,8 @@ pub(crate) enum Caller {
     Plain {
         limiter: Limiter,
         rule: Arc<Rule>,
+        /// The plan each call names, if it names one.
+        plan: Option<&'static str>,
     },
     Annotated {
         limiter: Limiter,
@@ -259,7 +266,8 @@ impl Caller {
             | Contender::PlainNoCache
             | Contender::PlainNoCoalesce
             | Contender::PlainPerKey
-            | Contender::PlainLease => {
+            | Contender::PlainLease
+            | Contender::PlainPlan => {
                 let mut rule = Rule::new()
                     .prefix(scenario.prefix(contender.name()))
                     .max(limit.max)
@@ -268,9 +276,19 @@ impl Caller {
                 if contender == Contender::PlainLease {
                     rule = rule.lease(LEASE_UNITS).lease_ttl(LEASE_TTL);
                 }
+                let plan = (contender == Contender::PlainPlan).then_some("pro");
+                if plan.is_some() {
+                    // Three plans, the call's the second: its limit the scenario's, the rule's own a tenth.
+                    rule = rule
+                        .max(limit.max / 10)
+                        .plan("free", Plan::new().max(limit.max / 10))
+                        .plan("pro", Plan::new().max(limit.max))
+                        .plan("enterprise", Plan::new().max(limit.max * 10));
+                }
                 Caller::Plain {
                     limiter: limiter().await,
                     rule: Arc::new(rule),
+                    plan,
                 }
             }
             Contender::Annotated => Caller::Annotated {
@@ -347,8 +365,16 @@ impl Caller {
                     _ => Outcome::Failed,
                 }
             }
-            Caller::Plain { limiter, rule } => {
-                if limiter.check(rule, id).await.allowed {
+            Caller::Plain {
+                limiter,
+                rule,
+                plan,
+            } => {
+                let decision = match plan {
+                    Some(plan) => limiter.check(rule, id).plan(plan).await,
+                    None => limiter.check(rule, id).await,
+                };
+                if decision.allowed {
                     Outcome::Allowed
                 } else {
                     Outcome::Denied

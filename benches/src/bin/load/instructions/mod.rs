@@ -290,6 +290,35 @@ fn client_side(plan: &Plan, valgrind: &Path, dir: &Path) -> Result<String, Strin
         "| in_flight (a permit taken and given back) | {baseline:.0} | {per_permit:.0} | — | {:.3}× | — |",
         per_permit / baseline
     );
+    // A call on a plan (`.plan("pro")` of a rule with three): beside the plain API's call, counted again here.
+    let _ = write!(
+        text,
+        "\n| algorithm | plain API | plain API, on a plan | plan / plain |\n|---|---|---|---|\n"
+    );
+    for &algorithm in &plan.algorithms {
+        let mut each = Vec::new();
+        for contender in [Contender::Plain, Contender::PlainPlan] {
+            empty(&server)?;
+            let job = Job {
+                url: url.clone(),
+                contender,
+                algorithm,
+                scenario: Scenario::Spread,
+                calls: plan.calls,
+                tasks: 1,
+            };
+            let (count, _) = count_client(valgrind, dir, &job)?;
+            each.push(count as f64 / plan.calls as f64);
+        }
+        let _ = writeln!(
+            text,
+            "| {} | {:.0} | {:.0} | {:.3}× |",
+            algorithm.name(),
+            each[0],
+            each[1],
+            each[1] / each[0]
+        );
+    }
     // Many keys at 64 tasks: the calls that find their line full go in batches, on any keys; the baseline's
     // each make a command of their own.
     let spread = |contender, tasks: u64, calls: u64| Job {
