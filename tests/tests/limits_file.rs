@@ -218,6 +218,7 @@ async fn a_reload_applies_on_three_nodes_within_a_second() {
         until_version(node, &new).await;
     }
     let took = written.elapsed();
+    eprintln!("a change of the file applied on three nodes after {took:?}");
     assert!(
         took < Duration::from_secs(1),
         "applied everywhere after {took:?}"
@@ -231,7 +232,12 @@ async fn a_reload_applies_on_three_nodes_within_a_second() {
     for node in [&a, &b, &c] {
         until_version(node, &pushed).await;
     }
-    assert!(started.elapsed() < Duration::from_secs(1));
+    let took = started.elapsed();
+    eprintln!("a push applied on three nodes after {took:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "applied everywhere after {took:?}"
+    );
     assert_eq!(a.scope(report(4)).await.unwrap(), 4);
     assert!(
         c.scope(report(4)).await.is_err(),
