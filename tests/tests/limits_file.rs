@@ -227,8 +227,8 @@ async fn a_reload_applies_on_three_nodes_within_a_second() {
     assert_eq!(searches(&c, &tenant, 4).await, 2);
     // A push through another node: the same, the file's node included.
     let lowered = LIMITS.replace("[policies.reports]\nmax = 2", "[policies.reports]\nmax = 1");
-    let pushed = b.push_limits(&lowered).await.unwrap();
     let started = Instant::now();
+    let pushed = b.push_limits(&lowered).await.unwrap();
     for node in [&a, &b, &c] {
         until_version(node, &pushed).await;
     }
