@@ -147,7 +147,7 @@ impl Defaults {
     pub(crate) fn resolved<'r>(&self, rule: &'r Rule) -> Cow<'r, Rule> {
         let unchanged = !rule.beside_rate
             && self.policy_of(rule).is_none()
-            && rule.covers(&self.file.defaults)
+            && (self.file.version.is_empty() || rule.covers(&self.file.defaults))
             && rule.covers(&self.crate_wide)
             && self
                 .modules
