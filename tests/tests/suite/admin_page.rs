@@ -209,6 +209,32 @@ async fn an_operator_sees_the_service_and_overrides_a_limit_from_the_page() {
     let node = until("this node", || text(&client, "#nodes tr.node-row")).await;
     assert!(node.contains("up"), "{node}");
     assert!(!client.current_url().await.unwrap().as_str().contains(TOKEN));
+    // A limits file pushed through Redis that the node cannot take (as another node's push would be): the
+    // node keeps its limits, and the page shows the refusal, its line and column, beside its version.
+    let mut redis = server.connection();
+    let bad = "[policies.employee]\nmax = 0\n";
+    let version: u64 = redis::cmd("HINCRBY")
+        .arg("limiter:overrides")
+        .arg("version")
+        .arg(1)
+        .query(&mut redis)
+        .unwrap();
+    redis::cmd("HSET")
+        .arg("limiter:overrides")
+        .arg("limits")
+        .arg(bad)
+        .query::<()>(&mut redis)
+        .unwrap();
+    redis::cmd("PUBLISH")
+        .arg("limiter:overrides")
+        .arg(format!("{version}\nset\n{bad}\nlimits"))
+        .query::<()>(&mut redis)
+        .unwrap();
+    let refused = until("the node's refused limits file", || {
+        text(&client, "#nodes tr.node-row .limits-refused")
+    })
+    .await;
+    assert!(refused.contains(":2:7:"), "{refused}");
 
     // Live: the counts move on screen with no reload (a mark left on the page's window stays).
     client
